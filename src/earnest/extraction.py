@@ -1,0 +1,306 @@
+"""Answer extraction (section 3.3 and Appendix F of the GSM-Symbolic re-evaluation).
+
+Text prompts (GSM, simple NL, structured NL): what the model wrote after it began a new
+question (a line starting with ``Q:``) is cut; then the number after "The final answer is" is
+taken (pattern ``final_answer``), else the last number in the response (``last_number``).
+
+Code prompts (simple / structured code): the prompt ends with ``A:\\ndef solution():\\n``, so the
+model usually writes only the body. The solution function is located (pattern ``function`` when
+the model wrote ``def solution(...)`` itself, ``function_body`` when the header was restored from
+the prompt), checked statically and run in the sandbox (``earnest.sandbox``).
+
+Error classes (``error_class``; "" = a number was extracted):
+
+* text: ``empty_response``, ``empty_after_trimming``, ``no_number_found``;
+* code: ``no_function``, ``forbidden_construct``, ``syntax_error``, ``name_error``,
+  ``type_value_error``, ``zero_division_error``, ``attribute_error``, ``none_returned``,
+  ``not_a_number``, ``unclassified``, ``timeout``, ``resource_limit``.
+
+Scoring adds ``wrong_answer`` and ``wrong_answer_last_number`` (see ``earnest.scoring``).
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from earnest.sandbox import Sandbox
+
+TEXT_ERROR_CLASSES = ("empty_response", "empty_after_trimming", "no_number_found")
+
+# Numbers with more digits than this keep only their float value (possibly inf): exact
+# arithmetic on them is pointless for grade-school answers and slow for runaway output.
+_MAX_EXACT_DIGITS = 1000
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """What was extracted from one response.
+
+    value: the number (float; may be +-inf for absurdly large numbers) or None.
+    pattern: how it was found — text: "final_answer" | "last_number" | "none";
+        code: "function" | "function_body" | "none".
+    error_class: "" when a number was found, else one of the classes in the module docstring.
+    detail: a short human-readable explanation (exception message, violation, ...).
+    exact: the exact rational value when known (used for exact integer comparison).
+    """
+
+    value: float | None
+    pattern: str
+    error_class: str
+    detail: str = ""
+    exact: Fraction | None = field(default=None, compare=False, repr=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Numbers
+# --------------------------------------------------------------------------------------------
+
+_MINUS = "-\u2212\u2013"  # ASCII hyphen-minus, Unicode minus, en dash
+# A number: thousands-grouped or plain digits, optional decimals; or ".5".
+_NUMBER_BODY = r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?|\.\d+"
+
+
+def parse_number(text: str) -> tuple[float, Fraction | None]:
+    """Parse "1,234.5", "-18", ".5" (no units) into (float, exact Fraction or None if huge).
+
+    Raises ValueError for anything else.
+    """
+    cleaned = text.strip().replace(",", "")
+    for minus in _MINUS[1:]:
+        cleaned = cleaned.replace(minus, "-")
+    if not re.fullmatch(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?", cleaned):
+        raise ValueError(f"not a number: {text!r}")
+    try:
+        dec = Decimal(cleaned)
+    except InvalidOperation as exc:  # pragma: no cover - the regex admits only valid literals
+        raise ValueError(f"not a number: {text!r}") from exc
+    value = float(dec)  # Decimal -> float gives inf instead of raising on overflow
+    digits = len(dec.as_tuple().digits)
+    exact = Fraction(dec) if digits <= _MAX_EXACT_DIGITS and abs(dec.adjusted()) <= _MAX_EXACT_DIGITS else None
+    return value, exact
+
+
+# --------------------------------------------------------------------------------------------
+# Text prompts
+# --------------------------------------------------------------------------------------------
+
+_NEXT_QUESTION = re.compile(r"^[ \t]*Q:", re.MULTILINE)
+
+# "The final answer is" + optional decoration (":", markdown emphasis, LaTeX, currency) + number.
+_FINAL_ANSWER = re.compile(
+    r"the\s+final\s+answer\s+is"
+    r"[\s:=]*(?:\*\*|__|\*|_)?\s*"                 # "is:", "is **18**"
+    r"(?:\\\(|\\\[|\$\$)?\s*(?:\\boxed\{|\\text\{)?\s*"  # LaTeX wrappers
+    rf"(?P<sign1>[{_MINUS}])?\s*"
+    r"(?:\\?\$|US\$|USD\s*|€|£)?\s*"              # currency before the number
+    rf"(?P<sign2>[{_MINUS}])?"
+    rf"(?P<num>{_NUMBER_BODY})"
+    r"(?:\s*/\s*(?P<den>\d+)(?!\d|\.\d))?",       # a fraction such as 3/4
+    re.IGNORECASE,
+)
+
+# Any number; the sign is decided afterwards (a "-" between two numbers is a subtraction).
+_ANY_NUMBER = re.compile(rf"(?<![\d.])(?P<sign>[{_MINUS}])?\$?(?P<num>{_NUMBER_BODY})")
+
+
+def trim_next_question(response: str) -> str:
+    """``response`` up to the first line that starts a new few-shot question ("Q:")."""
+    m = _NEXT_QUESTION.search(response)
+    return response if m is None else response[: m.start()]
+
+
+def _signed(num: str, negative: bool) -> tuple[float, Fraction | None]:
+    value, exact = parse_number(num)
+    if negative:
+        value, exact = -value, (None if exact is None else -exact)
+    return value, exact
+
+
+def _final_answer(text: str) -> tuple[float, Fraction | None, str] | None:
+    for m in _FINAL_ANSWER.finditer(text):
+        value, exact = _signed(m.group("num"), bool(m.group("sign1") or m.group("sign2")))
+        if m.group("den"):
+            den = int(m.group("den"))
+            if den == 0:
+                continue
+            if exact is not None:
+                exact = exact / den
+                value = float(exact) if abs(exact) < Fraction(10) ** 300 else value / den
+            else:
+                value = value / den
+        return value, exact, m.group(0)
+    return None
+
+
+def _last_number(text: str) -> tuple[float, Fraction | None, str] | None:
+    last = None
+    for m in _ANY_NUMBER.finditer(text):
+        last = m
+    if last is None:
+        return None
+    negative = False
+    if last.group("sign"):
+        before = text[: last.start()].rstrip(" ")
+        # "15-16" is a subtraction; "=-80", "is -3", "(-2" are signs
+        negative = not before or not (before[-1].isalnum() or before[-1] in ")]")
+    value, exact = _signed(last.group("num"), negative)
+    return value, exact, last.group(0)
+
+
+def extract_text(response: str) -> Extraction:
+    """Extract the numerical answer from a text-prompt response (see module docstring)."""
+    if response is None or response == "":
+        return Extraction(None, "none", "empty_response", "zero-length response")
+    text = trim_next_question(response)
+    if not text.strip():
+        return Extraction(None, "none", "empty_after_trimming",
+                          "only whitespace before the next 'Q:'" if response.strip() else "only whitespace")
+    found = _final_answer(text)
+    if found is not None:
+        value, exact, matched = found
+        return Extraction(value, "final_answer", "", _clip(matched), exact)
+    found = _last_number(text)
+    if found is not None:
+        value, exact, matched = found
+        return Extraction(value, "last_number", "", _clip(matched), exact)
+    return Extraction(None, "none", "no_number_found", "no 'The final answer is <number>' and no number at all")
+
+
+def _clip(text: str, n: int = 80) -> str:
+    return text if len(text) <= n else text[:n] + "..."
+
+
+# --------------------------------------------------------------------------------------------
+# Code prompts
+# --------------------------------------------------------------------------------------------
+
+_DEF_SOLUTION = re.compile(r"^(?P<indent>[ \t]*)(?:async[ \t]+)?def[ \t]+solution[ \t]*\(", re.MULTILINE)
+_FENCE = re.compile(r"^[ \t]*```[\w+-]*[ \t]*$")
+_TOP_LEVEL_CODE = re.compile(r"(?:async\s+def|def|class|import|from)\s|@")
+FUNCTION_HEADER = "def solution():\n"
+
+
+def _width(indent: str) -> int:
+    return len(indent.expandtabs(4))
+
+
+def _indent_of(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def _block(lines: list[str], start: int, base: int) -> int:
+    """Index just past the block opened at ``lines[start]`` (lines indented deeper than ``base``)."""
+    i = start + 1
+    while i < len(lines):
+        line = lines[i]
+        if line.strip() and _width(_indent_of(line)) <= base and not line.lstrip().startswith("#"):
+            break
+        i += 1
+    return i
+
+
+def _following_definitions(lines: list[str], i: int, base: int) -> list[str]:
+    """Helper functions, classes and imports the model put after the function, at its level."""
+    out: list[str] = []
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        if _width(_indent_of(line)) != base or not _TOP_LEVEL_CODE.match(line.lstrip()):
+            break  # prose, a call such as print(solution()), ... ends the code
+        end = _block(lines, i, base)
+        out.extend(lines[i:end])
+        i = end
+    return out
+
+
+def locate_solution(response: str) -> tuple[str | None, str, str]:
+    """Find the solution function in a code-prompt response.
+
+    Returns (source or None, pattern, detail). ``source`` is a module defining ``solution`` (plus
+    the imports and helper definitions written next to it); pattern is "function" when the model
+    wrote ``def solution(...)``, "function_body" when only the body followed the prompt's header
+    (the header is restored), "none" when no function can be found.
+    """
+    text = trim_next_question(response or "")
+    lines = [line for line in text.splitlines() if not _FENCE.match(line)]
+    if not any(line.strip() for line in lines):
+        return None, "none", "empty response" if not (response or "").strip() else "empty after trimming"
+
+    joined = "\n".join(lines)
+    m = _DEF_SOLUTION.search(joined)
+    if m is not None:
+        start = joined.count("\n", 0, m.start())
+        base = _width(m.group("indent"))
+        # imports written above the function at its level
+        pre = [line for line in lines[:start]
+               if _width(_indent_of(line)) == base and re.match(r"(?:import|from)\s", line.lstrip())]
+        end = _block(lines, start, base)
+        code = pre + lines[start:end] + _following_definitions(lines, end, base)
+        return textwrap.dedent("\n".join(code)) + "\n", "function", ""
+
+    # Body only: the prompt ended with "def solution():\n".
+    first = next(i for i, line in enumerate(lines) if line.strip())
+    if _indent_of(lines[first]):
+        # the body runs until the first non-comment line back at column 0
+        end = _block(lines, first, 0)
+        code = [FUNCTION_HEADER.rstrip("\n")] + lines[first:end] + _following_definitions(lines, end, 0)
+        return "\n".join(code) + "\n", "function_body", ""
+
+    # An unindented body (indentation lost): accept it only if it is Python once indented.
+    candidate = FUNCTION_HEADER + textwrap.indent("\n".join(lines[first:]), "    ") + "\n"
+    if _parses(candidate) and re.search(r"^\s*return\b", candidate, re.MULTILINE):
+        return candidate, "function_body", "body was not indented"
+    return None, "none", "no 'def solution' and the text is not an indented function body"
+
+
+def _parses(source: str) -> bool:
+    import ast
+
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _from_run(result, pattern: str, located_detail: str) -> Extraction:
+    detail = "; ".join(d for d in (located_detail, result.detail) if d)
+    if result.error_class:
+        return Extraction(None, pattern, result.error_class, detail)
+    return Extraction(result.value, pattern, "", detail, result.exact)
+
+
+def extract_code(response: str, sandbox: "Sandbox | None" = None) -> Extraction:
+    """Locate, check and run the solution function of a code-prompt response.
+
+    ``sandbox`` defaults to a shared ``earnest.sandbox.default_sandbox()``.
+    """
+    return extract_code_many([response], sandbox)[0]
+
+
+def extract_code_many(responses: Sequence[str], sandbox: "Sandbox | None" = None) -> list[Extraction]:
+    """``extract_code`` for a batch, running the snippets in parallel over the sandbox's workers."""
+    from earnest.sandbox import default_sandbox
+
+    located = [locate_solution(r) for r in responses]
+    out: list[Extraction | None] = [None] * len(responses)
+    to_run: list[int] = []
+    for i, (source, pattern, detail) in enumerate(located):
+        if source is None:
+            out[i] = Extraction(None, "none", "no_function", detail)
+        else:
+            to_run.append(i)
+    if to_run:
+        box = sandbox if sandbox is not None else default_sandbox()
+        results = box.run_many([located[i][0] for i in to_run])
+        for i, result in zip(to_run, results):
+            out[i] = _from_run(result, located[i][1], located[i][2])
+    return out  # type: ignore[return-value]

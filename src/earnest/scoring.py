@@ -1,0 +1,266 @@
+"""Scoring: extracted answers against gold answers, and the scored table of CONTRACTS.md.
+
+Correctness (``numbers_match``): when both the extracted number and the gold answer are
+integers (exactly, e.g. "18", 18.0, Fraction(18)) they must be equal exactly — no tolerance, so
+123456790 is not 123456789. Otherwise they match when
+``|x - gold| <= max(ABS_TOL, REL_TOL * |gold|)`` with REL_TOL = 1e-6 and ABS_TOL = 1e-9, which
+absorbs float arithmetic in generated code (0.1 * 3, 17.999999999999996). Infinite, NaN or
+missing values are never correct.
+
+Error classes in the scored table: "" for a correct answer; the extraction's class when nothing
+was extracted (``earnest.extraction``); otherwise ``wrong_answer_last_number`` when the wrong
+number came from the last-number fallback (Appendix F, "Wrong answer — last number") and
+``wrong_answer`` for any other wrong number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from fractions import Fraction
+from typing import TYPE_CHECKING, Iterable
+
+from earnest.extraction import Extraction, extract_code_many, extract_text, parse_number
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from earnest.sandbox import Sandbox
+
+REL_TOL = 1e-6
+ABS_TOL = 1e-9
+STYLES = ("text", "code")
+
+GENERATION_COLUMNS = ["item_id", "model", "prompt", "dataset", "response", "prompt_tokens",
+                      "new_tokens", "stop_reason", "seconds"]
+ITEM_COLUMNS = ["item_id", "dataset", "template_id", "instance", "question", "answer", "gamma"]
+SCORED_COLUMNS = GENERATION_COLUMNS + ["template_id", "instance", "answer", "gamma", "extracted",
+                                       "extraction_pattern", "error_class", "correct", "gamma_c"]
+
+
+def parse_gold(answer) -> Fraction:
+    """The gold answer as an exact number ("18", "1,000", "-2.5", 18). Raises ValueError."""
+    if isinstance(answer, bool) or answer is None:
+        raise ValueError(f"gold answer {answer!r} is not a number")
+    if isinstance(answer, int):
+        return Fraction(answer)
+    if isinstance(answer, float):
+        if not math.isfinite(answer):
+            raise ValueError(f"gold answer {answer!r} is not finite")
+        return Fraction(answer)
+    _, exact = parse_number(str(answer))
+    if exact is None:
+        raise ValueError(f"gold answer {answer!r} is too large")
+    return exact
+
+
+def numbers_match(value: float | None, exact: Fraction | None, gold: Fraction) -> bool:
+    """Whether an extracted number equals the gold answer (rules in the module docstring)."""
+    if value is None or not math.isfinite(value):
+        return False
+    if exact is None:
+        exact = Fraction(value)
+    if exact.denominator == 1 and gold.denominator == 1:
+        return exact == gold
+    g = float(gold)
+    return abs(value - g) <= max(ABS_TOL, REL_TOL * abs(g))
+
+
+def is_correct(extraction: Extraction, answer) -> bool:
+    """Whether ``extraction`` gives the gold ``answer`` (a string such as "18", or a number)."""
+    return numbers_match(extraction.value, extraction.exact, parse_gold(answer))
+
+
+def final_error_class(extraction: Extraction, correct: bool) -> str:
+    """The scored error class: "" if correct, else the extraction's class or a wrong-answer class."""
+    if correct:
+        return ""
+    if extraction.error_class:
+        return extraction.error_class
+    return "wrong_answer_last_number" if extraction.pattern == "last_number" else "wrong_answer"
+
+
+def extract_many(responses: list[str], style: str, sandbox: "Sandbox | None" = None) -> list[Extraction]:
+    """Extract every response with the text rules or by running code (``style``: text|code)."""
+    if style not in STYLES:
+        raise ValueError(f"style must be one of {STYLES}, not {style!r}")
+    responses = [r if isinstance(r, str) else "" for r in responses]
+    if style == "text":
+        return [extract_text(r) for r in responses]
+    return extract_code_many(responses, sandbox)
+
+
+def gamma_mean(item_tables: Iterable["pd.DataFrame"]) -> float:
+    """Mean gamma over the union of item tables (GSM-Base and GSM-Variants), each item once."""
+    import pandas as pd
+
+    frames = [t[["item_id", "gamma"]] for t in item_tables]
+    if not frames:
+        raise ValueError("gamma_mean needs at least one item table")
+    union = pd.concat(frames, ignore_index=True).drop_duplicates("item_id")
+    if union.empty:
+        raise ValueError("gamma_mean: the item tables are empty")
+    return float(union["gamma"].astype(float).mean())
+
+
+def _require_columns(frame: "pd.DataFrame", columns: list[str], what: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{what} table lacks column(s) {missing}; it has {list(frame.columns)}")
+
+
+def _examples(values, n: int = 5) -> str:
+    values = list(values)
+    shown = ", ".join(map(str, values[:n]))
+    return shown + (f", ... ({len(values)} in all)" if len(values) > n else "")
+
+
+def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str, gamma_mean: float,
+                sandbox: "Sandbox | None" = None) -> "pd.DataFrame":
+    """Score one generations table against its items: one row per item, columns SCORED_COLUMNS.
+
+    ``gamma_mean`` is the mean gamma over GSM-Base and GSM-Variants (``gamma_c = gamma - gamma_mean``).
+    Raises ValueError when a column is missing, an item id repeats, or generations and items do
+    not cover the same items, and when a gold answer is not a number.
+    """
+    import pandas as pd
+
+    if style not in STYLES:
+        raise ValueError(f"style must be one of {STYLES}, not {style!r}")
+    _require_columns(generations, GENERATION_COLUMNS, "generations")
+    _require_columns(items, ITEM_COLUMNS, "items")
+    dup = generations["item_id"][generations["item_id"].duplicated()].unique()
+    if len(dup):
+        raise ValueError(f"generations repeat item id(s): {_examples(dup)}")
+    dup = items["item_id"][items["item_id"].duplicated()].unique()
+    if len(dup):
+        raise ValueError(f"items repeat item id(s): {_examples(dup)}")
+    gen_ids, item_ids = set(generations["item_id"]), set(items["item_id"])
+    missing = [i for i in items["item_id"] if i not in gen_ids]
+    if missing:
+        raise ValueError(f"generations miss {len(missing)} item(s): {_examples(missing)}")
+    unknown = [i for i in generations["item_id"] if i not in item_ids]
+    if unknown:
+        raise ValueError(f"generations hold {len(unknown)} item id(s) not in the items: {_examples(unknown)}")
+
+    golds = {}
+    for item_id, answer in zip(items["item_id"], items["answer"]):
+        try:
+            golds[item_id] = parse_gold(answer)
+        except ValueError as exc:
+            raise ValueError(f"item {item_id}: {exc}") from None
+
+    merged = items[["item_id", "template_id", "instance", "answer", "gamma"]].merge(
+        generations[GENERATION_COLUMNS], on="item_id", how="left", validate="one_to_one")
+    extractions = extract_many(merged["response"].tolist(), style, sandbox)
+    extracted, patterns, classes, correct = [], [], [], []
+    for item_id, ex in zip(merged["item_id"], extractions):
+        ok = numbers_match(ex.value, ex.exact, golds[item_id])
+        extracted.append(float("nan") if ex.value is None else float(ex.value))
+        patterns.append(ex.pattern)
+        classes.append(final_error_class(ex, ok))
+        correct.append(bool(ok))
+    merged["extracted"] = pd.Series(extracted, index=merged.index, dtype="float64")
+    merged["extraction_pattern"] = patterns
+    merged["error_class"] = classes
+    merged["correct"] = pd.Series(correct, index=merged.index, dtype="bool")
+    merged["gamma"] = merged["gamma"].astype(float)
+    merged["gamma_c"] = merged["gamma"] - float(gamma_mean)
+    return merged[SCORED_COLUMNS].reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------------------------
+# earnest extract
+# --------------------------------------------------------------------------------------------
+
+class InputError(ValueError):
+    """A malformed input line; the message names FILE:LINE."""
+
+
+def _json_number(value: float | None):
+    if value is None:
+        return None
+    if math.isfinite(value):
+        return value
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
+def _read_jsonl(path: str) -> list[tuple[int, dict]]:
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                row = json.loads(line)
+            except ValueError as exc:
+                raise InputError(f"{where}: not valid JSON ({exc})") from None
+            if not isinstance(row, dict):
+                raise InputError(f"{where}: expected a JSON object, got {type(row).__name__}")
+            if "response" not in row:
+                raise InputError(f"{where}: missing field 'response'")
+            if not isinstance(row["response"], str):
+                raise InputError(f"{where}: field 'response' must be a string")
+            if row.get("answer") is not None:
+                try:
+                    parse_gold(row["answer"])
+                except ValueError as exc:
+                    raise InputError(f"{where}: field 'answer': {exc}") from None
+            rows.append((lineno, row))
+    return rows
+
+
+def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox | None" = None) -> int:
+    """Extract every line of ``input_path`` into ``output_path``; returns the number of lines."""
+    rows = _read_jsonl(input_path)
+    extractions = extract_many([row["response"] for _, row in rows], style, sandbox)
+    tmp = output_path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as out:
+        for (_, row), ex in zip(rows, extractions):
+            record = dict(row)
+            record["extracted"] = _json_number(ex.value)
+            record["extraction_pattern"] = ex.pattern
+            if row.get("answer") is not None:
+                ok = is_correct(ex, row["answer"])
+                record["error_class"] = final_error_class(ex, ok)
+                record["correct"] = ok
+            else:
+                record["error_class"] = ex.error_class
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    os.replace(tmp, output_path)
+    return len(rows)
+
+
+def _cmd_extract(args: argparse.Namespace) -> int:
+    try:
+        n = run_extract(args.input, args.output, args.style)
+    except InputError as exc:
+        print(f"earnest extract: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"earnest extract: {exc}", file=sys.stderr)
+        return 2
+    print(f"earnest extract: {n} line(s) written to {args.output}", file=sys.stderr)
+    return 0
+
+
+def add_parser(subparsers) -> None:
+    """Register ``earnest extract --style text|code IN.jsonl OUT.jsonl``."""
+    p = subparsers.add_parser(
+        "extract",
+        help="extract numerical answers from model responses (JSON lines)",
+        description=(
+            "Read JSON lines with 'response' (and optionally the gold 'answer'); write each line "
+            "back with 'extracted' (a number, null when nothing was found, or \"inf\"/\"-inf\"/"
+            "\"nan\"), 'extraction_pattern', 'error_class' and, when an answer is given, "
+            "'correct'. --style code runs the solution function in the sandbox."),
+    )
+    p.add_argument("--style", choices=STYLES, required=True,
+                   help="text: 'The final answer is' / last number; code: run solution()")
+    p.add_argument("input", help="input JSON lines file")
+    p.add_argument("output", help="output JSON lines file")
+    p.set_defaults(func=_cmd_extract)
