@@ -1,0 +1,312 @@
+"""StatFormBench analyses: the paper's tables and figures plus what it lacks (bootstrap intervals).
+
+Input everywhere is a *scored* table (one row per model x strategy x sample; see
+:func:`earnest.statform.metrics.score_generations`), with at least the columns ``model``,
+``prompt`` (the prompting strategy), ``item_id`` (the sample id), ``source``, ``category_cg``,
+``category_fg``, ``pred_cg``, ``pred_fg``, ``parse_status`` and the per-sample metric columns.
+
+* :func:`bootstrap_metrics`: every metric with a 95% percentile bootstrap interval, resampling
+  samples with replacement (seeded). All groups with the same sample set use the same resamples,
+  so intervals of differences (:func:`strategy_deltas`) are paired.
+* Tables (through :func:`earnest.tables.write_table`): main table (Table 1 layout), per data
+  source (Table 2/7), per category (Figure 4/9 as a table), prompting strategies as changes from
+  zero-shot (Table 3).
+* Figures: confusion matrices (Figure 6), normalized by true label, PNG and PDF.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from earnest.tables import write_table
+
+from .metrics import METRIC_COLUMNS, METRICS, metric_matrix
+
+UNPARSED_LABEL = "(unparsed)"
+NONE_LABEL = "(none)"
+
+
+# ---------------------------------------------------------------- bootstrap
+
+
+def _resample_weights(n: int, n_boot: int, seed: int) -> np.ndarray:
+    """(n_boot, n) counts of how often each sample is drawn in each resample."""
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot)
+
+
+def bootstrap_metrics(scored: pd.DataFrame, by: Sequence[str] = ("model",), n_boot: int = 1000,
+                      seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """Long table: ``by`` columns, metric, estimate, ci_low, ci_high, n (metrics in [0, 1]).
+
+    Within each group the rows are ordered by ``item_id``; the resample counts depend only on
+    (seed, number of samples), so groups over the same samples share resamples.
+    """
+    by = list(by)
+    alpha = (1.0 - level) / 2.0
+    rows = []
+    for key, grp in scored.groupby(by, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        grp = grp.sort_values("item_id")
+        x = metric_matrix(grp)
+        n = len(grp)
+        est = x.mean(axis=0)
+        if n_boot > 0 and n > 0:
+            w = _resample_weights(n, n_boot, seed)
+            boots = w @ x / n
+            lo, hi = np.quantile(boots, [alpha, 1.0 - alpha], axis=0)
+        else:
+            lo = hi = np.full(len(METRICS), np.nan)
+        for m_i, m in enumerate(METRICS):
+            rows.append({**dict(zip(by, key)), "metric": m, "estimate": est[m_i], "ci_low": lo[m_i],
+                         "ci_high": hi[m_i], "n": n})
+    return pd.DataFrame(rows)
+
+
+def strategy_deltas(scored: pd.DataFrame, baseline: str = "zero_shot", n_boot: int = 1000, seed: int = 0,
+                    level: float = 0.95) -> pd.DataFrame:
+    """Per model and strategy: the baseline's absolute metrics, others as paired differences from it.
+
+    Columns: model, prompt, metric, estimate (absolute for the baseline, difference otherwise),
+    ci_low, ci_high, n, is_delta. Only samples present under both strategies enter a difference.
+    """
+    alpha = (1.0 - level) / 2.0
+    rows = []
+    for model, mgrp in scored.groupby("model", sort=True):
+        strategies = list(dict.fromkeys(mgrp["prompt"]))
+        if baseline not in strategies:
+            raise ValueError(f"model {model!r} has no rows for the baseline strategy {baseline!r}")
+        base = mgrp[mgrp["prompt"] == baseline].set_index("item_id").sort_index()
+        for strat in [baseline] + [s for s in strategies if s != baseline]:
+            other = mgrp[mgrp["prompt"] == strat].set_index("item_id").sort_index()
+            common = base.index.intersection(other.index)
+            xb = metric_matrix(base.loc[common])
+            x = metric_matrix(other.loc[common]) - (0 if strat == baseline else xb)
+            n = len(common)
+            est = x.mean(axis=0)
+            if n_boot > 0 and n > 0:
+                boots = _resample_weights(n, n_boot, seed) @ x / n
+                lo, hi = np.quantile(boots, [alpha, 1.0 - alpha], axis=0)
+            else:
+                lo = hi = np.full(len(METRICS), np.nan)
+            for m_i, m in enumerate(METRICS):
+                rows.append({"model": model, "prompt": strat, "metric": m, "estimate": est[m_i],
+                             "ci_low": lo[m_i], "ci_high": hi[m_i], "n": n, "is_delta": strat != baseline})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- tables
+
+
+def _pct(v: float) -> str:
+    return "" if pd.isna(v) else f"{100 * v:.1f}"
+
+
+def _wide(long: pd.DataFrame, index: list[str], signed: pd.Series | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(display frame with "est [lo, hi]" cells, raw frame with est/lo/hi columns), metrics x 100."""
+    disp_rows, raw_rows = [], []
+    for key, grp in long.groupby(index, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        d = dict(zip(index, key))
+        r = dict(zip(index, key))
+        g = grp.set_index("metric")
+        delta = bool(grp["is_delta"].iloc[0]) if "is_delta" in grp else False
+        for m in METRICS:
+            if m not in g.index:
+                continue
+            e, lo, hi = (100 * g.at[m, c] for c in ("estimate", "ci_low", "ci_high"))
+            sign = "+" if delta and e >= 0 else ""
+            cell = f"{sign}{e:.1f}"
+            if not (pd.isna(lo) or pd.isna(hi)):
+                cell += f" [{lo:.1f}, {hi:.1f}]"
+            d[m] = cell
+            r[m] = e
+            r[f"{m}_ci_low"] = lo
+            r[f"{m}_ci_high"] = hi
+        d["N"] = int(grp["n"].iloc[0])
+        r["N"] = int(grp["n"].iloc[0])
+        disp_rows.append(d)
+        raw_rows.append(r)
+    return pd.DataFrame(disp_rows), pd.DataFrame(raw_rows)
+
+
+def _bold_best(display: pd.DataFrame, raw: pd.DataFrame, within: list[str] | None = None) -> pd.DataFrame:
+    bold = pd.DataFrame(False, index=display.index, columns=display.columns)
+    groups = [raw.index] if not within else [idx for _, idx in raw.groupby(within).groups.items()]
+    for idx in groups:
+        for m in METRICS:
+            if m in raw and len(idx) > 1:
+                vals = raw.loc[idx, m]
+                bold.loc[vals.index[vals == vals.max()], m] = True
+    return bold
+
+
+def unparseable_counts(scored: pd.DataFrame) -> pd.DataFrame:
+    """Per model and strategy: N and the count of each parse_status."""
+    counts = scored.pivot_table(index=["model", "prompt"], columns="parse_status", values="item_id",
+                                aggfunc="count", fill_value=0)
+    counts.columns = [str(c) for c in counts.columns]
+    counts.insert(0, "N", counts.sum(axis=1))
+    return counts.reset_index()
+
+
+def write_main_table(scored: pd.DataFrame, stem: str | Path, *, strategy: str = "zero_shot", n_boot: int = 1000,
+                     seed: int = 0) -> dict[str, Path]:
+    """Table 1 layout: models x six metrics under one strategy, each with its 95% bootstrap interval."""
+    sub = scored[scored["prompt"] == strategy]
+    if sub.empty:
+        raise ValueError(f"no scored rows for strategy {strategy!r}")
+    long = bootstrap_metrics(sub, ["model"], n_boot, seed)
+    display, raw = _wide(long, ["model"])
+    unp = sub.assign(u=sub["parse_status"].isin(["empty", "no_json"])).groupby("model")["u"].sum()
+    display["unparseable"] = display["model"].map(unp).astype(int)
+    raw["unparseable"] = raw["model"].map(unp).astype(int)
+    bold = _bold_best(display, raw)
+    return write_table(display, stem, caption=(
+        f"StatFormBench results ({strategy}); metrics x 100 with 95% bootstrap intervals over samples "
+        f"({n_boot} resamples, seed {seed}); best per column in bold; unparseable answers count as wrong."),
+        bold=bold, csv=raw, label="tab:statform-main")
+
+
+def write_source_table(scored: pd.DataFrame, stem: str | Path, *, strategy: str = "zero_shot", n_boot: int = 1000,
+                       seed: int = 0) -> dict[str, Path]:
+    """Table 2/7 layout: each model's six metrics on each data source, with intervals."""
+    sub = scored[scored["prompt"] == strategy]
+    long = bootstrap_metrics(sub, ["source", "model"], n_boot, seed)
+    display, raw = _wide(long, ["source", "model"])
+    return write_table(display, stem, caption=(
+        f"StatFormBench results by data source ({strategy}); metrics x 100 with 95% bootstrap intervals."),
+        csv=raw, label="tab:statform-source")
+
+
+def category_accuracy(scored: pd.DataFrame, level: str = "coarse", min_n: int = 0) -> pd.DataFrame:
+    """Accuracy per model and reference category: ``level`` coarse (ACC_CG by L1) or fine (ACC_FG by L1\\L2).
+
+    Columns: model, category, n, accuracy (in [0, 1]); categories with n <= ``min_n`` are dropped
+    (the paper shows categories with more than 10 samples).
+    """
+    if level == "coarse":
+        cat, col = scored["category_cg"], "correct_cg"
+    elif level == "fine":
+        cat, col = scored["category_cg"] + "\\" + scored["category_fg"], "correct_fg"
+    else:
+        raise ValueError("level must be 'coarse' or 'fine'")
+    frame = pd.DataFrame({"model": scored["model"], "category": cat, "c": scored[col].astype(float)})
+    out = frame.groupby(["model", "category"], sort=True)["c"].agg(["size", "mean"]).reset_index()
+    out = out.rename(columns={"size": "n", "mean": "accuracy"})
+    return out[out["n"] > min_n].reset_index(drop=True)
+
+
+def write_category_table(scored: pd.DataFrame, stem: str | Path, *, level: str = "coarse", strategy: str = "zero_shot",
+                         min_n: int = 0) -> dict[str, Path]:
+    """Per-category accuracy as a categories x models table (accuracy x 100), with n per category."""
+    sub = scored[scored["prompt"] == strategy]
+    acc = category_accuracy(sub, level, min_n)
+    wide = acc.pivot(index="category", columns="model", values="accuracy")
+    n = acc.groupby("category")["n"].first()
+    table = wide.reset_index()
+    table.insert(1, "n", table["category"].map(n).astype(int))
+    table.columns = [str(c) for c in table.columns]
+    fmts = {c: _pct for c in table.columns if c not in ("category", "n")}
+    metric = "ACC_CG" if level == "coarse" else "ACC_FG"
+    return write_table(table, stem, caption=(
+        f"{metric} x 100 per {level} category ({strategy}; categories with more than {min_n} samples)."),
+        formatters=fmts, label=f"tab:statform-category-{level}")
+
+
+def write_strategy_table(scored: pd.DataFrame, stem: str | Path, *, baseline: str = "zero_shot",
+                         n_boot: int = 1000, seed: int = 0) -> dict[str, Path]:
+    """Table 3 layout: per model, the baseline's absolute scores, other strategies as signed changes."""
+    long = strategy_deltas(scored, baseline, n_boot, seed)
+    display, raw = _wide(long, ["model", "prompt"])
+    return write_table(display, stem, caption=(
+        f"Prompting strategies: {baseline} rows give absolute scores x 100, other rows changes from "
+        f"{baseline} (paired over samples), each with a 95% bootstrap interval."),
+        csv=raw, label="tab:statform-strategies")
+
+
+# ---------------------------------------------------------------- confusion matrices
+
+
+def confusion_frame(scored: pd.DataFrame, level: str = "coarse", top: int | None = None) -> pd.DataFrame:
+    """Rows = true labels, columns = predicted labels, cells = share of the row (normalized by true label).
+
+    Unparseable answers are the column ``(unparsed)``; a predicted label outside the true labels
+    shown is kept as its own column. ``top`` keeps the most frequent true labels.
+    """
+    if level == "coarse":
+        true = scored["category_cg"]
+        pred = scored["pred_cg"].where(scored["pred_cg"] != "", NONE_LABEL)
+    elif level == "fine":
+        true = scored["category_cg"] + "\\" + scored["category_fg"]
+        pred = np.where(scored["correct_fg"].astype(bool), true,
+                        np.where(scored["pred_fg"] != "", scored["pred_cg"].where(scored["pred_cg"] != "", "?")
+                                 + "\\" + scored["pred_fg"], NONE_LABEL))
+        pred = pd.Series(pred, index=scored.index)
+    else:
+        raise ValueError("level must be 'coarse' or 'fine'")
+    pred = pred.where(~scored["parse_status"].isin(["empty", "no_json"]), UNPARSED_LABEL)
+    frame = pd.DataFrame({"true": true, "pred": pred})
+    order = frame["true"].value_counts()
+    keep = list(order.index[:top]) if top else list(order.index)
+    keep = sorted(keep)
+    frame = frame[frame["true"].isin(keep)]
+    cm = pd.crosstab(frame["true"], frame["pred"])
+    cols = [c for c in keep if c in cm.columns] + sorted(c for c in cm.columns if c not in keep)
+    cm = cm.reindex(index=keep, columns=cols, fill_value=0)
+    return cm.div(cm.sum(axis=1).replace(0, np.nan), axis=0).fillna(0.0)
+
+
+def plot_confusion(cm: pd.DataFrame, title: str, stem: str | Path) -> dict[str, Path]:
+    """Draw a row-normalized confusion matrix as ``stem.png`` and ``stem.pdf``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    nr, nc = cm.shape
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.55 * nc + 3.5), max(3.0, 0.45 * nr + 2.5)))
+    im = ax.imshow(cm.to_numpy(), vmin=0.0, vmax=1.0, cmap="Blues", aspect="auto")
+    ax.set_xticks(range(nc), labels=[_short(c) for c in cm.columns], rotation=60, ha="right", fontsize=7)
+    ax.set_yticks(range(nr), labels=[_short(r) for r in cm.index], fontsize=7)
+    for i in range(nr):
+        for j in range(nc):
+            v = cm.iat[i, j]
+            if v > 0:
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6,
+                        color="white" if v > 0.6 else "black")
+    ax.set_xlabel("predicted")
+    ax.set_ylabel("true")
+    ax.set_title(title, fontsize=9)
+    fig.colorbar(im, ax=ax, fraction=0.04, label="share of true label")
+    fig.tight_layout()
+    paths = {"png": stem.parent / f"{stem.name}.png", "pdf": stem.parent / f"{stem.name}.pdf"}
+    fig.savefig(paths["png"], dpi=150)
+    fig.savefig(paths["pdf"])
+    plt.close(fig)
+    return paths
+
+
+def _short(label: str, width: int = 38) -> str:
+    return label if len(label) <= width else label[: width - 1] + "…"
+
+
+def write_confusion_figures(scored: pd.DataFrame, outdir: str | Path, *, strategy: str = "zero_shot",
+                            top_fine: int = 15) -> list[Path]:
+    """Coarse and fine confusion matrices for each model (PNG + PDF); returns the files written."""
+    outdir = Path(outdir)
+    sub = scored[scored["prompt"] == strategy]
+    written = []
+    for model, grp in sub.groupby("model", sort=True):
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in str(model))
+        for level, top in (("coarse", None), ("fine", top_fine)):
+            cm = confusion_frame(grp, level, top)
+            paths = plot_confusion(cm, f"{model}: {level} categories ({strategy})", outdir / f"confusion_{level}_{safe}")
+            written += list(paths.values())
+    return written

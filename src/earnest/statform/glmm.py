@@ -1,0 +1,123 @@
+"""Paired model comparisons on classification correctness with a binomial GLMM (lme4 through rpy2).
+
+Model: ``correct ~ model + (1 | sample)``, binomial with logit link, fitted by ``lme4::glmer``.
+The random intercept per sample absorbs how hard each sample is, so the model effects compare
+models on the same samples (paired). Every pair of models is contrasted on the log-odds scale
+(difference of fixed effects, Wald z with the fit's covariance), and the p-values of all pairs are
+Holm-corrected with R's ``p.adjust``. The paper reports no such test.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pandas as pd
+
+_R_CODE = r"""
+function(correct, model, sample) {
+  d <- data.frame(correct = as.integer(correct), model = factor(model), sample = factor(sample))
+  msgs <- character(0)
+  fit <- withCallingHandlers(
+    lme4::glmer(correct ~ model + (1 | sample), data = d, family = binomial,
+                control = lme4::glmerControl(optimizer = "bobyqa", optCtrl = list(maxfun = 1e5))),
+    warning = function(w) { msgs <<- c(msgs, conditionMessage(w)); invokeRestart("muffleWarning") },
+    message = function(m) { msgs <<- c(msgs, trimws(conditionMessage(m))); invokeRestart("muffleMessage") })
+  b <- lme4::fixef(fit)
+  V <- as.matrix(stats::vcov(fit))
+  lev <- levels(d$model)
+  k <- length(lev)
+  # effect of each level relative to the first (treatment coding), with its covariance
+  L <- cbind(0, diag(k - 1))
+  eff <- c(0, as.vector(L %*% b))
+  Ve <- matrix(0, k, k)
+  Ve[2:k, 2:k] <- L %*% V %*% t(L)
+  a <- character(0); bb <- character(0); est <- numeric(0); se <- numeric(0)
+  for (i in 1:(k - 1)) for (j in (i + 1):k) {
+    a <- c(a, lev[i]); bb <- c(bb, lev[j])
+    est <- c(est, eff[i] - eff[j])
+    se <- c(se, sqrt(Ve[i, i] + Ve[j, j] - 2 * Ve[i, j]))
+  }
+  z <- est / se
+  p <- 2 * stats::pnorm(-abs(z))
+  conv <- fit@optinfo$conv$lme4$messages
+  list(model_a = a, model_b = bb, estimate = est, se = se, z = z, p = p,
+       p_holm = stats::p.adjust(p, method = "holm"),
+       sample_sd = as.numeric(attr(lme4::VarCorr(fit)$sample, "stddev")),
+       singular = lme4::isSingular(fit),
+       messages = paste(unique(c(msgs, conv)), collapse = "; "))
+}
+"""
+
+
+class GLMMError(RuntimeError):
+    """R, lme4 or rpy2 failed; the message carries R's text."""
+
+
+@functools.lru_cache(maxsize=1)
+def _r_function():
+    try:
+        import rpy2.robjects as ro
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise GLMMError("rpy2 is not installed; paired comparisons need rpy2==3.5.17 and R with lme4") from exc
+    try:
+        ro.r("suppressPackageStartupMessages(library(lme4))")
+        return ro, ro.r(_R_CODE)
+    except Exception as exc:  # rpy2's RRuntimeError
+        raise GLMMError(f"R could not load lme4: {exc}") from exc
+
+
+def pairwise_glmm(scored: pd.DataFrame, outcome: str = "correct_fg", strategy: str | None = None) -> pd.DataFrame:
+    """All model pairs compared on ``outcome`` (``correct_cg`` or ``correct_fg``) by the GLMM above.
+
+    Returns one row per pair: outcome, prompt, model_a, model_b, estimate (log-odds of a minus b),
+    se, z, p, p_holm, odds_ratio, sample_sd (random-intercept SD), singular, messages, n_samples.
+    Fewer than two models gives an empty table. Only samples answered by every model enter.
+    """
+    cols = ["outcome", "prompt", "model_a", "model_b", "estimate", "se", "z", "p", "p_holm", "odds_ratio",
+            "sample_sd", "singular", "messages", "n_samples"]
+    if outcome not in ("correct_cg", "correct_fg"):
+        raise ValueError("outcome must be correct_cg or correct_fg")
+    sub = scored if strategy is None else scored[scored["prompt"] == strategy]
+    models = sorted(sub["model"].unique())
+    if len(models) < 2:
+        return pd.DataFrame(columns=cols)
+    per_sample = sub.groupby("item_id")["model"].nunique()
+    complete = per_sample.index[per_sample == len(models)]
+    sub = sub[sub["item_id"].isin(complete)]
+    if sub.duplicated(["model", "item_id"]).any():
+        raise ValueError("several rows per (model, item_id): give one strategy")
+    ro, fn = _r_function()
+    try:
+        res = fn(ro.IntVector(sub[outcome].astype(int).tolist()), ro.StrVector(sub["model"].astype(str).tolist()),
+                 ro.StrVector(sub["item_id"].astype(str).tolist()))
+    except Exception as exc:
+        raise GLMMError(f"glmer failed for {outcome}: {str(exc).strip()}") from exc
+    get = {name: res.rx2(name) for name in res.names}
+    out = pd.DataFrame({
+        "model_a": list(get["model_a"]), "model_b": list(get["model_b"]),
+        "estimate": np.array(get["estimate"], dtype=float), "se": np.array(get["se"], dtype=float),
+        "z": np.array(get["z"], dtype=float), "p": np.array(get["p"], dtype=float),
+        "p_holm": np.array(get["p_holm"], dtype=float)})
+    out.insert(0, "prompt", strategy if strategy is not None else "")
+    out.insert(0, "outcome", outcome)
+    out["odds_ratio"] = np.exp(out["estimate"])
+    out["sample_sd"] = float(get["sample_sd"][0])
+    out["singular"] = bool(get["singular"][0])
+    out["messages"] = str(get["messages"][0])
+    out["n_samples"] = len(complete)
+    return out[cols]
+
+
+def write_pairwise_table(pairs: pd.DataFrame, stem, alpha: float = 0.05):
+    """The pairwise comparisons through the project's table writer; Holm p below ``alpha`` in bold."""
+    from earnest.tables import write_table
+
+    shown = pairs[["outcome", "prompt", "model_a", "model_b", "odds_ratio", "estimate", "se", "z", "p", "p_holm"]].copy()
+    bold = pd.DataFrame(False, index=shown.index, columns=shown.columns)
+    bold["p_holm"] = shown["p_holm"] < alpha
+    fmt_p = lambda v: "" if pd.isna(v) else ("<0.001" if v < 0.001 else f"{v:.3f}")  # noqa: E731
+    return write_table(shown, stem, caption=(
+        "Paired model comparisons: binomial GLMM correct ~ model + (1|sample) (lme4); estimate = log-odds "
+        f"of model_a minus model_b, Wald z; p Holm-corrected over all pairs; bold: Holm p < {alpha}."),
+        formatters={"p": fmt_p, "p_holm": fmt_p}, bold=bold, csv=pairs, label="tab:statform-glmm")

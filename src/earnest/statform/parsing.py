@@ -1,0 +1,137 @@
+"""Reading a model's formulation (category + variables) out of its free text.
+
+The answer should be one JSON object ``{"category": ..., "variables": {...}}``. Models wrap it in
+code fences, surround it with prose, or write several objects; we take, in order of preference,
+the last JSON object that has a ``category`` or ``variables`` key, from inside code fences first,
+then from anywhere in the text. Nothing is repaired: text that holds no decodable JSON object is
+``no_json``.
+
+``parse_status`` values:
+
+* ``ok``: category (a string) and variables (an object or list) were read;
+* ``empty``: the response is blank;
+* ``no_json``: no JSON object in the response;
+* ``no_category``: a JSON object without a usable ``category`` string (variables still scored);
+* ``no_variables``: no ``variables`` key and no top-level variable objects (category still scored);
+* ``bad_variables``: ``variables`` is neither an object nor a list (category still scored).
+
+``empty`` and ``no_json`` are the unparseable answers: both subtasks count as wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .data import normalize_role
+
+UNPARSEABLE = ("empty", "no_json")
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
+_DECODER = json.JSONDecoder()
+# a predicted variable without a value field can match nothing
+MISSING_VALUE = object()
+
+
+@dataclass
+class PredictedVariable:
+    id: str
+    value: Any
+    role: str | None
+    raw_role: Any = None
+
+
+@dataclass
+class ParsedAnswer:
+    """What could be read from one response."""
+
+    status: str
+    category: str | None = None
+    variables: list[PredictedVariable] | None = None
+    n_malformed: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def parseable(self) -> bool:
+        return self.status not in UNPARSEABLE
+
+
+def _objects_in(text: str) -> list[dict]:
+    """Every top-level JSON object decodable in ``text``, left to right."""
+    out, i = [], 0
+    while True:
+        j = text.find("{", i)
+        if j < 0:
+            return out
+        try:
+            obj, end = _DECODER.raw_decode(text, j)
+        except json.JSONDecodeError:
+            i = j + 1
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+        i = end
+
+
+def extract_json_object(text: str) -> dict | None:
+    """The formulation object in ``text`` (see module doc), or None."""
+    fenced = [m.group(1) for m in _FENCE.finditer(text)]
+    for pool in (fenced, [text]):
+        objs = [o for chunk in pool for o in _objects_in(chunk)]
+        if not objs:
+            continue
+        keyed = [o for o in objs if "category" in o or "variables" in o]
+        return (keyed or objs)[-1]
+    return None
+
+
+def _variables_from(raw: Any) -> tuple[list[PredictedVariable], int]:
+    items = list(raw.items()) if isinstance(raw, dict) else [(None, v) for v in raw]
+    out, malformed = [], 0
+    for i, (key, v) in enumerate(items):
+        if not isinstance(v, dict):
+            malformed += 1
+            out.append(PredictedVariable(id=str(key if key is not None else i), value=MISSING_VALUE, role=None))
+            continue
+        vid = v.get("id", key if key is not None else str(i))
+        if "value" not in v:
+            malformed += 1
+        out.append(PredictedVariable(id=str(vid), value=v.get("value", MISSING_VALUE),
+                                     role=normalize_role(v.get("role")), raw_role=v.get("role")))
+    return out, malformed
+
+
+def parse_response(text: str | None) -> ParsedAnswer:
+    """Read category and variables from a response (see module doc for the statuses)."""
+    if text is None or not text.strip():
+        return ParsedAnswer(status="empty")
+    obj = extract_json_object(text)
+    if obj is None:
+        return ParsedAnswer(status="no_json")
+    notes = []
+    cat = obj.get("category")
+    if isinstance(cat, dict):
+        # some models answer {"category": {"coarse": ..., "fine": ...}}; join as L1\L2
+        parts = [v for v in cat.values() if isinstance(v, str)]
+        cat = "\\".join(parts) if parts else None
+        notes.append("category given as an object")
+    category = cat.strip() if isinstance(cat, str) and cat.strip() else None
+
+    if "variables" in obj:
+        raw = obj["variables"]
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, (dict, list)):
+            return ParsedAnswer(status="bad_variables" if category else "no_category", category=category,
+                                notes=notes + ["variables is not an object or list"])
+        variables, malformed = _variables_from(raw)
+    else:
+        # the prompt's rule 8 asks for variable ids as top-level keys; accept that layout
+        top = {k: v for k, v in obj.items() if k != "category" and isinstance(v, dict) and "value" in v}
+        if not top:
+            return ParsedAnswer(status="no_variables" if category else "no_category", category=category, notes=notes)
+        variables, malformed = _variables_from(top)
+        notes.append("variables at top level")
+    status = "ok" if category else "no_category"
+    return ParsedAnswer(status=status, category=category, variables=variables, n_malformed=malformed, notes=notes)
