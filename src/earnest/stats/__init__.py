@@ -1,0 +1,19 @@
+"""Statistics of the GSM-Symbolic re-evaluation: bootstrapped binomial GLMMs fitted with lme4 in R
+(through rpy2), Wald fits and their diagnostics, separation checks, the reasoning-only analysis,
+the Kolmogorov-Smirnov test on question integers, and the paper's tables.
+
+Importing this package does not start R; the first fit does.
+"""
+
+from earnest.stats.glmm import (EFFECTS, GLMMInputError, OPTIMISERS, SHARD_COLUMNS, TERMS, WaldFit,
+                                model_frame, read_glmm_input, refit_optimisers, resample_seed, run_bootstrap,
+                                run_shard, shard_resamples, validate_glmm_input, wald_fit)
+from earnest.stats.inputs import code_error_mask, glmm_input_from_scored
+from earnest.stats.summary import accuracies, add_holm, bootstrap_p, holm, percentile_interval, summarise
+
+__all__ = [
+    "EFFECTS", "GLMMInputError", "OPTIMISERS", "SHARD_COLUMNS", "TERMS", "WaldFit", "accuracies", "add_holm",
+    "bootstrap_p", "code_error_mask", "glmm_input_from_scored", "holm", "model_frame", "percentile_interval",
+    "read_glmm_input", "refit_optimisers", "resample_seed", "run_bootstrap", "run_shard", "shard_resamples",
+    "summarise", "validate_glmm_input", "wald_fit",
+]

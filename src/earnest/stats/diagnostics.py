@@ -1,0 +1,85 @@
+"""Diagnostics of Appendix E: Wald-versus-bootstrap disagreement (Table 16), non-convergent full-data
+fits (Tables 17-18) and the separation-like pattern check (Table 19).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from earnest.stats.summary import ALPHA, accuracies, significant
+
+LARGE_SPLIT_PP = 80.0
+
+
+def separation_check(df: pd.DataFrame, threshold_pp: float = LARGE_SPLIT_PP) -> dict:
+    """Table 19 for one model x prompt of GLMM input.
+
+    large_split: % of templates whose GSM-Variants and GSM-Base accuracies differ by more than
+    ``threshold_pp`` percentage points; constancy: % of templates answered all correctly or all
+    wrongly (GSM-Base and GSM-Variants pooled). Plus the accuracies of :func:`accuracies`.
+    """
+    per = df.groupby(["template", "variant"])["correct"].mean().unstack("variant")
+    both = per.dropna(subset=[c for c in (0, 1) if c in per.columns])
+    if 0 in both.columns and 1 in both.columns and len(both):
+        split = 100.0 * np.mean(np.abs(both[1] - both[0]) * 100.0 > threshold_pp)
+    else:
+        split = float("nan")
+    pooled = df.groupby("template")["correct"].mean()
+    constancy = 100.0 * np.mean((pooled == 0) | (pooled == 1)) if len(pooled) else float("nan")
+    return {**accuracies(df), "large_split": float(split), "constancy": float(constancy),
+            "n_templates": int(len(pooled))}
+
+
+def separation_table(glmm_input: pd.DataFrame, threshold_pp: float = LARGE_SPLIT_PP) -> pd.DataFrame:
+    """Table 19 rows for every model x prompt of a GLMM input, sorted as the paper: by constancy, descending."""
+    rows = []
+    for (model, prompt), sub in glmm_input.groupby(["model", "prompt"], sort=False):
+        rows.append({"model": model, "prompt": prompt, **separation_check(sub, threshold_pp)})
+    out = pd.DataFrame(rows)
+    if len(out):
+        out = out.sort_values(["prompt", "constancy"], ascending=[True, False], kind="stable")
+    return out.reset_index(drop=True)
+
+
+def wald_mismatches(summaries: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
+    """Table 16: every (GLMM, effect, prompt, model) whose bootstrap and Wald significance calls differ.
+
+    Columns glmm, term, prompt, model, bootstrap_significant, wald_significant, wald_converged,
+    p_boot, wald_p. Uses the uncorrected P values, as the paper's tables mark them.
+    """
+    s = summaries[summaries["wald_p"].notna() & summaries["p_boot"].notna()].copy()
+    s["bootstrap_significant"] = significant(s["p_boot"], alpha)
+    s["wald_significant"] = significant(s["wald_p"], alpha)
+    out = s[s["bootstrap_significant"] != s["wald_significant"]]
+    cols = ["analysis", "glmm", "term", "prompt", "model", "bootstrap_significant", "wald_significant",
+            "wald_converged", "p_boot", "wald_p"]
+    # the paper lists bootstrap-significant cases first, convergent ones before non-convergent
+    out = out.sort_values(["bootstrap_significant", "wald_converged"], ascending=[False, False], kind="stable")
+    return out[cols].reset_index(drop=True)
+
+
+def mismatch_flags(summaries: pd.DataFrame, alpha: float = ALPHA) -> pd.Series:
+    """True where Wald and bootstrap significance disagree (the paper's double dagger)."""
+    has = summaries["wald_p"].notna() & summaries["p_boot"].notna()
+    return pd.Series(has & (significant(summaries["p_boot"], alpha) != significant(summaries["wald_p"], alpha)),
+                     index=summaries.index)
+
+
+def nonconvergent_fits(summaries: pd.DataFrame, glmm: int) -> pd.DataFrame:
+    """Tables 17-18: full-data fits of ``glmm`` that raised convergence warnings, one row per fit."""
+    s = summaries[(summaries["glmm"] == glmm) & (summaries["wald_converged"] == False)]  # noqa: E712
+    s = s.drop_duplicates(["analysis", "model", "prompt"])
+    out = s[["analysis", "model", "prompt", "wald_max_grad", "wald_tol", "wald_singular", "wald_messages"]].copy()
+    out["diagnostics"] = [_diagnostic_text(m) for m in out["wald_messages"]]
+    return out.reset_index(drop=True)
+
+
+def _diagnostic_text(messages: str) -> str:
+    # lme4 writes "Model failed to converge with max|grad| = 0.16 (tol = 0.002, component 1)";
+    # the paper quotes the part from max|grad| on
+    for m in str(messages).split(" | "):
+        i = m.find("max|grad|")
+        if i >= 0:
+            return m[i:]
+    return str(messages)

@@ -1,0 +1,231 @@
+"""GLMM 1 and GLMM 2 of section 3.5, fitted with lme4 through R: input checks, the bootstrap over
+templates (one R call per shard), the full-data Wald fit and the optimiser refits of Listing 6.
+
+GLMM 1:  correct ~ variant + (1 | template)
+GLMM 2:  correct ~ variant + gamma_c + (1 | template)      (gamma centred per model x prompt)
+
+Both are binomial with logit link. The bootstrap resamples templates with replacement; a template
+drawn twice becomes two clusters. Resample b of a run with base seed S always uses the seed
+:func:`resample_seed` (S, b), so results are identical however the resamples are split into shards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from earnest.stats import rbridge
+
+GLMM_INPUT_COLUMNS = ("model", "prompt", "template", "variant", "correct")
+TERMS = {1: ("(Intercept)", "variant"), 2: ("(Intercept)", "variant", "gamma_c")}
+# The effects the paper reports (the intercept is kept in the shards but never tested)
+EFFECTS = {1: ("variant",), 2: ("variant", "gamma_c")}
+SHARD_COLUMNS = ("resample", "seed", "term", "estimate", "ranef_var", "converged", "singular",
+                 "messages", "error")
+
+
+class GLMMInputError(ValueError):
+    """The GLMM input table is malformed; the message names the file and the column."""
+
+
+def _check_glmm(glmm: int) -> int:
+    if glmm not in (1, 2):
+        raise ValueError(f"glmm must be 1 or 2, not {glmm!r}")
+    return int(glmm)
+
+
+def read_glmm_input(path: str | Path) -> pd.DataFrame:
+    """Read a GLMM input table from CSV or Parquet (by suffix)."""
+    path = Path(path)
+    if path.suffix == ".parquet":
+        return pd.read_parquet(path)
+    if path.suffix in (".csv", ".txt"):
+        return pd.read_csv(path)
+    raise GLMMInputError(f"{path}: GLMM input must be .csv or .parquet")
+
+
+def validate_glmm_input(df: pd.DataFrame, glmm: int, source: str = "GLMM input") -> pd.DataFrame:
+    """Check the columns of the GLMM input contract and return a clean copy.
+
+    Raises :class:`GLMMInputError` naming ``source`` and the offending column when a column is
+    missing, ``correct`` or ``variant`` hold anything but 0/1, ``template`` is not integral, or
+    (GLMM 2) ``gamma`` is missing or not finite. Booleans are accepted for ``correct``.
+    """
+    glmm = _check_glmm(glmm)
+    needed = list(GLMM_INPUT_COLUMNS) + (["gamma"] if glmm == 2 else [])
+    for col in needed:
+        if col not in df.columns:
+            raise GLMMInputError(f"{source}: missing column '{col}' (GLMM {glmm} needs {', '.join(needed)})")
+    out = df[needed].copy()
+    for col in ("correct", "variant"):
+        vals = out[col]
+        if vals.isna().any():
+            bad = int(np.flatnonzero(vals.isna().to_numpy())[0])
+            raise GLMMInputError(f"{source}: column '{col}' is empty in row {bad}")
+        if pd.api.types.is_bool_dtype(vals):
+            vals = vals.astype(int)
+        num = pd.to_numeric(vals, errors="coerce")
+        ok = num.isin([0, 1])
+        if not ok.all():
+            bad = int(np.flatnonzero(~ok.to_numpy())[0])
+            raise GLMMInputError(f"{source}: column '{col}' must be 0/1, found {vals.iloc[bad]!r} in row {bad}")
+        out[col] = num.astype(np.int64)
+    tmpl = pd.to_numeric(out["template"], errors="coerce")
+    if tmpl.isna().any() or not np.all(np.mod(tmpl.to_numpy(), 1) == 0):
+        bad = int(np.flatnonzero(tmpl.isna().to_numpy() | (np.mod(tmpl.fillna(0.5).to_numpy(), 1) != 0))[0])
+        raise GLMMInputError(f"{source}: column 'template' must hold integer ids, found "
+                             f"{out['template'].iloc[bad]!r} in row {bad}")
+    out["template"] = tmpl.astype(np.int64)
+    if glmm == 2:
+        g = pd.to_numeric(out["gamma"], errors="coerce")
+        if not np.all(np.isfinite(g.to_numpy(dtype=float))):
+            bad = int(np.flatnonzero(~np.isfinite(g.to_numpy(dtype=float)))[0])
+            raise GLMMInputError(f"{source}: column 'gamma' must be a finite number, found "
+                                 f"{out['gamma'].iloc[bad]!r} in row {bad}")
+        out["gamma"] = g.astype(float)
+    for col in ("model", "prompt"):
+        out[col] = out[col].astype(str)
+    return out.reset_index(drop=True)
+
+
+def groups(df: pd.DataFrame):
+    """(model, prompt, rows) for every model x prompt in a GLMM input, in sorted order."""
+    for (model, prompt), sub in df.groupby(["model", "prompt"], sort=True):
+        yield str(model), str(prompt), sub.reset_index(drop=True)
+
+
+def _single_group(df: pd.DataFrame) -> None:
+    pairs = df[["model", "prompt"]].drop_duplicates()
+    if len(pairs) != 1:
+        raise GLMMInputError(f"expected the rows of one model x prompt, found {len(pairs)} combinations")
+
+
+def centre_gamma(df: pd.DataFrame) -> pd.Series:
+    """gamma_c: gamma minus its mean over all rows (GSM-Base and GSM-Variants) of the group."""
+    return df["gamma"] - df["gamma"].mean()
+
+
+def model_frame(df: pd.DataFrame, glmm: int, aggregate: bool = True) -> pd.DataFrame:
+    """The rows the R engine fits, for one model x prompt.
+
+    Columns template, variant, succ, fail (and gamma_c for GLMM 2). With ``aggregate``, answers
+    sharing (template, variant[, gamma_c]) collapse into one binomial row; the likelihood is the
+    same up to a constant, so estimates and diagnostics agree with the row-level fit. Without it,
+    each answer is one row (succ + fail = 1).
+    """
+    glmm = _check_glmm(glmm)
+    _single_group(df)
+    d = pd.DataFrame({"template": df["template"].astype(np.int64), "variant": df["variant"].astype(np.int64),
+                      "succ": df["correct"].astype(np.int64)})
+    d["fail"] = 1 - d["succ"]
+    keys = ["template", "variant"]
+    if glmm == 2:
+        d["gamma_c"] = centre_gamma(df).astype(float).to_numpy()
+        keys.append("gamma_c")
+    if aggregate:
+        d = d.groupby(keys, sort=True, as_index=False)[["succ", "fail"]].sum()
+    cols = keys + ["succ", "fail"]
+    return d[cols].reset_index(drop=True)
+
+
+def resample_seed(base_seed: int, resample: int) -> int:
+    """The R seed of bootstrap resample ``resample``: a function of the base seed and the index only."""
+    ss = np.random.SeedSequence(entropy=int(base_seed), spawn_key=(int(resample),))
+    return int(ss.generate_state(1, dtype=np.uint32)[0] & 0x7FFFFFFF)
+
+
+def shard_resamples(n_resamples: int, shard: int, n_shards: int) -> np.ndarray:
+    """Resample indices of shard ``shard`` of ``n_shards``: contiguous, near-equal slices of 0..B-1."""
+    if n_shards < 1 or not 0 <= shard < n_shards:
+        raise ValueError(f"shard {shard} of {n_shards} does not exist")
+    if n_resamples < 1:
+        raise ValueError(f"number of resamples must be positive, not {n_resamples}")
+    return np.array_split(np.arange(n_resamples), n_shards)[shard]
+
+
+def run_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, cores: int = 1) -> pd.DataFrame:
+    """Fit ``glmm`` on each listed resample of ``frame`` (from :func:`model_frame`) in one R call.
+
+    Returns the bootstrap shard table: one row per resample and term with columns
+    :data:`SHARD_COLUMNS`. A fit that fails gives NaN estimates and its error text; convergence
+    warnings are kept in ``messages`` and make ``converged`` false.
+    """
+    glmm = _check_glmm(glmm)
+    resamples = [int(b) for b in resamples]
+    if not resamples:
+        return pd.DataFrame({c: [] for c in SHARD_COLUMNS})
+    seeds = [resample_seed(base_seed, b) for b in resamples]
+    ro = rbridge.r()
+    out = rbridge.call("earnest_bootstrap", rbridge.to_r_frame(frame), glmm,
+                       ro.IntVector(resamples), ro.IntVector(seeds), int(max(1, cores)))
+    table = rbridge.from_r_frame(out)
+    table["converged"] = table["converged"].astype(bool)
+    return table[list(SHARD_COLUMNS)]
+
+
+def run_shard(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, shard: int = 0,
+              n_shards: int = 1, cores: int = 1, aggregate: bool = True) -> pd.DataFrame:
+    """Shard ``shard`` of ``n_shards`` of a B=``n_resamples`` bootstrap for one model x prompt.
+
+    ``df`` is validated GLMM input (see :func:`validate_glmm_input`) for a single model x prompt.
+    """
+    frame = model_frame(df, glmm, aggregate=aggregate)
+    return run_bootstrap(frame, glmm, shard_resamples(n_resamples, shard, n_shards), base_seed, cores)
+
+
+@dataclass
+class WaldFit:
+    """One full-data fit: Wald statistics per term and lme4's diagnostics."""
+    glmm: int
+    coefs: pd.DataFrame          # term, estimate, se, z, p
+    converged: bool
+    messages: list[str]
+    error: str
+    ranef_var: float
+    singular: bool | None
+    max_grad: float
+    tol: float
+
+    @property
+    def diagnostics(self) -> str:
+        """The convergence message in the paper's form (Tables 17-18), or '' if converged."""
+        for m in self.messages:
+            i = m.find("max|grad|")
+            if i >= 0:
+                return m[i:]
+        return "; ".join(self.messages) if self.messages else self.error
+
+
+def wald_fit(df: pd.DataFrame, glmm: int) -> WaldFit:
+    """Fit ``glmm`` once on all rows of one model x prompt (row level, as the paper did)."""
+    glmm = _check_glmm(glmm)
+    frame = model_frame(df, glmm, aggregate=False)
+    res = rbridge.from_r_list(rbridge.call("earnest_wald", rbridge.to_r_frame(frame), glmm))
+    err = res["error"]
+    err = err[0] if isinstance(err, list) and err else (err or "")
+    singular = res["singular"]
+    return WaldFit(glmm=glmm, coefs=res["coefs"], converged=bool(res["converged"]),
+                   messages=list(res["messages"] or []), error=str(err),
+                   ranef_var=float(res["ranef_var"]) if res["ranef_var"] is not None else float("nan"),
+                   singular=None if singular is None else bool(singular),
+                   max_grad=float(res["max_grad"]) if res["max_grad"] is not None else float("nan"),
+                   tol=float(res["tol"]) if res["tol"] is not None else float("nan"))
+
+
+OPTIMISERS = ("bobyqa", "Nelder_Mead", "nlminbwrap", "nloptwrap.NLOPT_LN_NELDERMEAD",
+              "nloptwrap.NLOPT_LN_BOBYQA")
+
+
+def refit_optimisers(df: pd.DataFrame, glmm: int) -> pd.DataFrame:
+    """Listing 6: the full-data fit with each lme4 optimiser (:data:`OPTIMISERS`).
+
+    One row per optimiser and term: optimiser, term, estimate, converged, singular, messages, error.
+    """
+    glmm = _check_glmm(glmm)
+    frame = model_frame(df, glmm, aggregate=False)
+    out = rbridge.from_r_frame(rbridge.call("earnest_refit_optimisers", rbridge.to_r_frame(frame), glmm))
+    out["converged"] = out["converged"].astype(bool)
+    return out

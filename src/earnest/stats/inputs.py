@@ -1,0 +1,80 @@
+"""GLMM input built from scored tables (CONTRACTS.md), optionally without code errors (Appendix G).
+
+Scored rows carry template_id, dataset (gsm_base | gsm_variants), correct, gamma and error_class;
+the GLMM input has model, prompt, template, variant (0 = GSM-Base, 1 = GSM-Variants), correct
+(0/1) and gamma (centred later, per model x prompt, when a GLMM 2 is fitted).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from earnest.stats.glmm import GLMMInputError
+
+DATASET_VARIANT = {"gsm_base": 0, "gsm_variants": 1}
+SCORED_COLUMNS = ("model", "prompt", "dataset", "template_id", "correct", "gamma")
+# Failure classes that are wrong numbers, not failures to produce one: they stay in the
+# reasoning-only analysis. Any other non-empty error_class on a code prompt is a code error.
+WRONG_ANSWER_CLASSES = frozenset({"", "wrong_answer", "wrong_answer_last_number"})
+
+
+def _normalise_class(value) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return ""
+    return str(value).strip().lower().replace(" ", "_").replace("-", "_")
+
+
+def code_error_mask(scored: pd.DataFrame) -> pd.Series:
+    """True for rows whose answer failed as code (Appendix G): a non-empty error_class that is not
+    a plain wrong answer, on a row not scored correct."""
+    if "error_class" not in scored.columns:
+        raise GLMMInputError("scored table: missing column 'error_class' (needed for the reasoning-only analysis)")
+    cls = scored["error_class"].map(_normalise_class)
+    return (~cls.isin(WRONG_ANSWER_CLASSES)) & (~scored["correct"].astype(bool))
+
+
+def glmm_input_from_scored(scored: pd.DataFrame | Iterable[pd.DataFrame], *, reasoning_only: bool = False,
+                           source: str = "scored table") -> pd.DataFrame:
+    """The GLMM input of the scored rows of one or more model x prompt x dataset tables.
+
+    With ``reasoning_only``, rows with code errors (:func:`code_error_mask`) are dropped.
+    Raises :class:`GLMMInputError` naming ``source`` and the column for a missing column, an
+    unknown dataset or a non-boolean ``correct``.
+    """
+    frames = [scored] if isinstance(scored, pd.DataFrame) else list(scored)
+    if not frames:
+        raise GLMMInputError(f"{source}: no scored tables given")
+    df = pd.concat(frames, ignore_index=True)
+    for col in SCORED_COLUMNS:
+        if col not in df.columns:
+            raise GLMMInputError(f"{source}: missing column '{col}'")
+    unknown = sorted(set(df["dataset"].astype(str)) - set(DATASET_VARIANT))
+    if unknown:
+        raise GLMMInputError(f"{source}: column 'dataset' holds {unknown}, expected gsm_base or gsm_variants")
+    correct = df["correct"]
+    if not pd.api.types.is_bool_dtype(correct):
+        num = pd.to_numeric(correct, errors="coerce")
+        if not num.isin([0, 1]).all():
+            bad = int(np.flatnonzero(~num.isin([0, 1]).to_numpy())[0])
+            raise GLMMInputError(f"{source}: column 'correct' must be boolean or 0/1, found {correct.iloc[bad]!r} in row {bad}")
+        correct = num.astype(bool)
+    df = df.assign(correct=correct.astype(bool))
+    if reasoning_only:
+        df = df[~code_error_mask(df)]
+    return pd.DataFrame({
+        "model": df["model"].astype(str).to_numpy(),
+        "prompt": df["prompt"].astype(str).to_numpy(),
+        "template": df["template_id"].astype(np.int64).to_numpy(),
+        "variant": df["dataset"].map(DATASET_VARIANT).astype(np.int64).to_numpy(),
+        "correct": df["correct"].astype(np.int64).to_numpy(),
+        "gamma": df["gamma"].astype(float).to_numpy(),
+    })
+
+
+def read_scored(paths: Iterable[str | Path]) -> list[pd.DataFrame]:
+    """Read scored Parquet tables."""
+    return [pd.read_parquet(p) for p in paths]

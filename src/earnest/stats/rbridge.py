@@ -1,0 +1,105 @@
+"""The bridge to R: embeds R through rpy2 once per process, sources the package's R code, and
+converts data frames both ways without pandas2ri's global converters (which are slow and change
+behaviour for every other rpy2 user in the process).
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+
+
+class RError(RuntimeError):
+    """R (or lme4) failed; the message carries R's own error text."""
+
+
+@functools.lru_cache(maxsize=1)
+def r():
+    """The embedded R session, with lme4 loaded and src/earnest/stats/R/*.R sourced."""
+    try:
+        import rpy2.robjects as ro
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise RError("rpy2 is not installed; the GLMM engine needs rpy2==3.5.17 and R with lme4") from exc
+    try:
+        ro.r('suppressPackageStartupMessages(library(lme4))')
+    except Exception as exc:  # rpy2 raises RRuntimeError
+        raise RError(f"R could not load lme4: {exc}") from exc
+    for script in sorted(resources.files("earnest.stats").joinpath("R").iterdir(), key=lambda p: p.name):
+        if script.name.endswith(".R"):
+            ro.r["source"](str(script))
+    return ro
+
+
+def call(name: str, *args, **kwargs):
+    """Call the R function ``name``; any R error becomes :class:`RError` naming the function."""
+    ro = r()
+    try:
+        return ro.globalenv[name](*args, **kwargs)
+    except Exception as exc:
+        if isinstance(exc, RError):
+            raise
+        raise RError(f"R function {name} failed: {str(exc).strip()}") from exc
+
+
+def to_r_frame(df: pd.DataFrame):
+    """A pandas frame of int, float, bool and str columns as an R data.frame."""
+    ro = r()
+    cols = {}
+    for name in df.columns:
+        s = df[name]
+        if pd.api.types.is_bool_dtype(s):
+            cols[name] = ro.BoolVector(s.tolist())
+        elif pd.api.types.is_integer_dtype(s):
+            cols[name] = ro.IntVector(s.astype(np.int64).tolist())
+        elif pd.api.types.is_float_dtype(s):
+            cols[name] = ro.FloatVector(s.astype(float).tolist())
+        else:
+            cols[name] = ro.StrVector(s.astype(str).tolist())
+    return ro.DataFrame(cols)
+
+
+def _vector_to_numpy(vec) -> np.ndarray:
+    ro = r()
+    na_int = ro.NA_Integer
+    if isinstance(vec, ro.vectors.BoolVector):
+        # R's logical NA arrives as a sentinel; keep it as None so it stays missing
+        return np.array([None if v is ro.NA_Logical else bool(v) for v in vec], dtype=object)
+    if isinstance(vec, ro.vectors.IntVector):
+        vals = list(vec)
+        if any(v is na_int for v in vals):
+            return np.array([np.nan if v is na_int else float(v) for v in vals])
+        return np.array(vals, dtype=np.int64)
+    if isinstance(vec, ro.vectors.FloatVector):
+        return np.array(list(vec), dtype=float)
+    if isinstance(vec, ro.vectors.FactorVector):
+        levels = list(vec.levels)
+        return np.array([levels[i - 1] for i in vec], dtype=object)
+    if isinstance(vec, ro.vectors.StrVector):
+        return np.array([None if v is ro.NA_Character else str(v) for v in vec], dtype=object)
+    raise TypeError(f"cannot convert R vector of type {type(vec).__name__}")
+
+
+def from_r_frame(rdf) -> pd.DataFrame:
+    """An R data.frame as a pandas frame, column by column."""
+    names = list(rdf.names)
+    return pd.DataFrame({n: _vector_to_numpy(rdf.rx2(n)) for n in names})
+
+
+def from_r_list(rlist) -> dict:
+    """A named R list, one level deep: data.frames become pandas frames, length-1 vectors scalars."""
+    ro = r()
+    out = {}
+    for name in rlist.names:
+        value = rlist.rx2(name)
+        if isinstance(value, ro.vectors.DataFrame):
+            out[name] = from_r_frame(value)
+        elif value is ro.NULL or len(value) == 0:
+            out[name] = [] if isinstance(value, ro.vectors.StrVector) else None
+        else:
+            arr = _vector_to_numpy(value)
+            out[name] = arr.tolist() if isinstance(value, ro.vectors.StrVector) else (
+                arr[0] if len(arr) == 1 else arr)
+    return out

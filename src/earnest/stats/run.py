@@ -1,0 +1,115 @@
+"""Whole analyses from files: shards on disk, their summary with the Wald fit, and the optimiser
+refits of non-convergent fits. Used by ``earnest glmm`` and by the workflow's thin scripts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from earnest.stats import glmm as G
+from earnest.stats.summary import check_shards, summarise
+
+
+def default_cores() -> int:
+    """CPU cores this process may use (affinity-aware)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def safe_name(name: str) -> str:
+    """A model or prompt name usable as one path component ('org/model' -> 'org__model')."""
+    return re.sub(r"[^A-Za-z0-9._+-]", "_", name.replace("/", "__"))
+
+
+def shard_path(out_dir: str | Path, glmm: int, model: str, prompt: str, shard: int) -> Path:
+    """``out_dir/glmm{g}/{model}/{prompt}/shard-{i}.parquet`` (the layout of CONTRACTS.md)."""
+    return Path(out_dir) / f"glmm{glmm}" / safe_name(model) / safe_name(prompt) / f"shard-{shard}.parquet"
+
+
+def write_shard(table: pd.DataFrame, path: str | Path) -> Path:
+    """Write a shard atomically (a killed job never leaves half a shard that looks finished)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.tmp"
+    table.to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+    return path
+
+
+def read_shards(paths) -> pd.DataFrame:
+    """Concatenate shard files, checking the shard contract and that no resample repeats."""
+    frames = [pd.read_parquet(p) for p in paths]
+    if not frames:
+        raise ValueError("no shard files given")
+    table = pd.concat(frames, ignore_index=True)
+    check_shards(table, source=", ".join(str(p) for p in paths)[:300])
+    return table
+
+
+def _shard_is_current(path: Path, resamples: np.ndarray, base_seed: int) -> bool:
+    # a finished shard is reused only if it holds exactly the resamples and seeds asked for now
+    try:
+        old = pd.read_parquet(path, columns=["resample", "seed"]).drop_duplicates("resample")
+    except Exception:
+        return False
+    want = pd.DataFrame({"resample": resamples, "seed": [G.resample_seed(base_seed, b) for b in resamples]})
+    got = old.sort_values("resample").reset_index(drop=True)
+    return len(got) == len(want) and bool((got["resample"].to_numpy() == want["resample"].to_numpy()).all()
+                                          and (got["seed"].to_numpy() == want["seed"].to_numpy()).all())
+
+
+def summarise_group(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, analysis: str = "all",
+                    wald: bool = True, refit_nonconvergent: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Summary rows of one model x prompt plus, if its full-data fit did not converge, the
+    optimiser refits (Listing 6; empty frame otherwise). ``data``: validated GLMM input."""
+    model, prompt = str(data["model"].iloc[0]), str(data["prompt"].iloc[0])
+    wf = G.wald_fit(data, glmm) if wald else None
+    summary = summarise(shards, data, glmm, model=model, prompt=prompt, wald=wf, analysis=analysis)
+    refits = pd.DataFrame()
+    if wf is not None and not wf.converged and refit_nonconvergent:
+        refits = G.refit_optimisers(data, glmm)
+        refits.insert(0, "analysis", analysis)
+        refits.insert(1, "glmm", glmm)
+        refits.insert(2, "model", model)
+        refits.insert(3, "prompt", prompt)
+    return summary, refits
+
+
+def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_dir: str | Path, *,
+             n_shards: int = 1, cores: int | None = None, aggregate: bool = True, analysis: str = "all",
+             log: Callable[[str], None] = print) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Bootstrap ``glmm`` for every model x prompt of validated GLMM input ``df``.
+
+    Shards are written to :func:`shard_path` as they finish and reused when a rerun asks for the
+    same resamples and seeds, so an R failure loses no finished shard. Returns (summaries, refits).
+    """
+    cores = cores or default_cores()
+    summaries, refits = [], []
+    for model, prompt, sub in G.groups(df):
+        paths = []
+        for shard in range(n_shards):
+            path = shard_path(out_dir, glmm, model, prompt, shard)
+            resamples = G.shard_resamples(n_resamples, shard, n_shards)
+            if path.exists() and _shard_is_current(path, resamples, base_seed):
+                log(f"{model} / {prompt}: shard {shard + 1}/{n_shards} already done ({path})")
+            else:
+                table = G.run_bootstrap(G.model_frame(sub, glmm, aggregate), glmm, resamples, base_seed, cores)
+                write_shard(table, path)
+                n_clean = int(table.drop_duplicates("resample")["converged"].sum())
+                log(f"{model} / {prompt}: shard {shard + 1}/{n_shards}, {len(resamples)} resamples, "
+                    f"{n_clean} clean -> {path}")
+            paths.append(path)
+        s, r = summarise_group(sub, read_shards(paths), glmm, analysis=analysis)
+        summaries.append(s)
+        if len(r):
+            refits.append(r)
+    return (pd.concat(summaries, ignore_index=True),
+            pd.concat(refits, ignore_index=True) if refits else pd.DataFrame())

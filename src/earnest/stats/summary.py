@@ -1,0 +1,152 @@
+"""Bootstrap summaries as defined in section 3.5 of the GSM-Symbolic re-evaluation.
+
+Of B resamples only the clean ones count (no convergence warning, no error). For each fixed
+effect: the median of the clean estimates on the log-odds scale, reported as an odds ratio; the
+95% interval as the 2.5th and 97.5th percentiles of the clean estimates; the bootstrap P value of
+Eq. 4, twice the smaller tail proportion; the random-intercept variance as mean and standard
+deviation over clean resamples; and the number of clean estimates. Accuracies on GSM-Base and
+GSM-Variants and their difference Delta_var are in percent / percentage points. Holm-Bonferroni
+runs across models, separately per GLMM, effect and prompt.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from earnest.stats.glmm import EFFECTS, SHARD_COLUMNS, WaldFit
+
+ALPHA = 0.05
+
+
+def clean_mask(shards: pd.DataFrame) -> pd.Series:
+    """True for rows of resamples that converged without warning and without error."""
+    err = shards["error"].fillna("").astype(str)
+    return shards["converged"].astype(bool) & (err == "") & shards["estimate"].notna()
+
+
+def bootstrap_p(estimates) -> float:
+    """Eq. 4: 2 * min(share of estimates <= 0, share >= 0), capped at 1; NaN when there are none."""
+    theta = np.asarray(estimates, dtype=float)
+    theta = theta[~np.isnan(theta)]
+    if theta.size == 0:
+        return float("nan")
+    return float(min(1.0, 2.0 * min(np.mean(theta <= 0), np.mean(theta >= 0))))
+
+
+def percentile_interval(estimates, level: float = 0.95) -> tuple[float, float]:
+    """The (1-level)/2 and (1+level)/2 percentiles (linear interpolation, R's type 7)."""
+    theta = np.asarray(estimates, dtype=float)
+    theta = theta[~np.isnan(theta)]
+    if theta.size == 0:
+        return float("nan"), float("nan")
+    lo, hi = np.percentile(theta, [50 * (1 - level), 50 * (1 + level)])
+    return float(lo), float(hi)
+
+
+def accuracies(df: pd.DataFrame) -> dict:
+    """Accuracy (%) on GSM-Base (variant 0) and GSM-Variants (variant 1), Delta_var (pp), row counts."""
+    correct = df["correct"].astype(float)
+    base = correct[df["variant"] == 0]
+    var = correct[df["variant"] == 1]
+    a_base = 100.0 * base.mean() if len(base) else float("nan")
+    a_var = 100.0 * var.mean() if len(var) else float("nan")
+    return {"acc_base": a_base, "acc_variants": a_var, "delta_var": a_var - a_base,
+            "n_base": int(len(base)), "n_variants": int(len(var))}
+
+
+def check_shards(shards: pd.DataFrame, n_resamples: int | None = None, source: str = "shards") -> None:
+    """Raise ValueError when shard tables lack contract columns, repeat or miss resamples."""
+    missing = [c for c in SHARD_COLUMNS if c not in shards.columns]
+    if missing:
+        raise ValueError(f"{source}: missing columns {missing}")
+    dup = shards.duplicated(["resample", "term"])
+    if dup.any():
+        r = shards.loc[dup, "resample"].iloc[0]
+        raise ValueError(f"{source}: resample {r} appears in more than one shard")
+    if n_resamples is not None:
+        got = set(shards["resample"].astype(int))
+        want = set(range(n_resamples))
+        if got != want:
+            lost = sorted(want - got)[:5]
+            extra = sorted(got - want)[:5]
+            raise ValueError(f"{source}: resamples do not cover 0..{n_resamples - 1} "
+                             f"(missing e.g. {lost}, unexpected e.g. {extra})")
+
+
+def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str, prompt: str,
+              wald: WaldFit | None = None, analysis: str = "all", level: float = 0.95) -> pd.DataFrame:
+    """One row per effect of ``glmm`` (variant; and gamma_c for GLMM 2) for one model x prompt.
+
+    ``shards`` is the concatenated bootstrap shard table, ``data`` the validated GLMM input of the
+    same model x prompt (for accuracies), ``wald`` the optional full-data fit.
+    """
+    check_shards(shards)
+    n_resamples = int(shards["resample"].nunique())
+    clean = shards[clean_mask(shards)]
+    clean_resamples = clean.drop_duplicates("resample")
+    rv = clean_resamples["ranef_var"].astype(float)
+    acc = accuracies(data)
+    rows = []
+    for term in EFFECTS[glmm]:
+        theta = clean.loc[clean["term"] == term, "estimate"].astype(float).to_numpy()
+        lo, hi = percentile_interval(theta, level)
+        med = float(np.median(theta)) if theta.size else float("nan")
+        row = {
+            "analysis": analysis, "glmm": int(glmm), "model": model, "prompt": prompt, "term": term,
+            "n_resamples": n_resamples, "n_clean": int(theta.size),
+            "n_errors": int((shards.drop_duplicates("resample")["error"].fillna("") != "").sum()),
+            "n_singular": int(shards.drop_duplicates("resample")["singular"].fillna(False).astype(bool).sum()),
+            "median_log_or": med, "odds_ratio": float(np.exp(med)),
+            "ci_low_log": lo, "ci_high_log": hi, "ci_low": float(np.exp(lo)), "ci_high": float(np.exp(hi)),
+            "p_boot": bootstrap_p(theta),
+            "ranef_var_mean": float(rv.mean()) if len(rv) else float("nan"),
+            "ranef_var_sd": float(rv.std(ddof=1)) if len(rv) > 1 else float("nan"),
+            **acc,
+        }
+        row.update(wald_columns(wald, term))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def wald_columns(wald: WaldFit | None, term: str) -> dict:
+    """The Wald fit's statistics for ``term`` as summary columns (NaN/empty without a fit)."""
+    if wald is None:
+        return {"wald_estimate": np.nan, "wald_se": np.nan, "wald_z": np.nan, "wald_p": np.nan,
+                "wald_converged": None, "wald_singular": None, "wald_max_grad": np.nan,
+                "wald_tol": np.nan, "wald_messages": "", "wald_ranef_var": np.nan}
+    c = wald.coefs.set_index("term").loc[term]
+    return {"wald_estimate": float(c["estimate"]), "wald_se": float(c["se"]), "wald_z": float(c["z"]),
+            "wald_p": float(c["p"]), "wald_converged": bool(wald.converged),
+            "wald_singular": wald.singular, "wald_max_grad": wald.max_grad, "wald_tol": wald.tol,
+            "wald_messages": " | ".join(wald.messages) or wald.error, "wald_ranef_var": wald.ranef_var}
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm-Bonferroni adjusted P values (step-down, monotone, capped at 1); NaNs stay NaN and do
+    not count towards the number of tests."""
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    m = ok.size
+    if m == 0:
+        return out
+    order = ok[np.argsort(p[ok], kind="stable")]
+    adj = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    out[order] = np.maximum.accumulate(adj)
+    return out
+
+
+def add_holm(summaries: pd.DataFrame, column: str = "p_boot", out: str = "p_holm") -> pd.DataFrame:
+    """``summaries`` with ``out``: Holm across models within each (analysis, glmm, prompt, term)."""
+    res = summaries.copy()
+    res[out] = np.nan
+    for _, idx in res.groupby(["analysis", "glmm", "prompt", "term"], sort=False).groups.items():
+        res.loc[idx, out] = holm(res.loc[idx, column].to_numpy())
+    return res
+
+
+def significant(p, alpha: float = ALPHA) -> np.ndarray:
+    """p < alpha, False for NaN."""
+    p = np.asarray(p, dtype=float)
+    return np.where(np.isnan(p), False, p < alpha)
