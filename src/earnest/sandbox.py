@@ -75,13 +75,14 @@ FORBIDDEN_ATTRIBUTE_PREFIXES = ("_", "f_", "tb_", "gi_", "cr_", "ag_", "co_")
 
 #: Builtins a snippet sees; everything else is a NameError (or refused statically).
 SAFE_BUILTINS = (
-    "abs", "all", "any", "ascii", "bin", "bool", "callable", "chr", "complex", "dict", "divmod",
+    "abs", "all", "any", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr", "complex", "dict", "divmod",
     "enumerate", "filter", "float", "format", "frozenset", "hasattr", "hash", "hex", "id", "int",
     "isinstance", "issubclass", "iter", "len", "list", "map", "max", "min", "next", "object",
     "oct", "ord", "pow", "property", "range", "repr", "reversed", "round", "set", "slice",
     "sorted", "staticmethod", "classmethod", "str", "sum", "super", "tuple", "type", "zip",
     "ArithmeticError", "AssertionError", "AttributeError", "Exception", "IndexError", "KeyError",
-    "LookupError", "NameError", "NotImplementedError", "OverflowError", "RecursionError",
+    "LookupError", "MemoryError", "NameError", "NotImplementedError", "OverflowError",
+    "RecursionError", "UnboundLocalError", "FloatingPointError",
     "RuntimeError", "StopIteration", "TypeError", "ValueError", "ZeroDivisionError",
     "NotImplemented", "Ellipsis",
 )
@@ -585,10 +586,6 @@ def _child(request: dict, workdir: str, result_w: int, devnull: int, libc, root:
     source, limits = request["source"], request["limits"]
     try:
         os.setsid()
-        if libc is not None:
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != worker_pid:  # the worker died between fork and prctl
-            os._exit(1)
         os.dup2(result_w, 3)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
@@ -601,6 +598,11 @@ def _child(request: dict, workdir: str, result_w: int, devnull: int, libc, root:
             os.setuid(_NOBODY)
         else:
             os.chdir(workdir)
+        # after setuid: a change of credentials clears the parent-death signal
+        if libc is not None:
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != worker_pid:  # the worker died before prctl took effect
+            os._exit(1)
         cpu = max(1, int(limits["cpu"]))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))

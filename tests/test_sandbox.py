@@ -1,0 +1,283 @@
+"""The code sandbox: static refusal, process isolation, limits, classification, no stray processes."""
+
+from __future__ import annotations
+
+import ast
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from earnest.extraction import extract_code_many
+from earnest.sandbox import Limits, Sandbox, check_source, find_violations
+
+HOSTILE = Path(__file__).parent / "data" / "hostile"
+LIMITS = Limits(cpu_seconds=1, wall_seconds=4.0, memory_bytes=256 * 1024 * 1024, output_chars=16 * 1024)
+
+
+# ---------------------------------------------------------------- process inspection (/proc)
+
+def _proc_entries() -> list[tuple[int, int, bytes]]:
+    """(pid, ppid, cmdline) of every visible process."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                cmdline = fh.read()
+        except OSError:
+            continue
+        # the command name may contain spaces and parentheses: split after the last ')'
+        fields = stat[stat.rindex(b")") + 2:].split()
+        if fields[0] == b"Z":  # a zombie is gone already, only not reaped
+            continue
+        out.append((int(name), int(fields[1]), cmdline))
+    return out
+
+
+def descendants(pid: int) -> set[int]:
+    entries = _proc_entries()
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, pp, _ in entries if pp in frontier and p not in found}
+        found |= frontier
+    return found
+
+
+def stray_processes(box: Sandbox) -> set[int]:
+    """Processes carrying the sandbox's token that are not its live workers (forked children)."""
+    token = box.token.encode()
+    workers = set(box.worker_pids())
+    return {p for p, _, cmd in _proc_entries() if token in cmd and p not in workers}
+
+
+def wait_until_clean(box: Sandbox, timeout: float = 5.0) -> set[int]:
+    """Stray processes still alive after waiting a little (SIGKILL delivery is asynchronous)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        strays = stray_processes(box)
+        if not strays or time.monotonic() > deadline:
+            return strays
+        time.sleep(0.05)
+
+
+# ---------------------------------------------------------------- fixtures
+
+@pytest.fixture(scope="module")
+def box():
+    with Sandbox(workers=2, limits=LIMITS) as sandbox:
+        yield sandbox
+
+
+def load_corpus(tmp: Path) -> list[tuple[str, set[str], str]]:
+    victim_dir = tmp / "victim_dir"
+    victim_dir.mkdir()
+    (victim_dir / "keep.txt").write_text("keep")
+    (tmp / "victim.txt").write_text("keep")
+    cases = []
+    for path in sorted(HOSTILE.glob("*.txt")):
+        header, _, response = path.read_text(encoding="utf-8").partition("\n---\n")
+        assert header.startswith("expect: "), path
+        expected = {"" if c == "ok" else c for c in header[len("expect: "):].strip().split("|")}
+        response = (response.replace("{SENTINEL}", str(tmp / "SENTINEL"))
+                    .replace("{VICTIM_DIR}", str(victim_dir))
+                    .replace("{VICTIM}", str(tmp / "victim.txt")))
+        cases.append((path.stem, expected, response))
+    return cases
+
+
+# ---------------------------------------------------------------- static check
+
+@pytest.mark.parametrize("source", [
+    "import os",
+    "from subprocess import run",
+    "x = open('f')",
+    "eval('1')",
+    "x = ().__class__",
+    "__builtins__",
+    "getattr(1, 'real')",
+    "import math as __m__",
+    "'{0.__class__}'.format(1)",
+    "(x for x in []).gi_frame",
+    "type(1).mro()",
+    "from random import _os",
+    "from . import x",
+    "def __init__(): pass",
+    "\uff45\uff56\uff41\uff4c('1')",  # fullwidth 'eval': the parser normalises it (NFKC)
+])
+def test_static_check_refuses(source):
+    assert find_violations(ast.parse(source)), source
+
+
+@pytest.mark.parametrize("source", [
+    "import math\nx = math.sqrt(2)",
+    "from fractions import Fraction\nx = Fraction(1, 3)",
+    "from decimal import Decimal, ROUND_HALF_UP",
+    "import statistics\nx = statistics.mean([1, 2])",
+    "def solution():\n    _ = 3\n    total_ = [i for i in range(10)]\n    return sum(total_) // 2",
+    "x = '{:.2f}'.format(1.5)",
+    "x = round(2.5) + abs(-3) + max(1, 2)",
+])
+def test_static_check_allows_ordinary_code(source):
+    assert find_violations(ast.parse(source)) == []
+
+
+def test_check_source_classifies_syntax():
+    assert check_source("def solution(:\n").error_class == "syntax_error"
+    assert check_source("x = 1\x00").error_class == "syntax_error"
+    assert check_source("import os\n").error_class == "forbidden_construct"
+    assert check_source("def solution():\n    return 1\n") is None
+
+
+# ---------------------------------------------------------------- ordinary results
+
+def test_results_and_classes(box):
+    cases = {
+        "def solution():\n    return 3 * 6\n": ("", 18.0),
+        "def solution():\n    return 7 / 2\n": ("", 3.5),
+        "from fractions import Fraction\ndef solution():\n    return Fraction(3, 4)\n": ("", 0.75),
+        "from decimal import Decimal\ndef solution():\n    return Decimal('2.50')\n": ("", 2.5),
+        "import math\ndef solution():\n    return math.ceil(17.2)\n": ("", 18.0),
+        "def solution():\n    x = 1\n": ("none_returned", None),
+        "def solution():\n    return\n": ("none_returned", None),
+        "def solution():\n    return 'eighteen'\n": ("not_a_number", None),
+        "def solution():\n    return True\n": ("not_a_number", None),
+        "def solution():\n    return 2j\n": ("not_a_number", None),
+        "def solution():\n    return undefined_name\n": ("name_error", None),
+        "def solution():\n    y = x\n    x = 1\n    return y\n": ("name_error", None),
+        "def solution():\n    return 1 + 'a'\n": ("type_value_error", None),
+        "def solution():\n    return int('abc')\n": ("type_value_error", None),
+        "def solution(n):\n    return n\n": ("type_value_error", None),
+        "def solution():\n    return 5 / 0\n": ("zero_division_error", None),
+        "def solution():\n    return (1).numerator.foo\n": ("attribute_error", None),
+        "def solution():\n    return {'a': 1}['b']\n": ("unclassified", None),
+        "def solution():\n    return [1][3]\n": ("unclassified", None),
+        "def solution():\n    return math.sqrt(4)\n": ("name_error", None),  # math not imported
+        "x = 1\n": ("no_function", None),
+        "def solution():\n    return 10**400\n": ("", float("inf")),
+        "def solution():\n    return -10**400\n": ("", float("-inf")),
+    }
+    results = box.run_many(list(cases))
+    for (source, (cls, value)), result in zip(cases.items(), results):
+        assert result.error_class == cls, (source, result)
+        if value is not None:
+            assert result.value == value, (source, result)
+    exact = box.run("def solution():\n    return 123456789012345678901234567890\n")
+    assert exact.exact == 123456789012345678901234567890
+
+
+def test_print_is_allowed_within_the_limit(box):
+    r = box.run("def solution():\n    for i in range(10):\n        print('step', i)\n    return 4\n")
+    assert (r.error_class, r.value) == ("", 4.0)
+
+
+# ---------------------------------------------------------------- the hostile corpus
+
+def test_hostile_corpus(tmp_path, monkeypatch):
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    cases = load_corpus(tmp_path)
+    assert len(cases) >= 25
+    with Sandbox(workers=2, limits=LIMITS) as sandbox:
+        started = time.monotonic()
+        results = extract_code_many([response for _, _, response in cases], sandbox)
+        elapsed = time.monotonic() - started
+        for (name, expected, _), result in zip(cases, results):
+            assert result.error_class in expected, (name, result)
+        # nothing written outside the per-snippet directories, nothing deleted
+        assert not (tmp_path / "SENTINEL").exists()
+        assert (tmp_path / "victim.txt").read_text() == "keep"
+        assert (tmp_path / "victim_dir" / "keep.txt").exists()
+        assert list(cwd.iterdir()) == []
+        # no process left behind: the workers have no children, and no forked copy of a
+        # worker (which would carry the sandbox token) survives anywhere
+        workers = set(sandbox.worker_pids())
+        assert workers <= descendants(os.getpid())
+        assert all(descendants(w) == set() for w in workers)
+        assert wait_until_clean(sandbox) == set()
+        # each case ended within its limits (a generous bound: cases run two at a time)
+        slowest = LIMITS.wall_seconds + 2
+        assert elapsed < slowest * len(cases) / 2 + 10
+        # the batch carried on: an ordinary snippet after the corpus still works
+        ok = extract_code_many(["    return 6 * 7\n"], sandbox)[0]
+        assert (ok.error_class, ok.value) == ("", 42.0)
+    assert wait_until_clean(sandbox) == set()
+    assert not workers & descendants(os.getpid())
+
+
+# ---------------------------------------------------------------- process-level isolation
+# These bypass the static check and give the snippet the real builtins, to show that the
+# operating-system limits hold on their own.
+
+def test_os_level_limits_without_static_check(tmp_path, box):
+    sentinel = tmp_path / "SENTINEL"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    snippets = {
+        "write": f"def solution():\n    open({str(sentinel)!r}, 'w').write('x')\n    return 1\n",
+        "fork": "import os\ndef solution():\n    pid = os.fork()\n    if pid == 0:\n        os._exit(0)\n    return 1\n",
+        "socket": "import socket\ndef solution():\n    socket.socket()\n    return 1\n",
+        "system": f"import os\ndef solution():\n    return os.system('touch {sentinel}')\n",
+    }
+    for name, source in snippets.items():
+        result = box._run_unchecked(source, full_builtins=True)
+        # an exception, or (os.system) a failure status: glibc reports a refused spawn as 127
+        assert result.error_class != "" or result.value != 0, (name, result)
+    assert not sentinel.exists()
+    if box.capabilities().get("chroot"):
+        # as root the child is chrooted into an empty directory and runs as nobody
+        r = box._run_unchecked(f"import os\ndef solution():\n    os.unlink({str(victim)!r})\n    return 1\n",
+                               full_builtins=True)
+        assert r.error_class != ""
+        assert victim.exists()
+    assert wait_until_clean(box) == set()
+
+
+def test_wall_clock_timeout_kills_a_sleeping_child():
+    with Sandbox(workers=1, limits=Limits(cpu_seconds=5, wall_seconds=1.0)) as sandbox:
+        started = time.monotonic()
+        r = sandbox._run_unchecked("import time\ndef solution():\n    time.sleep(60)\n", full_builtins=True)
+        assert r.error_class == "timeout" and "wall-clock" in r.detail
+        assert time.monotonic() - started < 10
+        assert wait_until_clean(sandbox) == set()
+        r = sandbox.run("def solution():\n    return 1\n")
+        assert r.value == 1.0
+
+
+def test_worker_death_is_survived_and_kills_the_child():
+    with Sandbox(workers=1, limits=Limits(cpu_seconds=30, wall_seconds=30)) as sandbox:
+        sandbox.run("def solution():\n    return 0\n")  # start the worker
+        (worker,) = sandbox.worker_pids()
+        holder = {}
+        t = threading.Thread(target=lambda: holder.update(r=sandbox.run("def solution():\n    while True:\n        pass\n")))
+        t.start()
+        deadline = time.monotonic() + 10
+        while not descendants(worker) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert descendants(worker), "the child never started"
+        os.kill(worker, signal.SIGKILL)
+        t.join(30)
+        assert holder["r"].error_class == "unclassified"
+        # the orphaned child died with its worker (PR_SET_PDEATHSIG)
+        assert wait_until_clean(sandbox) == set()
+        r = sandbox.run("def solution():\n    return 5\n")
+        assert r.value == 5.0 and sandbox.worker_pids() != [worker]
+
+
+def test_close_leaves_nothing():
+    sandbox = Sandbox(workers=2, limits=LIMITS)
+    sandbox.run_many(["def solution():\n    return 1\n"] * 4)
+    workers = set(sandbox.worker_pids())
+    assert workers and workers <= descendants(os.getpid())
+    sandbox.close()
+    assert not workers & descendants(os.getpid())
+    assert wait_until_clean(sandbox) == set()
+    with pytest.raises(RuntimeError):
+        sandbox.run("def solution():\n    return 1\n")
