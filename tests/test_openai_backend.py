@@ -1,0 +1,280 @@
+"""The OpenAI-compatible HTTP backend against real HTTP servers on 127.0.0.1.
+
+* A small OpenAI chat-completions server written here (``http.server``) that fails chosen
+  requests with 429/500 first and counts what it receives: retries, order, cache, keys, errors.
+* ``transformers serve`` with a tiny randomly initialised Llama saved as a checkpoint directory
+  (tokenizer built locally, no hub): the backend speaks to a real implementation. Slow (model load).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from earnest.backends import GenerationRequest, load_backend
+from earnest.backends.openai_http import OpenAIBackend
+
+
+class FakeOpenAI:
+    """An OpenAI-style server: answers "echo:<last user message>"; ``plan`` scripts failures.
+
+    ``plan[content]`` is a list of HTTP statuses to return, one per arriving request for that
+    content, before answering normally (e.g. [429, 500] fails twice, then succeeds).
+    """
+
+    def __init__(self, plan=None, delay_s: float = 0.0, always=None):
+        self.plan = {k: list(v) for k, v in (plan or {}).items()}
+        self.always = always or {}   # content -> status returned every time
+        self.delay_s = delay_s
+        self.received: list[dict] = []
+        self.headers: list[dict] = []
+        self.inflight = 0
+        self.max_inflight = 0
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output quiet
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with outer.lock:
+                    outer.received.append({"path": self.path, "body": body})
+                    outer.headers.append(dict(self.headers))
+                    outer.inflight += 1
+                    outer.max_inflight = max(outer.max_inflight, outer.inflight)
+                try:
+                    time.sleep(outer.delay_s)
+                    content = body["messages"][-1]["content"] if "messages" in body else body["prompt"]
+                    with outer.lock:
+                        queue = outer.plan.get(content, [])
+                        status = queue.pop(0) if queue else outer.always.get(content, 200)
+                    if status != 200:
+                        payload = json.dumps({"error": {"message": f"scripted {status}"}}).encode()
+                        self.send_response(status)
+                        if status == 429:
+                            self.send_header("Retry-After", "0")
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", str(len(payload)))
+                        self.end_headers()
+                        self.wfile.write(payload)
+                        return
+                    text = f"echo:{content}"
+                    if "messages" in body:
+                        choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                    else:
+                        choice = {"index": 0, "text": text, "finish_reason": "length"}
+                    payload = json.dumps({"id": "x", "object": "chat.completion", "model": body["model"],
+                                          "choices": [choice],
+                                          "usage": {"prompt_tokens": 7, "completion_tokens": 3}}).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                finally:
+                    with outer.lock:
+                        outer.inflight -= 1
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def count(self, content: str) -> int:
+        return sum(1 for r in self.received
+                   if r["body"].get("messages", [{}])[-1].get("content", r["body"].get("prompt")) == content)
+
+
+def _reqs(*contents):
+    return [GenerationRequest(key=f"k{i}", messages=[{"role": "system", "content": "sys"},
+                                                     {"role": "user", "content": c}])
+            for i, c in enumerate(contents)]
+
+
+def _cfg(url, tmp_path, **kw):
+    cfg = {"backend": "openai", "base_url": url, "model": "tiny", "concurrency": 3, "max_retries": 3,
+           "timeout_s": 5, "backoff_s": 0.01, "max_backoff_s": 0.05, "cache_dir": str(tmp_path / "cache")}
+    cfg.update(kw)
+    return cfg
+
+
+def test_retries_order_and_cache(tmp_path):
+    plan = {"b": [429, 500], "d": [503]}
+    with FakeOpenAI(plan) as srv:
+        backend = load_backend("m", _cfg(srv.url, tmp_path))
+        assert isinstance(backend, OpenAIBackend)
+        res = backend.generate(_reqs("a", "b", "c", "d"), max_new_tokens=16)
+        assert [r.key for r in res] == ["k0", "k1", "k2", "k3"]
+        assert [r.response for r in res] == ["echo:a", "echo:b", "echo:c", "echo:d"]
+        assert all(r.stop_reason == "eos" and r.prompt_tokens == 7 and r.new_tokens == 3 for r in res)
+        assert srv.count("b") == 3 and srv.count("d") == 2 and srv.count("a") == 1
+        assert res[1].extra["attempts"] == 3 and not res[1].extra["cached"]
+        body = srv.received[0]["body"]
+        assert body["temperature"] == 0 and body["max_tokens"] == 16 and body["model"] == "tiny"
+        n_before = len(srv.received)
+
+        # a rerun (new backend object, same cache dir) sends nothing and returns the same answers
+        again = load_backend("m", _cfg(srv.url, tmp_path)).generate(_reqs("a", "b", "c", "d"), 16)
+        assert len(srv.received) == n_before
+        assert [r.response for r in again] == [r.response for r in res]
+        assert all(r.extra["cached"] for r in again)
+
+        # a different parameter is a different cache key: one new request
+        load_backend("m", _cfg(srv.url, tmp_path)).generate(_reqs("a"), 17)
+        assert len(srv.received) == n_before + 1
+
+
+def test_exhausted_retries_become_error_results_and_are_not_cached(tmp_path):
+    with FakeOpenAI(always={"bad": 500, "client": 400}) as srv:
+        backend = load_backend("m", _cfg(srv.url, tmp_path, max_retries=2))
+        res = backend.generate(_reqs("ok", "bad", "client"), 8)
+        assert res[0].response == "echo:ok"
+        assert res[1].stop_reason == "error:http_500" and res[1].response == ""
+        assert srv.count("bad") == 3  # first try + 2 retries
+        assert res[2].stop_reason == "error:http_400" and srv.count("client") == 1  # 4xx: no retry
+        # failures are not cached: the rerun asks again
+        backend.generate(_reqs("bad"), 8)
+        assert srv.count("bad") == 6
+
+
+def test_connection_refused_and_timeout(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    backend = OpenAIBackend("m", _cfg(f"http://127.0.0.1:{port}/v1", tmp_path, max_retries=1))
+    res = backend.generate(_reqs("x"), 8)
+    assert res[0].stop_reason == "error:connection" and res[0].extra["attempts"] == 2
+
+    with FakeOpenAI(delay_s=1.0) as srv:
+        backend = OpenAIBackend("m", _cfg(srv.url, tmp_path, timeout_s=0.2, max_retries=1))
+        res = backend.generate(_reqs("slow"), 8)
+        assert res[0].stop_reason == "error:timeout"
+        assert srv.count("slow") == 2
+
+
+def test_api_key_from_env_concurrency_and_completions(tmp_path, monkeypatch):
+    monkeypatch.setenv("EARNEST_TEST_KEY", "sk-local-test")
+    with FakeOpenAI(delay_s=0.3) as srv:
+        backend = OpenAIBackend("m", _cfg(srv.url, tmp_path, api_key_env="EARNEST_TEST_KEY", concurrency=4,
+                                          cache_dir=None))
+        backend.generate(_reqs("1", "2", "3", "4"), 8)
+        assert all(h.get("Authorization") == "Bearer sk-local-test" for h in srv.headers)
+        assert srv.max_inflight >= 2  # requests overlapped on the server
+        res = backend.generate([GenerationRequest(key="p", prompt="raw text")], 8)
+        assert srv.received[-1]["path"] == "/v1/completions"
+        assert res[0].response == "echo:raw text" and res[0].stop_reason == "length"
+    # the key never reaches the cache
+    with FakeOpenAI() as srv:
+        b = OpenAIBackend("m", _cfg(srv.url, tmp_path, api_key_env="EARNEST_TEST_KEY"))
+        b.generate(_reqs("secret?"), 8)
+    stored = "".join(p.read_text() for p in (tmp_path / "cache").rglob("*.json"))
+    assert "sk-local-test" not in stored and "secret?" in stored
+
+
+def test_config_errors_name_the_key(monkeypatch, tmp_path):
+    monkeypatch.delenv("EARNEST_MISSING_KEY", raising=False)
+    with pytest.raises(ValueError, match=r"models\.m\.api_key_env"):
+        OpenAIBackend("m", {"base_url": "http://127.0.0.1:1/v1", "api_key_env": "EARNEST_MISSING_KEY"})
+    with pytest.raises(ValueError, match=r"models\.m\.base_url"):
+        OpenAIBackend("m", {"base_url": "127.0.0.1:1"})
+    with pytest.raises(ValueError, match=r"models\.m\.concurrency"):
+        OpenAIBackend("m", {"base_url": "http://127.0.0.1:1/v1", "concurrency": 0})
+
+
+# ---------------------------------------------------------------- transformers serve
+
+_BUILD_TINY = r'''
+import sys, torch
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers, decoders
+from transformers import PreTrainedTokenizerFast, LlamaConfig, LlamaForCausalLM
+out = sys.argv[1]
+tok = Tokenizer(models.BPE(unk_token="<unk>"))
+tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+tok.decoder = decoders.ByteLevel()
+trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<unk>", "<|im_start|>", "<|im_end|>"],
+                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+tok.train_from_iterator(["category variables value role predictor response"] * 10, trainer)
+fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<|im_start|>",
+                               eos_token="<|im_end|>", pad_token="<|im_end|>")
+fast.chat_template = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+                      "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+fast.save_pretrained(out)
+torch.manual_seed(0)
+cfg = LlamaConfig(vocab_size=len(fast), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
+                  bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,
+                  pad_token_id=fast.pad_token_id)
+LlamaForCausalLM(cfg).save_pretrained(out)
+'''
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_against_transformers_serve(tmp_path):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("uvicorn")
+    model_dir = tmp_path / "tiny-llama"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    subprocess.run([sys.executable, "-c", _BUILD_TINY, str(model_dir)], check=True, env=env,
+                   capture_output=True, timeout=300)
+    port = _free_port()
+    cli = Path(sys.executable).with_name("transformers")
+    log = open(tmp_path / "serve.log", "w")
+    proc = subprocess.Popen([str(cli), "serve", "--host", "127.0.0.1", "--port", str(port), "--device", "cpu",
+                             str(model_dir)], stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        deadline = time.time() + 240
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                raise AssertionError("transformers serve did not come up:\n" + (tmp_path / "serve.log").read_text()[-3000:])
+            time.sleep(1)
+        cfg = {"backend": "openai", "base_url": f"http://127.0.0.1:{port}/v1", "model": str(model_dir),
+               "concurrency": 2, "max_retries": 2, "timeout_s": 120, "backoff_s": 0.5,
+               "cache_dir": str(tmp_path / "cache")}
+        backend = load_backend("tiny", cfg)
+        reqs = _reqs("first question", "second question")
+        res = backend.generate(reqs, max_new_tokens=6)
+        assert [r.key for r in res] == ["k0", "k1"]
+        assert all(not r.stop_reason.startswith("error") for r in res), [r.extra for r in res]
+        assert all(0 < r.new_tokens <= 6 and r.prompt_tokens > 0 for r in res)
+        assert backend.http_attempts == 2
+        again = load_backend("tiny", cfg).generate(reqs, max_new_tokens=6)
+        assert [r.response for r in again] == [r.response for r in res]
+        assert all(r.extra["cached"] for r in again)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
