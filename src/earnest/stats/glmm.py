@@ -31,6 +31,15 @@ class GLMMInputError(ValueError):
     """The GLMM input table is malformed; the message names the file and the column."""
 
 
+def _show(value) -> str:
+    """repr of a cell without numpy's type wrapper."""
+    return repr(value.item() if hasattr(value, "item") else value)
+
+
+def _row(i: int) -> str:
+    return f"data row {i + 1}"
+
+
 def _check_glmm(glmm: int) -> int:
     if glmm not in (1, 2):
         raise ValueError(f"glmm must be 1 or 2, not {glmm!r}")
@@ -64,27 +73,27 @@ def validate_glmm_input(df: pd.DataFrame, glmm: int, source: str = "GLMM input")
         vals = out[col]
         if vals.isna().any():
             bad = int(np.flatnonzero(vals.isna().to_numpy())[0])
-            raise GLMMInputError(f"{source}: column '{col}' is empty in row {bad}")
+            raise GLMMInputError(f"{source}: column '{col}' is empty in {_row(bad)}")
         if pd.api.types.is_bool_dtype(vals):
             vals = vals.astype(int)
         num = pd.to_numeric(vals, errors="coerce")
         ok = num.isin([0, 1])
         if not ok.all():
             bad = int(np.flatnonzero(~ok.to_numpy())[0])
-            raise GLMMInputError(f"{source}: column '{col}' must be 0/1, found {vals.iloc[bad]!r} in row {bad}")
+            raise GLMMInputError(f"{source}: column '{col}' must be 0/1, found {_show(vals.iloc[bad])} in {_row(bad)}")
         out[col] = num.astype(np.int64)
     tmpl = pd.to_numeric(out["template"], errors="coerce")
     if tmpl.isna().any() or not np.all(np.mod(tmpl.to_numpy(), 1) == 0):
         bad = int(np.flatnonzero(tmpl.isna().to_numpy() | (np.mod(tmpl.fillna(0.5).to_numpy(), 1) != 0))[0])
         raise GLMMInputError(f"{source}: column 'template' must hold integer ids, found "
-                             f"{out['template'].iloc[bad]!r} in row {bad}")
+                             f"{_show(out['template'].iloc[bad])} in {_row(bad)}")
     out["template"] = tmpl.astype(np.int64)
     if glmm == 2:
         g = pd.to_numeric(out["gamma"], errors="coerce")
         if not np.all(np.isfinite(g.to_numpy(dtype=float))):
             bad = int(np.flatnonzero(~np.isfinite(g.to_numpy(dtype=float)))[0])
             raise GLMMInputError(f"{source}: column 'gamma' must be a finite number, found "
-                                 f"{out['gamma'].iloc[bad]!r} in row {bad}")
+                                 f"{_show(out['gamma'].iloc[bad])} in {_row(bad)}")
         out["gamma"] = g.astype(float)
     for col in ("model", "prompt"):
         out[col] = out[col].astype(str)

@@ -60,7 +60,7 @@ def glmm_input_from_scored(scored: pd.DataFrame | Iterable[pd.DataFrame], *, rea
         num = pd.to_numeric(correct, errors="coerce")
         if not num.isin([0, 1]).all():
             bad = int(np.flatnonzero(~num.isin([0, 1]).to_numpy())[0])
-            raise GLMMInputError(f"{source}: column 'correct' must be boolean or 0/1, found {correct.iloc[bad]!r} in row {bad}")
+            raise GLMMInputError(f"{source}: column 'correct' must be boolean or 0/1, found {correct.iloc[bad]!r} in data row {bad + 1}")
         correct = num.astype(bool)
     df = df.assign(correct=correct.astype(bool))
     if reasoning_only:

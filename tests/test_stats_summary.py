@@ -1,0 +1,71 @@
+"""Section 3.5 summaries: Eq. 4 P value, percentile interval, Holm, accuracies, shard checks."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from earnest.stats.glmm import EFFECTS, SHARD_COLUMNS
+from earnest.stats.summary import (accuracies, bootstrap_p, check_shards, clean_mask, holm,
+                                   percentile_interval, summarise)
+
+
+def test_bootstrap_p_eq4():
+    assert bootstrap_p([-1, -2, -3, 1]) == pytest.approx(0.5)      # 2 * min(3/4, 1/4)
+    assert bootstrap_p([-1, -2, -3, -4]) == 0.0
+    assert bootstrap_p([0, 0]) == 1.0                               # both tails 1 -> capped
+    assert np.isnan(bootstrap_p([]))
+
+
+def test_percentile_interval_matches_type7():
+    x = np.arange(1, 101, dtype=float)
+    lo, hi = percentile_interval(x)
+    assert lo == pytest.approx(1 + 0.025 * 99) and hi == pytest.approx(1 + 0.975 * 99)
+
+
+def test_holm_known_values():
+    p = [0.01, 0.04, 0.03, 0.005]
+    # sorted 0.005,0.01,0.03,0.04 -> 0.02,0.03,0.06,0.06 (monotone)
+    assert holm(p).tolist() == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    out = holm([0.5, np.nan, 0.01])
+    assert np.isnan(out[1]) and out[0] == pytest.approx(0.5) and out[2] == pytest.approx(0.02)
+    assert holm([0.6, 0.7]).tolist() == [1.0, 1.0]
+
+
+def test_accuracies_in_percent():
+    df = pd.DataFrame({"variant": [0, 0, 1, 1, 1, 1], "correct": [1, 0, 1, 0, 0, 0]})
+    a = accuracies(df)
+    assert a["acc_base"] == 50 and a["acc_variants"] == 25 and a["delta_var"] == -25
+    assert (a["n_base"], a["n_variants"]) == (2, 4)
+
+
+def _shards(estimates, converged, errors=None):
+    rows = []
+    for b, (e, c) in enumerate(zip(estimates, converged)):
+        for term in ("(Intercept)", "variant"):
+            rows.append({"resample": b, "seed": b, "term": term, "estimate": e if term == "variant" else 0.1,
+                         "ranef_var": 2.0 + b, "converged": c, "singular": False,
+                         "messages": "" if c else "Model failed to converge", "error": (errors or {}).get(b, "")})
+    return pd.DataFrame(rows, columns=list(SHARD_COLUMNS))
+
+
+def test_summarise_uses_clean_estimates_only():
+    sh = _shards([-1.0, -0.5, 5.0, -0.2, np.nan], [True, True, False, True, False], errors={4: "boom"})
+    assert clean_mask(sh).sum() == 6
+    data = pd.DataFrame({"variant": [0, 1, 1], "correct": [1, 1, 0]})
+    s = summarise(sh, data, 1, model="m", prompt="gsm")
+    assert list(s["term"]) == list(EFFECTS[1])
+    r = s.iloc[0]
+    assert r.n_resamples == 5 and r.n_clean == 3 and r.n_errors == 1
+    assert r.median_log_or == pytest.approx(-0.5) and r.odds_ratio == pytest.approx(np.exp(-0.5))
+    assert r.p_boot == 0.0
+    assert r.ranef_var_mean == pytest.approx(np.mean([2, 3, 5]))
+    assert r.ranef_var_sd == pytest.approx(np.std([2, 3, 5], ddof=1))
+
+
+def test_check_shards_finds_gaps_and_repeats():
+    sh = _shards([0.1, 0.2], [True, True])
+    check_shards(sh, 2)
+    with pytest.raises(ValueError, match="missing"):
+        check_shards(sh, 3)
+    with pytest.raises(ValueError, match="more than one shard"):
+        check_shards(pd.concat([sh, sh]))

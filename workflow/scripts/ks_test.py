@@ -1,0 +1,36 @@
+"""Kolmogorov-Smirnov test on the integers in GSM-Base vs GSM-Variants questions, and Figure 8.
+
+snakemake.input.base, snakemake.input.variants: item parquets (column question);
+snakemake.output.table: CSV path of the result table (.md and .tex are written beside it, same stem);
+snakemake.output.figure: PNG path of the figure (the .pdf is written beside it);
+snakemake.log[0]: log file.
+"""
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from earnest.stats.ks import integers_of, ks_test, plot_integer_distributions
+from earnest.tables import write_table
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO,  # noqa: F821
+                    format="%(asctime)s %(levelname)s %(message)s", force=True)
+log = logging.getLogger("ks_test")
+
+try:
+    base = pd.read_parquet(snakemake.input.base)["question"]  # noqa: F821
+    variants = pd.read_parquet(snakemake.input.variants)["question"]  # noqa: F821
+    res = ks_test(base, variants)
+    log.info("K-S D = %.4f, p = %.3g (%d / %d integers)", res.statistic, res.pvalue, res.n_base, res.n_variants)
+    table = pd.DataFrame([{"D": res.statistic, "p": res.pvalue, "integers GSM-Base": res.n_base,
+                           "integers GSM-Variants": res.n_variants}])
+    stem = Path(snakemake.output.table).with_suffix("")  # noqa: F821
+    write_table(table, stem, "Two-sample Kolmogorov-Smirnov test of the integers written in GSM-Base "
+                "against GSM-Variants questions (section 4.3).",
+                formatters={"D": lambda x: f"{x:.4f}", "p": lambda x: "<0.001" if x < 0.001 else f"{x:.3f}"})
+    plot_integer_distributions(integers_of(base), integers_of(variants),
+                               Path(snakemake.output.figure).with_suffix(""), ks=res)  # noqa: F821
+except Exception:
+    log.exception("K-S test failed")
+    raise
