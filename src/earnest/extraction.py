@@ -146,9 +146,9 @@ def _last_number(text: str) -> tuple[float, Fraction | None, str] | None:
         return None
     negative = False
     if last.group("sign"):
-        before = text[: last.start()].rstrip(" ")
-        # "15-16" is a subtraction; "=-80", "is -3", "(-2" are signs
-        negative = not before or not (before[-1].isalnum() or before[-1] in ")]")
+        # "15-16" and "x-3" are subtractions; "=-80", "is -3", "(-2" are signs
+        prev = text[last.start() - 1] if last.start() > 0 else " "
+        negative = not (prev.isalnum() or prev in ")]")
     value, exact = _signed(last.group("num"), negative)
     return value, exact, last.group(0)
 

@@ -1,8 +1,10 @@
 """Score one generations table: extract answers, compare with gold answers, centre gamma.
 
-snakemake.input.generations: generations parquet; snakemake.input.items: this dataset's items;
+snakemake.input.generations: generations parquet; snakemake.input.dataset_items: this dataset's
+items (Snakemake reserves the name ``items`` for input, so it cannot be used);
 snakemake.input.all_items: item parquets of gsm_base and gsm_variants (gamma is centred over
-their union); snakemake.params.style: "text" | "code"; snakemake.output[0]: scored parquet.
+their union); snakemake.params.style: "text" | "code"; snakemake.output[0]: scored parquet;
+snakemake.log[0]: log file.
 """
 
 import logging
@@ -17,7 +19,7 @@ log = logging.getLogger("score")
 
 try:
     generations = pd.read_parquet(snakemake.input.generations)  # noqa: F821
-    items = pd.read_parquet(snakemake.input.items)  # noqa: F821
+    items = pd.read_parquet(snakemake.input.dataset_items)  # noqa: F821
     all_items = snakemake.input.all_items  # noqa: F821
     all_items = [all_items] if isinstance(all_items, str) else list(all_items)
     g_mean = gamma_mean(pd.read_parquet(p) for p in all_items)

@@ -1,0 +1,243 @@
+"""Correctness, the scored table, `earnest extract` and the score workflow script."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from fractions import Fraction
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from earnest.extraction import Extraction
+from earnest.sandbox import Limits, Sandbox
+from earnest.scoring import (SCORED_COLUMNS, gamma_mean, is_correct, numbers_match, parse_gold,
+                             score_table)
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+@pytest.fixture(scope="module")
+def box():
+    with Sandbox(workers=2, limits=Limits(cpu_seconds=1, wall_seconds=4.0)) as sandbox:
+        yield sandbox
+
+
+# ------------------------------------------------------------------------- correctness
+
+def test_integers_compare_exactly():
+    gold = parse_gold("123456789")
+    assert numbers_match(123456789.0, Fraction(123456789), gold)
+    assert not numbers_match(123456790.0, Fraction(123456790), gold)  # within 1e-6 relative, still wrong
+    big = 20103996679209998
+    assert numbers_match(float(big), Fraction(big), Fraction(big))
+    assert not numbers_match(float(big + 1), Fraction(big + 1), Fraction(big))  # same float, not equal
+
+
+def test_non_integers_use_the_tolerance():
+    assert numbers_match(0.1 * 3, None, parse_gold("0.3"))
+    assert numbers_match(17.999999999999996, None, parse_gold("18"))  # float arithmetic in code
+    assert numbers_match(2.5, Fraction(5, 2), parse_gold("2.50"))
+    assert not numbers_match(2.6, Fraction(13, 5), parse_gold("2.5"))
+    assert numbers_match(1e-12, None, parse_gold("0"))  # absolute tolerance near zero
+    assert not numbers_match(1e-6, None, parse_gold("0"))
+
+
+def test_missing_and_non_finite_are_wrong():
+    gold = parse_gold("18")
+    assert not numbers_match(None, None, gold)
+    assert not numbers_match(math.inf, None, gold)
+    assert not numbers_match(math.nan, None, gold)
+
+
+def test_gold_answers():
+    assert parse_gold("1,000") == 1000
+    assert parse_gold(18) == 18
+    assert parse_gold("-2.5") == Fraction(-5, 2)
+    for bad in ["eighteen", "", None, True]:
+        with pytest.raises(ValueError):
+            parse_gold(bad)
+    assert is_correct(Extraction(18.0, "final_answer", "", exact=Fraction(18)), "18")
+
+
+# ------------------------------------------------------------------------- score_table
+
+def make_items(ids_answers_gammas, dataset="gsm_base"):
+    rows = []
+    for item_id, answer, g in ids_answers_gammas:
+        template = int(item_id[1:4])
+        instance = -1 if item_id.endswith("base") else int(item_id.rsplit("v", 1)[1])
+        rows.append(dict(item_id=item_id, dataset=dataset, template_id=template, instance=instance,
+                         question=f"question {item_id}", answer=answer, gamma=float(g)))
+    return pd.DataFrame(rows)
+
+
+def make_generations(responses: dict, dataset="gsm_base", prompt="gsm"):
+    return pd.DataFrame([dict(item_id=k, model="tiny", prompt=prompt, dataset=dataset, response=v,
+                              prompt_tokens=100, new_tokens=20, stop_reason="eos", seconds=0.5)
+                         for k, v in responses.items()])
+
+
+def test_score_table_text():
+    items = make_items([("t001-base", "18", 2.0), ("t002-base", "5", 3.0), ("t003-base", "7", 1.0),
+                        ("t004-base", "1,200", 4.0), ("t005-base", "9", 0.0)])
+    gens = make_generations({
+        "t002-base": "2 + 2 = 4",                       # wrong, last number
+        "t001-base": "9 + 9 = 18. The final answer is 18.",
+        "t003-base": "",                                 # empty
+        "t004-base": "The final answer is $1,200.",
+        "t005-base": "The final answer is 8.",           # wrong, final answer pattern
+    })
+    scored = score_table(gens, items, "text", gamma_mean=2.5)
+    assert list(scored.columns) == SCORED_COLUMNS
+    assert list(scored["item_id"]) == list(items["item_id"])  # item order
+    by = scored.set_index("item_id")
+    assert by.loc["t001-base", "correct"] and by.loc["t001-base", "error_class"] == ""
+    assert by.loc["t002-base", "error_class"] == "wrong_answer_last_number"
+    assert by.loc["t003-base", "error_class"] == "empty_response" and math.isnan(by.loc["t003-base", "extracted"])
+    assert by.loc["t004-base", "correct"] and by.loc["t004-base", "extracted"] == 1200.0
+    assert by.loc["t005-base", "error_class"] == "wrong_answer"
+    assert by.loc["t005-base", "extraction_pattern"] == "final_answer"
+    assert scored["gamma_c"].tolist() == pytest.approx([-0.5, 0.5, -1.5, 1.5, -2.5])
+    assert scored["correct"].dtype == bool and scored["extracted"].dtype == "float64"
+
+
+def test_score_table_code_batch_carries_on(box):
+    items = make_items([("t001-v01", "6", 1.0), ("t002-v01", "4", 1.0), ("t003-v01", "3", 1.0),
+                        ("t004-v01", "10", 1.0)], dataset="gsm_variants")
+    gens = make_generations({
+        "t001-v01": "    return 2 * 3\n",
+        "t002-v01": "    while True:\n        pass\n",   # timeout, then the next items still run
+        "t003-v01": "    import os\n    return os.getpid()\n",
+        "t004-v01": "    return 9.999999999999998\n",
+    }, dataset="gsm_variants", prompt="simple_code")
+    scored = score_table(gens, items, "code", gamma_mean=0.0, sandbox=box).set_index("item_id")
+    assert scored.loc["t001-v01", "correct"]
+    assert scored.loc["t002-v01", "error_class"] == "timeout"
+    assert scored.loc["t003-v01", "error_class"] == "forbidden_construct"
+    assert scored.loc["t004-v01", "correct"]
+    assert set(scored["extraction_pattern"]) == {"function_body"}
+
+
+def test_score_table_rejects_bad_inputs():
+    items = make_items([("t001-base", "1", 1.0), ("t002-base", "2", 1.0)])
+    with pytest.raises(ValueError, match="miss 1 item.*t002-base"):
+        score_table(make_generations({"t001-base": "1"}), items, "text", 0.0)
+    dup = pd.concat([make_generations({"t001-base": "1", "t002-base": "2"}),
+                     make_generations({"t001-base": "1"})])
+    with pytest.raises(ValueError, match="repeat item id.*t001-base"):
+        score_table(dup, items, "text", 0.0)
+    extra = make_generations({"t001-base": "1", "t002-base": "2", "t009-base": "3"})
+    with pytest.raises(ValueError, match="not in the items.*t009-base"):
+        score_table(extra, items, "text", 0.0)
+    with pytest.raises(ValueError, match="lacks column.*response"):
+        score_table(make_generations({"t001-base": "1"}).drop(columns="response"), items, "text", 0.0)
+    with pytest.raises(ValueError, match="style"):
+        score_table(make_generations({"t001-base": "1", "t002-base": "2"}), items, "prose", 0.0)
+    bad_gold = items.assign(answer=["1", "two"])
+    with pytest.raises(ValueError, match="t002-base"):
+        score_table(make_generations({"t001-base": "1", "t002-base": "2"}), bad_gold, "text", 0.0)
+
+
+def test_gamma_mean_over_the_union():
+    base = make_items([("t001-base", "1", 1.0), ("t002-base", "1", 3.0)])
+    variants = make_items([("t001-v01", "1", 5.0), ("t001-v02", "1", 7.0)], "gsm_variants")
+    assert gamma_mean([base, variants]) == pytest.approx(4.0)
+    assert gamma_mean([base, base, variants]) == pytest.approx(4.0)  # each item once
+
+
+# ------------------------------------------------------------------------- earnest extract (CLI)
+
+def run_cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "earnest.cli", "extract", *args], env=ENV,
+                          capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def test_cli_extract_text(tmp_path):
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    lines = [
+        {"id": 1, "response": "3 + 4 = 7. The final answer is 7.", "answer": "7"},
+        {"id": 2, "response": "so 9", "answer": 8},
+        {"id": 3, "response": ""},
+        {"id": 4, "response": "The final answer is " + "9" * 400},
+    ]
+    src.write_text("\n".join(json.dumps(x) for x in lines) + "\n\n")
+    proc = run_cli("--style", "text", str(src), str(dst))
+    assert proc.returncode == 0, proc.stderr
+    out = [json.loads(x) for x in dst.read_text().splitlines()]
+    assert [o["id"] for o in out] == [1, 2, 3, 4]
+    assert out[0]["extracted"] == 7 and out[0]["correct"] is True and out[0]["extraction_pattern"] == "final_answer"
+    assert out[1]["error_class"] == "wrong_answer_last_number" and out[1]["correct"] is False
+    assert out[2]["extracted"] is None and out[2]["error_class"] == "empty_response" and "correct" not in out[2]
+    assert out[3]["extracted"] == "inf"
+
+
+def test_cli_extract_code(tmp_path):
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    lines = [{"response": "    return 6 * 7\n", "answer": "42"},
+             {"response": "    return 1 / 0\n", "answer": "1"},
+             {"response": "    open('/tmp/x', 'w')\n"}]
+    src.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    proc = run_cli("--style", "code", str(src), str(dst))
+    assert proc.returncode == 0, proc.stderr
+    out = [json.loads(x) for x in dst.read_text().splitlines()]
+    assert out[0]["correct"] is True and out[0]["extraction_pattern"] == "function_body"
+    assert out[1]["error_class"] == "zero_division_error"
+    assert out[2]["error_class"] == "forbidden_construct"
+
+
+@pytest.mark.parametrize("bad_line, message", [
+    ("{not json", "not valid JSON"),
+    ('["a list"]', "expected a JSON object"),
+    ('{"answer": "3"}', "missing field 'response'"),
+    ('{"response": 3}', "'response' must be a string"),
+    ('{"response": "x", "answer": "three"}', "field 'answer'"),
+])
+def test_cli_names_the_bad_line(tmp_path, bad_line, message):
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text(json.dumps({"response": "The final answer is 1."}) + "\n" + bad_line + "\n")
+    proc = run_cli("--style", "text", str(src), str(dst))
+    assert proc.returncode != 0
+    assert f"{src}:2" in proc.stderr and message in proc.stderr
+    assert not dst.exists()
+
+
+# ------------------------------------------------------------------------- workflow script
+
+@pytest.mark.slow
+def test_score_script_under_snakemake(tmp_path):
+    if shutil.which("snakemake") is None:
+        pytest.skip("snakemake is not installed")
+    base = make_items([("t001-base", "6", 1.0), ("t002-base", "4", 2.0)])
+    variants = make_items([("t001-v01", "8", 3.0), ("t002-v01", "5", 6.0)], "gsm_variants")
+    gens = make_generations({"t001-v01": "    return 2 * 4\n", "t002-v01": "    return None\n"},
+                            dataset="gsm_variants", prompt="simple_code")
+    base.to_parquet(tmp_path / "gsm_base.parquet")
+    variants.to_parquet(tmp_path / "gsm_variants.parquet")
+    gens.to_parquet(tmp_path / "gens.parquet")
+    (tmp_path / "Snakefile").write_text(textwrap.dedent(f"""
+        rule score:
+            input:
+                generations="gens.parquet",
+                dataset_items="gsm_variants.parquet",
+                all_items=["gsm_base.parquet", "gsm_variants.parquet"],
+            params:
+                style="code",
+            output: "scored.parquet"
+            log: "score.log"
+            script: "{ROOT / 'workflow' / 'scripts' / 'score.py'}"
+        """))
+    proc = subprocess.run(["snakemake", "--cores", "1", "--quiet"], cwd=tmp_path, env=ENV,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    scored = pd.read_parquet(tmp_path / "scored.parquet").set_index("item_id")
+    assert scored.loc["t001-v01", "correct"] and scored.loc["t002-v01", "error_class"] == "none_returned"
+    assert scored["gamma_c"].tolist() == pytest.approx([3.0 - 3.0, 6.0 - 3.0])
+    assert "accuracy 0.5000" in (tmp_path / "score.log").read_text()
