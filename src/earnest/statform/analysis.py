@@ -256,7 +256,8 @@ def confusion_frame(scored: pd.DataFrame, level: str = "coarse", top: int | None
     keep = sorted(keep)
     frame = frame[frame["true"].isin(keep)]
     cm = pd.crosstab(frame["true"], frame["pred"])
-    cols = [c for c in keep if c in cm.columns] + sorted(c for c in cm.columns if c not in keep)
+    # every shown true label is also a column, so the diagonal is the correct answers
+    cols = keep + sorted(c for c in cm.columns if c not in keep)
     cm = cm.reindex(index=keep, columns=cols, fill_value=0)
     return cm.div(cm.sum(axis=1).replace(0, np.nan), axis=0).fillna(0.0)
 

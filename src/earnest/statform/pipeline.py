@@ -1,0 +1,132 @@
+"""The StatFormBench stages as file-to-file functions (what the workflow scripts call).
+
+1. :func:`prepare_data`: dataset + few-shot pool (+ optional taxonomy file) -> samples parquet,
+   pool parquet, resolved taxonomy YAML.
+2. :func:`generate`: samples + pool + taxonomy, one model, one prompting strategy -> generations
+   parquet (the project's generations contract: item_id, model, prompt, dataset, response,
+   prompt_tokens, new_tokens, stop_reason, seconds).
+3. :func:`score`: generations + samples + taxonomy -> scored parquet (generation columns plus
+   :data:`earnest.statform.metrics.SCORE_COLUMNS`).
+4. :func:`analyse`: scored parquets -> tables (CSV/Markdown/LaTeX) and confusion figures.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+import yaml
+
+from earnest.backends import load_backend
+
+from . import analysis
+from .data import check_disjoint, load_samples, samples_from_frame, samples_to_frame
+from .metrics import score_generations
+from .prompts import build_requests, load_prompt_template, parse_strategy
+from .taxonomy import Taxonomy, load_taxonomy, taxonomy_for
+
+DATASET = "statform"
+GENERATION_COLUMNS = ["item_id", "model", "prompt", "dataset", "response", "prompt_tokens", "new_tokens",
+                      "stop_reason", "seconds"]
+
+
+def _read_samples(path: str | Path):
+    return samples_from_frame(pd.read_parquet(path), where=str(path))
+
+
+def prepare_data(dataset: str | Path, pool: str | Path | None, taxonomy: str | Path | None,
+                 out_samples: str | Path, out_pool: str | Path, out_taxonomy: str | Path,
+                 limit: int | None = None) -> dict:
+    """Read, validate and tabulate the evaluation set and the few-shot pool; resolve the taxonomy.
+
+    The taxonomy is the file (if given) completed by every label of both sets. ``limit`` keeps the
+    first n samples (for smoke runs). Returns counts for the log.
+    """
+    tax_file = load_taxonomy(taxonomy) if taxonomy else None
+    samples = load_samples(dataset, taxonomy=tax_file)
+    if limit:
+        samples = samples[: int(limit)]
+    pool_samples = load_samples(pool, taxonomy=tax_file) if pool else []
+    check_disjoint(samples, pool_samples)
+    tax = taxonomy_for(list(samples) + list(pool_samples), taxonomy)
+    for path in (out_samples, out_pool, out_taxonomy):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    samples_to_frame(samples).to_parquet(out_samples, index=False)
+    samples_to_frame(pool_samples).to_parquet(out_pool, index=False)
+    Path(out_taxonomy).write_text(yaml.safe_dump(tax.to_dict(), sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return {"samples": len(samples), "pool": len(pool_samples), "coarse": len(tax.coarse()), "fine": len(tax.pairs())}
+
+
+def generate(samples_path: str | Path, pool_path: str | Path, taxonomy_path: str | Path, model_name: str,
+             model_cfg: dict, strategy: str, strategy_cfg: dict | None, max_new_tokens: int,
+             out: str | Path, prompt_template: str | Path | None = None) -> pd.DataFrame:
+    """Ask one model every sample under one strategy; write and return the generations table."""
+    spec = parse_strategy(strategy, strategy_cfg)
+    samples = _read_samples(samples_path)
+    pool = _read_samples(pool_path) if spec["kind"] == "few_shot" else []
+    tax: Taxonomy = load_taxonomy(taxonomy_path)
+    template = load_prompt_template(prompt_template)
+    requests = build_requests(samples, tax, spec["kind"], k=spec["k"], pool=pool, seed=spec["seed"],
+                              layout=spec["layout"], template=template)
+    backend = load_backend(model_name, model_cfg)
+    try:
+        results = backend.generate(requests, int(max_new_tokens))
+    finally:
+        backend.close()
+    frame = pd.DataFrame([{"item_id": r.key, "model": model_name, "prompt": strategy, "dataset": DATASET,
+                           "response": r.response, "prompt_tokens": int(r.prompt_tokens),
+                           "new_tokens": int(r.new_tokens), "stop_reason": r.stop_reason,
+                           "seconds": float(r.seconds)} for r in results], columns=GENERATION_COLUMNS)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    frame.to_parquet(out, index=False)
+    return frame
+
+
+def score(generations: str | Path | Sequence[str | Path], samples_path: str | Path, taxonomy_path: str | Path,
+          out: str | Path) -> pd.DataFrame:
+    """Score one or more generations tables; write and return the scored table."""
+    paths = [generations] if isinstance(generations, (str, Path)) else list(generations)
+    gens = pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
+    scored = score_generations(gens, _read_samples(samples_path), load_taxonomy(taxonomy_path))
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    scored.to_parquet(out, index=False)
+    return scored
+
+
+def analyse(scored_paths: Sequence[str | Path], tables_dir: str | Path, figures_dir: str | Path, *,
+            main_strategy: str = "zero_shot", baseline: str = "zero_shot", n_boot: int = 1000, seed: int = 0,
+            min_category_n: int = 0, top_fine: int = 15, glmm: bool = True) -> list[Path]:
+    """Every StatFormBench table and figure from the scored tables; returns the files written.
+
+    Tables: ``main``, ``by_source``, ``category_coarse``, ``category_fine``, ``parse_status``
+    (CSV only), ``strategies`` (when a model has more than one strategy), ``glmm_cg`` and
+    ``glmm_fg`` (when ``glmm`` and at least two models). Figures: ``confusion_{coarse,fine}_<model>``.
+    """
+    scored = pd.concat([pd.read_parquet(p) for p in scored_paths], ignore_index=True)
+    if scored.duplicated(["model", "prompt", "item_id"]).any():
+        raise ValueError("scored tables hold the same (model, prompt, item_id) twice")
+    tables_dir, figures_dir = Path(tables_dir), Path(figures_dir)
+    tables_dir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    written += analysis.write_main_table(scored, tables_dir / "main", strategy=main_strategy, n_boot=n_boot,
+                                         seed=seed).values()
+    written += analysis.write_source_table(scored, tables_dir / "by_source", strategy=main_strategy,
+                                           n_boot=n_boot, seed=seed).values()
+    for level in ("coarse", "fine"):
+        written += analysis.write_category_table(scored, tables_dir / f"category_{level}", level=level,
+                                                 strategy=main_strategy, min_n=min_category_n).values()
+    parse_path = tables_dir / "parse_status.csv"
+    analysis.unparseable_counts(scored).to_csv(parse_path, index=False)
+    written.append(parse_path)
+    if scored.groupby("model")["prompt"].nunique().max() > 1:
+        written += analysis.write_strategy_table(scored, tables_dir / "strategies", baseline=baseline,
+                                                 n_boot=n_boot, seed=seed).values()
+    if glmm and scored.loc[scored["prompt"] == main_strategy, "model"].nunique() >= 2:
+        from .glmm import pairwise_glmm, write_pairwise_table
+
+        for outcome, name in (("correct_cg", "glmm_cg"), ("correct_fg", "glmm_fg")):
+            pairs = pairwise_glmm(scored, outcome, strategy=main_strategy)
+            written += write_pairwise_table(pairs, tables_dir / name).values()
+    written += analysis.write_confusion_figures(scored, figures_dir, strategy=main_strategy, top_fine=top_fine)
+    return written

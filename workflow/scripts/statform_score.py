@@ -1,0 +1,23 @@
+"""StatFormBench parse + score: the six per-sample metrics for one generations table.
+
+snakemake.input.generations: generations parquet (one or a list);
+snakemake.input.samples, snakemake.input.taxonomy: outputs of statform_data;
+snakemake.output[0]: scored parquet (generation columns + source, category_cg, category_fg,
+  parse_status, n_malformed_variables, pred_category, pred_cg, pred_fg, correct_cg, correct_fg,
+  n_pred, n_ref, n_matched, n_role_correct, jcv, pv, rv, vri); snakemake.log[0]: log file.
+"""
+
+import logging
+
+from earnest.statform.pipeline import score
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO,  # noqa: F821
+                    format="%(asctime)s %(levelname)s %(message)s", force=True)
+try:
+    sm = snakemake  # noqa: F821
+    gens = sm.input.generations
+    scored = score(gens if isinstance(gens, str) else list(gens), sm.input.samples, sm.input.taxonomy, sm.output[0])
+    logging.info("scored %d rows; parse status %s", len(scored), scored["parse_status"].value_counts().to_dict())
+except Exception:
+    logging.exception("statform scoring failed")
+    raise
