@@ -89,6 +89,7 @@ def test_listing_9_error_in_the_problem():
     ("The final answer is 0.5.", 0.5),
     ("The final answer is 3/4.", 0.75),
     ("The final answer is \\boxed{42}.", 42),
+    ("The final answer is: $\\boxed{18}$ (after 2 steps)", 18),
     ("The final answer is 18\nThe final answer is 20", 18),  # the first stated answer counts
     ("Total 5 + 6 = 11. The final answer is unknown, I think 12.", 12),
 ])

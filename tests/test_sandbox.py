@@ -133,6 +133,8 @@ def test_check_source_classifies_syntax():
     assert check_source("x = 1\x00").error_class == "syntax_error"
     assert check_source("import os\n").error_class == "forbidden_construct"
     assert check_source("def solution():\n    return 1\n") is None
+    long = "def solution():\n" + "    x = 1\n" * 50_000 + "    return x\n"
+    assert check_source(long).error_class == "resource_limit"
 
 
 # ---------------------------------------------------------------- ordinary results

@@ -96,7 +96,7 @@ _NEXT_QUESTION = re.compile(r"^[ \t]*Q:", re.MULTILINE)
 _FINAL_ANSWER = re.compile(
     r"the\s+final\s+answer\s+is"
     r"[\s:=]*(?:\*\*|__|\*|_)?\s*"                 # "is:", "is **18**"
-    r"(?:\\\(|\\\[|\$\$)?\s*(?:\\boxed\{|\\text\{)?\s*"  # LaTeX wrappers
+    r"(?:\\\(|\\\[|\$\$?)?\s*(?:\\boxed\{|\\text\{)?\s*"  # LaTeX wrappers
     rf"(?P<sign1>[{_MINUS}])?\s*"
     r"(?:\\?\$|US\$|USD\s*|€|£)?\s*"              # currency before the number
     rf"(?P<sign2>[{_MINUS}])?"

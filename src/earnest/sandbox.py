@@ -94,6 +94,9 @@ ERROR_CLASSES = (
     "timeout", "resource_limit",
 )
 
+#: Longer sources are not run (a model answer is bounded by max_new_tokens; this is far above).
+MAX_SOURCE_CHARS = 200_000
+
 # Values whose integer part needs more bits than a float can hold are reported as +-inf.
 _MAX_EXACT_BITS = 1024
 
@@ -187,7 +190,10 @@ def find_violations(tree: ast.AST) -> list[str]:
 
 
 def check_source(source: str) -> RunResult | None:
-    """Parse and check ``source``; a RunResult (syntax_error / forbidden_construct) if it may not run."""
+    """Parse and check ``source``; a RunResult (syntax_error / forbidden_construct /
+    resource_limit for an oversized source) if it may not run, else None."""
+    if len(source) > MAX_SOURCE_CHARS:
+        return RunResult("resource_limit", detail=f"source of {len(source)} characters (limit {MAX_SOURCE_CHARS})")
     try:
         tree = ast.parse(source, filename="<solution>")
     except SyntaxError as exc:  # includes IndentationError
@@ -319,7 +325,8 @@ class Sandbox:
 
     def __init__(self, workers: int | None = None, limits: Limits = Limits()):
         self.limits = limits
-        self.n_workers = max(1, workers or min(4, os.cpu_count() or 1))
+        # twice the cores: a worker spends much of each snippet waiting on fork/exit and pipes
+        self.n_workers = max(1, workers or min(8, 2 * (os.cpu_count() or 1)))
         # a per-sandbox token in every worker's command line lets tests find strays via /proc
         self.token = f"earnest-sandbox-{os.getpid()}-{id(self):x}"
         self._idle: list[_Worker] = [_Worker(self.token) for _ in range(self.n_workers)]
