@@ -24,7 +24,8 @@ def r():
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise RError("rpy2 is not installed; the GLMM engine needs rpy2==3.5.17 and R with lme4") from exc
     try:
-        ro.r('suppressPackageStartupMessages(library(lme4))')
+        # an empty site library makes library() warn on every start; the warning is noise
+        ro.r('suppressWarnings(suppressPackageStartupMessages(library(lme4)))')
     except Exception as exc:  # rpy2 raises RRuntimeError
         raise RError(f"R could not load lme4: {exc}") from exc
     for script in sorted(resources.files("earnest.stats").joinpath("R").iterdir(), key=lambda p: p.name):

@@ -28,3 +28,28 @@ def simulate_glmm_input(n_templates: int = 100, n_variants: int = 50, *, variant
     correct = (rng.random(template.size) < 1.0 / (1.0 + np.exp(-eta))).astype(np.int64)
     return pd.DataFrame({"model": model, "prompt": prompt, "template": template.astype(np.int64),
                          "variant": variant.astype(np.int64), "correct": correct, "gamma": gamma})
+
+
+def coverage_study(n_datasets: int, variant_effect: float, *, n_resamples: int, seed: int, glmm: int = 1,
+                   n_templates: int = 30, n_variants: int = 8, gamma_effect: float = 0.0, cores: int = 1,
+                   alpha: float = 0.05) -> pd.DataFrame:
+    """Bootstrap ``n_datasets`` simulated data sets with a known variant effect.
+
+    One row per data set: median estimate, 95% percentile interval (log-odds), bootstrap P value,
+    clean count, whether the interval covers the true effect and whether P < ``alpha``.
+    """
+    from earnest.stats.glmm import run_shard, validate_glmm_input
+    from earnest.stats.summary import bootstrap_p, clean_mask, percentile_interval
+
+    rows = []
+    for k in range(n_datasets):
+        df = validate_glmm_input(simulate_glmm_input(n_templates, n_variants, variant_effect=variant_effect,
+                                                     gamma_effect=gamma_effect, seed=seed + k), glmm)
+        shards = run_shard(df, glmm, n_resamples, base_seed=seed + 1000 + k, cores=cores)
+        theta = shards[clean_mask(shards) & (shards["term"] == "variant")]["estimate"].to_numpy()
+        lo, hi = percentile_interval(theta)
+        p = bootstrap_p(theta)
+        rows.append({"dataset": k, "true_effect": variant_effect, "median": float(np.median(theta)),
+                     "ci_low": lo, "ci_high": hi, "p_boot": p, "n_clean": int(theta.size),
+                     "covered": bool(lo <= variant_effect <= hi), "significant": bool(p < alpha)})
+    return pd.DataFrame(rows)

@@ -6,7 +6,7 @@
 # identical (template, variant[, gamma_c]); both give the same likelihood up to a constant, so the
 # same estimates, and aggregation makes GLMM 1 fits several times faster.
 
-suppressPackageStartupMessages(library(lme4))
+suppressWarnings(suppressPackageStartupMessages(library(lme4)))
 
 earnest_terms <- function(glmm) {
   if (glmm == 1L) c("(Intercept)", "variant") else c("(Intercept)", "variant", "gamma_c")

@@ -1,0 +1,31 @@
+"""K-S test on the integers in the questions, and its figure."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from earnest.stats.ks import integers_of, ks_test, plot_integer_distributions
+
+
+def test_ks_on_question_integers(tmp_path):
+    base = ["Olivia has $23. She bought 5 bagels for $3 each.", "There are 15 trees and 1/2 of them, 2.5 m."]
+    variants = ["Olivia has $1,230. She bought 57 bagels for $13 each.", "There are 915 trees."]
+    a, b = integers_of(base), integers_of(variants)
+    assert a.tolist() == [23, 5, 3, 15] and b.tolist() == [1230, 57, 13, 915]
+    res = ks_test(base, variants)
+    ref = stats.ks_2samp(a, b)
+    assert res.statistic == pytest.approx(ref.statistic) and res.pvalue == pytest.approx(ref.pvalue)
+    assert (res.n_base, res.n_variants) == (4, 4)
+    paths = plot_integer_distributions(a, b, tmp_path / "fig" / "number_counts", ks=res)
+    assert [p.suffix for p in paths] == [".png", ".pdf"]
+    assert paths[0].read_bytes()[:4] == b"\x89PNG" and paths[1].read_bytes()[:4] == b"%PDF"
+
+
+def test_ks_detects_shift_and_needs_integers():
+    rng = np.random.default_rng(0)
+    base = [f"He has {n} apples." for n in rng.integers(1, 50, 300)]
+    variants = [f"He has {n} apples." for n in rng.integers(20, 90, 300)]
+    assert ks_test(base, variants).pvalue < 1e-6
+    assert ks_test(base, base).statistic == 0
+    with pytest.raises(ValueError, match="integers in both"):
+        ks_test(["three apples"], variants)
