@@ -8,12 +8,19 @@ Importing this package does not start R; the first fit does.
 from earnest.stats.glmm import (EFFECTS, GLMMInputError, OPTIMISERS, SHARD_COLUMNS, TERMS, WaldFit,
                                 model_frame, read_glmm_input, refit_optimisers, resample_seed, run_bootstrap,
                                 run_shard, shard_resamples, validate_glmm_input, wald_fit)
+from earnest.stats.diagnostics import nonconvergent_fits, separation_check, separation_table, wald_mismatches
 from earnest.stats.inputs import code_error_mask, glmm_input_from_scored
+from earnest.stats.ks import integers_of, ks_test, plot_integer_distributions
+from earnest.stats.paper_tables import write_stats_tables
+from earnest.stats.reasoning import reasoning_only_comparison
+from earnest.stats.run import read_shards, run_glmm, shard_path, summarise_group, write_shard
 from earnest.stats.summary import accuracies, add_holm, bootstrap_p, holm, percentile_interval, summarise
 
 __all__ = [
     "EFFECTS", "GLMMInputError", "OPTIMISERS", "SHARD_COLUMNS", "TERMS", "WaldFit", "accuracies", "add_holm",
     "bootstrap_p", "code_error_mask", "glmm_input_from_scored", "holm", "model_frame", "percentile_interval",
     "read_glmm_input", "refit_optimisers", "resample_seed", "run_bootstrap", "run_shard", "shard_resamples",
-    "summarise", "validate_glmm_input", "wald_fit",
+    "summarise", "validate_glmm_input", "wald_fit", "nonconvergent_fits", "separation_check", "separation_table",
+    "wald_mismatches", "integers_of", "ks_test", "plot_integer_distributions", "write_stats_tables",
+    "reasoning_only_comparison", "read_shards", "run_glmm", "shard_path", "summarise_group", "write_shard",
 ]
