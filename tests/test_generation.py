@@ -1,0 +1,131 @@
+"""The transformers backend and resumable generation, on a tiny random model (no network)."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pandas as pd
+import pytest
+
+from earnest.backends import GenerationRequest, load_backend
+from earnest.backends.hf import NEXT_QUESTION, shared_token_prefix
+from earnest.generation import checkpoint_dir, generate_dataset
+from earnest.prompts import load_formats
+
+QUESTIONS = [
+    "There are 15 trees in the grove. How many trees did the grove workers plant today?",
+    "If there are 3 cars in the parking lot and 2 more cars arrive, how many cars are in the parking lot?",
+    "Leah had 32 chocolates and her sister had 42. If they ate 35, how many pieces do they have left?",
+    "Jason had 20 lollipops.",
+    "Olivia has $23. She bought five bagels for $3 each. How much money does she have left? " * 3,
+]
+
+
+def _items(n):
+    rows = [dict(item_id=f"t{i:03d}-base", dataset="gsm_base", template_id=i, instance=-1,
+                 question=QUESTIONS[i % len(QUESTIONS)] + f" ({i})", answer="1", gamma=0.0) for i in range(n)]
+    return pd.DataFrame(rows)
+
+
+def _backend(tiny_model_dir, **kw):
+    return load_backend("tiny", {"backend": "transformers", "path": str(tiny_model_dir), **kw})
+
+
+def test_shared_prefix_batched_equals_plain_generate(tiny_model_dir):
+    """Prefix-cache reuse with batching and left padding must give the same greedy text as a plain loop."""
+    fmt = load_formats()["gsm"]
+    be = _backend(tiny_model_dir, batch_size=3)
+    reqs = [GenerationRequest(key=str(i), prompt=fmt.render(q)) for i, q in enumerate(QUESTIONS)]
+    fast = be.generate(reqs, max_new_tokens=24)
+    tok, model = be.tokenizer, be.model
+    for req, res in zip(reqs, fast):
+        ids = tok(req.prompt, return_tensors="pt")
+        out = model.generate(**ids, max_new_tokens=24, do_sample=False)
+        new = out[0, ids["input_ids"].shape[1]:].tolist()
+        eos = [i for i, t in enumerate(new) if t in be.eos_ids]
+        plain = tok.decode(new[: eos[0]] if eos else new, skip_special_tokens=True)
+        m = NEXT_QUESTION.search(plain)
+        assert res.response == (plain[: m.start()] if m else plain)
+        assert res.prompt_tokens == ids["input_ids"].shape[1]
+        assert res.stop_reason in {"eos", "next_question", "max_new_tokens"}
+        assert res.new_tokens <= 24
+
+
+def test_chat_template_and_stop_reasons(tiny_model_dir):
+    be = _backend(tiny_model_dir, chat_template=True, batch_size=2)
+    reqs = [GenerationRequest(key="a", prompt="Q: 1 + 1?"),
+            GenerationRequest(key="b", messages=[{"role": "user", "content": "Q: 2 + 2?"}])]
+    out = be.generate(reqs, max_new_tokens=5)
+    assert [r.key for r in out] == ["a", "b"]
+    # the chat-wrapped prompt is longer than the raw text and begins with the template's marker
+    assert be.encode(reqs[0])[0] == be.tokenizer.convert_tokens_to_ids("<|im_start|>")
+    assert all(r.stop_reason in {"eos", "next_question", "max_new_tokens"} for r in out)
+
+
+def test_shared_token_prefix():
+    assert shared_token_prefix([[1, 2, 3], [1, 2, 4], [1, 2]]) == [1, 2]
+    assert shared_token_prefix([[5], [6]]) == []
+
+
+def test_unknown_backend_and_missing_weights(tmp_path):
+    with pytest.raises(ValueError, match=r"models\.m\.backend"):
+        load_backend("m", {"backend": "vllm"})
+    with pytest.raises(FileNotFoundError, match=r"models\.m\.path"):
+        load_backend("m", {"backend": "transformers", "path": str(tmp_path / "nope")})
+
+
+def test_generate_dataset_writes_every_item_once(tiny_model_dir, tmp_path):
+    fmt = load_formats()["simple_nl"]
+    items = _items(7)
+    out = tmp_path / "gen.parquet"
+    table = generate_dataset(items, fmt, _backend(tiny_model_dir, batch_size=2), model="tiny", dataset="gsm_base",
+                             output=out, max_new_tokens=8, checkpoint_every=2)
+    assert list(table.item_id) == list(items.item_id)
+    assert pd.read_parquet(out).item_id.is_unique
+    assert not checkpoint_dir(out).exists()
+
+
+KILL_SCRIPT = textwrap.dedent("""
+    import sys, pandas as pd
+    sys.path.insert(0, {src!r}); sys.path.insert(0, {tests!r})
+    from test_generation import _items, _backend
+    from earnest.generation import generate_dataset
+    from earnest.prompts import load_formats
+    generate_dataset(_items({n}), load_formats()["gsm"], _backend({model!r}, batch_size=1), model="tiny",
+                     dataset="gsm_base", output={out!r}, max_new_tokens=48, checkpoint_every=1)
+""")
+
+
+def test_killed_run_resumes_from_checkpoint(tiny_model_dir, tmp_path, repo):
+    """Kill -9 a generation mid-run; the rerun keeps the checkpointed rows and finishes every item exactly once."""
+    n = 30
+    out = tmp_path / "gen.parquet"
+    script = KILL_SCRIPT.format(src=str(repo / "src"), tests=str(repo / "tests"), n=n, model=str(tiny_model_dir),
+                                out=str(out))
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    ckpt = checkpoint_dir(out)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if ckpt.is_dir() and len(list(ckpt.glob("part-*.parquet"))) >= 3:
+            break
+        time.sleep(0.005)
+    assert proc.poll() is None, "the run finished before it could be killed: " + proc.stderr.read().decode()[-2000:]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not out.exists()
+    saved = pd.concat([pd.read_parquet(p) for p in ckpt.glob("part-*.parquet")])
+    assert 3 <= saved.item_id.nunique() < n
+    from test_generation import _backend as mk  # same construction as the killed run
+    fmt = load_formats()["gsm"]
+    table = generate_dataset(_items(n), fmt, mk(tiny_model_dir, batch_size=1), model="tiny", dataset="gsm_base",
+                             output=out, max_new_tokens=48, checkpoint_every=1)
+    assert len(table) == n and table.item_id.is_unique
+    assert set(table.item_id) == set(_items(n).item_id)
+    # the rows generated before the kill are the ones kept (not regenerated)
+    merged = table.merge(saved.drop_duplicates("item_id"), on="item_id", suffixes=("", "_saved"))
+    assert len(merged) == saved.item_id.nunique()
+    assert (merged.seconds == merged.seconds_saved).all()
