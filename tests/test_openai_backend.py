@@ -227,6 +227,15 @@ LlamaForCausalLM(cfg).save_pretrained(out)
 '''
 
 
+def _child_env(**extra) -> dict:
+    """os.environ for child processes, without the LD_LIBRARY_PATH that embedding R (rpy2) sets:
+    with it a pyenv Python started from here loads the system's libpython and misses its packages."""
+    env = {**os.environ, **extra}
+    if "/usr/lib/R/lib" in env.get("LD_LIBRARY_PATH", ""):
+        env.pop("LD_LIBRARY_PATH")
+    return env
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -238,7 +247,7 @@ def test_against_transformers_serve(tmp_path):
     pytest.importorskip("fastapi")
     pytest.importorskip("uvicorn")
     model_dir = tmp_path / "tiny-llama"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = _child_env(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     subprocess.run([sys.executable, "-c", _BUILD_TINY, str(model_dir)], check=True, env=env,
                    capture_output=True, timeout=300)
     port = _free_port()

@@ -18,6 +18,15 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "workflow" / "scripts"
 RES = ROOT / "resources" / "statform"
 
+def _child_env(**extra) -> dict:
+    """os.environ for child processes, without the LD_LIBRARY_PATH that embedding R (rpy2) sets:
+    with it a pyenv Python started from here loads the system's libpython and misses its packages."""
+    env = {**os.environ, **extra}
+    if "/usr/lib/R/lib" in env.get("LD_LIBRARY_PATH", ""):
+        env.pop("LD_LIBRARY_PATH")
+    return env
+
+
 SNAKEFILE = """
 MODELS = {{"good": {{"backend": "openai", "base_url": "{url}", "model": "good", "concurrency": 2}},
           "weak": {{"backend": "openai", "base_url": "{url}", "model": "weak", "concurrency": 2}}}}
@@ -61,7 +70,7 @@ def test_scripts_under_snakemake(tmp_path):
         pytest.skip("snakemake is not installed")
     with OracleServer() as srv:
         (tmp_path / "Snakefile").write_text(SNAKEFILE.format(url=srv.url, res=RES, scripts=SCRIPTS), encoding="utf-8")
-        env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        env = _child_env(PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
         proc = subprocess.run([shutil.which("snakemake"), "--cores", "1", "--quiet", "rules", "all"], cwd=tmp_path,
                               env=env, capture_output=True, text=True, timeout=600)
         logs = "".join(p.read_text() for p in (tmp_path / "logs").glob("*.log")) if (tmp_path / "logs").exists() else ""
