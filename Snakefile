@@ -1,0 +1,29 @@
+# earnest: evaluate language models on reasoning benchmarks and judge the results with real statistics.
+#   snakemake -c2                       the embedded default (config/config.yaml)
+#   snakemake -n --configfile config/paper.yaml   plan the GSM-Symbolic re-evaluation's full grid
+#   snakemake --profile profiles/slurm  the same on a Slurm cluster
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: f"{workflow.basedir}/config/config.yaml"
+
+
+report: "report/workflow.rst"
+
+
+include: "rules/common.smk"
+include: "rules/data.smk"
+include: "rules/generate.smk"
+include: "rules/score.smk"
+include: "rules/stats.smk"
+include: "rules/experiments.smk"
+include: "rules/figures.smk"
+include: "rules/statform.smk"
+
+
+rule all:
+    input:
+        all_targets,
+    default_target: True

@@ -1,0 +1,19 @@
+# The paper's experimental design (section 3.6): Ex1 decides which models go on to Ex2.
+
+
+checkpoint ex2_selection:
+    input:
+        summaries=[summary_path("all", 1, m, EX1_PROMPT) for m in GSM_MODELS],
+    output:
+        "results/experiments/ex2_models.yaml",
+    log:
+        "logs/ex2_selection.log",
+    params:
+        alpha=config["stats"]["alpha"],
+        ex1_prompt=EX1_PROMPT,
+    resources:
+        slurm_partition=CPU_PARTITION,
+    conda:
+        "../envs/stats.yaml"
+    script:
+        "../workflow/scripts/select_ex2.py"

@@ -1,0 +1,58 @@
+# Generation: one job per model x prompt format x dataset (the GPU rules).
+
+
+def fetch_input(wildcards):
+    """Hub models are fetched on the login node (rule fetch_model) before any GPU job starts."""
+    return [f"results/models/{wildcards.model}.fetched"] if MODELS[wildcards.model].get("hub") else []
+
+
+def model_cfg(model):
+    """A model's config entry as the backend sees it; hub models load offline from the fetch cache."""
+    cfg = dict(MODELS[model])
+    if cfg.get("hub"):
+        cfg.setdefault("cache_dir", config.get("fetch", {}).get("cache_dir") or "results/models/hub")
+        cfg["offline"] = True
+    return cfg
+
+
+rule fetch_model:
+    output:
+        touch("results/models/{model}.fetched"),
+    log:
+        "logs/fetch_model/{model}.log",
+    params:
+        hub=lambda wc: MODELS[wc.model]["hub"],
+        revision=lambda wc: MODELS[wc.model].get("revision"),
+        cache_dir=lambda wc: model_cfg(wc.model)["cache_dir"],
+    localrule: True
+    conda:
+        "../envs/generate.yaml"
+    script:
+        "../workflow/scripts/fetch_model.py"
+
+
+rule generate:
+    input:
+        dataset_items="results/data/{dataset}.parquet",
+        fetched=fetch_input,
+    output:
+        "results/generations/{model}/{prompt}/{dataset}.parquet",
+    log:
+        "logs/generate/{model}/{prompt}/{dataset}.log",
+    params:
+        model=lambda wc: wc.model,
+        model_cfg=lambda wc: model_cfg(wc.model),
+        prompt=lambda wc: wc.prompt,
+        prompts_dir=_repo_path(config.get("prompts_dir", "resources/prompts")),
+        max_new_tokens=config["generation"]["max_new_tokens"],
+        checkpoint_every=config["generation"]["checkpoint_every"],
+    threads: config["generation"].get("threads", 2)
+    resources:
+        slurm_partition=GPU_PARTITION,
+        gpu=gpus,
+        mem_mb=lambda wc: model_resources(wc.model).get("mem_mb", 8000),
+        runtime=lambda wc: model_resources(wc.model).get("runtime", 120),
+    conda:
+        "../envs/generate.yaml"
+    script:
+        "../workflow/scripts/generate.py"

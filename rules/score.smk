@@ -1,0 +1,20 @@
+# Scoring: extract answers (regex for text prompts, the sandbox for code prompts) and mark correctness.
+
+
+rule score:
+    input:
+        generations="results/generations/{model}/{prompt}/{dataset}.parquet",
+        dataset_items="results/data/{dataset}.parquet",
+        all_items=expand("results/data/{dataset}.parquet", dataset=DATASETS),
+    output:
+        "results/scored/{model}/{prompt}/{dataset}.parquet",
+    log:
+        "logs/score/{model}/{prompt}/{dataset}.log",
+    params:
+        style=lambda wc: FORMATS[wc.prompt].style,
+    resources:
+        slurm_partition=CPU_PARTITION,
+    conda:
+        "../envs/score.yaml"
+    script:
+        "../workflow/scripts/score.py"

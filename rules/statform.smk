@@ -1,0 +1,121 @@
+# StatFormBench (second paper): model x prompting strategy -> generation -> parsing -> scoring -> analyses.
+
+SF = config.get("statform", {})
+SF_MODELS = list(SF.get("models", []))
+SF_STRATEGIES = dict(SF.get("strategies", {"zero_shot": {"kind": "zero_shot"}}))
+SF_DIR = "results/statform"
+
+if SF.get("enabled", False):
+    for _m in SF_MODELS:
+        if _m not in MODELS:
+            _fail(f"statform.models: {_m!r} is not a configured model (models: {', '.join(MODELS)})")
+    for _key in ("dataset", "fewshot_pool"):
+        if not SF.get(_key) or not _repo_path(SF[_key]).exists():
+            _fail(f"statform.{_key}: file not found: {SF.get(_key)!r}")
+
+
+wildcard_constraints:
+    strategy=_alternatives(SF_STRATEGIES) if SF_STRATEGIES else "zero_shot",
+
+
+def statform_targets():
+    return [f"{SF_DIR}/tables", f"{SF_DIR}/figures"]
+
+
+rule statform_data:
+    input:
+        dataset=_repo_path(SF.get("dataset", "resources/statform/sample.jsonl")),
+        pool=_repo_path(SF.get("fewshot_pool", "resources/statform/fewshot_pool.jsonl")),
+    output:
+        samples=f"{SF_DIR}/data/samples.parquet",
+        pool=f"{SF_DIR}/data/pool.parquet",
+        taxonomy=f"{SF_DIR}/data/taxonomy.yaml",
+    log:
+        "logs/statform_data.log",
+    params:
+        taxonomy=str(_repo_path(SF["taxonomy"])) if SF.get("taxonomy") else "",
+        limit=SF.get("limit", 0),
+    resources:
+        slurm_partition=CPU_PARTITION,
+    conda:
+        "../envs/statform.yaml"
+    script:
+        "../workflow/scripts/statform_data.py"
+
+
+rule statform_generate:
+    input:
+        samples=f"{SF_DIR}/data/samples.parquet",
+        pool=f"{SF_DIR}/data/pool.parquet",
+        taxonomy=f"{SF_DIR}/data/taxonomy.yaml",
+        fetched=fetch_input,
+    output:
+        f"{SF_DIR}/generations/{{model}}/{{strategy}}.parquet",
+    log:
+        "logs/statform_generate/{model}/{strategy}.log",
+    params:
+        model=lambda wc: wc.model,
+        model_cfg=lambda wc: model_cfg(wc.model),
+        strategy=lambda wc: wc.strategy,
+        strategy_cfg=lambda wc: SF_STRATEGIES[wc.strategy],
+        max_new_tokens=SF.get("max_new_tokens", 512),
+        prompt_template=str(_repo_path(SF["prompt_template"])) if SF.get("prompt_template") else "",
+    threads: config["generation"].get("threads", 2)
+    resources:
+        slurm_partition=lambda wc: GPU_PARTITION if MODELS[wc.model].get("backend", "transformers") == "transformers" else CPU_PARTITION,
+        gpu=gpus,
+        mem_mb=lambda wc: model_resources(wc.model).get("mem_mb", 8000),
+        runtime=lambda wc: model_resources(wc.model).get("runtime", 120),
+    conda:
+        "../envs/statform.yaml"
+    script:
+        "../workflow/scripts/statform_generate.py"
+
+
+rule statform_score:
+    input:
+        generations=f"{SF_DIR}/generations/{{model}}/{{strategy}}.parquet",
+        samples=f"{SF_DIR}/data/samples.parquet",
+        taxonomy=f"{SF_DIR}/data/taxonomy.yaml",
+    output:
+        f"{SF_DIR}/scored/{{model}}/{{strategy}}.parquet",
+    log:
+        "logs/statform_score/{model}/{strategy}.log",
+    resources:
+        slurm_partition=CPU_PARTITION,
+    conda:
+        "../envs/statform.yaml"
+    script:
+        "../workflow/scripts/statform_score.py"
+
+
+rule statform_analysis:
+    input:
+        scored=expand(f"{SF_DIR}/scored/{{model}}/{{strategy}}.parquet", model=SF_MODELS, strategy=SF_STRATEGIES),
+    output:
+        tables=report(
+            directory(f"{SF_DIR}/tables"),
+            patterns=["{name}.md"],
+            caption="../report/statform_tables.rst",
+            category="StatFormBench",
+        ),
+        figures=report(
+            directory(f"{SF_DIR}/figures"),
+            patterns=["{name}.png"],
+            caption="../report/statform_figures.rst",
+            category="StatFormBench",
+        ),
+    log:
+        "logs/statform_analysis.log",
+    params:
+        main_strategy=SF.get("main_strategy", "zero_shot"),
+        baseline=SF.get("main_strategy", "zero_shot"),
+        n_boot=SF.get("resamples", 1000),
+        seed=SF.get("seed", 0),
+        glmm=len(SF_MODELS) > 1,
+    resources:
+        slurm_partition=CPU_PARTITION,
+    conda:
+        "../envs/statform.yaml"
+    script:
+        "../workflow/scripts/statform_analysis.py"

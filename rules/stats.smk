@@ -1,0 +1,113 @@
+# Statistics: bootstrapped binomial GLMMs in lme4 (R, through rpy2), sharded per model x prompt.
+# Resample b always uses a seed derived from (stats.seed, b): the shard count never changes a result.
+
+STATS = config["stats"]
+
+
+rule glmm_input:
+    input:
+        scored=expand("results/scored/{{model}}/{{prompt}}/{dataset}.parquet", dataset=DATASETS),
+    output:
+        f"{STATS_DIR}/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
+    log:
+        "logs/glmm_input/{analysis}/{model}/{prompt}.log",
+    params:
+        reasoning_only=lambda wc: wc.analysis == "reasoning_only",
+    resources:
+        slurm_partition=CPU_PARTITION,
+    conda:
+        "../envs/stats.yaml"
+    script:
+        "../workflow/scripts/glmm_input.py"
+
+
+rule bootstrap_shard:
+    input:
+        f"{STATS_DIR}/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
+    output:
+        f"{STATS_DIR}/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/shard-{{shard}}.parquet",
+    log:
+        "logs/bootstrap_shard/{analysis}/glmm{glmm}/{model}/{prompt}/shard-{shard}.log",
+    params:
+        glmm=lambda wc: int(wc.glmm),
+        resamples=STATS["resamples"],
+        seed=STATS["seed"],
+        shard=lambda wc: int(wc.shard),
+        n_shards=N_SHARDS,
+    threads: STATS.get("threads", 1)
+    resources:
+        slurm_partition=CPU_PARTITION,
+        runtime=STATS.get("shard_runtime", 60),
+    conda:
+        "../envs/stats.yaml"
+    script:
+        "../workflow/scripts/bootstrap_shard.py"
+
+
+rule glmm_summary:
+    input:
+        glmm_input=f"{STATS_DIR}/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
+        shards=expand(
+            f"{STATS_DIR}/{{{{analysis}}}}/glmm{{{{glmm}}}}/{{{{model}}}}/{{{{prompt}}}}/shard-{{shard}}.parquet",
+            shard=range(N_SHARDS),
+        ),
+    output:
+        summary=f"{STATS_DIR}/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/summary.parquet",
+        refits=f"{STATS_DIR}/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/refits.parquet",
+    log:
+        "logs/glmm_summary/{analysis}/glmm{glmm}/{model}/{prompt}.log",
+    params:
+        glmm=lambda wc: int(wc.glmm),
+        resamples=STATS["resamples"],
+        analysis=lambda wc: wc.analysis,
+    resources:
+        slurm_partition=CPU_PARTITION,
+    conda:
+        "../envs/stats.yaml"
+    script:
+        "../workflow/scripts/glmm_summary.py"
+
+
+rule stats_tables:
+    input:
+        summaries=summary_files,
+        refits=refit_files,
+        glmm_inputs=glmm_input_files,
+    output:
+        report(
+            directory("results/tables/stats"),
+            patterns=["{name}.md"],
+            caption="../report/stats_tables.rst",
+            category="Tables",
+        ),
+    log:
+        "logs/stats_tables.log",
+    params:
+        models=list(MODELS),
+        prompts=list(FORMATS),
+        prompt_labels={p: FORMATS[p].paper_name for p in FORMATS},
+        code_prompts=CODE_PROMPTS,
+        alpha=STATS["alpha"],
+    resources:
+        slurm_partition=CPU_PARTITION,
+    conda:
+        "../envs/stats.yaml"
+    script:
+        "../workflow/scripts/stats_tables.py"
+
+
+rule ks_test:
+    input:
+        base="results/data/gsm_base.parquet",
+        variants="results/data/gsm_variants.parquet",
+    output:
+        table=report("results/tables/ks.csv", caption="../report/ks_table.rst", category="Tables"),
+        figure=report("results/figures/fig8_integers.png", caption="../report/fig8.rst", category="Figures"),
+    log:
+        "logs/ks_test.log",
+    resources:
+        slurm_partition=CPU_PARTITION,
+    conda:
+        "../envs/stats.yaml"
+    script:
+        "../workflow/scripts/ks_test.py"

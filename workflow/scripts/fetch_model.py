@@ -1,0 +1,16 @@
+"""Fetch one hub model's pinned revision into the cache directory (run on the login node).
+
+snakemake.params: hub (repo id), revision (commit id or None), cache_dir; snakemake.output[0]: marker file.
+"""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
+from _common import setup  # noqa: E402
+
+log = setup(snakemake)  # noqa: F821
+from huggingface_hub import snapshot_download  # noqa: E402
+
+p = snakemake.params  # noqa: F821
+path = snapshot_download(repo_id=p.hub, revision=p.revision, cache_dir=p.cache_dir)
+log.info("fetched %s@%s into %s", p.hub, p.revision, path)

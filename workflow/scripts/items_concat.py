@@ -1,0 +1,19 @@
+"""GSM-Variants: join the per-template variant files.
+
+snakemake.input: per-template items parquets; snakemake.output[0]: items parquet; snakemake.log[0].
+"""
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
+from _common import setup  # noqa: E402
+
+log = setup(snakemake)  # noqa: F821
+from earnest.datasets import concat_items  # noqa: E402
+from earnest.generation import write_parquet_atomic  # noqa: E402
+
+items = concat_items([pd.read_parquet(p) for p in snakemake.input])  # noqa: F821
+write_parquet_atomic(items, snakemake.output[0])  # noqa: F821
+log.info("GSM-Variants: %d items from %d templates", len(items), items.template_id.nunique())

@@ -1,0 +1,21 @@
+"""GSM-Variants instances of one template, drawn with the package's generator from a per-template seed.
+
+wildcards.template; snakemake.params.variants (N), snakemake.params.seed (base seed);
+snakemake.output[0]: items parquet of that template; snakemake.log[0].
+"""
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
+from _common import setup  # noqa: E402
+
+log = setup(snakemake)  # noqa: F821
+from earnest.datasets import package_variant_items  # noqa: E402
+from earnest.generation import write_parquet_atomic  # noqa: E402
+
+t0 = time.time()
+tid = int(snakemake.wildcards.template)  # noqa: F821
+items = package_variant_items(tid, int(snakemake.params.variants), int(snakemake.params.seed))  # noqa: F821
+write_parquet_atomic(items, snakemake.output[0])  # noqa: F821
+log.info("template %d: %d variants in %.1f s", tid, len(items), time.time() - t0)
