@@ -1,0 +1,230 @@
+# Figures of the GSM-Symbolic re-evaluation (Figures 1-3 and 4-7 from the bootstrap summaries,
+# Figures 9-11 from the error-class count table) and the comparison with the published numbers
+# (Tables 4-5). Every figure is drawn from a results table file, never from recomputed numbers.
+# Needs from rules/common.smk: MODELS, FORMATS, EX1_PROMPT, EX2_PROMPTS, GSM_MODELS, BASEDIR,
+# scored_path(), scored_files(); from rules/stats.smk: rule stats_tables (output[0] = the
+# statistics tables directory with summaries.csv).
+
+FIG_DIR = "results/figures"
+STATS_TABLES_DIR = rules.stats_tables.output[0]
+FIG_ALPHA = float(config["stats"].get("alpha", 0.05))
+# Ex1 first, then the Ex2 prompts, each once
+FIG_PROMPTS = list(dict.fromkeys([EX1_PROMPT] + list(EX2_PROMPTS)))
+FIG_TEXT_PROMPTS = [p for p in FIG_PROMPTS if FORMATS[p].style == "text"]
+FIG_CODE_PROMPTS = [p for p in FIG_PROMPTS if FORMATS[p].style == "code"]
+PROMPT_STYLES = {p: FORMATS[p].style for p in FORMATS}
+
+
+def figure_targets(wildcards=None):
+    """Every figure and result table this file makes (PNG and PDF, CSV/Markdown/LaTeX)."""
+    out = []
+    for stem in [f"fig1_variant_effect_{p}" for p in FIG_PROMPTS] + [
+        "fig2_prompts", "fig3_number_effect", "fig9_errors_nl"
+    ] + (["fig10_errors_code", "fig11_errors_code_share"] if FIG_CODE_PROMPTS else []):
+        out += [f"{FIG_DIR}/{stem}.png", f"{FIG_DIR}/{stem}.pdf"]
+    for stem in ("published_comparison", "error_classes"):
+        out += [f"results/tables/{stem}.{ext}" for ext in ("csv", "md", "tex")]
+    return out
+
+
+rule fig_variant_effect:
+    input:
+        tables=STATS_TABLES_DIR,
+    output:
+        png=report(
+            FIG_DIR + "/fig1_variant_effect_{prompt}.png",
+            caption="../report/fig1_variant_effect.rst",
+            category="GSM-Symbolic",
+            subcategory="Variant effect per prompt (Figures 1, 4-7)",
+            labels={"figure": "variant effect", "prompt": "{prompt}"},
+        ),
+        pdf=FIG_DIR + "/fig1_variant_effect_{prompt}.pdf",
+    params:
+        figure="variant_effect",
+        prompt=lambda w: w.prompt,
+        alpha=FIG_ALPHA,
+        models=list(MODELS),
+    log:
+        "logs/figures/fig1_variant_effect_{prompt}.log",
+    conda:
+        "../envs/plots.yaml"
+    script:
+        "../workflow/scripts/figures.py"
+
+
+rule fig_prompts:
+    input:
+        tables=STATS_TABLES_DIR,
+    output:
+        png=report(
+            FIG_DIR + "/fig2_prompts.png",
+            caption="../report/fig2_prompts.rst",
+            category="GSM-Symbolic",
+            subcategory="Prompt formats and large numbers (Figures 2, 3)",
+            labels={"figure": "Figure 2"},
+        ),
+        pdf=FIG_DIR + "/fig2_prompts.pdf",
+    params:
+        figure="prompts",
+        prompts=FIG_PROMPTS,
+        ex2_prompts=list(EX2_PROMPTS),
+        alpha=FIG_ALPHA,
+        models=list(MODELS),
+    log:
+        "logs/figures/fig2_prompts.log",
+    conda:
+        "../envs/plots.yaml"
+    script:
+        "../workflow/scripts/figures.py"
+
+
+rule fig_number_effect:
+    input:
+        tables=STATS_TABLES_DIR,
+    output:
+        png=report(
+            FIG_DIR + "/fig3_number_effect.png",
+            caption="../report/fig3_number_effect.rst",
+            category="GSM-Symbolic",
+            subcategory="Prompt formats and large numbers (Figures 2, 3)",
+            labels={"figure": "Figure 3"},
+        ),
+        pdf=FIG_DIR + "/fig3_number_effect.pdf",
+    params:
+        figure="number_effect",
+        prompts=FIG_PROMPTS,
+        ex2_prompts=list(EX2_PROMPTS),
+        alpha=FIG_ALPHA,
+        models=list(MODELS),
+    log:
+        "logs/figures/fig3_number_effect.log",
+    conda:
+        "../envs/plots.yaml"
+    script:
+        "../workflow/scripts/figures.py"
+
+
+rule error_class_table:
+    input:
+        scored=scored_files,
+    output:
+        csv=report(
+            "results/tables/error_classes.csv",
+            caption="../report/error_classes.rst",
+            category="GSM-Symbolic",
+            subcategory="Failure modes (Appendix F)",
+            labels={"table": "error classes"},
+        ),
+        md="results/tables/error_classes.md",
+        tex="results/tables/error_classes.tex",
+    params:
+        styles=PROMPT_STYLES,
+    log:
+        "logs/figures/error_classes.log",
+    conda:
+        "../envs/plots.yaml"
+    script:
+        "../workflow/scripts/error_figures.py"
+
+
+rule fig_errors_nl:
+    input:
+        table=rules.error_class_table.output.csv,
+    output:
+        png=report(
+            FIG_DIR + "/fig9_errors_nl.png",
+            caption="../report/fig9_errors_nl.rst",
+            category="GSM-Symbolic",
+            subcategory="Failure modes (Appendix F)",
+            labels={"figure": "Figure 9"},
+        ),
+        pdf=FIG_DIR + "/fig9_errors_nl.pdf",
+    params:
+        prompts=FIG_TEXT_PROMPTS,
+        models=list(MODELS),
+        title="Error classes with the natural-language prompts (GSM-Base + GSM-Variants)",
+    log:
+        "logs/figures/fig9_errors_nl.log",
+    conda:
+        "../envs/plots.yaml"
+    script:
+        "../workflow/scripts/error_figures.py"
+
+
+rule fig_errors_code:
+    input:
+        table=rules.error_class_table.output.csv,
+    output:
+        png=report(
+            FIG_DIR + "/fig10_errors_code.png",
+            caption="../report/fig10_errors_code.rst",
+            category="GSM-Symbolic",
+            subcategory="Failure modes (Appendix F)",
+            labels={"figure": "Figure 10"},
+        ),
+        pdf=FIG_DIR + "/fig10_errors_code.pdf",
+    params:
+        prompts=FIG_CODE_PROMPTS,
+        datasets=["gsm_variants"],
+        models=list(MODELS),
+        title="Error classes with the code prompts (GSM-Variants)",
+    log:
+        "logs/figures/fig10_errors_code.log",
+    conda:
+        "../envs/plots.yaml"
+    script:
+        "../workflow/scripts/error_figures.py"
+
+
+rule fig_errors_code_share:
+    input:
+        table=rules.error_class_table.output.csv,
+    output:
+        png=report(
+            FIG_DIR + "/fig11_errors_code_share.png",
+            caption="../report/fig11_errors_code_share.rst",
+            category="GSM-Symbolic",
+            subcategory="Failure modes (Appendix F)",
+            labels={"figure": "Figure 11"},
+        ),
+        pdf=FIG_DIR + "/fig11_errors_code_share.pdf",
+    params:
+        prompts=FIG_CODE_PROMPTS,
+        datasets=["gsm_variants"],
+        exclude=["wrong_answer"],
+        proportions=True,
+        models=list(MODELS),
+        title="Errors other than wrong answer with the code prompts (GSM-Variants), share per model",
+    log:
+        "logs/figures/fig11_errors_code_share.log",
+    conda:
+        "../envs/plots.yaml"
+    script:
+        "../workflow/scripts/error_figures.py"
+
+
+rule published_comparison:
+    input:
+        tables=STATS_TABLES_DIR,
+        table4=str(BASEDIR / "resources/published/table4_accuracy.csv"),
+        table5=str(BASEDIR / "resources/published/table5_variant_delta.csv"),
+        scored=[scored_path(m, EX1_PROMPT, "gsm_variants") for m in GSM_MODELS],
+    output:
+        csv=report(
+            "results/tables/published_comparison.csv",
+            caption="../report/published_comparison.rst",
+            category="GSM-Symbolic",
+            subcategory="Comparison with published numbers (Tables 4, 5)",
+            labels={"table": "published comparison"},
+        ),
+        md="results/tables/published_comparison.md",
+        tex="results/tables/published_comparison.tex",
+    params:
+        prompt=EX1_PROMPT,
+        paper_names={m: MODELS[m].get("paper_name", m) for m in MODELS},
+    log:
+        "logs/figures/published_comparison.log",
+    conda:
+        "../envs/plots.yaml"
+    script:
+        "../workflow/scripts/published_table.py"

@@ -1,0 +1,663 @@
+"""The figures of the GSM-Symbolic re-evaluation, each drawn from a results table file.
+
+Nothing here recomputes a statistic: the GLMM figures read the bootstrap summaries table
+(``summaries.csv`` of the statistics tables, one row per analysis x GLMM x model x prompt x term),
+the failure-mode figures read the error-class count table (:func:`error_class_table`, written
+with :func:`earnest.tables.write_table`). Every figure is written as ``stem.png`` and ``stem.pdf``.
+
+* Figure 1 (and Figures 4-7, the same layout for the other prompts): :func:`figure_variant_effect`.
+* Figure 2: :func:`figure_prompt_comparison`.
+* Figure 3: :func:`figure_number_effect`.
+* Figures 9-11: :func:`figure_error_classes`.
+
+Significance in every figure is the uncorrected bootstrap P value against alpha (the paper's
+"hatching marks non-significance", p > 0.05 prior to Holm-Bonferroni); see :func:`hatch_mask`.
+Missing or degenerate values (no clean bootstrap estimate, an infinite or runaway log odds ratio)
+are drawn as a marker with a note, never dropped silently.
+
+Matplotlib runs on the Agg backend; importing this module does not import matplotlib.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+ALPHA = 0.05
+
+#: Log odds ratios beyond +-CLIP_LOG_OR (OR ~ 1:3000) are drawn at the axis edge with their value.
+#: lme4 returns such estimates only for (quasi-)separated data, and one of them would otherwise
+#: squeeze every other model's interval into a dot.
+CLIP_LOG_OR = 8.0
+
+#: Columns of the summaries table each figure needs.
+SUMMARY_COLUMNS = ("analysis", "glmm", "model", "prompt", "term", "median_log_or", "ci_low_log",
+                   "ci_high_log", "p_boot", "acc_base", "acc_variants", "delta_var", "n_clean",
+                   "n_resamples")
+
+#: Columns of the error-class count table (:func:`error_class_table`).
+ERROR_TABLE_COLUMNS = ("model", "prompt", "style", "dataset", "error_class", "label", "count",
+                       "n_responses", "percent_of_responses")
+
+#: Appendix F's class names, in the order the legends list them. Classes of the scored table
+#: (``earnest.extraction``, ``earnest.scoring``, ``earnest.sandbox``) -> paper wording.
+ERROR_LABELS = {
+    "wrong_answer": "Wrong answer",
+    "wrong_answer_last_number": "Wrong answer — last number",
+    "empty_response": "Empty response",
+    "empty_after_trimming": "Empty (after trimming)",
+    "no_number_found": "No number found",
+    "no_function": "No function",
+    "forbidden_construct": "Forbidden string",
+    "syntax_error": "Syntax error",
+    "name_error": "Name error",
+    "type_value_error": "Type/Value error",
+    "zero_division_error": "Zero division error",
+    "attribute_error": "Attribute error",
+    "none_returned": "None returned",
+    "not_a_number": "Not a number",
+    "unclassified": "Unclassified",
+    "timeout": "Timeout",
+    "resource_limit": "Resource limit",
+}
+TEXT_CLASSES = ("wrong_answer", "wrong_answer_last_number", "empty_response", "empty_after_trimming",
+                "no_number_found")
+CODE_CLASSES = ("wrong_answer", "no_function", "forbidden_construct", "syntax_error", "name_error",
+                "type_value_error", "zero_division_error", "attribute_error", "none_returned",
+                "not_a_number", "unclassified", "timeout", "resource_limit")
+STYLE_CLASSES = {"text": TEXT_CLASSES, "code": CODE_CLASSES}
+#: The paper's short names of its five prompt formats (used where no label is given).
+PROMPT_LABELS = {"gsm": "GSM", "simple_nl": "simple NL", "structured_nl": "structured NL",
+                 "simple_code": "simple code", "structured_code": "structured code"}
+DATASET_LABELS = {"gsm_base": "GSM-Base", "gsm_variants": "GSM-Variants"}
+
+_HATCH = "///"
+_NOTE_COLOUR = "#b2182b"
+
+
+class TableColumnError(ValueError):
+    """A results table lacks columns a figure or comparison needs."""
+
+
+# ---------------------------------------------------------------- reading tables
+def require_columns(df: pd.DataFrame, columns: Iterable[str], source: str) -> pd.DataFrame:
+    """``df`` unchanged when it has every column in ``columns``; else TableColumnError naming
+    ``source`` (the file) and the missing columns."""
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise TableColumnError(f"{source}: missing column(s) {', '.join(missing)} "
+                               f"(has: {', '.join(map(str, df.columns))})")
+    return df
+
+
+def read_table(path: str | Path, columns: Iterable[str] = ()) -> pd.DataFrame:
+    """Read a CSV or Parquet results table and check it has ``columns`` (clear error otherwise)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: results table not found")
+    if path.suffix == ".parquet":
+        df = pd.read_parquet(path)
+    elif path.suffix == ".csv":
+        # model and prompt names such as "1" or "NA" stay text
+        df = pd.read_csv(path, dtype={"model": str, "prompt": str, "error_class": str},
+                         keep_default_na=False, na_values=[""])
+    else:
+        raise ValueError(f"{path}: unknown table format (expected .csv or .parquet)")
+    return require_columns(df, columns, str(path))
+
+
+def read_summaries(path: str | Path) -> pd.DataFrame:
+    """The bootstrap summaries table (``summaries.csv``; a directory means the file inside it)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "summaries.csv"
+    return read_table(path, SUMMARY_COLUMNS)
+
+
+# ---------------------------------------------------------------- significance
+def hatch_mask(p, alpha: float = ALPHA) -> np.ndarray:
+    """True where a bar is hatched: the effect is not significant, i.e. the P value is not below
+    ``alpha`` or is missing (no clean bootstrap estimate gives no evidence either way)."""
+    p = np.asarray(p, dtype=float)
+    return ~(np.nan_to_num(p, nan=np.inf) < alpha)
+
+
+def _order(values: Iterable[str], preferred: Sequence[str] | None) -> list[str]:
+    seen = list(dict.fromkeys(str(v) for v in values))
+    head = [v for v in (preferred or []) if v in seen]
+    return head + [v for v in seen if v not in head]
+
+
+def _finite(x) -> bool:
+    return x is not None and not (isinstance(x, float) and math.isnan(x)) and math.isfinite(float(x))
+
+
+def _fmt_p(p) -> str:
+    if not _finite(p):
+        return "n/a"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _select(s: pd.DataFrame, *, glmm: int, term: str, analysis: str = "all") -> pd.DataFrame:
+    sub = s[(s["analysis"].astype(str) == analysis) & (s["glmm"].astype(int) == glmm)
+            & (s["term"].astype(str) == term)].copy()
+    sub["model"] = sub["model"].astype(str)
+    sub["prompt"] = sub["prompt"].astype(str)
+    return sub
+
+
+# ---------------------------------------------------------------- matplotlib helpers
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _save(fig, stem: str | Path) -> list[Path]:
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.parent / f"{stem.name}.png", stem.parent / f"{stem.name}.pdf"]
+    for p in paths:
+        fig.savefig(p, dpi=150, bbox_inches="tight")
+    _plt().close(fig)
+    return paths
+
+
+def _empty_figure(stem: str | Path, title: str, note: str) -> list[Path]:
+    """A figure that says why there is nothing to draw (the rule still owes its output)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 2.2))
+    ax.set_axis_off()
+    ax.set_title(title, fontsize=11)
+    ax.text(0.5, 0.45, note, ha="center", va="center", wrap=True, fontsize=10, color=_NOTE_COLOUR,
+            transform=ax.transAxes)
+    return _save(fig, stem)
+
+
+def _prompt_colours(prompts: Sequence[str]) -> dict[str, object]:
+    plt = _plt()
+    cmap = plt.get_cmap("tab10")
+    return {p: cmap(i % 10) for i, p in enumerate(prompts)}
+
+
+def _clip(v: float, limit: float) -> float:
+    return float(np.clip(v, -limit, limit))
+
+
+def _edge(v, lim: float):
+    """(v clipped to +-lim, whether it was cut) for a finite or infinite v; None for NaN/None."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    v = float(v)
+    return (_clip(v, lim), abs(v) > lim)
+
+
+def _axis_limit(values: Iterable[float], clip: float, pad: float = 0.15) -> float:
+    """Symmetric axis half-width covering the finite values within +-clip (at least 1)."""
+    vals = [abs(float(v)) for v in values if _finite(v) and abs(float(v)) <= clip]
+    top = max(vals) if vals else 1.0
+    return min(clip, max(1.0, top)) * (1 + pad)
+
+
+# ---------------------------------------------------------------- Figure 1 (and 4-7)
+def figure_variant_effect(summaries: pd.DataFrame, prompt: str, stem: str | Path, *,
+                          models: Sequence[str] | None = None, alpha: float = ALPHA,
+                          prompt_label: str | None = None, analysis: str = "all",
+                          clip: float = CLIP_LOG_OR) -> list[Path]:
+    """Figure 1 layout for one prompt, from GLMM 1's variant rows of ``summaries``.
+
+    Top: median log odds ratio of Variant with its 95% bootstrap interval per model, dashed line
+    at 0 (OR = 1), and the number of clean bootstrap estimates. Bottom left: Delta_var (pp),
+    hatched where not significant. Bottom right: bootstrap P values (uncorrected), dashed line at
+    ``alpha``. Returns the PNG and PDF paths.
+    """
+    require_columns(summaries, SUMMARY_COLUMNS, "summaries")
+    label = prompt_label or PROMPT_LABELS.get(prompt, prompt)
+    sub = _select(summaries, glmm=1, term="variant", analysis=analysis)
+    sub = sub[sub["prompt"] == str(prompt)]
+    title = f"Variant effect, {label} prompt (GLMM 1)"
+    if sub.empty:
+        return _empty_figure(stem, title, f"No GLMM 1 results for the {label} prompt in this run.")
+    order = _order(sub["model"], models)
+    sub = sub.drop_duplicates("model").set_index("model").loc[order].reset_index()
+    n = len(sub)
+    y = np.arange(n)[::-1]  # first model on top
+    hatch = hatch_mask(sub["p_boot"], alpha)
+
+    plt = _plt()
+    panel_h = 0.5 + 0.32 * n  # inches per panel; the gap between them is fixed in inches
+    gap = 1.0
+    fig = plt.figure(figsize=(10, 2 * panel_h + gap + 1.0))
+    gs = fig.add_gridspec(3, 2, height_ratios=[panel_h, gap, panel_h], hspace=0, wspace=0.08)
+    top = fig.add_subplot(gs[0, :])
+    left = fig.add_subplot(gs[2, 0])
+    right = fig.add_subplot(gs[2, 1], sharey=left)
+
+    # -- top: log ORs with intervals
+    lim = _axis_limit(list(sub["median_log_or"]) + list(sub["ci_low_log"]) + list(sub["ci_high_log"]), clip)
+    sig_c, ns_c = "#2166ac", "#7f7f7f"
+    for yi, r, h in zip(y, sub.itertuples(index=False), hatch):
+        est, lo, hi = r.median_log_or, r.ci_low_log, r.ci_high_log
+        colour = ns_c if h else sig_c
+        ends = [_edge(v, lim) for v in (lo, hi)]
+        if all(e is not None for e in ends):
+            top.hlines(yi, ends[0][0], ends[1][0], color=colour, lw=2)
+            for end, cut in ends:
+                if cut:  # the interval runs past the axis
+                    top.plot([end], [yi], marker=">" if end > 0 else "<", color=colour, ms=6)
+        if not _finite(est):
+            if est is not None and not (isinstance(est, float) and math.isnan(est)):
+                # an infinite median: separated data
+                edge = math.copysign(lim, float(est))
+                top.plot([edge], [yi], marker=">" if est > 0 else "<", color=_NOTE_COLOUR, ms=9)
+                top.annotate(f"log OR = {est}", (edge, yi), xytext=(-6 if est > 0 else 6, 6),
+                             textcoords="offset points", ha="right" if est > 0 else "left",
+                             fontsize=7, color=_NOTE_COLOUR)
+            else:
+                top.plot([0], [yi], marker="x", color=_NOTE_COLOUR, ms=8, mew=2)
+                top.annotate("no clean bootstrap estimates", (0, yi), xytext=(8, -3),
+                             textcoords="offset points", fontsize=7, color=_NOTE_COLOUR)
+            continue
+        if abs(est) > lim:
+            edge = math.copysign(lim, est)
+            top.plot([edge], [yi], marker=">" if est > 0 else "<", color=_NOTE_COLOUR, ms=9)
+            top.annotate(f"log OR = {est:.1f}", (edge, yi), xytext=(-8 if est > 0 else 8, 5),
+                         textcoords="offset points", ha="right" if est > 0 else "left",
+                         fontsize=7, color=_NOTE_COLOUR)
+        else:
+            top.plot([est], [yi], marker="o", color=colour, mfc="white" if h else colour, ms=6)
+    top.axvline(0, ls="--", color="black", lw=1)
+    top.set_xlim(-lim, lim)
+    top.set_yticks(y, sub["model"])
+    top.set_ylim(-0.7, n - 0.3)
+    top.set_xlabel("log odds ratio of Variant (median of clean bootstrap estimates, 95% interval)")
+    # how many bootstrap resamples the numbers rest on
+    for yi, r in zip(y, sub.itertuples(index=False)):
+        top.annotate(f"{int(r.n_clean)}/{int(r.n_resamples)}", (1.005, yi), xycoords=("axes fraction", "data"),
+                     va="center", fontsize=7, color="#555555")
+    top.annotate("clean /\nresamples", (1.005, n - 0.3), xycoords=("axes fraction", "data"), va="bottom",
+                 fontsize=7, color="#555555")
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    handles = [Line2D([], [], color=sig_c, marker="o", lw=2, label=f"significant (p < {alpha:g})"),
+               Line2D([], [], color=ns_c, marker="o", mfc="white", lw=2, label="not significant"),
+               Line2D([], [], color="black", ls="--", lw=1, label="null effect (OR = 1)"),
+               Patch(facecolor="white", edgecolor="black", hatch=_HATCH,
+                     label=f"hatched bar: not significant (p ≥ {alpha:g})")]
+    top.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4,
+               fontsize=8, frameon=False)
+    top.set_title(title, pad=22)
+
+    # -- bottom left: Delta_var bars
+    _hbars(left, y, sub["delta_var"].to_numpy(dtype=float), hatch, "#d6604d")
+    left.axvline(0, color="black", lw=0.8)
+    left.set_xlim(*_bar_limits(sub["delta_var"]))
+    left.set_yticks(y, sub["model"])
+    left.set_xlabel("Δvar = Ā(GSM-Variants) − Ā(GSM-Base) (pp)")
+    left.set_title("Variant performance delta", fontsize=10)
+
+    # -- bottom right: P values
+    pv = sub["p_boot"].to_numpy(dtype=float)
+    _hbars(right, y, pv, hatch, "#4393c3", na_note="n/a")
+    right.axvline(alpha, ls="--", color="black", lw=1)
+    right.set_xlim(0, 1.05)
+    right.tick_params(labelleft=False)
+    right.set_xlabel("bootstrap P value (before Holm-Bonferroni)")
+    right.set_title(f"P value (dashed: α = {alpha:g})", fontsize=10)
+    left.set_ylim(-0.7, n - 0.3)
+    return _save(fig, stem)
+
+
+def _bar_limits(values, pad: float = 0.12) -> tuple[float, float]:
+    """Axis limits that include 0 and every finite value, padded on both sides."""
+    v = [float(x) for x in values if _finite(x)]
+    lo, hi = min(v + [0.0]), max(v + [0.0])
+    span = (hi - lo) or 1.0
+    return lo - pad * span, hi + pad * span
+
+
+def _hbars(ax, y, values, hatch, colour, na_note: str = "n/a") -> None:
+    """Horizontal bars, hatched where ``hatch``; a note where the value is missing."""
+    for yi, v, h in zip(y, values, hatch):
+        if not _finite(v):
+            ax.annotate(na_note, (0, yi), xytext=(3, -3), textcoords="offset points", fontsize=7,
+                        color=_NOTE_COLOUR)
+            continue
+        ax.barh(yi, v, height=0.65, color="white" if h else colour, edgecolor=colour,
+                hatch=_HATCH if h else None, lw=1)
+
+
+# ---------------------------------------------------------------- grouped bars (Figures 2, 3)
+def _grouped(ax, models, prompts, values, hatch, colours, *, lows=None, highs=None,
+             clip: float | None = None, lim: float | None = None) -> None:
+    """Bars of ``values[(model, prompt)]`` grouped by model, one colour per prompt.
+
+    ``hatch[(m, p)]`` hatches a bar; ``lows``/``highs`` add interval whiskers; values beyond
+    ``lim`` are drawn at the edge with a triangle and their value; missing cells get "n/a" only
+    where the pair was run (present in ``values`` as NaN).
+    """
+    k = len(prompts)
+    width = 0.8 / max(1, k)
+    for i, m in enumerate(models):
+        for j, p in enumerate(prompts):
+            if (m, p) not in values:
+                continue
+            x = i - 0.4 + width * (j + 0.5)
+            v = values[(m, p)]
+            c = colours[p]
+            h = hatch.get((m, p), True)
+            if not _finite(v):
+                if v is None or math.isnan(v):
+                    ax.text(x, 0, "n/a", rotation=90, ha="center", va="bottom", fontsize=6, color=_NOTE_COLOUR)
+                else:
+                    edge = math.copysign(lim, v)
+                    ax.plot([x], [edge * 0.97], marker="^" if v > 0 else "v", color=_NOTE_COLOUR, ms=7)
+                    ax.text(x, edge * 0.9, "∞" if v > 0 else "−∞", ha="center", fontsize=7, color=_NOTE_COLOUR)
+                continue
+            shown = v if lim is None else _clip(v, lim)
+            ax.bar(x, shown, width=width * 0.92, color="white" if h else c, edgecolor=c,
+                   hatch=_HATCH if h else None, lw=1)
+            if lim is not None and abs(v) > lim:
+                ax.plot([x], [shown], marker="^" if v > 0 else "v", color=_NOTE_COLOUR, ms=7)
+                ax.text(x, shown, f"{v:.1f}", ha="center", va="bottom" if v > 0 else "top", fontsize=6,
+                        color=_NOTE_COLOUR)
+            if lows is not None and _finite(lows.get((m, p))) and _finite(highs.get((m, p))):
+                lo, hi = lows[(m, p)], highs[(m, p)]
+                if lim is not None:
+                    lo, hi = _clip(lo, lim), _clip(hi, lim)
+                ax.vlines(x, lo, hi, color="black", lw=0.8)
+    ax.set_xticks(np.arange(len(models)), models, rotation=30 if len(models) > 3 else 0,
+                  ha="right" if len(models) > 3 else "center", fontsize=8)
+    ax.set_xlim(-0.6, len(models) - 0.4)
+
+
+def _prompt_legend(ax, prompts, colours, labels, alpha, extra=()):
+    from matplotlib.patches import Patch
+    handles = [Patch(facecolor=colours[p], edgecolor=colours[p], label=labels.get(p, p)) for p in prompts]
+    handles.append(Patch(facecolor="white", edgecolor="black", hatch=_HATCH, label=f"not significant (p ≥ {alpha:g})"))
+    handles.extend(extra)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+
+
+def _cells(sub: pd.DataFrame, column: str) -> dict:
+    return {(r.model, r.prompt): float(getattr(r, column)) for r in sub.itertuples(index=False)}
+
+
+def ex2_models(summaries: pd.DataFrame, ex2_prompts: Sequence[str], models: Sequence[str] | None = None,
+               analysis: str = "all") -> list[str]:
+    """Models with GLMM 1 results on at least one of ``ex2_prompts`` (the Ex2 models of the run),
+    in ``models`` order; all models with GLMM 1 results when none has any."""
+    sub = _select(summaries, glmm=1, term="variant", analysis=analysis)
+    chosen = sub[sub["prompt"].isin([str(p) for p in ex2_prompts])]["model"]
+    return _order(chosen if len(chosen) else sub["model"], models)
+
+
+def figure_prompt_comparison(summaries: pd.DataFrame, prompts: Sequence[str], stem: str | Path, *,
+                             models: Sequence[str] | None = None, alpha: float = ALPHA,
+                             prompt_labels: Mapping[str, str] | None = None,
+                             analysis: str = "all") -> list[Path]:
+    """Figure 2: accuracies (top) and Delta_var (bottom, hatched where GLMM 1's Variant is not
+    significant) across ``prompts`` for ``models`` (default: every model with results on them).
+    Bars: mean accuracy on GSM-Variants; black ticks: accuracy on GSM-Base."""
+    require_columns(summaries, SUMMARY_COLUMNS, "summaries")
+    labels = {**PROMPT_LABELS, **(prompt_labels or {})}
+    sub = _select(summaries, glmm=1, term="variant", analysis=analysis)
+    sub = sub[sub["prompt"].isin([str(p) for p in prompts])].drop_duplicates(["model", "prompt"])
+    title = "Accuracy and variant performance delta across prompt formats (GLMM 1)"
+    if models is not None:
+        sub = sub[sub["model"].isin(list(models))]
+    if sub.empty:
+        return _empty_figure(stem, title, "No GLMM 1 results for these prompts in this run.")
+    models = _order(sub["model"], models)
+    prompts = [p for p in _order(sub["prompt"], [str(p) for p in prompts])]
+    colours = _prompt_colours(prompts)
+    hatch = dict(zip(zip(sub["model"], sub["prompt"]), hatch_mask(sub["p_boot"], alpha)))
+    plt = _plt()
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(6.5, 1.2 + 0.25 * len(prompts) * len(models) + 0.4 * len(models)), 7.5),
+                                      sharex=True)
+    acc_var = _cells(sub, "acc_variants")
+    acc_base = _cells(sub, "acc_base")
+    _grouped(top, models, prompts, acc_var, {k: False for k in acc_var}, colours)
+    k = len(prompts)
+    width = 0.8 / k
+    for i, m in enumerate(models):
+        for j, p in enumerate(prompts):
+            if _finite(acc_base.get((m, p), float("nan"))):
+                x = i - 0.4 + width * (j + 0.5)
+                top.hlines(acc_base[(m, p)], x - width * 0.46, x + width * 0.46, color="black", lw=2)
+    top.set_ylim(0, 105)
+    top.set_ylabel("accuracy (%)")
+    top.set_title(title)
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    top.legend(handles=[Patch(facecolor=colours[p], label=f"{labels.get(p, p)}: Ā GSM-Variants") for p in prompts]
+               + [Line2D([], [], color="black", lw=2, label="Ā GSM-Base")],
+               loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    delta = _cells(sub, "delta_var")
+    _grouped(bottom, models, prompts, delta, hatch, colours)
+    bottom.axhline(0, color="black", lw=0.8)
+    bottom.set_ylim(*_bar_limits(delta.values()))
+    bottom.set_ylabel("Δvar (pp)")
+    bottom.set_title("Variant performance delta Δvar = Ā(GSM-Variants) − Ā(GSM-Base)", fontsize=10)
+    _prompt_legend(bottom, prompts, colours, labels, alpha)
+    fig.tight_layout()
+    return _save(fig, stem)
+
+
+def figure_number_effect(summaries: pd.DataFrame, prompts: Sequence[str], stem: str | Path, *,
+                         models: Sequence[str] | None = None, alpha: float = ALPHA,
+                         prompt_labels: Mapping[str, str] | None = None, analysis: str = "all",
+                         clip: float = CLIP_LOG_OR) -> list[Path]:
+    """Figure 3: log odds ratios with 95% intervals of the raw variant effect (Variant, GLMM 1,
+    top), the large-number effect (gamma_c, GLMM 2, middle) and the corrected variant effect
+    (Variant, GLMM 2, bottom), per model and prompt; hatched where not significant."""
+    require_columns(summaries, SUMMARY_COLUMNS, "summaries")
+    labels = {**PROMPT_LABELS, **(prompt_labels or {})}
+    panels = [(1, "variant", "Variant effect (Variant in GLMM 1)"),
+              (2, "gamma_c", "Large-number effect (γc in GLMM 2, per unit of γ)"),
+              (2, "variant", "Variant effect corrected for the large-number effect (Variant in GLMM 2)")]
+    subs = []
+    for glmm, term, _ in panels:
+        s = _select(summaries, glmm=glmm, term=term, analysis=analysis)
+        s = s[s["prompt"].isin([str(p) for p in prompts])].drop_duplicates(["model", "prompt"])
+        if models is not None:
+            s = s[s["model"].isin(list(models))]
+        subs.append(s)
+    title = "Variant effect and large-number effect (log odds ratios, 95% intervals)"
+    if all(s.empty for s in subs):
+        return _empty_figure(stem, title, "No GLMM 1 / GLMM 2 results for these prompts in this run.")
+    allm = pd.concat(subs)
+    models = _order(allm["model"], models)
+    prompts = _order(allm["prompt"], [str(p) for p in prompts])
+    colours = _prompt_colours(prompts)
+    plt = _plt()
+    fig, axes = plt.subplots(3, 1, figsize=(max(6.5, 1.2 + 0.25 * len(prompts) * len(models) + 0.4 * len(models)), 10),
+                             sharex=True)
+    for ax, (glmm, term, name), s in zip(axes, panels, subs):
+        if s.empty:
+            ax.text(0.5, 0.5, f"no GLMM {glmm} results", transform=ax.transAxes, ha="center",
+                    color=_NOTE_COLOUR)
+        values = _cells(s, "median_log_or")
+        lim = _axis_limit(list(values.values()) + list(s["ci_low_log"]) + list(s["ci_high_log"]), clip)
+        hatch = dict(zip(zip(s["model"], s["prompt"]), hatch_mask(s["p_boot"], alpha)))
+        _grouped(ax, models, prompts, values, hatch, colours, lows=_cells(s, "ci_low_log"),
+                 highs=_cells(s, "ci_high_log"), lim=lim)
+        ax.axhline(0, color="black", lw=0.8, ls="--")
+        ax.set_ylim(-lim, lim)
+        ax.set_ylabel("log odds ratio")
+        ax.set_title(name, fontsize=10)
+    axes[0].set_title(f"{title}\n{panels[0][2]}", fontsize=10)
+    from matplotlib.lines import Line2D
+    _prompt_legend(axes[0], prompts, colours, labels, alpha,
+                   extra=[Line2D([], [], color="black", lw=0.8, label="95% bootstrap interval"),
+                          Line2D([], [], color="black", lw=0.8, ls="--", label="null effect (OR = 1)")])
+    fig.tight_layout()
+    return _save(fig, stem)
+
+
+# ---------------------------------------------------------------- Figures 9-11
+def error_class_table(scored: pd.DataFrame, styles: Mapping[str, str], *,
+                      source: str = "scored tables") -> pd.DataFrame:
+    """Counts of each error class per model, prompt and dataset from the scored tables.
+
+    ``scored`` needs model, prompt, dataset, error_class (CONTRACTS.md; "" = correct);
+    ``styles`` maps each prompt to ``text`` or ``code`` and decides which classes are listed
+    (with zero counts where absent, so every figure row has the same classes; a class outside
+    the style's list, if the scorer ever writes one, is kept too). Correct answers count in
+    ``n_responses`` only. Columns: :data:`ERROR_TABLE_COLUMNS`.
+    """
+    require_columns(scored, ("model", "prompt", "dataset", "error_class"), source)
+    df = scored[["model", "prompt", "dataset", "error_class"]].copy()
+    for c in ("model", "prompt", "dataset"):
+        df[c] = df[c].astype(str)
+    df["error_class"] = df["error_class"].fillna("").astype(str)
+    unknown = sorted(set(df["prompt"]) - set(styles))
+    if unknown:
+        raise ValueError(f"{source}: prompt(s) {unknown} have no answer style (known: {sorted(styles)})")
+    rows = []
+    for (model, prompt, dataset), g in df.groupby(["model", "prompt", "dataset"], sort=False):
+        style = styles[prompt]
+        if style not in STYLE_CLASSES:
+            raise ValueError(f"style of prompt {prompt!r} must be text or code, not {style!r}")
+        counts = g.loc[g["error_class"] != "", "error_class"].value_counts()
+        classes = list(STYLE_CLASSES[style]) + sorted(set(counts.index) - set(STYLE_CLASSES[style]))
+        n = len(g)
+        for cls in classes:
+            cnt = int(counts.get(cls, 0))
+            rows.append({"model": model, "prompt": prompt, "style": style, "dataset": dataset,
+                         "error_class": cls, "label": ERROR_LABELS.get(cls, cls), "count": cnt,
+                         "n_responses": n, "percent_of_responses": 100.0 * cnt / n if n else float("nan")})
+    return pd.DataFrame(rows, columns=list(ERROR_TABLE_COLUMNS))
+
+
+def write_error_class_table(table: pd.DataFrame, stem: str | Path) -> dict[str, Path]:
+    """Write the error-class counts with :func:`earnest.tables.write_table` (CSV raw, MD/LaTeX
+    with only the non-zero rows shown wide: one row per model x prompt x dataset, one column per class)."""
+    from earnest.tables import write_table
+
+    caption = ("Counts of error classes (Appendix F of the GSM-Symbolic re-evaluation) per model, prompt "
+               "format and dataset, from the scored answers; 'Wrong answer' is an extracted but incorrect "
+               "number, the other classes are failures to produce a number. N = responses scored.")
+    if table.empty:
+        display = pd.DataFrame({"Model": [], "Prompt": [], "Dataset": [], "N": []})
+        return write_table(display, stem, caption + " (No scored answers in this run.)", csv=table)
+    # a class outside a prompt's style (a code error for a text prompt) stays an empty cell
+    wide = table.pivot_table(index=["model", "prompt", "dataset", "n_responses"], columns="label",
+                             values="count", aggfunc="sum", sort=False)
+    order = [ERROR_LABELS[c] for c in ERROR_LABELS if ERROR_LABELS[c] in wide.columns]
+    order += [c for c in wide.columns if c not in order]
+    wide = wide[order]
+    keep = [c for c in wide.columns if (wide[c].fillna(0) != 0).any()] or order[:1]
+    errors = wide.fillna(0).sum(axis=1)
+    wide = wide[keep].reset_index()
+    display = pd.DataFrame({"Model": wide["model"], "Prompt": wide["prompt"],
+                            "Dataset": [DATASET_LABELS.get(d, d) for d in wide["dataset"]],
+                            "N": wide["n_responses"].astype(int),
+                            "Correct": (wide["n_responses"] - errors.to_numpy()).astype(int)})
+    for c in keep:
+        display[c] = ["" if pd.isna(v) else str(int(v)) for v in wide[c]]
+    return write_table(display, stem, caption + " Empty cells: the class does not apply to the prompt's "
+                       "answer style.", csv=table)
+
+
+def _class_colours(classes: Sequence[str]) -> dict[str, object]:
+    plt = _plt()
+    # tab20 without its two greys: grey is reserved for "Wrong answer"
+    palette = [c for i, c in enumerate(plt.get_cmap("tab20").colors) if i not in (14, 15)]
+    fixed = [c for c in ERROR_LABELS if c != "wrong_answer"]
+    colours = {}
+    extra = 0
+    for c in classes:
+        if c == "wrong_answer":
+            colours[c] = "#bdbdbd"
+            continue
+        if c in fixed:
+            i = fixed.index(c)
+        else:
+            i = len(fixed) + extra
+            extra += 1
+        colours[c] = palette[i % len(palette)]
+    return colours
+
+
+def figure_error_classes(table: pd.DataFrame, prompts: Sequence[str], stem: str | Path, *,
+                         datasets: Sequence[str] | None = None, proportions: bool = False,
+                         exclude: Sequence[str] = (), models: Sequence[str] | None = None,
+                         prompt_labels: Mapping[str, str] | None = None,
+                         title: str = "Error classes") -> list[Path]:
+    """Figures 9-11: per-model stacked bars of error classes, one panel per prompt (top to bottom
+    in ``prompts`` order), from the error-class count table.
+
+    ``datasets``: which datasets to pool (default all); ``exclude``: classes left out (Figure 11
+    leaves out ``wrong_answer``); ``proportions``: bars show each class's share (%) of the
+    model's remaining errors instead of counts.
+    """
+    require_columns(table, ERROR_TABLE_COLUMNS, "error class table")
+    labels = {**PROMPT_LABELS, **(prompt_labels or {})}
+    t = table.copy()
+    for c in ("model", "prompt", "dataset", "error_class"):
+        t[c] = t[c].astype(str)
+    t = t[t["prompt"].isin([str(p) for p in prompts])]
+    if datasets:
+        t = t[t["dataset"].isin(list(datasets))]
+    t = t[~t["error_class"].isin(list(exclude))]
+    ds_note = " + ".join(DATASET_LABELS.get(d, d) for d in (datasets or sorted(set(table["dataset"].astype(str)))))
+    if t.empty:
+        return _empty_figure(stem, title, "No scored answers for these prompt formats in this run.")
+    present = _order(t["prompt"], [str(p) for p in prompts])
+    classes = [c for c in ERROR_LABELS if c in set(t["error_class"])]
+    classes += [c for c in _order(t["error_class"], None) if c not in classes]
+    colours = _class_colours(classes)
+    all_models = _order(t["model"], models)
+    plt = _plt()
+    n = len(all_models)
+    panel_h = 1.3 + 0.3 * n
+    legend_h = 0.25 * math.ceil(len(classes) / 4) + 0.3
+    fig, axes = plt.subplots(len(present), 1, figsize=(9, 0.6 + legend_h + panel_h * len(present)), squeeze=False,
+                             layout="constrained")
+    for ax, prompt in zip(axes[:, 0], present):
+        tp = t[t["prompt"] == prompt]
+        counts = tp.pivot_table(index="model", columns="error_class", values="count", aggfunc="sum",
+                                fill_value=0).reindex(index=[m for m in all_models if m in set(tp["model"])])
+        counts = counts.reindex(columns=[c for c in classes if c in counts.columns], fill_value=0)
+        models_here = list(counts.index)
+        y = np.arange(len(models_here))[::-1]
+        totals = counts.sum(axis=1).to_numpy(dtype=float)
+        data = counts.to_numpy(dtype=float)
+        if proportions:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                data = np.where(totals[:, None] > 0, 100.0 * data / totals[:, None], 0.0)
+        left = np.zeros(len(models_here))
+        for j, cls in enumerate(counts.columns):
+            if data[:, j].sum() == 0:
+                continue
+            ax.barh(y, data[:, j], left=left, height=0.65, color=colours[cls], label=ERROR_LABELS.get(cls, cls),
+                    edgecolor="white", lw=0.5)
+            left += data[:, j]
+        for yi, tot in zip(y, totals):
+            if tot == 0:
+                ax.annotate("no errors of these classes", (0, yi), xytext=(3, -3), textcoords="offset points",
+                            fontsize=7, color=_NOTE_COLOUR)
+            elif not proportions:
+                ax.annotate(f"{int(tot)}", (tot, yi), xytext=(3, -3), textcoords="offset points", fontsize=7)
+        ax.set_yticks(y, models_here, fontsize=8)
+        ax.set_ylim(-0.7, len(models_here) - 0.3)
+        if proportions:
+            ax.set_xlim(0, 100)
+            what = " and ".join(ERROR_LABELS.get(c, c).lower() for c in exclude)
+            ax.set_xlabel(f"share of the model's errors other than {what} (%)" if what
+                          else "share of the model's errors (%)")
+        else:
+            ax.set_xlim(0, max(1.0, totals.max()) * 1.12)
+            ax.set_xlabel("number of responses")
+        ax.set_title(f"{labels.get(prompt, prompt)} prompt ({ds_note})", fontsize=10)
+    from matplotlib.patches import Patch
+    handles = [Patch(color=colours[c], label=ERROR_LABELS.get(c, c)) for c in classes]
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), fontsize=8, frameon=False)
+    fig.suptitle(title, fontsize=11)
+    return _save(fig, stem)
