@@ -7,7 +7,11 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: f"{workflow.basedir}/config/config.yaml"
+# the embedded default, unless --configfile names a complete config of its own (merging the two
+# would add the default's model to every other config)
+if not workflow.overwrite_configfiles:
+
+    configfile: f"{workflow.basedir}/config/config.yaml"
 
 
 report: "report/workflow.rst"

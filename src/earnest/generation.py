@@ -56,12 +56,14 @@ class _Progress:
         self.total, self.done_at_start, self.done = total, done, done
         self.t0 = time.time()
         self.last = 0.0
+        self.reported = -1
 
     def update(self, n: int, force: bool = False) -> None:
         self.done += n
         now = time.time()
-        if not force and now - self.last < 10 and self.done < self.total:
+        if self.reported == self.done or (not force and now - self.last < 10 and self.done < self.total):
             return
+        self.reported = self.done
         self.last = now
         new = self.done - self.done_at_start
         rate = new / max(now - self.t0, 1e-9)

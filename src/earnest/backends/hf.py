@@ -9,6 +9,7 @@ model starting the next "Q:") leave the batch at once, so a runaway answer costs
 from __future__ import annotations
 
 import copy
+import functools
 import importlib.util
 import logging
 import os
@@ -181,7 +182,7 @@ class TransformersBackend:
                     cache.batch_repeat_interleave(B)
             out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
                              past_key_values=cache, use_cache=True)
-            cache = out.past_key_values
+            cache = _preallocate(out.past_key_values, max_new_tokens)
             logits = out.logits[:, -1, :]
             active = list(range(B))               # row numbers still decoding, in cache order
             generated: list[list[int]] = [[] for _ in range(B)]
@@ -234,6 +235,80 @@ class TransformersBackend:
     def close(self) -> None:
         self._prefix = None
         del self.model
+
+
+def _preallocate(cache, extra: int):
+    """Give every plain dynamic layer of ``cache`` room for ``extra`` more tokens.
+
+    transformers' DynamicLayer concatenates its whole key/value tensors at every decoding step,
+    which on a CPU with a ~1,000-token few-shot prefix copies hundreds of MB per step and costs
+    more than the model itself. A preallocated buffer written in place returns the same values.
+    """
+    from transformers.cache_utils import DynamicLayer
+
+    if not hasattr(cache, "layers"):
+        return cache
+    for i, layer in enumerate(cache.layers):
+        if type(layer) is DynamicLayer and layer.is_initialized and layer.get_seq_length() > 0:
+            cache.layers[i] = _preallocated_layer_class()(layer.keys, layer.values, extra)
+    return cache
+
+
+@functools.lru_cache(maxsize=1)
+def _preallocated_layer_class():
+    from transformers.cache_utils import DynamicLayer
+
+    class PreallocatedLayer(DynamicLayer):
+        """A DynamicLayer whose keys/values are views into buffers that grow by doubling."""
+
+        def __init__(self, keys, values, extra: int):
+            super().__init__()
+            b, h, t, d = keys.shape
+            self._len = t
+            self._k = keys.new_empty((b, h, t + extra, d))
+            self._v = values.new_empty((b, h, t + extra, values.shape[-1]))
+            self._k[:, :, :t] = keys
+            self._v[:, :, :t] = values
+            self.device = keys.device
+            self.is_initialized = True
+            self._views()
+
+        def _views(self):
+            self.keys = self._k[:, :, : self._len]
+            self.values = self._v[:, :, : self._len]
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            n = key_states.shape[-2]
+            if self._len + n > self._k.shape[-2]:
+                grow = max(n, self._k.shape[-2])
+                self._k = self.torch_cat(self._k, grow)
+                self._v = self.torch_cat(self._v, grow)
+            self._k[:, :, self._len:self._len + n] = key_states
+            self._v[:, :, self._len:self._len + n] = value_states
+            self._len += n
+            self._views()
+            return self.keys, self.values
+
+        @staticmethod
+        def torch_cat(buf, grow):
+            import torch
+
+            return torch.cat([buf, buf.new_empty(buf.shape[:2] + (grow,) + buf.shape[3:])], dim=2)
+
+        def batch_select_indices(self, indices):
+            self._k = self._k[indices]
+            self._v = self._v[indices]
+            self._views()
+
+        def batch_repeat_interleave(self, repeats):
+            self._k = self._k.repeat_interleave(repeats, dim=0)
+            self._v = self._v.repeat_interleave(repeats, dim=0)
+            self._views()
+
+        def crop(self, tokens_to_remove):
+            raise NotImplementedError("a preallocated decoding cache is not cropped")
+
+    return PreallocatedLayer
 
 
 def shared_token_prefix(seqs: Sequence[Sequence[int]]) -> list[int]:

@@ -1,0 +1,181 @@
+"""The Snakemake workflow on a tiny random model: end to end, incremental planning, targeted
+rebuilds, the paper's full grid as a dry run, and config errors that stop the run before any job."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tinymodel import build_tiny_model
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text())
+
+
+def child_env() -> dict:
+    """os.environ for child processes, without the LD_LIBRARY_PATH that an embedded R may have set."""
+    env = dict(os.environ)
+    if "/usr/lib/R/lib" in env.get("LD_LIBRARY_PATH", ""):
+        env.pop("LD_LIBRARY_PATH")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
+    return env
+
+
+def snakemake(workdir: Path, config: dict, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    cfg = workdir / f"config-{abs(hash(json.dumps(config, sort_keys=True)))}.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
+           "--configfile", str(cfg), "-c2", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=child_env())
+
+
+def planned(proc: subprocess.CompletedProcess) -> dict[str, int]:
+    """Job counts per rule from a dry run's 'Job stats' table."""
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    if "Nothing to be done" in out:
+        return {}
+    table = out.split("Job stats:", 1)[1]
+    counts = {}
+    for line in table.splitlines()[3:]:
+        m = re.match(r"^(\w+)\s+(\d+)$", line.strip())
+        if not m:
+            break
+        counts[m.group(1)] = int(m.group(2))
+    counts.pop("total", None)
+    return counts
+
+
+TARGETS = ["results/tables/stats", "results/tables/ks.csv"]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """One full run of the tiny config (data -> generation -> scoring -> bootstrap GLMMs -> tables)."""
+    wd = tmp_path_factory.mktemp("wf")
+    build_tiny_model(wd / "tiny-model")
+    proc = snakemake(wd, TINY, *TARGETS)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    return wd
+
+
+@pytest.mark.slow
+def test_end_to_end_outputs(tiny_run):
+    wd = tiny_run
+    import pandas as pd
+
+    for prompt in ("gsm", "simple_code"):
+        for ds, n in (("gsm_base", 3), ("gsm_variants", 6)):
+            gen = pd.read_parquet(wd / f"results/generations/tiny/{prompt}/{ds}.parquet")
+            assert len(gen) == n and gen.item_id.is_unique
+            scored = pd.read_parquet(wd / f"results/scored/tiny/{prompt}/{ds}.parquet")
+            assert {"extracted", "extraction_pattern", "error_class", "correct", "gamma_c"} <= set(scored.columns)
+    summary = pd.read_parquet(wd / "results/stats/all/glmm1/tiny/gsm/summary.parquet")
+    assert summary.n_resamples.iloc[0] == TINY["stats"]["resamples"]
+    assert (wd / "results/tables/stats/summaries.csv").exists()
+    assert "Finished" in (wd / "logs/generate/tiny/gsm/gsm_base.log").read_text() or \
+        "progress:" in (wd / "logs/generate/tiny/gsm/gsm_base.log").read_text()
+    # nothing left to do
+    assert planned(snakemake(wd, TINY, "-n", *TARGETS)) == {}
+
+
+@pytest.mark.slow
+def test_adding_a_model_plans_only_its_jobs(tiny_run):
+    cfg = copy.deepcopy(TINY)
+    cfg["models"]["tiny2"] = dict(cfg["models"]["tiny"])
+    jobs = planned(snakemake(tiny_run, cfg, "-n", *TARGETS))
+    # Ex1 only for the new model (it is not in ex2_models): GSM prompt on both datasets
+    assert jobs["generate"] == 2 and jobs["score"] == 2
+    assert jobs["glmm_input"] == 1 and jobs["glmm_summary"] == 2 and jobs["bootstrap_shard"] == 4
+    assert jobs["stats_tables"] == 1
+    assert not {"base_items", "template_variants", "variant_items", "ks_test"} & set(jobs)
+
+
+@pytest.mark.slow
+def test_adding_a_prompt_format_plans_only_its_jobs(tiny_run):
+    cfg = copy.deepcopy(TINY)
+    cfg["experiments"]["ex2_prompts"] = ["simple_code", "simple_nl"]
+    jobs = planned(snakemake(tiny_run, cfg, "-n", *TARGETS))
+    assert jobs["generate"] == 2 and jobs["score"] == 2
+    assert not {"base_items", "template_variants", "variant_items"} & set(jobs)
+
+
+@pytest.mark.slow
+def test_deleting_one_generation_rebuilds_only_it_and_dependents(tiny_run):
+    wd = tiny_run
+    victim = wd / "results/generations/tiny/simple_code/gsm_base.parquet"
+    others = [p for p in (wd / "results/generations").rglob("*.parquet") if p != victim]
+    before = {p: p.stat().st_mtime_ns for p in others}
+    victim.unlink()
+    jobs = planned(snakemake(wd, TINY, "-n", *TARGETS))
+    assert jobs["generate"] == 1 and jobs["score"] == 1
+    assert "glmm_summary" in jobs and "stats_tables" in jobs
+    assert not {"template_variants", "base_items"} & set(jobs)
+    proc = snakemake(wd, TINY, *TARGETS)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert victim.exists()
+    assert {p: p.stat().st_mtime_ns for p in others} == before
+
+
+def test_paper_grid_dry_run_without_weights(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory",
+                           str(tmp_path), "--configfile", str(REPO / "config/paper.yaml"), "-n",
+                           "results/tables/stats"], capture_output=True, text=True, timeout=600, env=child_env())
+    jobs = planned(proc)
+    # 20 models x GSM prompt + 8 Ex2 models x 4 prompts, each on GSM-Base and GSM-Variants
+    assert jobs["generate"] == (20 + 8 * 4) * 2
+    assert jobs["fetch_model"] == 20
+    assert jobs["template_variants"] == 100
+    assert not (tmp_path / "results").exists()
+
+
+def _bad(tmp_path, mutate, expect):
+    cfg = copy.deepcopy(TINY)
+    mutate(cfg)
+    proc = snakemake(tmp_path, cfg, "-n")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-2000:]
+    assert re.search(expect, out), out[-2000:]
+    assert not (tmp_path / "results").exists()
+
+
+def test_unknown_prompt_is_named(tmp_path):
+    _bad(tmp_path, lambda c: c["experiments"].update(ex2_prompts=["simple_code", "haiku"]),
+         r"experiments\.ex2_prompts.*haiku")
+
+
+def test_unknown_backend_is_named(tmp_path):
+    _bad(tmp_path, lambda c: c["models"]["tiny"].update(backend="vllm"), r"models\.tiny\.backend")
+
+
+def test_paper_mode_needs_revision(tmp_path):
+    def mutate(c):
+        c["paper_mode"] = True
+        c["models"]["tiny"] = {"backend": "transformers", "hub": "org/model"}
+    _bad(tmp_path, mutate, r"models\.tiny\.revision")
+
+
+def test_missing_dataset_file_is_named(tmp_path):
+    _bad(tmp_path, lambda c: c["gsm_symbolic"].update(source="jsonl", jsonl=str(tmp_path / "missing.jsonl")),
+         r"missing\.jsonl.*not found")
+
+
+def test_malformed_jsonl_line_is_named(tmp_path):
+    good = {"id": 0, "instance": 0, "question": "Q 1", "answer": "x #### 3", "original_id": 5,
+            "original_question": "Q 0", "original_answer": "y #### 2"}
+    path = tmp_path / "release.jsonl"
+    path.write_text(json.dumps(good) + "\n" + '{"id": 0, "instance": 1, "question": \n')
+    _bad(tmp_path, lambda c: c["gsm_symbolic"].update(source="jsonl", jsonl=str(path), templates=[0]),
+         r"release\.jsonl:2")
+
+
+def test_schema_violation_is_named(tmp_path):
+    _bad(tmp_path, lambda c: c["stats"].update(resamples="many"), r"resamples")
