@@ -333,6 +333,17 @@ def _hbars(ax, y, values, hatch, colour, na_note: str = "n/a") -> None:
 
 
 # ---------------------------------------------------------------- grouped bars (Figures 2, 3)
+def _bar_width(k: int) -> float:
+    # a group of k bars spans at most 0.8 of a model's slot; one or two bars stay narrow
+    return min(0.8 / max(1, k), 0.3)
+
+
+def _bar_x(i: int, j: int, k: int) -> float:
+    """Centre of bar j of k in the group of model i."""
+    w = _bar_width(k)
+    return i - w * k / 2 + w * (j + 0.5)
+
+
 def _grouped(ax, models, prompts, values, hatch, colours, *, lows=None, highs=None,
              clip: float | None = None, lim: float | None = None) -> None:
     """Bars of ``values[(model, prompt)]`` grouped by model, one colour per prompt.
@@ -342,12 +353,12 @@ def _grouped(ax, models, prompts, values, hatch, colours, *, lows=None, highs=No
     where the pair was run (present in ``values`` as NaN).
     """
     k = len(prompts)
-    width = 0.8 / max(1, k)
+    width = _bar_width(k)
     for i, m in enumerate(models):
         for j, p in enumerate(prompts):
             if (m, p) not in values:
                 continue
-            x = i - 0.4 + width * (j + 0.5)
+            x = _bar_x(i, j, k)
             v = values[(m, p)]
             c = colours[p]
             h = hatch.get((m, p), True)
@@ -424,11 +435,11 @@ def figure_prompt_comparison(summaries: pd.DataFrame, prompts: Sequence[str], st
     acc_base = _cells(sub, "acc_base")
     _grouped(top, models, prompts, acc_var, {k: False for k in acc_var}, colours)
     k = len(prompts)
-    width = 0.8 / k
+    width = _bar_width(k)
     for i, m in enumerate(models):
         for j, p in enumerate(prompts):
             if _finite(acc_base.get((m, p), float("nan"))):
-                x = i - 0.4 + width * (j + 0.5)
+                x = _bar_x(i, j, k)
                 top.hlines(acc_base[(m, p)], x - width * 0.46, x + width * 0.46, color="black", lw=2)
     top.set_ylim(0, 105)
     top.set_ylabel("accuracy (%)")
