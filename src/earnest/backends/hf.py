@@ -143,36 +143,50 @@ class TransformersBackend:
     def generate(self, requests: Sequence[GenerationRequest], max_new_tokens: int,
                  on_result=None) -> list[GenerationResult]:
         """Greedy answers for ``requests`` in order; ``on_result(result)`` is called as each finishes."""
+        if not requests:
+            return []
         encoded = [self.encode(r) for r in requests]
         prefix = shared_token_prefix(encoded)
         # keep at least one own token per row so every row has logits of its own to start from
-        prefix = prefix[: max(0, min(len(e) for e in encoded) - 1)] if encoded else prefix
+        prefix = tuple(prefix[: max(0, min(len(e) for e in encoded) - 1)])
         results: dict[int, GenerationResult] = {}
-        order = sorted(range(len(requests)), key=lambda i: len(encoded[i]))
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start:start + self.batch_size]
-            for res_i, res in zip(idx, self._generate_batch([encoded[i] for i in idx], tuple(prefix), max_new_tokens)):
-                res.key = requests[res_i].key
-                results[res_i] = res
-                if on_result is not None:
-                    on_result(res)
+
+        def done(i: int, res: GenerationResult) -> None:
+            res.key = requests[i].key
+            results[i] = res
+            if on_result is not None:
+                on_result(res)
+
+        self._decode(encoded, list(range(len(encoded))), prefix, max_new_tokens, done)
         return [results[i] for i in range(len(requests))]
 
-    def _generate_batch(self, rows: list[list[int]], prefix: tuple[int, ...], max_new_tokens: int) -> list[GenerationResult]:
+    def _decode(self, rows: list[list[int]], order: list[int], prefix: tuple[int, ...], max_new_tokens: int,
+                done) -> None:
+        """Continuous batching over ``batch_size`` slots that share the prefix cache.
+
+        Cache layout of every slot: [shared prefix][masked gap][own tokens][generated tokens].
+        A slot whose answer ends takes the next waiting request at once: that request's own
+        tokens are run against the prefix alone and written into the slot's most recent
+        columns, the columns before them are masked, and positions continue from the prefix,
+        so each row computes what it would alone while the batch stays full.
+        """
         torch = self.torch
-        t0 = time.time()
         P = len(prefix)
-        suffixes = [r[P:] for r in rows]
-        B, L = len(rows), max(len(s) for s in suffixes)
-        # layout per row: [shared prefix][left padding][own tokens]; padding is masked out and
-        # positions continue from the prefix, so each row computes what it would alone
-        input_ids = torch.full((B, L), self.pad_id, dtype=torch.long, device=self.device)
-        mask = torch.zeros((B, P + L), dtype=torch.long, device=self.device)
+        L = max(len(rows[i]) - P for i in order)     # every later request fits behind the prefix
+        queue = list(order)
+        B = min(self.batch_size, len(queue))
+        first, queue = queue[:B], queue[B:]
+        dev = self.device
+        input_ids = torch.full((B, L), self.pad_id, dtype=torch.long, device=dev)
+        mask = torch.zeros((B, P + L), dtype=torch.long, device=dev)
         mask[:, :P] = 1
-        for b, s in enumerate(suffixes):
-            input_ids[b, L - len(s):] = torch.tensor(s, device=self.device)
-            mask[b, P + L - len(s):] = 1
+        for b, i in enumerate(first):
+            own = rows[i][P:]
+            input_ids[b, L - len(own):] = torch.tensor(own, device=dev)
+            mask[b, P + L - len(own):] = 1
         positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, P:]
+        slot_req = list(first)                        # request index held by each slot (cache order)
+        state = {i: {"tokens": [], "text": "", "t0": time.time()} for i in first}
         with torch.inference_mode():
             cache = None
             if P:
@@ -182,55 +196,82 @@ class TransformersBackend:
                     cache.batch_repeat_interleave(B)
             out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
                              past_key_values=cache, use_cache=True)
-            cache = _preallocate(out.past_key_values, max_new_tokens)
-            logits = out.logits[:, -1, :]
-            active = list(range(B))               # row numbers still decoding, in cache order
-            generated: list[list[int]] = [[] for _ in range(B)]
-            texts = [""] * B
-            stop = [""] * B
+            cache = _preallocate(out.past_key_values, max_new_tokens + 1)
+            # layers transformers keeps its own way (e.g. sliding-window attention) cannot take a
+            # new row mid-flight; the waiting requests then run as the next batch
+            can_refill = all(hasattr(layer, "write_slot") for layer in getattr(cache, "layers", [None]))
+            next_tok = out.logits[:, -1, :].argmax(-1)
             last_pos = positions[:, -1].clone()
-            for step in range(max_new_tokens):
-                next_tok = logits.argmax(-1)
+            while slot_req:
                 keep = []
-                for j, b in enumerate(active):
+                for j in range(len(slot_req)):
                     tok = int(next_tok[j])
-                    if tok in self.eos_ids:
-                        stop[b] = "eos"
-                        continue
-                    generated[b].append(tok)
-                    texts[b] = self.tokenizer.decode(generated[b], skip_special_tokens=True)
-                    if NEXT_QUESTION.search(texts[b]):
-                        stop[b] = "next_question"
-                        continue
-                    if len(generated[b]) >= max_new_tokens:
-                        stop[b] = "max_new_tokens"
-                        continue
-                    keep.append(j)
+                    while True:                           # a refilled slot may end on its first token
+                        i = slot_req[j]
+                        stop = self._step(state[i], tok, max_new_tokens)
+                        if stop is None:
+                            keep.append(j)
+                            break
+                        done(i, self._result(rows[i], state.pop(i), stop))
+                        if not queue or not can_refill:
+                            break
+                        i = queue.pop(0)
+                        slot_req[j] = i
+                        state[i] = {"tokens": [], "text": "", "t0": time.time()}
+                        tok, pos = self._refill(cache, mask, j, rows[i][P:], prefix)
+                        last_pos[j] = pos
+                        next_tok[j] = tok
                 if not keep:
                     break
-                if len(keep) < len(active):
-                    sel = torch.tensor(keep, device=self.device)
+                if len(keep) < len(slot_req):
+                    sel = torch.tensor(keep, device=dev)
                     cache.batch_select_indices(sel)
-                    mask = mask[sel]
-                    last_pos = last_pos[sel]
-                    next_tok = next_tok[sel]
-                    active = [active[j] for j in keep]
-                mask = torch.cat([mask, torch.ones((len(active), 1), dtype=mask.dtype, device=self.device)], dim=1)
+                    mask, last_pos, next_tok = mask[sel], last_pos[sel], next_tok[sel]
+                    slot_req = [slot_req[j] for j in keep]
+                mask = torch.cat([mask, torch.ones((len(slot_req), 1), dtype=mask.dtype, device=dev)], dim=1)
                 last_pos = last_pos + 1
                 out = self.model(input_ids=next_tok[:, None], attention_mask=mask, position_ids=last_pos[:, None],
                                  past_key_values=cache, use_cache=True)
-                cache = out.past_key_values
-                logits = out.logits[:, -1, :]
-        seconds = (time.time() - t0) / B
-        results = []
-        for b in range(B):
-            text = texts[b]
-            if stop[b] == "next_question":
-                text = text[: NEXT_QUESTION.search(text).start()]
-            results.append(GenerationResult(key="", response=text, prompt_tokens=len(rows[b]),
-                                            new_tokens=len(generated[b]), stop_reason=stop[b] or "max_new_tokens",
-                                            seconds=seconds))
-        return results
+                next_tok = out.logits[:, -1, :].argmax(-1)
+        if queue:
+            self._decode(rows, queue, prefix, max_new_tokens, done)
+
+    def _step(self, st: dict, tok: int, max_new_tokens: int) -> str | None:
+        """Take one generated token; the stop reason if the answer has ended, else None."""
+        if tok in self.eos_ids:
+            return "eos"
+        st["tokens"].append(tok)
+        st["text"] = self.tokenizer.decode(st["tokens"], skip_special_tokens=True)
+        if NEXT_QUESTION.search(st["text"]):
+            return "next_question"
+        if len(st["tokens"]) >= max_new_tokens:
+            return "max_new_tokens"
+        return None
+
+    def _result(self, row: list[int], st: dict, stop: str) -> GenerationResult:
+        text = st["text"]
+        if stop == "next_question":
+            text = text[: NEXT_QUESTION.search(text).start()]
+        return GenerationResult(key="", response=text, prompt_tokens=len(row), new_tokens=len(st["tokens"]),
+                                stop_reason=stop, seconds=time.time() - st["t0"])
+
+    def _refill(self, cache, mask, slot: int, own: list[int], prefix: tuple[int, ...]):
+        """Put a new request into ``slot``: returns (its first generated token, its last position)."""
+        torch = self.torch
+        P, S = len(prefix), len(own)
+        ids = torch.tensor([own], device=self.device)
+        pos = torch.arange(P, P + S, device=self.device)[None, :]
+        single = None
+        if P:
+            single = copy.deepcopy(self._prefix_cache(prefix)[0])
+        out = self.model(input_ids=ids, attention_mask=torch.ones((1, P + S), dtype=torch.long, device=self.device),
+                         position_ids=pos, past_key_values=single, use_cache=True)
+        T = mask.shape[1]
+        for layer, new in zip(cache.layers, out.past_key_values.layers):
+            layer.write_slot(slot, new.keys[0, :, P:], new.values[0, :, P:], T - S)
+        mask[slot, P:] = 0
+        mask[slot, T - S:] = 1
+        return int(out.logits[0, -1].argmax()), P + S - 1
 
     def close(self) -> None:
         self._prefix = None
@@ -294,6 +335,12 @@ def _preallocated_layer_class():
             import torch
 
             return torch.cat([buf, buf.new_empty(buf.shape[:2] + (grow,) + buf.shape[3:])], dim=2)
+
+        def write_slot(self, slot, keys, values, start):
+            """Overwrite one batch row's columns start.. with ``keys``/``values`` (heads, n, dim)."""
+            n = keys.shape[-2]
+            self._k[slot, :, start:start + n] = keys
+            self._v[slot, :, start:start + n] = values
 
         def batch_select_indices(self, indices):
             self._k = self._k[indices]
