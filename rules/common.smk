@@ -11,7 +11,7 @@ import os
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 # jobs (local, conda or Slurm) import the library from this checkout
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(workflow.basedir) / "src"), os.environ.get("PYTHONPATH")]))
+os.environ.update(PYTHONPATH=os.pathsep.join(filter(None, [str(Path(workflow.basedir) / "src"), os.environ.get("PYTHONPATH")])))
 
 from earnest.backends import BACKENDS  # noqa: E402
 from earnest.datasets import DATASETS, DatasetError, read_release_jsonl  # noqa: E402
@@ -170,6 +170,67 @@ def refit_files(wildcards=None):
 
 def glmm_input_files(wildcards=None):
     return [f"{STATS_DIR}/all/input/{m}/{p}.parquet" for m, p in model_prompts()]
+
+
+# ---------------------------------------------------------------- generation
+def fetch_input(wildcards):
+    """Hub models are fetched on the login node (rule fetch_model) before any GPU job starts."""
+    return [f"results/models/{wildcards.model}.fetched"] if MODELS[wildcards.model].get("hub") else []
+
+
+def model_cfg(model):
+    """A model's config entry as the backend sees it; hub models load offline from the fetch cache."""
+    cfg = dict(MODELS[model])
+    if cfg.get("hub"):
+        cfg.setdefault("cache_dir", config.get("fetch", {}).get("cache_dir") or "results/models/hub")
+        cfg["offline"] = True
+    return cfg
+
+
+# ---------------------------------------------------------------- figures
+FIG_DIR = "results/figures"
+STATS_TABLES_DIR = "results/tables/stats"
+FIG_ALPHA = float(config["stats"].get("alpha", 0.05))
+# Ex1 first, then the Ex2 prompts, each once
+FIG_PROMPTS = list(dict.fromkeys([EX1_PROMPT] + list(EX2_PROMPTS)))
+FIG_TEXT_PROMPTS = [p for p in FIG_PROMPTS if FORMATS[p].style == "text"]
+FIG_CODE_PROMPTS = [p for p in FIG_PROMPTS if FORMATS[p].style == "code"]
+PROMPT_STYLES = {p: FORMATS[p].style for p in FORMATS}
+
+
+def figure_targets(wildcards=None):
+    """Every figure and result table this file makes (PNG and PDF, CSV/Markdown/LaTeX)."""
+    out = []
+    for stem in [f"fig1_variant_effect_{p}" for p in FIG_PROMPTS] + [
+        "fig2_prompts", "fig3_number_effect", "fig9_errors_nl"
+    ] + (["fig10_errors_code", "fig11_errors_code_share"] if FIG_CODE_PROMPTS else []):
+        out += [f"{FIG_DIR}/{stem}.png", f"{FIG_DIR}/{stem}.pdf"]
+    for stem in ("published_comparison", "error_classes"):
+        out += [f"results/tables/{stem}.{ext}" for ext in ("csv", "md", "tex")]
+    return out
+
+
+# ---------------------------------------------------------------- StatFormBench
+SF = config.get("statform", {})
+SF_MODELS = list(SF.get("models", []))
+SF_STRATEGIES = dict(SF.get("strategies", {"zero_shot": {"kind": "zero_shot"}}))
+SF_DIR = "results/statform"
+
+if SF.get("enabled", False):
+    for _m in SF_MODELS:
+        if _m not in MODELS:
+            _fail(f"statform.models: {_m!r} is not a configured model (models: {', '.join(MODELS)})")
+    for _key in ("dataset", "fewshot_pool"):
+        if not SF.get(_key) or not _repo_path(SF[_key]).exists():
+            _fail(f"statform.{_key}: file not found: {SF.get(_key)!r}")
+
+
+wildcard_constraints:
+    strategy=_alternatives(SF_STRATEGIES) if SF_STRATEGIES else "zero_shot",
+
+
+def statform_targets():
+    return [f"{SF_DIR}/tables", f"{SF_DIR}/figures"]
 
 
 def all_targets(wildcards=None):

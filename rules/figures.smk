@@ -5,40 +5,18 @@
 # scored_path(), scored_files(); from rules/stats.smk: rule stats_tables (output[0] = the
 # statistics tables directory with summaries.csv).
 
-FIG_DIR = "results/figures"
-STATS_TABLES_DIR = rules.stats_tables.output[0]
-FIG_ALPHA = float(config["stats"].get("alpha", 0.05))
-# Ex1 first, then the Ex2 prompts, each once
-FIG_PROMPTS = list(dict.fromkeys([EX1_PROMPT] + list(EX2_PROMPTS)))
-FIG_TEXT_PROMPTS = [p for p in FIG_PROMPTS if FORMATS[p].style == "text"]
-FIG_CODE_PROMPTS = [p for p in FIG_PROMPTS if FORMATS[p].style == "code"]
-PROMPT_STYLES = {p: FORMATS[p].style for p in FORMATS}
-
-
-def figure_targets(wildcards=None):
-    """Every figure and result table this file makes (PNG and PDF, CSV/Markdown/LaTeX)."""
-    out = []
-    for stem in [f"fig1_variant_effect_{p}" for p in FIG_PROMPTS] + [
-        "fig2_prompts", "fig3_number_effect", "fig9_errors_nl"
-    ] + (["fig10_errors_code", "fig11_errors_code_share"] if FIG_CODE_PROMPTS else []):
-        out += [f"{FIG_DIR}/{stem}.png", f"{FIG_DIR}/{stem}.pdf"]
-    for stem in ("published_comparison", "error_classes"):
-        out += [f"results/tables/{stem}.{ext}" for ext in ("csv", "md", "tex")]
-    return out
-
-
 rule fig_variant_effect:
     input:
         tables=STATS_TABLES_DIR,
     output:
         png=report(
-            FIG_DIR + "/fig1_variant_effect_{prompt}.png",
+            "results/figures/fig1_variant_effect_{prompt}.png",
             caption="../report/fig1_variant_effect.rst",
             category="GSM-Symbolic",
             subcategory="Variant effect per prompt (Figures 1, 4-7)",
             labels={"figure": "variant effect", "prompt": "{prompt}"},
         ),
-        pdf=FIG_DIR + "/fig1_variant_effect_{prompt}.pdf",
+        pdf="results/figures/fig1_variant_effect_{prompt}.pdf",
     params:
         figure="variant_effect",
         prompt=lambda w: w.prompt,
@@ -57,13 +35,13 @@ rule fig_prompts:
         tables=STATS_TABLES_DIR,
     output:
         png=report(
-            FIG_DIR + "/fig2_prompts.png",
+            "results/figures/fig2_prompts.png",
             caption="../report/fig2_prompts.rst",
             category="GSM-Symbolic",
             subcategory="Prompt formats and large numbers (Figures 2, 3)",
             labels={"figure": "Figure 2"},
         ),
-        pdf=FIG_DIR + "/fig2_prompts.pdf",
+        pdf="results/figures/fig2_prompts.pdf",
     params:
         figure="prompts",
         prompts=FIG_PROMPTS,
@@ -83,13 +61,13 @@ rule fig_number_effect:
         tables=STATS_TABLES_DIR,
     output:
         png=report(
-            FIG_DIR + "/fig3_number_effect.png",
+            "results/figures/fig3_number_effect.png",
             caption="../report/fig3_number_effect.rst",
             category="GSM-Symbolic",
             subcategory="Prompt formats and large numbers (Figures 2, 3)",
             labels={"figure": "Figure 3"},
         ),
-        pdf=FIG_DIR + "/fig3_number_effect.pdf",
+        pdf="results/figures/fig3_number_effect.pdf",
     params:
         figure="number_effect",
         prompts=FIG_PROMPTS,
@@ -132,13 +110,13 @@ rule fig_errors_nl:
         table=rules.error_class_table.output.csv,
     output:
         png=report(
-            FIG_DIR + "/fig9_errors_nl.png",
+            "results/figures/fig9_errors_nl.png",
             caption="../report/fig9_errors_nl.rst",
             category="GSM-Symbolic",
             subcategory="Failure modes (Appendix F)",
             labels={"figure": "Figure 9"},
         ),
-        pdf=FIG_DIR + "/fig9_errors_nl.pdf",
+        pdf="results/figures/fig9_errors_nl.pdf",
     params:
         prompts=FIG_TEXT_PROMPTS,
         models=list(MODELS),
@@ -156,13 +134,13 @@ rule fig_errors_code:
         table=rules.error_class_table.output.csv,
     output:
         png=report(
-            FIG_DIR + "/fig10_errors_code.png",
+            "results/figures/fig10_errors_code.png",
             caption="../report/fig10_errors_code.rst",
             category="GSM-Symbolic",
             subcategory="Failure modes (Appendix F)",
             labels={"figure": "Figure 10"},
         ),
-        pdf=FIG_DIR + "/fig10_errors_code.pdf",
+        pdf="results/figures/fig10_errors_code.pdf",
     params:
         prompts=FIG_CODE_PROMPTS,
         datasets=["gsm_variants"],
@@ -181,13 +159,13 @@ rule fig_errors_code_share:
         table=rules.error_class_table.output.csv,
     output:
         png=report(
-            FIG_DIR + "/fig11_errors_code_share.png",
+            "results/figures/fig11_errors_code_share.png",
             caption="../report/fig11_errors_code_share.rst",
             category="GSM-Symbolic",
             subcategory="Failure modes (Appendix F)",
             labels={"figure": "Figure 11"},
         ),
-        pdf=FIG_DIR + "/fig11_errors_code_share.pdf",
+        pdf="results/figures/fig11_errors_code_share.pdf",
     params:
         prompts=FIG_CODE_PROMPTS,
         datasets=["gsm_variants"],

@@ -1,20 +1,6 @@
 # Generation: one job per model x prompt format x dataset (the GPU rules).
 
 
-def fetch_input(wildcards):
-    """Hub models are fetched on the login node (rule fetch_model) before any GPU job starts."""
-    return [f"results/models/{wildcards.model}.fetched"] if MODELS[wildcards.model].get("hub") else []
-
-
-def model_cfg(model):
-    """A model's config entry as the backend sees it; hub models load offline from the fetch cache."""
-    cfg = dict(MODELS[model])
-    if cfg.get("hub"):
-        cfg.setdefault("cache_dir", config.get("fetch", {}).get("cache_dir") or "results/models/hub")
-        cfg["offline"] = True
-    return cfg
-
-
 rule fetch_model:
     output:
         touch("results/models/{model}.fetched"),

@@ -1,27 +1,5 @@
 # StatFormBench (second paper): model x prompting strategy -> generation -> parsing -> scoring -> analyses.
 
-SF = config.get("statform", {})
-SF_MODELS = list(SF.get("models", []))
-SF_STRATEGIES = dict(SF.get("strategies", {"zero_shot": {"kind": "zero_shot"}}))
-SF_DIR = "results/statform"
-
-if SF.get("enabled", False):
-    for _m in SF_MODELS:
-        if _m not in MODELS:
-            _fail(f"statform.models: {_m!r} is not a configured model (models: {', '.join(MODELS)})")
-    for _key in ("dataset", "fewshot_pool"):
-        if not SF.get(_key) or not _repo_path(SF[_key]).exists():
-            _fail(f"statform.{_key}: file not found: {SF.get(_key)!r}")
-
-
-wildcard_constraints:
-    strategy=_alternatives(SF_STRATEGIES) if SF_STRATEGIES else "zero_shot",
-
-
-def statform_targets():
-    return [f"{SF_DIR}/tables", f"{SF_DIR}/figures"]
-
-
 rule statform_data:
     input:
         dataset=_repo_path(SF.get("dataset", "resources/statform/sample.jsonl")),
