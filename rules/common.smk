@@ -88,6 +88,8 @@ if _unknown:
 SLURM = config.get("slurm", {})
 GPU_PARTITION = SLURM.get("gpu_partition", "gpu")
 CPU_PARTITION = SLURM.get("cpu_partition", "cpu")
+# "" = no -A: Slurm's default account; a named one is checked by the plugin with sacctmgr
+SLURM_ACCOUNT = SLURM.get("account", "")
 
 
 def model_resources(model):

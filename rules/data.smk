@@ -19,6 +19,7 @@ if GSM["source"] == "jsonl":
             variants=GSM["variants"],
         resources:
             slurm_partition=CPU_PARTITION,
+            slurm_account=SLURM_ACCOUNT,
         conda:
             "../envs/score.yaml"
         script:
@@ -35,6 +36,7 @@ else:
             templates=TEMPLATES,
         resources:
             slurm_partition=CPU_PARTITION,
+            slurm_account=SLURM_ACCOUNT,
         conda:
             "../envs/score.yaml"
         script:
@@ -50,6 +52,7 @@ else:
             seed=GSM["seed"],
         resources:
             slurm_partition=CPU_PARTITION,
+            slurm_account=SLURM_ACCOUNT,
         conda:
             "../envs/score.yaml"
         script:
@@ -65,6 +68,7 @@ else:
         params:
         resources:
             slurm_partition=CPU_PARTITION,
+            slurm_account=SLURM_ACCOUNT,
         conda:
             "../envs/score.yaml"
         script:

@@ -13,6 +13,7 @@ checkpoint ex2_selection:
         ex1_prompt=EX1_PROMPT,
     resources:
         slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     conda:
         "../envs/stats.yaml"
     script:

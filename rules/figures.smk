@@ -24,6 +24,9 @@ rule fig_variant_effect:
         models=list(MODELS),
     log:
         "logs/figures/fig1_variant_effect_{prompt}.log",
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     conda:
         "../envs/plots.yaml"
     script:
@@ -50,6 +53,9 @@ rule fig_prompts:
         models=list(MODELS),
     log:
         "logs/figures/fig2_prompts.log",
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     conda:
         "../envs/plots.yaml"
     script:
@@ -76,6 +82,9 @@ rule fig_number_effect:
         models=list(MODELS),
     log:
         "logs/figures/fig3_number_effect.log",
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     conda:
         "../envs/plots.yaml"
     script:
@@ -99,6 +108,9 @@ rule error_class_table:
         styles=PROMPT_STYLES,
     log:
         "logs/figures/error_classes.log",
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     conda:
         "../envs/plots.yaml"
     script:
@@ -123,6 +135,9 @@ rule fig_errors_nl:
         title="Error classes with the natural-language prompts (GSM-Base + GSM-Variants)",
     log:
         "logs/figures/fig9_errors_nl.log",
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     conda:
         "../envs/plots.yaml"
     script:
@@ -148,6 +163,9 @@ rule fig_errors_code:
         title="Error classes with the code prompts (GSM-Variants)",
     log:
         "logs/figures/fig10_errors_code.log",
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     conda:
         "../envs/plots.yaml"
     script:
@@ -175,6 +193,9 @@ rule fig_errors_code_share:
         title="Errors other than wrong answer with the code prompts (GSM-Variants), share per model",
     log:
         "logs/figures/fig11_errors_code_share.log",
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     conda:
         "../envs/plots.yaml"
     script:
@@ -202,6 +223,9 @@ rule published_comparison:
         paper_names={m: MODELS[m].get("paper_name", m) for m in MODELS},
     log:
         "logs/figures/published_comparison.log",
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     conda:
         "../envs/plots.yaml"
     script:

@@ -35,6 +35,7 @@ rule generate:
     threads: config["generation"].get("threads", 2)
     resources:
         slurm_partition=GPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
         gpu=gpus,
         mem_mb=lambda wc: model_resources(wc.model).get("mem_mb", 8000),
         runtime=lambda wc: model_resources(wc.model).get("runtime", 120),

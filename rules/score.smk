@@ -14,6 +14,7 @@ rule score:
         style=lambda wc: FORMATS[wc.prompt].style,
     resources:
         slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     conda:
         "../envs/score.yaml"
     script:

@@ -15,6 +15,7 @@ rule statform_data:
         limit=SF.get("limit", 0),
     resources:
         slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     conda:
         "../envs/statform.yaml"
     script:
@@ -41,6 +42,7 @@ rule statform_generate:
     threads: config["generation"].get("threads", 2)
     resources:
         slurm_partition=lambda wc: GPU_PARTITION if MODELS[wc.model].get("backend", "transformers") == "transformers" else CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
         gpu=gpus,
         mem_mb=lambda wc: model_resources(wc.model).get("mem_mb", 8000),
         runtime=lambda wc: model_resources(wc.model).get("runtime", 120),
@@ -61,6 +63,7 @@ rule statform_score:
         "logs/statform_score/{model}/{strategy}.log",
     resources:
         slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     conda:
         "../envs/statform.yaml"
     script:
@@ -93,6 +96,7 @@ rule statform_analysis:
         glmm=len(SF_MODELS) > 1,
     resources:
         slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     conda:
         "../envs/statform.yaml"
     script:

@@ -15,6 +15,7 @@ rule glmm_input:
         reasoning_only=lambda wc: wc.analysis == "reasoning_only",
     resources:
         slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     conda:
         "../envs/stats.yaml"
     script:
@@ -37,6 +38,7 @@ rule bootstrap_shard:
     threads: STATS.get("threads", 1)
     resources:
         slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
         runtime=STATS.get("shard_runtime", 60),
     conda:
         "../envs/stats.yaml"
@@ -62,6 +64,7 @@ rule glmm_summary:
         analysis=lambda wc: wc.analysis,
     resources:
         slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     conda:
         "../envs/stats.yaml"
     script:
@@ -90,6 +93,7 @@ rule stats_tables:
         alpha=STATS["alpha"],
     resources:
         slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     conda:
         "../envs/stats.yaml"
     script:
@@ -107,6 +111,7 @@ rule ks_test:
         "logs/ks_test.log",
     resources:
         slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     conda:
         "../envs/stats.yaml"
     script:
