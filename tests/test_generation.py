@@ -1,7 +1,5 @@
 """The transformers backend and resumable generation, on a tiny random model (no network)."""
 
-import os
-import re
 import signal
 import subprocess
 import sys

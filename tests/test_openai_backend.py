@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -20,6 +19,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+
+from helpers import child_env
+from tinymodel import build_tiny_model
 
 from earnest.backends import GenerationRequest, load_backend
 from earnest.backends.openai_http import OpenAIBackend
@@ -202,38 +204,6 @@ def test_config_errors_name_the_key(monkeypatch, tmp_path):
 
 # ---------------------------------------------------------------- transformers serve
 
-_BUILD_TINY = r'''
-import sys, torch
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers, decoders
-from transformers import PreTrainedTokenizerFast, LlamaConfig, LlamaForCausalLM
-out = sys.argv[1]
-tok = Tokenizer(models.BPE(unk_token="<unk>"))
-tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-tok.decoder = decoders.ByteLevel()
-trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<unk>", "<|im_start|>", "<|im_end|>"],
-                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-tok.train_from_iterator(["category variables value role predictor response"] * 10, trainer)
-fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<|im_start|>",
-                               eos_token="<|im_end|>", pad_token="<|im_end|>")
-fast.chat_template = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
-                      "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-fast.save_pretrained(out)
-torch.manual_seed(0)
-cfg = LlamaConfig(vocab_size=len(fast), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-                  bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,
-                  pad_token_id=fast.pad_token_id)
-LlamaForCausalLM(cfg).save_pretrained(out)
-'''
-
-
-def _child_env(**extra) -> dict:
-    """os.environ for child processes, without the LD_LIBRARY_PATH that embedding R (rpy2) sets:
-    with it a pyenv Python started from here loads the system's libpython and misses its packages."""
-    env = {**os.environ, **extra}
-    if "/usr/lib/R/lib" in env.get("LD_LIBRARY_PATH", ""):
-        env.pop("LD_LIBRARY_PATH")
-    return env
 
 
 def _free_port() -> int:
@@ -247,9 +217,8 @@ def test_against_transformers_serve(tmp_path):
     pytest.importorskip("fastapi")
     pytest.importorskip("uvicorn")
     model_dir = tmp_path / "tiny-llama"
-    env = _child_env(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    subprocess.run([sys.executable, "-c", _BUILD_TINY, str(model_dir)], check=True, env=env,
-                   capture_output=True, timeout=300)
+    env = child_env(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    build_tiny_model(model_dir)
     port = _free_port()
     cli = Path(sys.executable).with_name("transformers")
     log = open(tmp_path / "serve.log", "w")

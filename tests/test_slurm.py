@@ -25,21 +25,14 @@ import pandas as pd
 import pytest
 import yaml
 
+from helpers import child_env
+
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "tiny"                  # the model of tests/configs/tiny.yaml
 ACCOUNT = "earnest-slurmtest"   # a non-default account, so that sacct shows the config value was used
 RUN_TIMEOUT_S = 900
-
-
-def _child_env() -> dict:
-    """os.environ without the LD_LIBRARY_PATH that embedding R (rpy2) may have set in this process:
-    with it a pyenv Python started from here loads the system libpython and misses its packages."""
-    env = dict(os.environ)
-    if "/usr/lib/R/lib" in env.get("LD_LIBRARY_PATH", ""):
-        env.pop("LD_LIBRARY_PATH")
-    return env
 
 
 def _as_root() -> list[str]:
@@ -51,7 +44,7 @@ def _as_root() -> list[str]:
 
 
 def _sh(*cmd: str, check: bool = True) -> str:
-    proc = subprocess.run(list(cmd), capture_output=True, text=True, timeout=120, env=_child_env())
+    proc = subprocess.run(list(cmd), capture_output=True, text=True, timeout=120, env=child_env())
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr}")
     return proc.stdout
@@ -163,7 +156,7 @@ def test_workflow_on_slurm(slurm_cluster, tiny_model_dir, tmp_path):
     # ---- first run: everything is submitted; one generation job is cancelled while it runs
     log1 = tmp_path / "snakemake-run1.log"  # a file, not a pipe: nobody reads a pipe while we poll
     with log1.open("w") as fh:
-        proc = subprocess.Popen(_snakemake(workdir, targets, configs), cwd=workdir, env=_child_env(),
+        proc = subprocess.Popen(_snakemake(workdir, targets, configs), cwd=workdir, env=child_env(),
                                 stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     cancelled_job, parts_at_cancel = None, 0
     deadline = time.monotonic() + RUN_TIMEOUT_S
@@ -225,7 +218,7 @@ def test_workflow_on_slurm(slurm_cluster, tiny_model_dir, tmp_path):
     assert len(pd.read_parquet(workdir / gen[victim])) == n_items
 
     # ---- second run: nothing to do, nothing submitted
-    proc2 = subprocess.run(_snakemake(workdir, targets, configs), cwd=workdir, env=_child_env(),
+    proc2 = subprocess.run(_snakemake(workdir, targets, configs), cwd=workdir, env=child_env(),
                            capture_output=True, text=True, timeout=300)
     assert proc2.returncode == 0, proc2.stderr[-4000:]
     out2 = proc2.stdout + proc2.stderr

@@ -9,7 +9,6 @@ answers in prose. So every expected number can be counted by hand from the sampl
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer

@@ -4,7 +4,6 @@ Generation goes through the OpenAI backend to the test's HTTP server on 127.0.0.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,20 +11,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from helpers import child_env
 from test_statform_pipeline import OracleServer
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "workflow" / "scripts"
 RES = ROOT / "resources" / "statform"
-
-def _child_env(**extra) -> dict:
-    """os.environ for child processes, without the LD_LIBRARY_PATH that embedding R (rpy2) sets:
-    with it a pyenv Python started from here loads the system's libpython and misses its packages."""
-    env = {**os.environ, **extra}
-    if "/usr/lib/R/lib" in env.get("LD_LIBRARY_PATH", ""):
-        env.pop("LD_LIBRARY_PATH")
-    return env
-
 
 SNAKEFILE = """
 MODELS = {{"good": {{"backend": "openai", "base_url": "{url}", "model": "good", "concurrency": 2}},
@@ -70,7 +61,7 @@ def test_scripts_under_snakemake(tmp_path):
         pytest.skip("snakemake is not installed")
     with OracleServer() as srv:
         (tmp_path / "Snakefile").write_text(SNAKEFILE.format(url=srv.url, res=RES, scripts=SCRIPTS), encoding="utf-8")
-        env = _child_env(PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        env = child_env()
         proc = subprocess.run([shutil.which("snakemake"), "--cores", "1", "--quiet", "rules", "all"], cwd=tmp_path,
                               env=env, capture_output=True, text=True, timeout=600)
         logs = "".join(p.read_text() for p in (tmp_path / "logs").glob("*.log")) if (tmp_path / "logs").exists() else ""

@@ -1,7 +1,6 @@
 """Separation check (Table 19), Wald mismatch (Table 16), non-convergent fits (17-18), GLMM input
 from scored tables and the reasoning-only comparison (Appendix G)."""
 
-import numpy as np
 import pandas as pd
 import pytest
 

@@ -24,7 +24,7 @@ import pandas as pd
 
 from earnest.tables import write_table
 
-from .metrics import METRIC_COLUMNS, METRICS, metric_matrix
+from .metrics import METRICS, metric_matrix
 
 UNPARSED_LABEL = "(unparsed)"
 NONE_LABEL = "(none)"

@@ -14,7 +14,6 @@ import math
 from pathlib import Path
 from typing import Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 
 from earnest.stats import diagnostics, reasoning
