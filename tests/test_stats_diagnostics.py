@@ -95,3 +95,28 @@ def test_reasoning_only_comparison():
     assert r.estimate_delta == pytest.approx(0.035)
     assert bool(r.significance_changed) is True
     assert r.exclusion_rate_rows == pytest.approx(100 * 25 / 5100)
+
+
+def _summary_row(**kw):
+    base = dict(analysis="all", glmm=1, model="m", prompt="gsm", term="variant", n_base=10, n_variants=40,
+                acc_base=50.0, acc_variants=40.0, n_resamples=100, n_clean=95, n_singular=0,
+                wald_converged=True, wald_messages="")
+    base.update(kw)
+    return pd.Series(base)
+
+
+def test_fit_problems_in_words():
+    from earnest.stats.diagnostics import fit_problems, fit_problems_table
+
+    assert fit_problems(_summary_row()) == ("ok", [])
+    verdict, words = fit_problems(_summary_row(acc_base=0.0, acc_variants=0.0))
+    assert verdict == "degenerate" and "no correct answer" in words[0]
+    verdict, words = fit_problems(_summary_row(acc_base=0.0, acc_variants=5.0))
+    assert verdict == "degenerate" and "complete separation" in words[0] and "0/10" in words[0] and "2/40" in words[0]
+    # separation in the variant indicator does not make the gamma_c effect degenerate by itself
+    assert fit_problems(_summary_row(acc_base=0.0, acc_variants=5.0, term="gamma_c"))[0] == "ok"
+    verdict, words = fit_problems(_summary_row(n_clean=30, n_singular=4, wald_converged=False,
+                                               wald_messages="Model failed to converge with max|grad| = 0.2 (tol = 0.002)"))
+    assert verdict == "caution" and len(words) == 3 and "30 of 100" in words[0] and "max|grad|" in words[2]
+    table = fit_problems_table(pd.DataFrame([_summary_row(), _summary_row(model="z", acc_base=100.0, acc_variants=100.0)]))
+    assert list(table["verdict"]) == ["ok", "degenerate"]

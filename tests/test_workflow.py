@@ -201,3 +201,24 @@ def test_report_opens_in_a_real_browser(tiny_run):
     subprocess.run([chromium, *flags, "--window-size=1400,1000", f"--screenshot={shot}", page.as_uri()],
                    capture_output=True, timeout=180)
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_ex1_checkpoint_decides_ex2(tiny_run):
+    """With experiments.ex2_models null, the ex2_selection checkpoint reads the Ex1 summaries. The tiny
+    random model answers nothing correctly, so its fit is degenerate and it does not go on to Ex2."""
+    cfg = copy.deepcopy(TINY)
+    cfg["experiments"]["ex2_models"] = None
+    proc = snakemake(tiny_run, cfg, *TARGETS)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    decision = yaml.safe_load((tiny_run / "results/experiments/ex2_models.yaml").read_text())
+    assert decision["ex2_models"] == []
+    tiny = decision["decisions"]["tiny"]
+    assert tiny["verdict"] == "degenerate" and tiny["selected"] is False
+    assert any("no correct answer" in s for s in tiny["problems"])
+    import pandas as pd
+
+    summaries = pd.read_csv(tiny_run / "results/tables/stats/summaries.csv")
+    assert set(summaries["prompt"]) == {"gsm"}     # Ex2 prompts were not planned for anyone
+    problems = pd.read_csv(tiny_run / "results/tables/stats/fit_problems.csv")
+    assert (problems["verdict"] == "degenerate").all()

@@ -1,5 +1,7 @@
 """Ex1 -> Ex2: the models whose variant effect (GLMM 1, Ex1 prompt) has an uncorrected bootstrap
-p below alpha go on to the alternative prompt formats.
+p below alpha go on to the alternative prompt formats. A degenerate fit (no correct answers, or
+complete separation: see earnest.stats.diagnostics.fit_problems) is not counted as significant,
+whatever its p value, and the decision file says why.
 
 snakemake.input.summaries: Ex1 GLMM 1 summary parquets; snakemake.params.alpha;
 snakemake.output[0]: YAML {ex2_models: [...], alpha, decisions: {model: {p_boot, selected}}}.
@@ -14,6 +16,8 @@ sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
 from _common import setup  # noqa: E402
 
 log = setup(snakemake)  # noqa: F821
+from earnest.stats.diagnostics import fit_problems  # noqa: E402
+
 alpha = float(snakemake.params.alpha)  # noqa: F821
 decisions = {}
 for path in snakemake.input.summaries:  # noqa: F821
@@ -23,8 +27,12 @@ for path in snakemake.input.summaries:  # noqa: F821
         raise ValueError(f"{path}: expected one 'variant' row, found {len(row)}")
     r = row.iloc[0]
     p = float(r["p_boot"])
-    decisions[str(r["model"])] = {"p_boot": None if pd.isna(p) else p, "selected": bool(p < alpha)}
-    log.info("%s: variant effect p_boot=%s -> %s", r["model"], p, "Ex2" if p < alpha else "stops after Ex1")
-selected = [m for m, d in decisions.items() if d["selected"]]
+    verdict, statements = fit_problems(r)
+    selected = bool(p < alpha) and verdict != "degenerate"
+    decisions[str(r["model"])] = {"p_boot": None if pd.isna(p) else p, "verdict": verdict,
+                                  "problems": statements, "selected": selected}
+    log.info("%s: variant effect p_boot=%s, fit %s -> %s", r["model"], p, verdict,
+             "Ex2" if selected else "stops after Ex1")
+chosen = [m for m, d in decisions.items() if d["selected"]]
 with open(snakemake.output[0], "w") as fh:  # noqa: F821
-    yaml.safe_dump({"ex2_models": selected, "alpha": alpha, "decisions": decisions}, fh, sort_keys=False)
+    yaml.safe_dump({"ex2_models": chosen, "alpha": alpha, "decisions": decisions}, fh, sort_keys=False)

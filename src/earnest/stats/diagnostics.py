@@ -83,3 +83,57 @@ def _diagnostic_text(messages: str) -> str:
         if i >= 0:
             return m[i:]
     return str(messages)
+
+
+# a fit whose clean resamples are fewer than this share of B rests on a selected subset
+MIN_CLEAN_SHARE = 0.5
+
+
+def fit_problems(row) -> tuple[str, list[str]]:
+    """Say in words what is wrong with one summary row (one analysis x GLMM x model x prompt x effect).
+
+    Returns (verdict, statements): verdict "degenerate" when the effect cannot be estimated from the
+    data at all (no correct or no wrong answers, or complete separation on the variant indicator),
+    "caution" when the estimate stands on a weak footing (few clean resamples, singular resamples, a
+    non-convergent full-data fit), else "ok".
+    """
+    out: list[str] = []
+    verdict = "ok"
+    nb, nv = int(row["n_base"]), int(row["n_variants"])
+    cb, cv = round(row["acc_base"] * nb / 100), round(row["acc_variants"] * nv / 100)
+    if cb + cv == 0:
+        verdict = "degenerate"
+        out.append(f"no correct answer at all ({cb}/{nb} GSM-Base, {cv}/{nv} GSM-Variants): no effect can be estimated")
+    elif cb + cv == nb + nv:
+        verdict = "degenerate"
+        out.append(f"every answer correct ({nb + nv}): no effect can be estimated")
+    elif row["term"] == "variant" and (cb in (0, nb) or cv in (0, nv)):
+        verdict = "degenerate"
+        out.append(f"complete separation: GSM-Base {cb}/{nb} correct, GSM-Variants {cv}/{nv}; the variant odds "
+                   f"ratio diverges, so its estimate, interval and p value carry no information")
+    B, clean = int(row["n_resamples"]), int(row["n_clean"])
+    if clean == 0:
+        verdict = "degenerate"
+        out.append(f"none of the {B} bootstrap resamples converged cleanly")
+    elif clean < MIN_CLEAN_SHARE * B:
+        verdict = "caution" if verdict == "ok" else verdict
+        out.append(f"only {clean} of {B} bootstrap resamples converged cleanly; the summary rests on that subset")
+    if int(row.get("n_singular", 0) or 0) > 0:
+        verdict = "caution" if verdict == "ok" else verdict
+        out.append(f"{int(row['n_singular'])} of {B} resamples were singular fits (template variance estimated at 0)")
+    if row.get("wald_converged") is False or row.get("wald_converged") == 0:
+        verdict = "caution" if verdict == "ok" else verdict
+        msg = _diagnostic_text(str(row.get("wald_messages") or "")) or "no message"
+        out.append(f"the full-data (Wald) fit did not converge ({msg})")
+    return verdict, out
+
+
+def fit_problems_table(summaries: pd.DataFrame) -> pd.DataFrame:
+    """One row per summary row with its verdict and a plain-language statement of its problems."""
+    rows = []
+    for _, r in summaries.iterrows():
+        verdict, statements = fit_problems(r)
+        rows.append({"analysis": r["analysis"], "glmm": int(r["glmm"]), "model": r["model"], "prompt": r["prompt"],
+                     "term": r["term"], "verdict": verdict,
+                     "statement": "; ".join(statements) if statements else "no problem found"})
+    return pd.DataFrame(rows, columns=["analysis", "glmm", "model", "prompt", "term", "verdict", "statement"])

@@ -290,6 +290,17 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
                 emit(f"glmm2_bootstrap_{term}_{prompt}", d, raw,
                      f"Bootstrap statistics of {TERM_LABEL[term]} with the {_label(prompt, prompt_labels)} prompt, "
                      f"GLMM 2. N estimates is the number of cleanly converged bootstrap resamples.")
+    problems = diagnostics.fit_problems_table(s)
+    shown = problems[problems["verdict"] != "ok"].rename(columns={
+        "analysis": "Analysis", "glmm": "GLMM", "model": "Model", "prompt": "Prompt", "term": "Effect",
+        "verdict": "Verdict", "statement": "What is wrong"})
+    shown["Prompt"] = [_label(p, prompt_labels) for p in shown["Prompt"]]
+    emit("fit_problems", shown, problems,
+         "Fits whose numbers should not be read at face value, in words. 'degenerate': the data cannot "
+         "identify the effect (no correct or no wrong answers, or complete separation on the variant "
+         "indicator), so the odds ratio, interval and p value in the other tables carry no information; "
+         "'caution': few clean bootstrap resamples, singular resamples or a non-convergent full-data fit. "
+         "The CSV lists every fit, including those without problems.")
     if allr["wald_p"].notna().any():
         d, raw = wald_mismatch_table(s, prompt_labels, alpha)
         emit("wald_mismatch", d, raw,
