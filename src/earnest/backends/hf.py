@@ -101,6 +101,10 @@ class TransformersBackend:
             source, dtype=dtype if dtype == "auto" else getattr(torch, dtype), **kwargs
         ).to(self.device)
         self.model.eval()
+        # transformers 5.x renamed past_key_values to cache; older releases (e.g. on a cluster) know only the old name
+        import inspect
+
+        self._cache_kw = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
         log.info("loaded %s from %s in %.1f s", model_name, source, time.time() - t0)
         self.chat_template = bool(cfg.get("chat_template", False))
         self.batch_size = int(cfg.get("batch_size", 8))
@@ -128,14 +132,20 @@ class TransformersBackend:
             return self.tokenizer(text, add_special_tokens=False)["input_ids"]
         return self.tokenizer(request.prompt, add_special_tokens=True)["input_ids"]
 
+    def _forward(self, cache, **kwargs):
+        """One model call with ``cache``; returns (logits of the last position, the updated cache)."""
+        out = self.model(**{self._cache_kw: cache}, use_cache=True, **kwargs)
+        new_cache = getattr(out, "cache", None)
+        return out.logits[:, -1, :], new_cache if new_cache is not None else out.past_key_values
+
     def _prefix_cache(self, prefix: tuple[int, ...]):
         """KV cache and next-token logits after the shared prefix (computed once per prefix)."""
         if self._prefix is None or self._prefix[0] != prefix:
             torch = self.torch
             ids = torch.tensor([prefix], device=self.device)
             with torch.inference_mode():
-                out = self.model(input_ids=ids, use_cache=True)
-            self._prefix = (prefix, out.past_key_values, out.logits[:, -1, :])
+                logits, cache = self._forward(None, input_ids=ids)
+            self._prefix = (prefix, cache, logits)
         return self._prefix[1], self._prefix[2]
 
     # ------------------------------------------------------------------ generation
@@ -194,13 +204,12 @@ class TransformersBackend:
                 cache = copy.deepcopy(prefix_cache)
                 if B > 1:
                     cache.batch_repeat_interleave(B)
-            out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
-                             past_key_values=cache, use_cache=True)
-            cache = _preallocate(out.past_key_values, max_new_tokens + 1)
+            logits, cache = self._forward(cache, input_ids=input_ids, attention_mask=mask, position_ids=positions)
+            cache = _preallocate(cache, max_new_tokens + 1)
             # layers transformers keeps its own way (e.g. sliding-window attention) cannot take a
             # new row mid-flight; the waiting requests then run as the next batch
             can_refill = all(hasattr(layer, "write_slot") for layer in getattr(cache, "layers", [None]))
-            next_tok = out.logits[:, -1, :].argmax(-1)
+            next_tok = logits.argmax(-1)
             last_pos = positions[:, -1].clone()
             while slot_req:
                 keep = []
@@ -230,9 +239,9 @@ class TransformersBackend:
                     slot_req = [slot_req[j] for j in keep]
                 mask = torch.cat([mask, torch.ones((len(slot_req), 1), dtype=mask.dtype, device=dev)], dim=1)
                 last_pos = last_pos + 1
-                out = self.model(input_ids=next_tok[:, None], attention_mask=mask, position_ids=last_pos[:, None],
-                                 past_key_values=cache, use_cache=True)
-                next_tok = out.logits[:, -1, :].argmax(-1)
+                logits, cache = self._forward(cache, input_ids=next_tok[:, None], attention_mask=mask,
+                                              position_ids=last_pos[:, None])
+                next_tok = logits.argmax(-1)
         if queue:
             self._decode(rows, queue, prefix, max_new_tokens, done)
 
@@ -264,14 +273,14 @@ class TransformersBackend:
         single = None
         if P:
             single = copy.deepcopy(self._prefix_cache(prefix)[0])
-        out = self.model(input_ids=ids, attention_mask=torch.ones((1, P + S), dtype=torch.long, device=self.device),
-                         position_ids=pos, past_key_values=single, use_cache=True)
+        logits, single = self._forward(single, input_ids=ids, position_ids=pos,
+                                       attention_mask=torch.ones((1, P + S), dtype=torch.long, device=self.device))
         T = mask.shape[1]
-        for layer, new in zip(cache.layers, out.past_key_values.layers):
+        for layer, new in zip(cache.layers, single.layers):
             layer.write_slot(slot, new.keys[0, :, P:], new.values[0, :, P:], T - S)
         mask[slot, P:] = 0
         mask[slot, T - S:] = 1
-        return int(out.logits[0, -1].argmax()), P + S - 1
+        return int(logits[0].argmax()), P + S - 1
 
     def close(self) -> None:
         self._prefix = None
