@@ -21,6 +21,7 @@ from earnest.stats.summary import ALPHA, add_holm, significant
 from earnest.tables import write_table
 
 DAGGER = "‡"
+DEGENERATE = "§"  # a degenerate fit (earnest.stats.diagnostics.fit_problems)
 TERM_LABEL = {"variant": "Variant", "gamma_c": "γc"}
 
 
@@ -54,6 +55,7 @@ def prepare(summaries: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     """Summaries with Holm-corrected P values (``p_holm``) and the Wald-mismatch flag (``wald_mismatch``)."""
     s = add_holm(summaries)
     s["wald_mismatch"] = diagnostics.mismatch_flags(s, alpha)
+    s["degenerate"] = [diagnostics.fit_problems(r)[0] == "degenerate" for _, r in s.iterrows()]
     return s
 
 
@@ -68,14 +70,16 @@ def variant_effect_table(s: pd.DataFrame, prompt: str, models: Sequence[str] | N
         "Ā GSM-Base": [_f(x, 1) for x in sub["acc_base"]],
         "Ā GSM-Variants": [_f(x, 1) for x in sub["acc_variants"]],
         "Δvar": [_f(x, 2) for x in sub["delta_var"]],
-        "P value": [fmt_p(p) + (f" {DAGGER}" if m else "") for p, m in zip(sub["p_boot"], sub["wald_mismatch"])],
+        "P value": [fmt_p(p) + (f" {DAGGER}" if m else "") + (f" {DEGENERATE}" if d else "")
+                    for p, m, d in zip(sub["p_boot"], sub["wald_mismatch"], sub["degenerate"])],
         "Corrected P value": [fmt_p(p) for p in sub["p_holm"]],
     })
     raw = sub[["model", "prompt", "acc_base", "acc_variants", "delta_var", "p_boot", "p_holm", "wald_p",
-               "wald_mismatch", "n_clean", "n_resamples"]]
+               "wald_mismatch", "degenerate", "n_clean", "n_resamples"]]
     bold = pd.DataFrame(False, index=display.index, columns=display.columns)
-    bold["P value"] = significant(sub["p_boot"], alpha)
-    bold["Corrected P value"] = significant(sub["p_holm"], alpha)
+    # a degenerate fit's p value carries no information: never shown as significant
+    bold["P value"] = significant(sub["p_boot"], alpha) & ~sub["degenerate"].to_numpy()
+    bold["Corrected P value"] = significant(sub["p_holm"], alpha) & ~sub["degenerate"].to_numpy()
     return display, raw.reset_index(drop=True), bold
 
 
@@ -123,8 +127,9 @@ def glmm2_grid_table(s: pd.DataFrame, term: str, prompts: Sequence[str] | None =
                 continue
             c = cells.loc[(model, prompt)]
             dag = f" {DAGGER}" if c["wald_mismatch"] else ""
+            dag += f" {DEGENERATE}" if c["degenerate"] else ""
             col.append(f"{_f(c['odds_ratio'], 2)}; {fmt_p(c['p_boot'])}{dag} / {fmt_p(c['p_holm'])}")
-            b.append(bool(significant([c["p_boot"]], alpha)[0]))
+            b.append(bool(significant([c["p_boot"]], alpha)[0]) and not c["degenerate"])
         display[_label(prompt, prompt_labels)] = col
         bold_cols[_label(prompt, prompt_labels)] = b
     raw = sub[["model", "prompt", "term", "odds_ratio", "median_log_or", "p_boot", "p_holm", "wald_p",
@@ -262,7 +267,8 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
         written.extend(paths.values())
 
     dag_note = (f" P values below α = {alpha} in bold; {DAGGER} marks cases where the Wald "
-                "significance call differs from the bootstrap.")
+                f"significance call differs from the bootstrap; {DEGENERATE} marks degenerate fits (no correct "
+                "answers or complete separation: the estimate carries no information; see fit_problems).")
     for prompt in _order(allr.loc[allr["glmm"] == 1, "prompt"].tolist(), prompts):
         lab = _label(prompt, prompt_labels)
         d, raw, bold = variant_effect_table(s, prompt, models, alpha)
