@@ -228,6 +228,10 @@ def figure_variant_effect(summaries: pd.DataFrame, prompt: str, stem: str | Path
     n = len(sub)
     y = np.arange(n)[::-1]  # first model on top
     hatch = hatch_mask(sub["p_boot"], alpha)
+    # degenerate fits (see the fit_problems table) are labelled so that no one reads their numbers
+    degenerate = sub["degenerate"].fillna(False).astype(bool) if "degenerate" in sub else pd.Series(False, index=sub.index)
+    hatch = hatch | degenerate.to_numpy()
+    ylabels = [f"{m} §" if d else m for m, d in zip(sub["model"], degenerate)]
 
     plt = _plt()
     panel_h = 0.5 + 0.32 * n  # inches per panel; the gap between them is fixed in inches
@@ -273,7 +277,7 @@ def figure_variant_effect(summaries: pd.DataFrame, prompt: str, stem: str | Path
             top.plot([est], [yi], marker="o", color=colour, mfc="white" if h else colour, ms=6)
     top.axvline(0, ls="--", color="black", lw=1)
     top.set_xlim(-lim, lim)
-    top.set_yticks(y, sub["model"])
+    top.set_yticks(y, ylabels)
     top.set_ylim(-0.7, n - 0.3)
     top.set_xlabel("log odds ratio of Variant (median of clean bootstrap estimates, 95% interval)")
     # how many bootstrap resamples the numbers rest on
@@ -297,7 +301,7 @@ def figure_variant_effect(summaries: pd.DataFrame, prompt: str, stem: str | Path
     _hbars(left, y, sub["delta_var"].to_numpy(dtype=float), hatch, "#d6604d")
     left.axvline(0, color="black", lw=0.8)
     left.set_xlim(*_bar_limits(sub["delta_var"]))
-    left.set_yticks(y, sub["model"])
+    left.set_yticks(y, ylabels)
     left.set_xlabel("Δvar = Ā(GSM-Variants) − Ā(GSM-Base) (pp)")
     left.set_title("Variant performance delta", fontsize=10)
 
@@ -310,6 +314,9 @@ def figure_variant_effect(summaries: pd.DataFrame, prompt: str, stem: str | Path
     right.set_xlabel("bootstrap P value (before Holm-Bonferroni)")
     right.set_title(f"P value (dashed: α = {alpha:g})", fontsize=10)
     left.set_ylim(-0.7, n - 0.3)
+    if degenerate.any():
+        fig.text(0.01, -0.04, "§ degenerate fit (no correct answers, or complete separation): its estimate, interval "
+                 "and p value carry no information; see the fit_problems table.", fontsize=7, color=_NOTE_COLOUR)
     return _save(fig, stem)
 
 

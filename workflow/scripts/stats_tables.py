@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from earnest.stats.diagnostics import fit_problems
 from earnest.stats.paper_tables import write_stats_tables
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO,  # noqa: F821
@@ -39,6 +40,9 @@ try:
     summaries = _concat(_paths("summaries"))
     refits = _concat(_paths("refits"))
     inputs = _concat(_paths("glmm_inputs"))
+    if len(summaries):  # the figures mark what the tables mark
+        summaries["fit_verdict"] = [fit_problems(r)[0] for _, r in summaries.iterrows()]
+        summaries["degenerate"] = summaries["fit_verdict"] == "degenerate"
     summaries.to_csv(out / "summaries.csv", index=False)
     written = write_stats_tables(
         summaries, out, refits=refits if len(refits) else None, glmm_input=inputs if len(inputs) else None,
