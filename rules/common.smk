@@ -236,7 +236,10 @@ def statform_targets():
 
 
 def all_targets(wildcards=None):
-    targets = [
+    # the generations themselves are results (every score traces back to its text), and listing them
+    # makes a deleted generation file be rebuilt, with what depends on it
+    targets = [gen_path(m, p, d) for m, p in model_prompts() for d in DATASETS]
+    targets += [
         "results/tables/stats",
         "results/tables/ks.csv",
         "results/figures/fig8_integers.png",

@@ -29,7 +29,9 @@ try:
     shard_paths = [shard_paths] if isinstance(shard_paths, str) else list(shard_paths)
     shards = read_shards(shard_paths)
     check_shards(shards, int(p.resamples), source=f"shards of {src}")
-    summary, refits = summarise_group(data, shards, glmm, analysis=str(p.get("analysis", "all")))
+    wc = snakemake.wildcards  # noqa: F821
+    summary, refits = summarise_group(data, shards, glmm, analysis=str(p.get("analysis", "all")),
+                                      model=getattr(wc, "model", None), prompt=getattr(wc, "prompt", None))
     for r in summary.itertuples():
         log.info("%s %s GLMM %d %s: OR %.3f, p_boot %.4f, %d/%d clean; Wald p %.4f, converged %s",
                  r.model, r.prompt, glmm, r.term, r.odds_ratio, r.p_boot, r.n_clean, r.n_resamples,

@@ -100,7 +100,11 @@ def fit_problems(row) -> tuple[str, list[str]]:
     out: list[str] = []
     verdict = "ok"
     nb, nv = int(row["n_base"]), int(row["n_variants"])
-    cb, cv = round(row["acc_base"] * nb / 100), round(row["acc_variants"] * nv / 100)
+    cb = round(row["acc_base"] * nb / 100) if nb else 0
+    cv = round(row["acc_variants"] * nv / 100) if nv else 0
+    if nb + nv == 0:
+        return "degenerate", ["no items left to fit (in a reasoning-only analysis: every item was excluded as a "
+                              "code error)"]
     if cb + cv == 0:
         verdict = "degenerate"
         out.append(f"no correct answer at all ({cb}/{nb} GSM-Base, {cv}/{nv} GSM-Variants): no effect can be estimated")

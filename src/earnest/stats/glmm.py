@@ -23,6 +23,7 @@ GLMM_INPUT_COLUMNS = ("model", "prompt", "template", "variant", "correct")
 TERMS = {1: ("(Intercept)", "variant"), 2: ("(Intercept)", "variant", "gamma_c")}
 # The effects the paper reports (the intercept is kept in the shards but never tested)
 EFFECTS = {1: ("variant",), 2: ("variant", "gamma_c")}
+NO_ROWS = "no rows to fit: every item of this model x prompt was excluded"
 SHARD_COLUMNS = ("resample", "seed", "term", "estimate", "ranef_var", "converged", "singular",
                  "messages", "error")
 
@@ -180,7 +181,16 @@ def run_shard(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, sha
     """Shard ``shard`` of ``n_shards`` of a B=``n_resamples`` bootstrap for one model x prompt.
 
     ``df`` is validated GLMM input (see :func:`validate_glmm_input`) for a single model x prompt.
+    With no rows (e.g. the reasoning-only analysis excluded every item as a code error) every
+    resample is recorded as an error, so the summary says so instead of the run failing.
     """
+    if len(df) == 0:
+        resamples = shard_resamples(n_resamples, shard, n_shards)
+        return pd.DataFrame([
+            {"resample": int(b), "seed": resample_seed(base_seed, int(b)), "term": term, "estimate": np.nan,
+             "ranef_var": np.nan, "converged": False, "singular": None, "messages": "",
+             "error": NO_ROWS} for b in resamples for term in TERMS[_check_glmm(glmm)]],
+            columns=list(SHARD_COLUMNS))
     frame = model_frame(df, glmm, aggregate=aggregate)
     return run_bootstrap(frame, glmm, shard_resamples(n_resamples, shard, n_shards), base_seed, cores)
 

@@ -67,11 +67,16 @@ def _shard_is_current(path: Path, resamples: np.ndarray, base_seed: int) -> bool
 
 
 def summarise_group(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, analysis: str = "all",
-                    wald: bool = True, refit_nonconvergent: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+                    wald: bool = True, refit_nonconvergent: bool = True, model: str | None = None,
+                    prompt: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Summary rows of one model x prompt plus, if its full-data fit did not converge, the
-    optimiser refits (Listing 6; empty frame otherwise). ``data``: validated GLMM input."""
-    model, prompt = str(data["model"].iloc[0]), str(data["prompt"].iloc[0])
-    wf = G.wald_fit(data, glmm) if wald else None
+    optimiser refits (Listing 6; empty frame otherwise). ``data``: validated GLMM input; ``model``
+    and ``prompt`` name the group when ``data`` has no rows (nothing is fitted then)."""
+    if len(data):
+        model, prompt = str(data["model"].iloc[0]), str(data["prompt"].iloc[0])
+    elif model is None or prompt is None:
+        raise ValueError("summarise_group: no rows, so model and prompt must be given")
+    wf = G.wald_fit(data, glmm) if wald and len(data) else None
     summary = summarise(shards, data, glmm, model=model, prompt=prompt, wald=wf, analysis=analysis)
     refits = pd.DataFrame()
     if wf is not None and not wf.converged and refit_nonconvergent:
