@@ -13,7 +13,6 @@ Two sources give the same items table (columns in CONTRACTS.md):
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from pathlib import Path
 from typing import Iterable
@@ -21,6 +20,7 @@ from typing import Iterable
 import pandas as pd
 
 from .gamma import gamma
+from .jsonl import JSONLError, iter_jsonl
 
 ITEM_COLUMNS = ["item_id", "dataset", "template_id", "instance", "question", "answer", "gamma"]
 DATASETS = ("gsm_base", "gsm_variants")
@@ -124,25 +124,19 @@ def read_release_jsonl(path: str | Path) -> list[dict]:
     if not path.exists():
         raise DatasetError(f"{path}: GSM-Symbolic release file not found (config key gsm_symbolic.jsonl)")
     records = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(rec, dict):
-                raise DatasetError(f"{where}: expected a JSON object, got {type(rec).__name__}")
-            missing = [f for f in JSONL_FIELDS if f not in rec]
-            if missing:
-                raise DatasetError(f"{where}: missing field(s) {', '.join(missing)}")
-            for f in ("id", "instance", "original_id"):
-                if not isinstance(rec[f], int):
-                    raise DatasetError(f"{where}: field {f!r} must be an integer, got {rec[f]!r}")
-            rec["_where"] = where
-            records.append(rec)
+    try:
+        lines = list(iter_jsonl(path))
+    except JSONLError as exc:
+        raise DatasetError(str(exc)) from None
+    for where, _, rec in lines:
+        missing = [f for f in JSONL_FIELDS if f not in rec]
+        if missing:
+            raise DatasetError(f"{where}: missing field(s) {', '.join(missing)}")
+        for f in ("id", "instance", "original_id"):
+            if not isinstance(rec[f], int):
+                raise DatasetError(f"{where}: field {f!r} must be an integer, got {rec[f]!r}")
+        rec["_where"] = where
+        records.append(rec)
     if not records:
         raise DatasetError(f"{path}: no records")
     return records

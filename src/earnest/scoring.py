@@ -24,6 +24,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Iterable
 
 from earnest.extraction import Extraction, extract_code_many, extract_text, parse_number
+from earnest.jsonl import JSONLError, iter_jsonl
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -190,27 +191,21 @@ def _json_number(value: float | None):
 
 def _read_jsonl(path: str) -> list[tuple[int, dict]]:
     rows = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
+    try:
+        lines = list(iter_jsonl(path))
+    except JSONLError as exc:
+        raise InputError(str(exc)) from None
+    for where, lineno, row in lines:
+        if "response" not in row:
+            raise InputError(f"{where}: missing field 'response'")
+        if not isinstance(row["response"], str):
+            raise InputError(f"{where}: field 'response' must be a string")
+        if row.get("answer") is not None:
             try:
-                row = json.loads(line)
+                parse_gold(row["answer"])
             except ValueError as exc:
-                raise InputError(f"{where}: not valid JSON ({exc})") from None
-            if not isinstance(row, dict):
-                raise InputError(f"{where}: expected a JSON object, got {type(row).__name__}")
-            if "response" not in row:
-                raise InputError(f"{where}: missing field 'response'")
-            if not isinstance(row["response"], str):
-                raise InputError(f"{where}: field 'response' must be a string")
-            if row.get("answer") is not None:
-                try:
-                    parse_gold(row["answer"])
-                except ValueError as exc:
-                    raise InputError(f"{where}: field 'answer': {exc}") from None
-            rows.append((lineno, row))
+                raise InputError(f"{where}: field 'answer': {exc}") from None
+        rows.append((lineno, row))
     return rows
 
 

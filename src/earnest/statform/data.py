@@ -35,6 +35,8 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
+from earnest.jsonl import JSONLError, iter_jsonl
+
 SOURCES = ("textbook", "case")
 _SOURCE_ALIASES = {"textbook": "textbook", "book": "textbook", "case": "case",
                    "case_library": "case", "case-library": "case", "caselibrary": "case"}
@@ -264,16 +266,14 @@ def parse_record(rec: Any, where: str, taxonomy=None) -> Sample:
 
 
 def _iter_json_records(path: Path) -> Iterable[tuple[str, Any]]:
-    text = path.read_text(encoding="utf-8")
     if path.suffix == ".jsonl":
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                yield f"{path}:{lineno}", json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        try:
+            for where, _, rec in iter_jsonl(path, objects_only=False):
+                yield where, rec
+        except JSONLError as exc:
+            raise DataError(str(exc)) from None
         return
+    text = path.read_text(encoding="utf-8")
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -1,0 +1,31 @@
+"""The one JSON-lines reader: every record with the ``path:line`` it came from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterator
+
+
+class JSONLError(ValueError):
+    """A line is not a JSON object; the message starts with ``path:line``."""
+
+
+def iter_jsonl(path: str | Path, *, objects_only: bool = True) -> Iterator[tuple[str, int, object]]:
+    """Yield (``"path:line"``, line number, record) for every non-blank line of ``path``.
+
+    Raises :class:`JSONLError` naming ``path:line`` for invalid JSON, and (with ``objects_only``)
+    for a record that is not a JSON object.
+    """
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise JSONLError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            if objects_only and not isinstance(rec, dict):
+                raise JSONLError(f"{where}: expected a JSON object, got {type(rec).__name__}")
+            yield where, lineno, rec
