@@ -84,17 +84,23 @@ def to_markdown(display: pd.DataFrame, caption: str, bold: pd.DataFrame | None =
     """A GitHub-flavoured Markdown table followed by its caption line."""
     header = [_markdown_escape(str(c)) for c in display.columns]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    for r in range(len(display)):
-        cells = []
-        for c, col in enumerate(display.columns):
-            text = _markdown_escape(display.iat[r, c])
-            if bold is not None and text and bool(bold[col].iat[r]):
-                text = f"**{text}**"
-            cells.append(text)
+    for cells in _body_cells(display, bold, _markdown_escape, lambda t: f"**{t}**"):
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     lines.append(f"*{caption}*")
     return "\n".join(lines) + "\n"
+
+
+def _body_cells(display: pd.DataFrame, bold: pd.DataFrame | None, escape, emphasise):
+    """Each body row's cells, escaped, with the cells ``bold`` marks (and that are not empty) emphasised."""
+    for r in range(len(display)):
+        cells = []
+        for c, col in enumerate(display.columns):
+            text = escape(display.iat[r, c])
+            if bold is not None and text and bool(bold[col].iat[r]):
+                text = emphasise(text)
+            cells.append(text)
+        yield cells
 
 
 def to_latex(display: pd.DataFrame, caption: str, label: str | None = None,
@@ -105,13 +111,7 @@ def to_latex(display: pd.DataFrame, caption: str, label: str | None = None,
     lines = [r"\begin{table}[ht]", r"\centering", rf"\begin{{tabular}}{{{align}}}", r"\toprule"]
     lines.append(" & ".join(latex_escape(str(c)) for c in display.columns) + r" \\")
     lines.append(r"\midrule")
-    for r in range(len(display)):
-        cells = []
-        for c, col in enumerate(display.columns):
-            text = latex_escape(display.iat[r, c])
-            if bold is not None and text and bool(bold[col].iat[r]):
-                text = rf"\textbf{{{text}}}"
-            cells.append(text)
+    for cells in _body_cells(display, bold, latex_escape, lambda t: rf"\textbf{{{t}}}"):
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{latex_escape(caption)}}}"]
     if label:

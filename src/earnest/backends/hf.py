@@ -110,7 +110,7 @@ class TransformersBackend:
         self.batch_size = int(cfg.get("batch_size", 8))
         self.eos_ids = self._eos_ids()
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_ids[0]
-        self._prefix: tuple[tuple[int, ...], object, object] | None = None  # (ids, cache, last logits)
+        self._prefix: tuple[tuple[int, ...], object] | None = None  # (prefix ids, their KV cache)
 
     # ------------------------------------------------------------------ helpers
 
@@ -139,14 +139,14 @@ class TransformersBackend:
         return out.logits[:, -1, :], new_cache if new_cache is not None else out.past_key_values
 
     def _prefix_cache(self, prefix: tuple[int, ...]):
-        """KV cache and next-token logits after the shared prefix (computed once per prefix)."""
+        """KV cache of the shared prefix (computed once per prefix)."""
         if self._prefix is None or self._prefix[0] != prefix:
             torch = self.torch
             ids = torch.tensor([prefix], device=self.device)
             with torch.inference_mode():
-                logits, cache = self._forward(None, input_ids=ids)
-            self._prefix = (prefix, cache, logits)
-        return self._prefix[1], self._prefix[2]
+                _, cache = self._forward(None, input_ids=ids)
+            self._prefix = (prefix, cache)
+        return self._prefix[1]
 
     # ------------------------------------------------------------------ generation
 
@@ -200,8 +200,7 @@ class TransformersBackend:
         with torch.inference_mode():
             cache = None
             if P:
-                prefix_cache, _ = self._prefix_cache(prefix)
-                cache = copy.deepcopy(prefix_cache)
+                cache = copy.deepcopy(self._prefix_cache(prefix))
                 if B > 1:
                     cache.batch_repeat_interleave(B)
             logits, cache = self._forward(cache, input_ids=input_ids, attention_mask=mask, position_ids=positions)
@@ -272,7 +271,7 @@ class TransformersBackend:
         pos = torch.arange(P, P + S, device=self.device)[None, :]
         single = None
         if P:
-            single = copy.deepcopy(self._prefix_cache(prefix)[0])
+            single = copy.deepcopy(self._prefix_cache(prefix))
         logits, single = self._forward(single, input_ids=ids, position_ids=pos,
                                        attention_mask=torch.ones((1, P + S), dtype=torch.long, device=self.device))
         T = mask.shape[1]
