@@ -4,13 +4,15 @@ Same simulated data (100 templates x 51 items: 1 GSM-Base + 50 GSM-Variants), sa
 (the baseline rebuilds exactly the template draws the engine makes from each resample's seed).
 The baseline is what the paper did: a Python loop building a new pymer4 ``Lmer`` per resample on
 row-level data. The engine runs the loop inside R (one rpy2 call), on aggregated binomial rows,
-over ``--cores`` forked workers.
+over ``--cores`` forked workers. The machine's speed drifts from minute to minute, so each of
+``--rounds`` rounds times the pymer4 loop and then the engine back to back on new resamples, and
+the speed-up reported is the median of the rounds' ratios.
 
 Prints fits/s of both, the speed-up, the largest estimate difference on the shared resamples, and
 the projected time for 2,000 resamples x 92 model x prompt x GLMM combinations (52 GLMM 1 fits:
 20 models on the GSM prompt + 8 models x 4 prompts; 40 GLMM 2 fits: 8 models x 5 prompts).
 
-    python benchmarks/bootstrap.py [--baseline-resamples 12] [--engine-resamples 120 40] [--cores 2]
+    python benchmarks/bootstrap.py [--baseline-resamples 12] [--engine-resamples 120 36] [--rounds 3] [--cores 2]
 """
 
 from __future__ import annotations
@@ -62,6 +64,19 @@ def pymer4_loop(df: pd.DataFrame, glmm: int, resamples, base_seed: int) -> tuple
     return pd.DataFrame(rows), time.perf_counter() - t0
 
 
+def parallel_scaling(cores: int) -> float:
+    """How many times faster ``cores`` CPU-bound R processes finish ``cores`` equal loops than one
+    process running them in turn: the most any forked engine can gain on this machine now."""
+    ro = rbridge.r()
+    t = ro.r(f"""local({{
+        spin <- compiler::cmpfun(function(i) {{ s <- 0; for (j in 1:3e7) s <- s + j; s }})
+        spin(0)
+        serial <- system.time(lapply(seq_len({cores}L), spin))[["elapsed"]]
+        forked <- system.time(parallel::mclapply(seq_len({cores}L), spin, mc.cores = {cores}L))[["elapsed"]]
+        serial / forked }})""")
+    return float(t[0])
+
+
 def engine(df: pd.DataFrame, glmm: int, resamples, base_seed: int, cores: int) -> tuple[pd.DataFrame, float]:
     frame = G.model_frame(df, glmm, aggregate=True)
     t0 = time.perf_counter()
@@ -73,41 +88,55 @@ def engine(df: pd.DataFrame, glmm: int, resamples, base_seed: int, cores: int) -
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--baseline-resamples", type=int, default=12)
-    ap.add_argument("--engine-resamples", type=int, nargs=2, default=[120, 40], metavar=("GLMM1", "GLMM2"))
+    ap.add_argument("--baseline-resamples", type=int, default=12,
+                    help="resamples the pymer4 loop fits per round (the engine fits the same ones first)")
+    ap.add_argument("--engine-resamples", type=int, nargs=2, default=[120, 36], metavar=("GLMM1", "GLMM2"),
+                    help="resamples the engine fits per round")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="rounds of (pymer4 loop, engine) timings; the speed-up is the median over rounds")
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--seed", type=int, default=2024)
     args = ap.parse_args()
 
     df = G.validate_glmm_input(simulate_glmm_input(100, 50, variant_effect=-0.5, gamma_effect=-0.2, seed=7), 2)
     rbridge.r()  # start R outside the timings
-    print(f"data: {len(df)} rows, {df['template'].nunique()} templates; load average {os.getloadavg()}")
+    print(f"data: {len(df)} rows, {df['template'].nunique()} templates; {args.rounds} rounds, each timing the "
+          f"pymer4 loop and then the engine back to back (the machine's speed drifts between minutes); "
+          f"load average {os.getloadavg()}")
+    print(f"{args.cores} CPU-bound R processes run {parallel_scaling(args.cores):.2f}x as fast as one on this "
+          f"machine now (the ceiling of what forking gains)")
     rates = {}
     for glmm in (1, 2):
-        base_ids = list(range(args.baseline_resamples))
         # warm both paths once so neither pays R or pymer4 start-up inside the timing
         pymer4_loop(df, glmm, [10_000], args.seed)
         engine(df, glmm, [10_000], args.seed, 1)
-        py, py_s = pymer4_loop(df, glmm, base_ids, args.seed)
-        same, _ = engine(df, glmm, base_ids, args.seed, args.cores)
-        n_engine = args.engine_resamples[glmm - 1]
-        _, eng_s = engine(df, glmm, list(range(n_engine)), args.seed, args.cores)
-        py_rate = len(base_ids) / py_s
-        eng_rate = n_engine / eng_s
-        m = py.merge(same, on="resample", suffixes=("_pymer4", "_engine"))
-        both = m[m["clean_pymer4"] & m["clean_engine"]]
-        diff = float(np.max(np.abs(both["variant_pymer4"] - both["variant_engine"]))) if len(both) else float("nan")
-        agree = int((m["clean_pymer4"] == m["clean_engine"]).sum())
-        rates[glmm] = (py_rate, eng_rate)
-        print(f"GLMM {glmm}: pymer4 0.8.2 loop {py_rate:.2f} fits/s ({len(base_ids)} resamples); "
-              f"engine {eng_rate:.2f} fits/s ({n_engine} resamples, {args.cores} cores); "
-              f"speed-up {eng_rate / py_rate:.1f}x")
-        print(f"         same {len(base_ids)} resamples: max |variant estimate difference| over "
-              f"{len(both)} clean-in-both = {diff:.2e}; clean flag agrees on {agree}/{len(m)}")
+        n_base, n_engine = args.baseline_resamples, max(args.engine_resamples[glmm - 1], args.baseline_resamples)
+        ratios, py_rates, eng_rates = [], [], []
+        for k in range(args.rounds):
+            # each round fits new resamples; the engine's first n_base are the pymer4 loop's
+            first = k * n_engine
+            py, py_s = pymer4_loop(df, glmm, range(first, first + n_base), args.seed)
+            out, eng_s = engine(df, glmm, range(first, first + n_engine), args.seed, args.cores)
+            py_rate, eng_rate = n_base / py_s, n_engine / eng_s
+            ratios.append(eng_rate / py_rate)
+            py_rates.append(py_rate)
+            eng_rates.append(eng_rate)
+            m = py.merge(out, on="resample", suffixes=("_pymer4", "_engine"))
+            both = m[m["clean_pymer4"] & m["clean_engine"]]
+            diff = float(np.max(np.abs(both["variant_pymer4"] - both["variant_engine"]))) if len(both) else float("nan")
+            agree = int((m["clean_pymer4"] == m["clean_engine"]).sum())
+            print(f"GLMM {glmm} round {k + 1}: pymer4 0.8.2 loop {py_rate:.2f} fits/s ({n_base} resamples); engine "
+                  f"{eng_rate:.2f} fits/s ({n_engine} resamples, {args.cores} cores); speed-up {ratios[-1]:.1f}x; "
+                  f"max |variant estimate difference| {diff:.1e} over {len(both)} resamples clean in both, "
+                  f"clean flag agrees on {agree}/{len(m)}")
+        rates[glmm] = (float(np.median(py_rates)), float(np.median(eng_rates)))
+        print(f"GLMM {glmm}: speed-up median {np.median(ratios):.1f}x (rounds: "
+              f"{', '.join(f'{r:.1f}x' for r in ratios)})")
     for name, k in (("pymer4 loop", 0), ("engine", 1)):
         hours = sum(2000 * COMBOS[g] / rates[g][k] for g in (1, 2)) / 3600
-        print(f"projected 2,000 resamples x 92 combinations (52 GLMM 1 + 40 GLMM 2), {name}: {hours:.1f} h")
-    print(f"load average at the end {os.getloadavg()}")
+        print(f"projected 2,000 resamples x 92 combinations (52 GLMM 1 + 40 GLMM 2), {name}: {hours:.1f} h "
+              f"(median rates)")
+    print(f"parallel scaling at the end {parallel_scaling(args.cores):.2f}x; load average {os.getloadavg()}")
 
 
 if __name__ == "__main__":

@@ -17,14 +17,14 @@ earnest_formula <- function(glmm) {
   else cbind(succ, fail) ~ variant + gamma_c + (1 | cluster)
 }
 
-# Fit one GLMM, catching every warning and message instead of printing it. Returns the fit (or
-# NULL), the warnings raised while fitting, lme4's own convergence messages, and the error text.
-earnest_fit <- function(d, glmm, control = glmerControl()) {
+# Evaluate `expr`, catching every warning and message instead of printing it. Returns the value
+# (NULL on error), the warnings raised and the error text (NA when there was none).
+earnest_capture <- function(expr) {
   warns <- character(0)
   err <- NA_character_
-  fit <- tryCatch(
+  value <- tryCatch(
     withCallingHandlers(
-      glmer(earnest_formula(glmm), data = d, family = binomial, control = control),
+      expr,
       warning = function(w) {
         warns <<- c(warns, conditionMessage(w))
         invokeRestart("muffleWarning")
@@ -37,11 +37,36 @@ earnest_fit <- function(d, glmm, control = glmerControl()) {
       NULL
     }
   )
+  list(value = value, warnings = warns, error = err)
+}
+
+# Fit one GLMM with glmer(). Returns the fit (or NULL), the warnings raised while fitting together
+# with lme4's own convergence messages, and the error text.
+earnest_fit <- function(d, glmm, control = glmerControl()) {
+  res <- earnest_capture(glmer(earnest_formula(glmm), data = d, family = binomial, control = control))
+  fit <- res$value
+  warns <- res$warnings
   if (!is.null(fit)) {
     # checkConv's messages are also raised as warnings; keep each text once
     warns <- unique(c(warns, fit@optinfo$conv$lme4$messages, unlist(fit@optinfo$warnings)))
   }
-  list(fit = fit, warnings = as.character(warns), error = err)
+  list(fit = fit, warnings = as.character(warns), error = res$error)
+}
+
+# What the bootstrap keeps of a fit: estimates of the terms (NA for a failed fit or a dropped
+# column), random-intercept variance, singular flag, warnings and error.
+earnest_outcome <- function(est, rv, singular, warnings, error) {
+  list(estimate = as.numeric(unname(est)), ranef_var = as.numeric(rv), singular = singular,
+       warnings = as.character(warnings), error = as.character(error))
+}
+
+earnest_fit_outcome <- function(res, glmm) {
+  fit <- res$fit
+  if (is.null(fit)) {
+    return(earnest_outcome(rep(NA_real_, length(earnest_terms(glmm))), NA_real_, NA, res$warnings, res$error))
+  }
+  earnest_outcome(fixef(fit)[earnest_terms(glmm)], VarCorr(fit)$cluster[1, 1], isSingular(fit),
+                  res$warnings, res$error)
 }
 
 # lme4's convergence criterion: the largest of min(|scaled gradient|, |gradient|) over the
@@ -54,28 +79,19 @@ earnest_max_grad <- function(fit) {
 }
 
 # One resample's record: one row per term. A failed fit gives NA estimates and the error text.
-earnest_record <- function(res, glmm, resample, seed) {
+earnest_record <- function(out, glmm, resample, seed) {
   terms <- earnest_terms(glmm)
-  fit <- res$fit
-  if (is.null(fit)) {
-    est <- rep(NA_real_, length(terms))
-    rv <- NA_real_
-    singular <- NA
-  } else {
-    est <- unname(fixef(fit)[terms])
-    rv <- as.numeric(VarCorr(fit)$cluster[1, 1])
-    singular <- isSingular(fit)
-  }
+  n <- length(terms)
   data.frame(
-    resample = rep(as.integer(resample), length(terms)),
-    seed = rep(as.integer(seed), length(terms)),
+    resample = rep(as.integer(resample), n),
+    seed = rep(as.integer(seed), n),
     term = terms,
-    estimate = est,
-    ranef_var = rep(rv, length(terms)),
-    converged = rep(is.na(res$error) && length(res$warnings) == 0L, length(terms)),
-    singular = rep(singular, length(terms)),
-    messages = rep(paste(res$warnings, collapse = " | "), length(terms)),
-    error = rep(ifelse(is.na(res$error), "", res$error), length(terms)),
+    estimate = out$estimate,
+    ranef_var = rep(out$ranef_var, n),
+    converged = rep(is.na(out$error) && length(out$warnings) == 0L, n),
+    singular = rep(out$singular, n),
+    messages = rep(paste(out$warnings, collapse = " | "), n),
+    error = rep(ifelse(is.na(out$error), "", out$error), n),
     stringsAsFactors = FALSE
   )
 }
@@ -86,16 +102,83 @@ earnest_template_rows <- function(d) {
   list(templates = templates, rows = split(seq_len(nrow(d)), factor(d$template, levels = templates)))
 }
 
-# The data of one bootstrap resample: templates drawn with replacement; each draw becomes its own
-# cluster, so a template drawn twice is two clusters.
-earnest_resample <- function(d, index, seed) {
+# The templates of one bootstrap resample, drawn with replacement from its own seed: the rows of
+# each draw, in draw order.
+earnest_draw <- function(index, seed) {
   set.seed(seed, kind = "Mersenne-Twister", normal.kind = "Inversion", sample.kind = "Rejection")
   n <- length(index$templates)
-  drawn <- sample.int(n, n, replace = TRUE)
-  rows <- index$rows[drawn]
+  index$rows[sample.int(n, n, replace = TRUE)]
+}
+
+# The data of one bootstrap resample: each draw becomes its own cluster, so a template drawn twice
+# is two clusters.
+earnest_resample <- function(d, index, seed) {
+  rows <- earnest_draw(index, seed)
   out <- d[unlist(rows, use.names = FALSE), , drop = FALSE]
-  out$cluster <- factor(rep.int(seq_len(n), lengths(rows)))
+  out$cluster <- factor(rep.int(seq_along(rows), lengths(rows)))
   out
+}
+
+# The bootstrap's fast path. For a small fit glmer() spends a good part of its time parsing the
+# formula and building model frames, yet every resample's rows are rows of the full data. So the
+# model frame and the fixed-effect matrix are built once per shard (earnest_design) and each
+# resample subsets them; earnest_design_fit then takes the steps glmer() takes with lme4's own
+# functions and arguments (glFormula's checks on the resample, the nAGQ = 0 stage, the Laplace
+# stage, checkConv), so estimates, warnings and errors are those of glmer(). earnest_bootstrap
+# checks that on the shard's first resample and uses glmer() for the shard if they differ (an
+# lme4 whose glmer() takes other steps).
+earnest_design <- function(d, glmm, control = glmerControl()) {
+  d$cluster <- factor(d$template)
+  f <- earnest_formula(glmm)
+  fr <- model.frame(lme4::subbars(f), data = d, drop.unused.levels = TRUE)
+  list(fr = fr, X = model.matrix(lme4::nobars(f), fr), bars = lme4::findbars(f), family = binomial(),
+       control = control, glmm = glmm, index = earnest_template_rows(d))
+}
+
+earnest_design_fit <- function(des, rows) {
+  control <- des$control
+  chk <- control$checkControl
+  res <- earnest_capture({
+    take <- unlist(rows, use.names = FALSE)
+    fr <- des$fr[take, , drop = FALSE]
+    fr$cluster <- factor(rep.int(seq_along(rows), lengths(rows)))
+    attr(fr, "terms") <- attr(des$fr, "terms")
+    X <- des$X[take, , drop = FALSE]
+    attr(X, "assign") <- attr(des$X, "assign")
+    reTrms <- mkReTrms(des$bars, fr)
+    n <- nrow(fr)
+    lme4:::checkNlevels(reTrms$flist, n = n, chk, allow.n = TRUE)
+    lme4:::checkZdims(reTrms$Ztlist, n = n, chk, allow.n = TRUE)
+    lme4:::checkZrank(reTrms$Zt, n = n, chk, nonSmall = 1e6, allow.n = TRUE)
+    X <- lme4:::chkRank.drop.cols(X, kind = chk$check.rankX, tol = 1e-7)
+    X <- lme4:::checkScaleX(X, kind = chk$check.scaleX)
+    devfun <- mkGlmerDevfun(fr, X, reTrms, des$family, verbose = 0L, control = control, nAGQ = 0L)
+    opt <- optimizeGlmer(devfun, optimizer = control$optimizer[[1]], restart_edge = FALSE,
+                         boundary.tol = 0, control = control$optCtrl, start = NULL, nAGQ = 0,
+                         verbose = 0L, calc.derivs = FALSE)
+    devfun <- updateGlmerDevfun(devfun, reTrms, nAGQ = 1L)
+    opt <- optimizeGlmer(devfun, optimizer = control$optimizer[[2]],
+                         restart_edge = control$restart_edge, boundary.tol = control$boundary.tol,
+                         control = control$optCtrl, start = lme4:::updateStart(NULL, theta = opt$par),
+                         nAGQ = 1L, verbose = 0L, stage = 2, calc.derivs = control$calc.derivs,
+                         use.last.params = control$use.last.params)
+    conv <- if (control$calc.derivs) {
+      checkConv(attr(opt, "derivs"), opt$par, ctrl = control$checkConv,
+                lbound = environment(devfun)$lower)
+    }
+    list(opt = opt, conv = conv, beta_names = colnames(X), theta_lower = reTrms$lower)
+  })
+  terms <- earnest_terms(des$glmm)
+  v <- res$value
+  if (is.null(v)) {
+    return(earnest_outcome(rep(NA_real_, length(terms)), NA_real_, NA, res$warnings, res$error))
+  }
+  nth <- length(v$theta_lower)
+  theta <- v$opt$par[seq_len(nth)]
+  beta <- setNames(v$opt$par[-seq_len(nth)], v$beta_names)
+  warns <- unique(c(res$warnings, v$conv$messages, unlist(attr(v$opt, "warnings"))))
+  # as VarCorr() and isSingular() compute them for one random intercept and a binomial family
+  earnest_outcome(beta[terms], theta[1]^2, any(theta[v$theta_lower == 0] < 1e-4), warns, res$error)
 }
 
 # A shard of the bootstrap: resamples `resamples` with seeds `seeds` (same length), fitted in
@@ -103,23 +186,37 @@ earnest_resample <- function(d, index, seed) {
 # into shards, because each resample draws only from its own seed.
 earnest_bootstrap <- function(d, glmm, resamples, seeds, cores = 1L) {
   glmm <- as.integer(glmm)
-  index <- earnest_template_rows(d)
-  one <- function(k) {
-    bd <- earnest_resample(d, index, seeds[k])
-    earnest_record(earnest_fit(bd, glmm), glmm, resamples[k], seeds[k])
+  des <- earnest_design(d, glmm)
+  by_glmer <- function(k) {
+    earnest_fit_outcome(earnest_fit(earnest_resample(d, des$index, seeds[k]), glmm), glmm)
   }
-  ks <- seq_along(resamples)
-  if (cores > 1L && length(ks) > 1L) {
-    parts <- parallel::mclapply(ks, one, mc.cores = cores, mc.preschedule = TRUE)
+  by_design <- function(k) earnest_design_fit(des, earnest_draw(des$index, seeds[k]))
+  # the first resample is also fitted by glmer() (inside the parallel part, so it costs one fit
+  # on one core); `agrees` says whether the fast path gave the identical outcome
+  one <- function(k, fit) {
+    out <- fit(k)
+    rec <- earnest_record(out, glmm, resamples[k], seeds[k])
+    if (k == 1L && identical(fit, by_design)) attr(rec, "agrees") <- identical(out, by_glmer(1L))
+    rec
+  }
+  run <- function(fit) {
+    ks <- seq_along(resamples)
+    if (cores <= 1L || length(ks) <= 1L) return(lapply(ks, one, fit = fit))
+    parts <- parallel::mclapply(ks, one, fit = fit, mc.cores = cores, mc.preschedule = TRUE)
     failed <- vapply(parts, function(p) inherits(p, "try-error") || !is.data.frame(p), logical(1))
     if (any(failed)) {
-      first <- parts[[which(failed)[1]]]
+      bad <- parts[[which(failed)[1]]]
       stop(sprintf("bootstrap worker failed on %d of %d resamples: %s", sum(failed), length(ks),
-                   paste(as.character(first), collapse = " ")))
+                   paste(as.character(bad), collapse = " ")))
     }
-  } else {
-    parts <- lapply(ks, one)
+    parts
   }
+  parts <- run(by_design)
+  if (!isTRUE(attr(parts[[1]], "agrees"))) {
+    message("earnest: the bootstrap's fast path differs from glmer() with this lme4; refitting with glmer()")
+    parts <- run(by_glmer)
+  }
+  attr(parts[[1]], "agrees") <- NULL
   do.call(rbind, parts)
 }
 
