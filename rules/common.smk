@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 os.environ.update(PYTHONPATH=os.pathsep.join(filter(None, [str(Path(workflow.basedir) / "src"), os.environ.get("PYTHONPATH")])))
 
 from earnest.backends import BACKENDS  # noqa: E402
+from earnest.backends.hf import resolve_gguf  # noqa: E402
 from earnest.datasets import DATASETS, DatasetError, read_release_jsonl  # noqa: E402
 from earnest.prompts import PromptFormatError, load_formats, validate_format_names  # noqa: E402
 
@@ -61,6 +62,11 @@ for _name, _m in MODELS.items():
             _fail(f"models.{_name}: give exactly one of gguf, path or hub (got {_src or 'none'})")
         if PAPER_MODE and _m.get("hub") and not _m.get("revision"):
             _fail(f"models.{_name}.revision: paper_mode needs every hub model pinned to a commit id")
+        if _m.get("gguf"):
+            try:
+                resolve_gguf(_m["gguf"])
+            except FileNotFoundError as exc:
+                _fail(f"models.{_name}.{exc}")
 for _name in EXP.get("ex2_models") or []:
     if _name not in MODELS:
         _fail(f"experiments.ex2_models: {_name!r} is not a configured model (models: {', '.join(MODELS)})")
@@ -175,17 +181,34 @@ def glmm_input_files(wildcards=None):
 
 
 # ---------------------------------------------------------------- generation
-def fetch_input(wildcards):
-    """Hub models are fetched on the login node (rule fetch_model) before any GPU job starts."""
-    return [f"results/models/{wildcards.model}.fetched"] if MODELS[wildcards.model].get("hub") else []
+GGUF_DIR = "results/models/gguf"
+
+
+def model_inputs(wildcards):
+    """What a model's jobs need first: a hub model fetched on the login node (rule fetch_model), a
+    GGUF model converted once to a plain checkpoint (rule convert_gguf)."""
+    m = MODELS[wildcards.model]
+    if m.get("hub"):
+        return [f"results/models/{wildcards.model}.fetched"]
+    if m.get("gguf"):
+        return [f"{GGUF_DIR}/{wildcards.model}"]
+    return []
+
+
+def gguf_file(wildcards):
+    return str(resolve_gguf(MODELS[wildcards.model]["gguf"]))
 
 
 def model_cfg(model):
-    """A model's config entry as the backend sees it; hub models load offline from the fetch cache."""
+    """A model's config entry as the backend sees it: hub models load offline from the fetch cache,
+    GGUF models from their converted checkpoint."""
     cfg = dict(MODELS[model])
     if cfg.get("hub"):
         cfg.setdefault("cache_dir", config.get("fetch", {}).get("cache_dir") or "results/models/hub")
         cfg["offline"] = True
+    if cfg.get("gguf"):
+        cfg["path"] = f"{GGUF_DIR}/{model}"
+        del cfg["gguf"]
     return cfg
 
 

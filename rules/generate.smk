@@ -17,10 +17,31 @@ rule fetch_model:
         "../workflow/scripts/fetch_model.py"
 
 
+rule convert_gguf:
+    input:
+        gguf_file,
+    output:
+        directory("results/models/gguf/{model}"),
+    log:
+        "logs/convert_gguf/{model}.log",
+    params:
+        gguf=lambda wc: MODELS[wc.model]["gguf"],
+    threads: 1
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
+        mem_mb=lambda wc: model_resources(wc.model).get("mem_mb", 8000),
+        runtime=60,
+    conda:
+        "../envs/generate.yaml"
+    script:
+        "../workflow/scripts/convert_gguf.py"
+
+
 rule generate:
     input:
         dataset_items="results/data/{dataset}.parquet",
-        fetched=fetch_input,
+        model=model_inputs,
     output:
         "results/generations/{model}/{prompt}/{dataset}.parquet",
     log:

@@ -27,7 +27,7 @@ rule statform_generate:
         samples=f"{SF_DIR}/data/samples.parquet",
         pool=f"{SF_DIR}/data/pool.parquet",
         taxonomy=f"{SF_DIR}/data/taxonomy.yaml",
-        fetched=fetch_input,
+        model=model_inputs,
     output:
         f"{SF_DIR}/generations/{{model}}/{{strategy}}.parquet",
     log:

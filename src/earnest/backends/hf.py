@@ -70,6 +70,64 @@ def model_source(model_name: str, cfg: dict) -> tuple[str, dict]:
     return cfg["hub"], kwargs
 
 
+# Strings the conversion check tokenizes with both tokenizers: digits, units, code, chat markers.
+_TOKENIZER_PROBES = (
+    "Q: Tom has 1,250 apples and gives away 3/4 of them. How many are left?\nA: The final answer is 312.5.",
+    "def solution():\n    total = 12 * 7  # $84\n    return total\n",
+    "<|im_start|>user\nHello, 2+2=?<|im_end|>\n",
+)
+
+
+def convert_gguf(spec: str, out_dir: str | Path) -> dict:
+    """Dequantize a GGUF model once into a plain transformers checkpoint directory.
+
+    transformers reads a GGUF file by dequantizing every tensor and rebuilding the tokenizer from
+    the file's vocabulary, which takes longer than generating a few dozen answers with a small
+    model. The workflow converts each GGUF model once; generation jobs then load ``out_dir`` as a
+    ``path`` model. The saved weights, config, generation config and tokenizer are checked against
+    the GGUF load (identical tensors, identical token ids, same chat template) before returning;
+    a mismatch raises instead of leaving a checkpoint that would generate differently.
+    Returns what was checked (tensors, probes, seconds).
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = resolve_gguf(spec)
+    out = Path(out_dir)
+    t0 = time.time()
+    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    quantized = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
+    config = copy.deepcopy(quantized.config)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    state = quantized.state_dict()
+    model.load_state_dict(state)
+    model.generation_config = copy.deepcopy(quantized.generation_config)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(out))
+    tokenizer.save_pretrained(str(out))
+    seconds = time.time() - t0
+
+    saved_tok = AutoTokenizer.from_pretrained(str(out))
+    saved = AutoModelForCausalLM.from_pretrained(str(out), dtype=torch.float32)
+    saved_state = saved.state_dict()
+    if saved_state.keys() != state.keys():
+        raise RuntimeError(f"convert_gguf: {out} has tensors {sorted(set(saved_state) ^ set(state))} "
+                           f"that differ from {path}")
+    for name, tensor in state.items():
+        if not torch.equal(saved_state[name], tensor):
+            raise RuntimeError(f"convert_gguf: tensor {name} in {out} differs from {path}")
+    for probe in _TOKENIZER_PROBES:
+        if saved_tok(probe)["input_ids"] != tokenizer(probe)["input_ids"]:
+            raise RuntimeError(f"convert_gguf: the saved tokenizer in {out} tokenizes {probe[:40]!r} differently")
+    if saved_tok.chat_template != tokenizer.chat_template or saved_tok.eos_token_id != tokenizer.eos_token_id:
+        raise RuntimeError(f"convert_gguf: the saved tokenizer in {out} lost the chat template or EOS token")
+    if saved.generation_config.eos_token_id != quantized.generation_config.eos_token_id:
+        raise RuntimeError(f"convert_gguf: the generation config in {out} has another EOS token")
+    return {"gguf": str(path), "tensors": len(state), "probes": len(_TOKENIZER_PROBES), "seconds": round(seconds, 1)}
+
+
 class TransformersBackend:
     """A causal LM from transformers, decoded greedily.
 
