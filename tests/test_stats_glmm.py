@@ -161,12 +161,19 @@ def test_bootstrap_falls_back_to_glmer_when_the_fast_path_differs(data):
     resample is checked against glmer() and the whole shard is then fitted by glmer()."""
     ro = rbridge.r()
     frame = G.model_frame(data, 1, aggregate=True)
+    forget = "rm(list = ls(earnest_fast_path_checked), envir = earnest_fast_path_checked)"
     ro.r("earnest_design_fit_saved <- earnest_design_fit")
+    ro.r(forget)
     try:
         # a fast path that is off by a little, as a changed glmer() would make it
         ro.r("""earnest_design_fit <- function(des, rows) {
                   out <- earnest_design_fit_saved(des, rows); out$estimate <- out$estimate + 1e-9; out }""")
         fast, slow = _both_paths(frame, 1, [0, 1, 2], base_seed=5)
+        # the verdict is kept for the session: the next shard goes straight to glmer()
+        assert not ro.r("earnest_fast_path_checked$glmm1")[0]
+        again, again_glmer = _both_paths(frame, 1, [3], base_seed=5)
     finally:
         ro.r("earnest_design_fit <- earnest_design_fit_saved; rm(earnest_design_fit_saved)")
+        ro.r(forget)
     pd.testing.assert_frame_equal(fast, slow, check_exact=True)
+    pd.testing.assert_frame_equal(again, again_glmer, check_exact=True)

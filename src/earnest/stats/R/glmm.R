@@ -125,8 +125,9 @@ earnest_resample <- function(d, index, seed) {
 # resample subsets them; earnest_design_fit then takes the steps glmer() takes with lme4's own
 # functions and arguments (glFormula's checks on the resample, the nAGQ = 0 stage, the Laplace
 # stage, checkConv), so estimates, warnings and errors are those of glmer(). earnest_bootstrap
-# checks that on the shard's first resample and uses glmer() for the shard if they differ (an
-# lme4 whose glmer() takes other steps).
+# checks that on the first resample it fits for each GLMM in an R session (a shard's job is one
+# session) and, if they differ (an lme4 whose glmer() takes other steps), refits with glmer() and
+# keeps using it.
 earnest_design <- function(d, glmm, control = glmerControl()) {
   d$cluster <- factor(d$template)
   f <- earnest_formula(glmm)
@@ -184,19 +185,26 @@ earnest_design_fit <- function(des, rows) {
 # A shard of the bootstrap: resamples `resamples` with seeds `seeds` (same length), fitted in
 # `cores` forked workers. The result does not depend on `cores` or on how resamples are split
 # into shards, because each resample draws only from its own seed.
+# Whether the fast path gave glmer()'s outcome, per GLMM, once checked in this R session (the
+# installed lme4 does not change while R runs).
+earnest_fast_path_checked <- new.env()
+
 earnest_bootstrap <- function(d, glmm, resamples, seeds, cores = 1L) {
   glmm <- as.integer(glmm)
+  key <- paste0("glmm", glmm)
   des <- earnest_design(d, glmm)
   by_glmer <- function(k) {
     earnest_fit_outcome(earnest_fit(earnest_resample(d, des$index, seeds[k]), glmm), glmm)
   }
   by_design <- function(k) earnest_design_fit(des, earnest_draw(des$index, seeds[k]))
-  # the first resample is also fitted by glmer() (inside the parallel part, so it costs one fit
-  # on one core); `agrees` says whether the fast path gave the identical outcome
+  known <- earnest_fast_path_checked[[key]]
+  # unless this session has checked it already, the first resample is also fitted by glmer()
+  # (inside the parallel part, so it costs one fit on one core)
+  check <- is.null(known)
   one <- function(k, fit) {
     out <- fit(k)
     rec <- earnest_record(out, glmm, resamples[k], seeds[k])
-    if (k == 1L && identical(fit, by_design)) attr(rec, "agrees") <- identical(out, by_glmer(1L))
+    if (check && k == 1L && identical(fit, by_design)) attr(rec, "agrees") <- identical(out, by_glmer(1L))
     rec
   }
   run <- function(fit) {
@@ -211,12 +219,17 @@ earnest_bootstrap <- function(d, glmm, resamples, seeds, cores = 1L) {
     }
     parts
   }
+  if (isFALSE(known)) return(do.call(rbind, run(by_glmer)))
   parts <- run(by_design)
-  if (!isTRUE(attr(parts[[1]], "agrees"))) {
-    message("earnest: the bootstrap's fast path differs from glmer() with this lme4; refitting with glmer()")
-    parts <- run(by_glmer)
+  if (check) {
+    agrees <- isTRUE(attr(parts[[1]], "agrees"))
+    assign(key, agrees, envir = earnest_fast_path_checked)
+    attr(parts[[1]], "agrees") <- NULL
+    if (!agrees) {
+      message("earnest: the bootstrap's fast path differs from glmer() with this lme4; refitting with glmer()")
+      parts <- run(by_glmer)
+    }
   }
-  attr(parts[[1]], "agrees") <- NULL
   do.call(rbind, parts)
 }
 
