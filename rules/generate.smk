@@ -26,6 +26,7 @@ rule convert_gguf:
         "logs/convert_gguf/{model}.log",
     params:
         gguf=lambda wc: MODELS[wc.model]["gguf"],
+        dtype=lambda wc: MODELS[wc.model].get("dtype", "float32"),
     threads: 1
     resources:
         slurm_partition=CPU_PARTITION,

@@ -78,7 +78,7 @@ _TOKENIZER_PROBES = (
 )
 
 
-def convert_gguf(spec: str, out_dir: str | Path) -> dict:
+def convert_gguf(spec: str, out_dir: str | Path, dtype: str = "float32") -> dict:
     """Dequantize a GGUF model once into a plain transformers checkpoint directory.
 
     transformers reads a GGUF file by dequantizing every tensor and rebuilding the tokenizer from
@@ -86,21 +86,26 @@ def convert_gguf(spec: str, out_dir: str | Path) -> dict:
     model. The workflow converts each GGUF model once; generation jobs then load ``out_dir`` as a
     ``path`` model. The saved weights, config, generation config and tokenizer are checked against
     the GGUF load (identical tensors, identical token ids, same chat template) before returning;
-    a mismatch raises instead of leaving a checkpoint that would generate differently.
-    Returns what was checked (tensors, probes, seconds).
+    a mismatch raises instead of leaving a checkpoint that would generate differently. ``dtype``
+    is the model's configured dtype: the weights are dequantized to it and saved in it (a 7B model
+    in float32 would take 28 GB). Returns what was checked (tensors, probes, seconds).
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = resolve_gguf(spec)
     out = Path(out_dir)
+    name = _DTYPES.get(str(dtype))
+    if name is None:
+        raise ValueError(f"convert_gguf: unknown dtype {dtype!r}")
     t0 = time.time()
     tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    quantized = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
+    quantized = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
+                                                     dtype=name if name == "auto" else getattr(torch, name))
     config = copy.deepcopy(quantized.config)
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_config(config, dtype=quantized.dtype)
     state = quantized.state_dict()
     model.load_state_dict(state)
     model.generation_config = copy.deepcopy(quantized.generation_config)
@@ -110,7 +115,7 @@ def convert_gguf(spec: str, out_dir: str | Path) -> dict:
     seconds = time.time() - t0
 
     saved_tok = AutoTokenizer.from_pretrained(str(out))
-    saved = AutoModelForCausalLM.from_pretrained(str(out), dtype=torch.float32)
+    saved = AutoModelForCausalLM.from_pretrained(str(out), dtype=quantized.dtype)
     saved_state = saved.state_dict()
     if saved_state.keys() != state.keys():
         raise RuntimeError(f"convert_gguf: {out} has tensors {sorted(set(saved_state) ^ set(state))} "
