@@ -60,11 +60,14 @@ earnest_outcome <- function(est, rv, singular, warnings, error) {
        warnings = as.character(warnings), error = as.character(error))
 }
 
+# The outcome of a fit that failed: no estimates, only its warnings and error.
+earnest_no_fit <- function(glmm, warnings, error) {
+  earnest_outcome(rep(NA_real_, length(earnest_terms(glmm))), NA_real_, NA, warnings, error)
+}
+
 earnest_fit_outcome <- function(res, glmm) {
   fit <- res$fit
-  if (is.null(fit)) {
-    return(earnest_outcome(rep(NA_real_, length(earnest_terms(glmm))), NA_real_, NA, res$warnings, res$error))
-  }
+  if (is.null(fit)) return(earnest_no_fit(glmm, res$warnings, res$error))
   earnest_outcome(fixef(fit)[earnest_terms(glmm)], VarCorr(fit)$cluster[1, 1], isSingular(fit),
                   res$warnings, res$error)
 }
@@ -78,6 +81,11 @@ earnest_max_grad <- function(fit) {
   max(pmin(abs(scgrad), abs(derivs$gradient)))
 }
 
+# A fit is clean when it raised no error and no warning. `res` has warnings and error (NA if none).
+earnest_clean <- function(res) is.na(res$error) && length(res$warnings) == 0L
+
+earnest_error_text <- function(res) ifelse(is.na(res$error), "", res$error)
+
 # One resample's record: one row per term. A failed fit gives NA estimates and the error text.
 earnest_record <- function(out, glmm, resample, seed) {
   terms <- earnest_terms(glmm)
@@ -88,10 +96,10 @@ earnest_record <- function(out, glmm, resample, seed) {
     term = terms,
     estimate = out$estimate,
     ranef_var = rep(out$ranef_var, n),
-    converged = rep(is.na(out$error) && length(out$warnings) == 0L, n),
+    converged = rep(earnest_clean(out), n),
     singular = rep(out$singular, n),
     messages = rep(paste(out$warnings, collapse = " | "), n),
-    error = rep(ifelse(is.na(out$error), "", out$error), n),
+    error = rep(earnest_error_text(out), n),
     stringsAsFactors = FALSE
   )
 }
@@ -169,26 +177,23 @@ earnest_design_fit <- function(des, rows) {
     }
     list(opt = opt, conv = conv, beta_names = colnames(X), theta_lower = reTrms$lower)
   })
-  terms <- earnest_terms(des$glmm)
   v <- res$value
-  if (is.null(v)) {
-    return(earnest_outcome(rep(NA_real_, length(terms)), NA_real_, NA, res$warnings, res$error))
-  }
+  if (is.null(v)) return(earnest_no_fit(des$glmm, res$warnings, res$error))
   nth <- length(v$theta_lower)
   theta <- v$opt$par[seq_len(nth)]
   beta <- setNames(v$opt$par[-seq_len(nth)], v$beta_names)
   warns <- unique(c(res$warnings, v$conv$messages, unlist(attr(v$opt, "warnings"))))
   # as VarCorr() and isSingular() compute them for one random intercept and a binomial family
-  earnest_outcome(beta[terms], theta[1]^2, any(theta[v$theta_lower == 0] < 1e-4), warns, res$error)
+  earnest_outcome(beta[earnest_terms(des$glmm)], theta[1]^2, any(theta[v$theta_lower == 0] < 1e-4), warns, res$error)
 }
 
-# A shard of the bootstrap: resamples `resamples` with seeds `seeds` (same length), fitted in
-# `cores` forked workers. The result does not depend on `cores` or on how resamples are split
-# into shards, because each resample draws only from its own seed.
 # Whether the fast path gave glmer()'s outcome, per GLMM, once checked in this R session (the
 # installed lme4 does not change while R runs).
 earnest_fast_path_checked <- new.env()
 
+# A shard of the bootstrap: resamples `resamples` with seeds `seeds` (same length), fitted in
+# `cores` forked workers. The result does not depend on `cores` or on how resamples are split
+# into shards, because each resample draws only from its own seed.
 earnest_bootstrap <- function(d, glmm, resamples, seeds, cores = 1L) {
   glmm <- as.integer(glmm)
   key <- paste0("glmm", glmm)
@@ -201,16 +206,16 @@ earnest_bootstrap <- function(d, glmm, resamples, seeds, cores = 1L) {
   # unless this session has checked it already, the first resample is also fitted by glmer()
   # (inside the parallel part, so it costs one fit on one core)
   check <- is.null(known)
-  one <- function(k, fit) {
+  one <- function(k, fit, verify) {
     out <- fit(k)
     rec <- earnest_record(out, glmm, resamples[k], seeds[k])
-    if (check && k == 1L && identical(fit, by_design)) attr(rec, "agrees") <- identical(out, by_glmer(1L))
+    if (verify && k == 1L) attr(rec, "agrees") <- identical(out, by_glmer(1L))
     rec
   }
-  run <- function(fit) {
+  run <- function(fit, verify = FALSE) {
     ks <- seq_along(resamples)
-    if (cores <= 1L || length(ks) <= 1L) return(lapply(ks, one, fit = fit))
-    parts <- parallel::mclapply(ks, one, fit = fit, mc.cores = cores, mc.preschedule = TRUE)
+    if (cores <= 1L || length(ks) <= 1L) return(lapply(ks, one, fit = fit, verify = verify))
+    parts <- parallel::mclapply(ks, one, fit = fit, verify = verify, mc.cores = cores, mc.preschedule = TRUE)
     failed <- vapply(parts, function(p) inherits(p, "try-error") || !is.data.frame(p), logical(1))
     if (any(failed)) {
       bad <- parts[[which(failed)[1]]]
@@ -220,7 +225,7 @@ earnest_bootstrap <- function(d, glmm, resamples, seeds, cores = 1L) {
     parts
   }
   if (isFALSE(known)) return(do.call(rbind, run(by_glmer)))
-  parts <- run(by_design)
+  parts <- run(by_design, verify = check)
   if (check) {
     agrees <- isTRUE(attr(parts[[1]], "agrees"))
     assign(key, agrees, envir = earnest_fast_path_checked)
@@ -252,9 +257,9 @@ earnest_wald <- function(d, glmm, control = glmerControl()) {
   }
   tol <- control$checkConv$check.conv.grad$tol
   list(coefs = coefs,
-       converged = is.na(res$error) && length(res$warnings) == 0L,
+       converged = earnest_clean(res),
        messages = res$warnings,
-       error = ifelse(is.na(res$error), "", res$error),
+       error = earnest_error_text(res),
        ranef_var = diag$ranef_var, singular = diag$singular,
        max_grad = diag$max_grad, tol = if (is.null(tol)) NA_real_ else tol)
 }
@@ -277,14 +282,11 @@ earnest_refit_optimisers <- function(d, glmm) {
   d$cluster <- factor(d$template)
   controls <- earnest_optimisers()
   rows <- lapply(names(controls), function(name) {
-    res <- earnest_fit(d, glmm, controls[[name]])
-    terms <- earnest_terms(glmm)
-    est <- if (is.null(res$fit)) rep(NA_real_, length(terms)) else unname(fixef(res$fit)[terms])
-    data.frame(optimiser = name, term = terms, estimate = est,
-               converged = is.na(res$error) && length(res$warnings) == 0L,
-               singular = if (is.null(res$fit)) NA else isSingular(res$fit),
-               messages = paste(res$warnings, collapse = " | "),
-               error = ifelse(is.na(res$error), "", res$error), stringsAsFactors = FALSE)
+    out <- earnest_fit_outcome(earnest_fit(d, glmm, controls[[name]]), glmm)
+    data.frame(optimiser = name, term = earnest_terms(glmm), estimate = out$estimate,
+               converged = earnest_clean(out), singular = out$singular,
+               messages = paste(out$warnings, collapse = " | "),
+               error = earnest_error_text(out), stringsAsFactors = FALSE)
   })
   do.call(rbind, rows)
 }
