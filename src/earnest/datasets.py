@@ -20,7 +20,7 @@ from typing import Iterable
 import pandas as pd
 
 from .gamma import gamma
-from .jsonl import JSONLError, iter_jsonl
+from .jsonl import iter_jsonl
 
 ITEM_COLUMNS = ["item_id", "dataset", "template_id", "instance", "question", "answer", "gamma"]
 DATASETS = ("gsm_base", "gsm_variants")
@@ -124,10 +124,7 @@ def read_release_jsonl(path: str | Path) -> list[dict]:
     if not path.exists():
         raise DatasetError(f"{path}: GSM-Symbolic release file not found (config key gsm_symbolic.jsonl)")
     records = []
-    try:
-        lines = list(iter_jsonl(path))
-    except JSONLError as exc:
-        raise DatasetError(str(exc)) from None
+    lines = list(iter_jsonl(path, error=DatasetError))
     for where, _, rec in lines:
         missing = [f for f in JSONL_FIELDS if f not in rec]
         if missing:

@@ -11,11 +11,13 @@ class JSONLError(ValueError):
     """A line is not a JSON object; the message starts with ``path:line``."""
 
 
-def iter_jsonl(path: str | Path, *, objects_only: bool = True) -> Iterator[tuple[str, int, object]]:
+def iter_jsonl(path: str | Path, *, objects_only: bool = True,
+               error: type[Exception] = JSONLError) -> Iterator[tuple[str, int, object]]:
     """Yield (``"path:line"``, line number, record) for every non-blank line of ``path``.
 
-    Raises :class:`JSONLError` naming ``path:line`` for invalid JSON, and (with ``objects_only``)
-    for a record that is not a JSON object.
+    Raises ``error`` (the caller's own error type; :class:`JSONLError` by default) naming
+    ``path:line`` for invalid JSON, and (with ``objects_only``) for a record that is not a JSON
+    object.
     """
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
@@ -25,7 +27,7 @@ def iter_jsonl(path: str | Path, *, objects_only: bool = True) -> Iterator[tuple
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise JSONLError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+                raise error(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
             if objects_only and not isinstance(rec, dict):
-                raise JSONLError(f"{where}: expected a JSON object, got {type(rec).__name__}")
+                raise error(f"{where}: expected a JSON object, got {type(rec).__name__}")
             yield where, lineno, rec

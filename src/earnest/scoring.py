@@ -24,7 +24,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Iterable
 
 from earnest.extraction import Extraction, extract_code_many, extract_text, parse_number
-from earnest.jsonl import JSONLError, iter_jsonl
+from earnest.jsonl import iter_jsonl
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -191,10 +191,7 @@ def _json_number(value: float | None):
 
 def _read_jsonl(path: str) -> list[tuple[int, dict]]:
     rows = []
-    try:
-        lines = list(iter_jsonl(path))
-    except JSONLError as exc:
-        raise InputError(str(exc)) from None
+    lines = list(iter_jsonl(path, error=InputError))
     for where, lineno, row in lines:
         if "response" not in row:
             raise InputError(f"{where}: missing field 'response'")

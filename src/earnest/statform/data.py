@@ -35,7 +35,7 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
-from earnest.jsonl import JSONLError, iter_jsonl
+from earnest.jsonl import iter_jsonl
 
 SOURCES = ("textbook", "case")
 _SOURCE_ALIASES = {"textbook": "textbook", "book": "textbook", "case": "case",
@@ -267,11 +267,8 @@ def parse_record(rec: Any, where: str, taxonomy=None) -> Sample:
 
 def _iter_json_records(path: Path) -> Iterable[tuple[str, Any]]:
     if path.suffix == ".jsonl":
-        try:
-            for where, _, rec in iter_jsonl(path, objects_only=False):
-                yield where, rec
-        except JSONLError as exc:
-            raise DataError(str(exc)) from None
+        for where, _, rec in iter_jsonl(path, objects_only=False, error=DataError):
+            yield where, rec
         return
     text = path.read_text(encoding="utf-8")
     try:
