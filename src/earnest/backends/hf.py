@@ -29,6 +29,16 @@ _DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf1
            "float16": "float16", "fp16": "float16", "auto": "auto"}
 
 
+def torch_dtype(value, where: str):
+    """The ``dtype`` argument of ``from_pretrained`` for a config value: a torch dtype, or "auto"."""
+    import torch
+
+    name = _DTYPES.get(str(value))
+    if name is None:
+        raise ValueError(f"{where}: unknown dtype {value!r}")
+    return name if name == "auto" else getattr(torch, name)
+
+
 def resolve_gguf(spec: str) -> Path:
     """A GGUF file path; ``pkg:<python package>/<file>`` points inside an installed package."""
     if spec.startswith("pkg:"):
@@ -95,13 +105,10 @@ def convert_gguf(spec: str, out_dir: str | Path, dtype: str = "float32") -> dict
 
     path = resolve_gguf(spec)
     out = Path(out_dir)
-    name = _DTYPES.get(str(dtype))
-    if name is None:
-        raise ValueError(f"convert_gguf: unknown dtype {dtype!r}")
+    load_dtype = torch_dtype(dtype, "convert_gguf")
     t0 = time.time()
     tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    quantized = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
-                                                     dtype=name if name == "auto" else getattr(torch, name))
+    quantized = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=load_dtype)
     config = copy.deepcopy(quantized.config)
     if hasattr(config, "quantization_config"):
         del config.quantization_config
@@ -151,9 +158,7 @@ class TransformersBackend:
         if cfg.get("threads"):
             torch.set_num_threads(int(cfg["threads"]))
         source, kwargs = model_source(model_name, cfg)
-        dtype = _DTYPES.get(str(cfg.get("dtype", "float32")))
-        if dtype is None:
-            raise ValueError(f"models.{model_name}.dtype: unknown dtype {cfg.get('dtype')!r}")
+        dtype = torch_dtype(cfg.get("dtype", "float32"), f"models.{model_name}.dtype")
         device = cfg.get("device", "cpu")
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -161,7 +166,7 @@ class TransformersBackend:
         t0 = time.time()
         self.tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
         self.model = AutoModelForCausalLM.from_pretrained(
-            source, dtype=dtype if dtype == "auto" else getattr(torch, dtype), **kwargs
+            source, dtype=dtype, **kwargs
         ).to(self.device)
         self.model.eval()
         # transformers 5.x renamed past_key_values to cache; older releases (e.g. on a cluster) know only the old name
