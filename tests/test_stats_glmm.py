@@ -129,11 +129,11 @@ _GLMER_PATH = """function(d, glmm, resamples, seeds) {
 }"""
 
 
-def _both_paths(frame, glmm, resamples, base_seed):
+def _both_paths(frame, glmm, resamples, base_seed, cores=1):
     ro = rbridge.r()
     seeds = [G.resample_seed(base_seed, b) for b in resamples]
     args = (rbridge.to_r_frame(frame), glmm, ro.IntVector(resamples), ro.IntVector(seeds))
-    fast = rbridge.from_r_frame(ro.globalenv["earnest_bootstrap"](*args, 1))
+    fast = rbridge.from_r_frame(ro.globalenv["earnest_bootstrap"](*args, cores))
     slow = rbridge.from_r_frame(ro.r(_GLMER_PATH)(*args))
     return fast, slow
 
@@ -156,9 +156,11 @@ def test_bootstrap_fast_path_is_glmer_exactly(data, glmm, hard):
         assert (fast["messages"] != "").any() and not fast["converged"].all()
 
 
-def test_bootstrap_falls_back_to_glmer_when_the_fast_path_differs(data):
+@pytest.mark.parametrize("cores", [1, 2])
+def test_bootstrap_falls_back_to_glmer_when_the_fast_path_differs(data, cores):
     """With an lme4 whose glmer() takes other steps the fast path would drift: the shard's first
-    resample is checked against glmer() and the whole shard is then fitted by glmer()."""
+    resample is checked against glmer() (by whichever worker fits it) and the whole shard is then
+    fitted by glmer()."""
     ro = rbridge.r()
     frame = G.model_frame(data, 1, aggregate=True)
     forget = "rm(list = ls(earnest_fast_path_checked), envir = earnest_fast_path_checked)"
@@ -168,12 +170,41 @@ def test_bootstrap_falls_back_to_glmer_when_the_fast_path_differs(data):
         # a fast path that is off by a little, as a changed glmer() would make it
         ro.r("""earnest_design_fit <- function(des, rows) {
                   out <- earnest_design_fit_saved(des, rows); out$estimate <- out$estimate + 1e-9; out }""")
-        fast, slow = _both_paths(frame, 1, [0, 1, 2], base_seed=5)
+        fast, slow = _both_paths(frame, 1, [0, 1, 2], base_seed=5, cores=cores)
         # the verdict is kept for the session: the next shard goes straight to glmer()
         assert not ro.r("earnest_fast_path_checked$glmm1")[0]
-        again, again_glmer = _both_paths(frame, 1, [3], base_seed=5)
+        again, again_glmer = _both_paths(frame, 1, [3, 4], base_seed=5, cores=cores)
     finally:
         ro.r("earnest_design_fit <- earnest_design_fit_saved; rm(earnest_design_fit_saved)")
         ro.r(forget)
     pd.testing.assert_frame_equal(fast, slow, check_exact=True)
     pd.testing.assert_frame_equal(again, again_glmer, check_exact=True)
+
+
+def test_workers_share_resamples_and_return_them_in_order(data):
+    """On several cores, workers take resamples as they go; the shard must still hold every
+    resample once, in order, bit-identical to fitting them on one core."""
+    frame = G.model_frame(data, 2, aggregate=True)
+    resamples = [7, 3, 11, 0, 5, 9, 1]
+    one = G.run_bootstrap(frame, 2, resamples, base_seed=23, cores=1)
+    two = G.run_bootstrap(frame, 2, resamples, base_seed=23, cores=2)
+    three = G.run_bootstrap(frame, 2, resamples, base_seed=23, cores=3)
+    assert two["resample"].drop_duplicates().tolist() == resamples
+    pd.testing.assert_frame_equal(one, two, check_exact=True)
+    pd.testing.assert_frame_equal(one, three, check_exact=True)
+
+
+def test_a_failing_worker_is_an_error_not_a_short_shard(data):
+    """A worker that fails outside a fit must fail the shard with its reason, never return a
+    shard with resamples missing."""
+    ro = rbridge.r()
+    frame = G.model_frame(data, 1, aggregate=True)
+    ro.r("earnest_record_saved <- earnest_record")
+    try:
+        ro.r("""earnest_record <- function(out, glmm, resample, seed) {
+                  if (resample == 4L) stop("disk full while recording resample 4")
+                  earnest_record_saved(out, glmm, resample, seed) }""")
+        with pytest.raises(rbridge.RError, match=r"bootstrap worker \d of 2 failed: disk full while recording resample 4"):
+            G.run_bootstrap(frame, 1, [2, 3, 4, 5], base_seed=5, cores=2)
+    finally:
+        ro.r("earnest_record <- earnest_record_saved; rm(earnest_record_saved)")

@@ -187,6 +187,38 @@ earnest_design_fit <- function(des, rows) {
   earnest_outcome(beta[earnest_terms(des$glmm)], theta[1]^2, any(theta[v$theta_lower == 0] < 1e-4), warns, res$error)
 }
 
+# lapply(ks, f, ...) over `cores` forked workers that share the work as they go: each worker takes
+# the next k no worker has claimed yet (dir.create() is atomic, so a claim is a directory made
+# once), until none is left. With resamples of unequal cost, or a core the machine slows for a
+# while, no worker then sits idle while the other still has a queue, as with a split made up front.
+# Results come back in the order of ks, whoever fitted them.
+earnest_claim_apply <- function(ks, f, cores, ...) {
+  claims <- tempfile("earnest-claims-")
+  dir.create(claims)
+  on.exit(unlink(claims, recursive = TRUE), add = TRUE)
+  worker <- function(w) {
+    out <- list()
+    for (k in ks) {
+      if (dir.create(file.path(claims, k), showWarnings = FALSE)) out[[as.character(k)]] <- f(k, ...)
+    }
+    out
+  }
+  parts <- parallel::mclapply(seq_len(cores), worker, mc.cores = cores, mc.preschedule = TRUE)
+  failed <- vapply(parts, function(p) inherits(p, "try-error") || !is.list(p), logical(1))
+  if (any(failed)) {
+    w <- which(failed)[1]
+    bad <- parts[[w]]
+    why <- if (is.null(bad)) "it died (killed, or out of memory?)"
+           else if (!is.null(attr(bad, "condition"))) conditionMessage(attr(bad, "condition"))
+           else paste(as.character(bad), collapse = " ")
+    stop(sprintf("bootstrap worker %d of %d failed: %s", w, cores, why))
+  }
+  out <- do.call(c, unname(parts))[as.character(ks)]
+  missing <- ks[vapply(out, is.null, logical(1))]
+  if (length(missing)) stop(sprintf("bootstrap workers returned no result for %d of %d resamples", length(missing), length(ks)))
+  unname(out)
+}
+
 # Whether the fast path gave glmer()'s outcome, per GLMM, once checked in this R session (the
 # installed lme4 does not change while R runs).
 earnest_fast_path_checked <- new.env()
@@ -215,14 +247,7 @@ earnest_bootstrap <- function(d, glmm, resamples, seeds, cores = 1L) {
   run <- function(fit, verify = FALSE) {
     ks <- seq_along(resamples)
     if (cores <= 1L || length(ks) <= 1L) return(lapply(ks, one, fit = fit, verify = verify))
-    parts <- parallel::mclapply(ks, one, fit = fit, verify = verify, mc.cores = cores, mc.preschedule = TRUE)
-    failed <- vapply(parts, function(p) inherits(p, "try-error") || !is.data.frame(p), logical(1))
-    if (any(failed)) {
-      bad <- parts[[which(failed)[1]]]
-      stop(sprintf("bootstrap worker failed on %d of %d resamples: %s", sum(failed), length(ks),
-                   paste(as.character(bad), collapse = " ")))
-    }
-    parts
+    earnest_claim_apply(ks, one, min(cores, length(ks)), fit = fit, verify = verify)
   }
   if (isFALSE(known)) return(do.call(rbind, run(by_glmer)))
   parts <- run(by_design, verify = check)
