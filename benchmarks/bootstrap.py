@@ -12,7 +12,7 @@ Prints fits/s of both, the speed-up, the largest estimate difference on the shar
 the projected time for 2,000 resamples x 92 model x prompt x GLMM combinations (52 GLMM 1 fits:
 20 models on the GSM prompt + 8 models x 4 prompts; 40 GLMM 2 fits: 8 models x 5 prompts).
 
-    python benchmarks/bootstrap.py [--baseline-resamples 12] [--engine-resamples 120 36] [--rounds 3] [--cores 2]
+    python benchmarks/bootstrap.py [--baseline-resamples 12] [--engine-resamples 120 36] [--rounds 5] [--cores 2]
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def main() -> None:
                     help="resamples the pymer4 loop fits per round (the engine fits the same ones first)")
     ap.add_argument("--engine-resamples", type=int, nargs=2, default=[120, 36], metavar=("GLMM1", "GLMM2"),
                     help="resamples the engine fits per round")
-    ap.add_argument("--rounds", type=int, default=3,
+    ap.add_argument("--rounds", type=int, default=5,
                     help="rounds of (pymer4 loop, engine) timings; the speed-up is the median over rounds")
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--seed", type=int, default=2024)
