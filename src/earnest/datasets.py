@@ -124,8 +124,7 @@ def read_release_jsonl(path: str | Path) -> list[dict]:
     if not path.exists():
         raise DatasetError(f"{path}: GSM-Symbolic release file not found (config key gsm_symbolic.jsonl)")
     records = []
-    lines = list(iter_jsonl(path, error=DatasetError))
-    for where, _, rec in lines:
+    for where, _, rec in iter_jsonl(path, error=DatasetError):
         missing = [f for f in JSONL_FIELDS if f not in rec]
         if missing:
             raise DatasetError(f"{where}: missing field(s) {', '.join(missing)}")

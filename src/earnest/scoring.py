@@ -191,8 +191,7 @@ def _json_number(value: float | None):
 
 def _read_jsonl(path: str) -> list[tuple[int, dict]]:
     rows = []
-    lines = list(iter_jsonl(path, error=InputError))
-    for where, lineno, row in lines:
+    for where, lineno, row in iter_jsonl(path, error=InputError):
         if "response" not in row:
             raise InputError(f"{where}: missing field 'response'")
         if not isinstance(row["response"], str):
