@@ -58,18 +58,22 @@ def test_all_tables_written(tmp_path):
                            "term": ["(Intercept)", "variant"] * 2, "estimate": [-2.358318, -0.3157934, -2.358322, -0.3157909],
                            "converged": [True, True, False, False], "singular": False, "messages": "", "error": ""})
     paths = PT.write_stats_tables(s, tmp_path, refits=refits, glmm_input=glmm_input, code_prompts=["simple_code"],
-                                  prompt_labels={"gsm": "GSM", "simple_code": "code-simple"})
+                                  prompt_labels={"gsm": "GSM prompt (Ex1)", "simple_code": "code-simple"})
     names = {p.name for p in paths}
     for stem in ("glmm1_variant_gsm", "glmm1_bootstrap_gsm", "glmm2_gamma_c", "glmm2_variant", "wald_mismatch",
                  "nonconvergent_glmm1", "nonconvergent_glmm2", "optimiser_refits", "separation_gsm",
                  "reasoning_only_glmm1_simple_code"):
         assert {f"{stem}.csv", f"{stem}.md", f"{stem}.tex"} <= names, stem
     grid = (tmp_path / "glmm2_gamma_c.md").read_text()
-    assert "| Model | GSM | code-simple |" in grid
+    assert "| Model | GSM prompt (Ex1) | code-simple |" in grid
     assert "**0.61; 0.003 ‡ / 0.006**" in grid
     boot = (tmp_path / "glmm1_bootstrap_gsm.md").read_text()
     assert "| gemma-2b | 0.61 | [0.37, 1.11] | 6.53 ± 2.56 | 97 |" in boot
+    # captions name the prompt once, whether or not its label already says "prompt"
+    assert "*Additional statistics for the GSM prompt (Ex1), GLMM 1 " in boot
+    assert "with the GSM prompt (Ex1), as returned by GLMM 1" in (tmp_path / "glmm1_variant_gsm.md").read_text()
     ro = (tmp_path / "reasoning_only_glmm1_simple_code.md").read_text()
+    assert "analysis for the code-simple prompt (layout of Tables 20-21)" in ro
     assert "| gemma-2b * | -7.0 | **0.050** | -7.0 | 0.067 | 0.5 | 0.035 |" in ro
     nc = pd.read_csv(tmp_path / "nonconvergent_glmm1.csv")
     assert nc["diagnostics"].tolist() == ["max|grad| = 0.160006 (tol = 0.002, component 1)"]

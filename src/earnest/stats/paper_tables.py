@@ -51,6 +51,13 @@ def _label(prompt: str, labels: Mapping[str, str] | None) -> str:
     return (labels or {}).get(prompt, prompt)
 
 
+def _prompt_phrase(prompt: str, labels: Mapping[str, str] | None) -> str:
+    """"the <label> prompt" for a caption, without doubling the word when the label has it
+    ("GSM prompt (Ex1)")."""
+    lab = _label(prompt, labels)
+    return f"the {lab}" if "prompt" in lab.lower() else f"the {lab} prompt"
+
+
 def prepare(summaries: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     """Summaries with Holm-corrected P values (``p_holm``) and the Wald-mismatch flag (``wald_mismatch``)."""
     s = add_holm(summaries)
@@ -270,15 +277,15 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
                 f"significance call differs from the bootstrap; {DEGENERATE} marks degenerate fits (no correct "
                 "answers or complete separation: the estimate carries no information; see fit_problems).")
     for prompt in _order(allr.loc[allr["glmm"] == 1, "prompt"].tolist(), prompts):
-        lab = _label(prompt, prompt_labels)
+        lab = _prompt_phrase(prompt, prompt_labels)
         d, raw, bold = variant_effect_table(s, prompt, models, alpha)
         emit(f"glmm1_variant_{prompt}", d, raw,
-             f"Variant effect testing with the {lab} prompt, as returned by GLMM 1 (layout of Tables 2, 6, 8, "
+             f"Variant effect testing with {lab}, as returned by GLMM 1 (layout of Tables 2, 6, 8, "
              f"10, 12). Accuracies in %, Δvar in percentage points; corrected P values by Holm-Bonferroni "
              f"across models." + dag_note, bold)
         d, raw = bootstrap_stats_table(s, prompt, "variant", 1, models)
         emit(f"glmm1_bootstrap_{prompt}", d, raw,
-             f"Additional statistics for the {lab} prompt, GLMM 1 (layout of Tables 3, 7, 9, 11, 13). "
+             f"Additional statistics for {lab}, GLMM 1 (layout of Tables 3, 7, 9, 11, 13). "
              f"N estimates is the number of cleanly converged bootstrap resamples over which the statistics "
              f"are calculated.")
     g2 = allr[allr["glmm"] == 2]
@@ -294,7 +301,7 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
             for term in ("variant", "gamma_c"):
                 d, raw = bootstrap_stats_table(s, prompt, term, 2, models)
                 emit(f"glmm2_bootstrap_{term}_{prompt}", d, raw,
-                     f"Bootstrap statistics of {TERM_LABEL[term]} with the {_label(prompt, prompt_labels)} prompt, "
+                     f"Bootstrap statistics of {TERM_LABEL[term]} with {_prompt_phrase(prompt, prompt_labels)}, "
                      f"GLMM 2. N estimates is the number of cleanly converged bootstrap resamples.")
     problems = diagnostics.fit_problems_table(s)
     shown = problems[problems["verdict"] != "ok"].rename(columns={
@@ -329,7 +336,7 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
         for prompt in _order(sep["prompt"].tolist(), prompts):
             d, raw = separation_display(sep[sep["prompt"] == prompt].reset_index(drop=True))
             emit(f"separation_{prompt}", d, raw,
-                 f"Separation-like patterns with the {_label(prompt, prompt_labels)} prompt (layout of Table 19). "
+                 f"Separation-like patterns with {_prompt_phrase(prompt, prompt_labels)} (layout of Table 19). "
                  f"All values in % (Δvar in percentage points). Constancy: share of templates answered all "
                  f"correctly or all wrongly (GSM-Base and GSM-Variants pooled). Large split: share of templates "
                  f"whose GSM-Base and GSM-Variants accuracies differ by more than 80 pp.")
@@ -340,7 +347,7 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
                 continue
             d, raw, bold = reasoning_only_table(allr, ro, prompt, glmm, models, alpha)
             emit(f"reasoning_only_glmm{glmm}_{prompt}", d, raw,
-                 f"Reasoning-only-errors GLMM {glmm} analysis for the {_label(prompt, prompt_labels)} prompt "
+                 f"Reasoning-only-errors GLMM {glmm} analysis for {_prompt_phrase(prompt, prompt_labels)} "
                  f"(layout of Tables {'20-21' if glmm == 1 else '22-23'}). * marks cases where the all-errors "
                  f"and reasoning-only significance calls disagree; exclusion rate: % of GSM-Variants rows "
                  f"dropped as code errors; Estimate Δ: reasoning-only minus all-errors median log-OR.", bold)
