@@ -1,0 +1,27 @@
+"""The two fidelity modes, decided here once.
+
+``reference``: behave as the authors' released code (the-mysh/gsm-symbolic-benchmarking at commit
+d063998) behaves at every point where its behaviour changes published numbers: prompt bytes, stop
+strings, answer extraction, code-answer classification, correctness, gamma, which fits count as
+clean. ``earnest``: this project's deliberate improvements (see resources/FIDELITY.md).
+Model code runs in the isolated sandbox in both modes.
+"""
+
+from __future__ import annotations
+
+REFERENCE = "reference"
+EARNEST = "earnest"
+MODES = (REFERENCE, EARNEST)
+DEFAULT = EARNEST
+
+
+def check_mode(mode: str, where: str = "fidelity") -> str:
+    """Return ``mode`` if it is a fidelity mode, else raise ValueError naming ``where``."""
+    if mode not in MODES:
+        raise ValueError(f"{where}: {mode!r} is not a fidelity mode; use one of {', '.join(MODES)}")
+    return mode
+
+
+def other(mode: str) -> str:
+    """The mode that is not ``mode`` (for side-by-side sensitivity runs)."""
+    return EARNEST if check_mode(mode) == REFERENCE else REFERENCE
