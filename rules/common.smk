@@ -1,110 +1,60 @@
-# Config validation, registries, wildcard constraints and target lists.
+# Config checks, registries, wildcard constraints and target lists.
 # Everything here runs when Snakemake builds the DAG, so bad input stops the run before any job.
+# The checks themselves live in the library (earnest.config), the defaults in config/schema.yaml;
+# jobs import the installed earnest package (pip install -e .; the conda envs install it too).
+import os
 import re
-import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
 
-import os
-
-sys.path.insert(0, str(Path(workflow.basedir) / "src"))
-# jobs (local, conda or Slurm) import the library from this checkout
-os.environ.update(PYTHONPATH=os.pathsep.join(filter(None, [str(Path(workflow.basedir) / "src"), os.environ.get("PYTHONPATH")])))
-
-from earnest.backends import BACKENDS  # noqa: E402
-from earnest.backends.hf import resolve_gguf  # noqa: E402
-from earnest.datasets import DATASETS, DatasetError, read_release_jsonl  # noqa: E402
-from earnest.prompts import PromptFormatError, load_formats, validate_format_names  # noqa: E402
-
-validate(config, schema="../config/schema.yaml")
+from earnest.backends.hf import resolve_gguf
+from earnest.config import ConfigError, check_config, resolve_path, validate_schema
+from earnest.datasets import DATASETS
+from earnest.prompts import PromptFormatError, load_formats
 
 BASEDIR = Path(workflow.basedir)
-SRC = str(BASEDIR / "src")
-
-
-def _fail(msg):
-    raise WorkflowError(f"config error: {msg}")
+# the conda environments (envs/*.yaml) pip-install the package from here: `-e ${EARNEST_SOURCE}`
+os.environ.setdefault("EARNEST_SOURCE", str(BASEDIR))
 
 
 def _repo_path(p):
     """A config path: absolute, or relative to the working directory, else to the workflow."""
-    p = Path(p).expanduser()
-    if p.is_absolute() or p.exists():
-        return p
-    return BASEDIR / p
+    return resolve_path(p, BASEDIR)
 
 
-# ---------------------------------------------------------------- prompt formats
 try:
-    FORMATS = load_formats(_repo_path(config.get("prompts_dir", "resources/prompts")))
-except PromptFormatError as exc:
-    _fail(str(exc))
+    validate_schema(config, BASEDIR / "config" / "schema.yaml")
+    FORMATS = load_formats(_repo_path(config["prompts_dir"]))
+    CHECKED = check_config(config, FORMATS, base_dir=BASEDIR)
+except (ConfigError, PromptFormatError) as exc:
+    raise WorkflowError(f"config error: {exc}") from None
 
 EXP = config["experiments"]
-try:
-    EX1_PROMPT = validate_format_names([EXP["ex1_prompt"]], FORMATS, key="experiments.ex1_prompt")[0]
-    EX2_PROMPTS = validate_format_names(EXP.get("ex2_prompts", []), FORMATS, key="experiments.ex2_prompts")
-except PromptFormatError as exc:
-    _fail(str(exc))
+EX1_PROMPT = EXP["ex1_prompt"]
+EX2_PROMPTS = list(EXP["ex2_prompts"])
 CODE_PROMPTS = [p for p in FORMATS if FORMATS[p].style == "code"]
-
-# ---------------------------------------------------------------- models
 MODELS = config["models"]
-PAPER_MODE = bool(config.get("paper_mode", False))
-for _name, _m in MODELS.items():
-    if _m.get("backend", "transformers") not in BACKENDS:
-        _fail(f"models.{_name}.backend: unknown backend {_m.get('backend')!r} (known: {', '.join(sorted(BACKENDS))})")
-    if _m.get("backend", "transformers") == "transformers":
-        _src = [k for k in ("gguf", "path", "hub") if _m.get(k)]
-        if len(_src) != 1:
-            _fail(f"models.{_name}: give exactly one of gguf, path or hub (got {_src or 'none'})")
-        if PAPER_MODE and _m.get("hub") and not _m.get("revision"):
-            _fail(f"models.{_name}.revision: paper_mode needs every hub model pinned to a commit id")
-        if _m.get("gguf"):
-            try:
-                resolve_gguf(_m["gguf"])
-            except FileNotFoundError as exc:
-                _fail(f"models.{_name}.{exc}")
-for _name in EXP.get("ex2_models") or []:
-    if _name not in MODELS:
-        _fail(f"experiments.ex2_models: {_name!r} is not a configured model (models: {', '.join(MODELS)})")
 # models evaluated on GSM-Symbolic (a model entry with gsm_symbolic: false is used by StatFormBench only)
-GSM_MODELS = [m for m in MODELS if MODELS[m].get("gsm_symbolic", True)]
-
-# ---------------------------------------------------------------- GSM-Symbolic data
+GSM_MODELS = [m for m in MODELS if MODELS[m]["gsm_symbolic"]]
 GSM = config["gsm_symbolic"]
-if GSM["source"] == "jsonl":
-    if not GSM.get("jsonl"):
-        _fail("gsm_symbolic.jsonl: source is jsonl but no file is given")
-    try:  # read it now so a malformed line stops the run before any job starts
-        _records = read_release_jsonl(_repo_path(GSM["jsonl"]))
-    except DatasetError as exc:
-        _fail(str(exc))
-    _available = sorted({r["id"] for r in _records})
-else:
-    _available = list(range(100))
-TEMPLATES = sorted(_available if GSM.get("templates") in (None, "all") else GSM["templates"])
-_unknown = sorted(set(TEMPLATES) - set(_available))
-if _unknown:
-    _fail(f"gsm_symbolic.templates: ids {_unknown} do not exist (available: {_available[0]}..{_available[-1]})")
+TEMPLATES = CHECKED.templates
 
 # ---------------------------------------------------------------- Slurm routing
-SLURM = config.get("slurm", {})
-GPU_PARTITION = SLURM.get("gpu_partition", "gpu")
-CPU_PARTITION = SLURM.get("cpu_partition", "cpu")
+SLURM = config["slurm"]
+GPU_PARTITION = SLURM["gpu_partition"]
+CPU_PARTITION = SLURM["cpu_partition"]
 # "" = no -A: Slurm's default account; a named one is checked by the plugin with sacctmgr
-SLURM_ACCOUNT = SLURM.get("account", "")
+SLURM_ACCOUNT = SLURM["account"]
 
 
 def model_resources(model):
-    return MODELS[model].get("resources", {})
+    return MODELS[model]["resources"]
 
 
 def gpus(wildcards):
-    n = int(model_resources(wildcards.model).get("gpu", 0))
-    return n if SLURM.get("request_gpus", True) else 0
+    n = int(model_resources(wildcards.model)["gpu"])
+    return n if SLURM["request_gpus"] else 0
 
 
 # ---------------------------------------------------------------- wildcard constraints
@@ -141,7 +91,7 @@ def summary_path(analysis, glmm, model, prompt):
 
 def ex2_models():
     """Models that go on to Ex2: the config's list, else what the Ex1 checkpoint decided."""
-    if EXP.get("ex2_models") is not None:
+    if EXP["ex2_models"] is not None:
         return list(EXP["ex2_models"])
     import yaml
 
@@ -204,7 +154,7 @@ def model_cfg(model):
     GGUF models from their converted checkpoint."""
     cfg = dict(MODELS[model])
     if cfg.get("hub"):
-        cfg.setdefault("cache_dir", config.get("fetch", {}).get("cache_dir") or "results/models/hub")
+        cfg.setdefault("cache_dir", config["fetch"]["cache_dir"])
         cfg["offline"] = True
     if cfg.get("gguf"):
         cfg["path"] = f"{GGUF_DIR}/{model}"
@@ -215,7 +165,7 @@ def model_cfg(model):
 # ---------------------------------------------------------------- figures
 FIG_DIR = "results/figures"
 STATS_TABLES_DIR = "results/tables/stats"
-FIG_ALPHA = float(config["stats"].get("alpha", 0.05))
+FIG_ALPHA = float(config["stats"]["alpha"])
 # Ex1 first, then the Ex2 prompts, each once
 FIG_PROMPTS = list(dict.fromkeys([EX1_PROMPT] + list(EX2_PROMPTS)))
 FIG_TEXT_PROMPTS = [p for p in FIG_PROMPTS if FORMATS[p].style == "text"]
@@ -236,18 +186,10 @@ def figure_targets(wildcards=None):
 
 
 # ---------------------------------------------------------------- StatFormBench
-SF = config.get("statform", {})
-SF_MODELS = list(SF.get("models", []))
-SF_STRATEGIES = dict(SF.get("strategies", {"zero_shot": {"kind": "zero_shot"}}))
+SF = config["statform"]
+SF_MODELS = list(SF["models"])
+SF_STRATEGIES = dict(SF["strategies"])
 SF_DIR = "results/statform"
-
-if SF.get("enabled", False):
-    for _m in SF_MODELS:
-        if _m not in MODELS:
-            _fail(f"statform.models: {_m!r} is not a configured model (models: {', '.join(MODELS)})")
-    for _key in ("dataset", "fewshot_pool"):
-        if not SF.get(_key) or not _repo_path(SF[_key]).exists():
-            _fail(f"statform.{_key}: file not found: {SF.get(_key)!r}")
 
 
 wildcard_constraints:
@@ -268,6 +210,6 @@ def all_targets(wildcards=None):
         "results/figures/fig8_integers.png",
     ]
     targets += figure_targets()
-    if config.get("statform", {}).get("enabled", False):
+    if SF["enabled"]:
         targets += statform_targets()
     return targets

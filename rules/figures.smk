@@ -220,7 +220,7 @@ rule published_comparison:
         tex="results/tables/published_comparison.tex",
     params:
         prompt=EX1_PROMPT,
-        paper_names={m: MODELS[m].get("paper_name", m) for m in MODELS},
+        paper_names={m: MODELS[m].get("paper_name") or m for m in MODELS},
     log:
         "logs/figures/published_comparison.log",
     resources:

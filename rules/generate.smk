@@ -31,7 +31,7 @@ rule convert_gguf:
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
-        mem_mb=lambda wc: model_resources(wc.model).get("mem_mb", 8000),
+        mem_mb=lambda wc: model_resources(wc.model)["mem_mb"],
         runtime=60,
     conda:
         "../envs/generate.yaml"
@@ -51,16 +51,16 @@ rule generate:
         model=lambda wc: wc.model,
         model_cfg=lambda wc: model_cfg(wc.model),
         prompt=lambda wc: wc.prompt,
-        prompts_dir=_repo_path(config.get("prompts_dir", "resources/prompts")),
+        prompts_dir=_repo_path(config["prompts_dir"]),
         max_new_tokens=config["generation"]["max_new_tokens"],
         checkpoint_every=config["generation"]["checkpoint_every"],
-    threads: config["generation"].get("threads", 2)
+    threads: config["generation"]["threads"]
     resources:
         slurm_partition=GPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
         gpu=gpus,
-        mem_mb=lambda wc: model_resources(wc.model).get("mem_mb", 8000),
-        runtime=lambda wc: model_resources(wc.model).get("runtime", 120),
+        mem_mb=lambda wc: model_resources(wc.model)["mem_mb"],
+        runtime=lambda wc: model_resources(wc.model)["runtime"],
     conda:
         "../envs/generate.yaml"
     script:

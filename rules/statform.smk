@@ -2,8 +2,8 @@
 
 rule statform_data:
     input:
-        dataset=_repo_path(SF.get("dataset", "resources/statform/sample.jsonl")),
-        pool=_repo_path(SF.get("fewshot_pool", "resources/statform/fewshot_pool.jsonl")),
+        dataset=_repo_path(SF["dataset"]),
+        pool=_repo_path(SF["fewshot_pool"]),
     output:
         samples=f"{SF_DIR}/data/samples.parquet",
         pool=f"{SF_DIR}/data/pool.parquet",
@@ -11,8 +11,8 @@ rule statform_data:
     log:
         "logs/statform_data.log",
     params:
-        taxonomy=str(_repo_path(SF["taxonomy"])) if SF.get("taxonomy") else "",
-        limit=SF.get("limit", 0),
+        taxonomy=str(_repo_path(SF["taxonomy"])) if SF["taxonomy"] else "",
+        limit=SF["limit"],
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
@@ -37,15 +37,15 @@ rule statform_generate:
         model_cfg=lambda wc: model_cfg(wc.model),
         strategy=lambda wc: wc.strategy,
         strategy_cfg=lambda wc: SF_STRATEGIES[wc.strategy],
-        max_new_tokens=SF.get("max_new_tokens", 512),
-        prompt_template=str(_repo_path(SF["prompt_template"])) if SF.get("prompt_template") else "",
-    threads: config["generation"].get("threads", 2)
+        max_new_tokens=SF["max_new_tokens"],
+        prompt_template=str(_repo_path(SF["prompt_template"])) if SF["prompt_template"] else "",
+    threads: config["generation"]["threads"]
     resources:
-        slurm_partition=lambda wc: GPU_PARTITION if MODELS[wc.model].get("backend", "transformers") == "transformers" else CPU_PARTITION,
+        slurm_partition=lambda wc: GPU_PARTITION if MODELS[wc.model]["backend"] == "transformers" else CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
         gpu=gpus,
-        mem_mb=lambda wc: model_resources(wc.model).get("mem_mb", 8000),
-        runtime=lambda wc: model_resources(wc.model).get("runtime", 120),
+        mem_mb=lambda wc: model_resources(wc.model)["mem_mb"],
+        runtime=lambda wc: model_resources(wc.model)["runtime"],
     conda:
         "../envs/statform.yaml"
     script:
@@ -89,10 +89,10 @@ rule statform_analysis:
     log:
         "logs/statform_analysis.log",
     params:
-        main_strategy=SF.get("main_strategy", "zero_shot"),
-        baseline=SF.get("main_strategy", "zero_shot"),
-        n_boot=SF.get("resamples", 1000),
-        seed=SF.get("seed", 0),
+        main_strategy=SF["main_strategy"],
+        baseline=SF["main_strategy"],
+        n_boot=SF["resamples"],
+        seed=SF["seed"],
         glmm=len(SF_MODELS) > 1,
     resources:
         slurm_partition=CPU_PARTITION,

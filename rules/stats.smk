@@ -35,11 +35,11 @@ rule bootstrap_shard:
         seed=STATS["seed"],
         shard=lambda wc: int(wc.shard),
         n_shards=N_SHARDS,
-    threads: STATS.get("threads", 1)
+    threads: STATS["threads"]
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
-        runtime=STATS.get("shard_runtime", 60),
+        runtime=STATS["shard_runtime"],
     conda:
         "../envs/stats.yaml"
     script:

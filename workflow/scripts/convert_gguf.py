@@ -3,13 +3,10 @@
 snakemake.params: gguf (path or pkg:<package>/<file>), dtype (the model's); snakemake.output[0]: the
 checkpoint directory.
 """
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
-from _common import setup  # noqa: E402
+from earnest.joblog import job_logger  # noqa: E402
 
-log = setup(snakemake)  # noqa: F821
+log = job_logger(snakemake.log[0], "convert_gguf")  # noqa: F821
 from earnest.backends.hf import convert_gguf  # noqa: E402
 
 checked = convert_gguf(snakemake.params.gguf, snakemake.output[0], snakemake.params.dtype)  # noqa: F821

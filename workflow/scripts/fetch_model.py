@@ -2,13 +2,10 @@
 
 snakemake.params: hub (repo id), revision (commit id or None), cache_dir; snakemake.output[0]: marker file.
 """
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
-from _common import setup  # noqa: E402
+from earnest.joblog import job_logger  # noqa: E402
 
-log = setup(snakemake)  # noqa: F821
+log = job_logger(snakemake.log[0], "fetch_model")  # noqa: F821
 from huggingface_hub import snapshot_download  # noqa: E402
 
 p = snakemake.params  # noqa: F821

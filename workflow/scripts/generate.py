@@ -4,15 +4,12 @@ snakemake.input.dataset_items: items parquet; snakemake.params: model (name), mo
 prompt (format name), prompts_dir, max_new_tokens, checkpoint_every; snakemake.threads: CPU threads;
 snakemake.output[0]: generations parquet; snakemake.log[0]: progress (items done, rate, ETA).
 """
-import sys
-from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
-from _common import setup  # noqa: E402
+from earnest.joblog import job_logger  # noqa: E402
 
-log = setup(snakemake)  # noqa: F821
+log = job_logger(snakemake.log[0], "generate")  # noqa: F821
 from earnest.backends import load_backend  # noqa: E402
 from earnest.generation import generate_dataset  # noqa: E402
 from earnest.prompts import load_formats  # noqa: E402

@@ -2,15 +2,12 @@
 
 snakemake.input: per-template items parquets; snakemake.output[0]: items parquet; snakemake.log[0].
 """
-import sys
-from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
-from _common import setup  # noqa: E402
+from earnest.joblog import job_logger  # noqa: E402
 
-log = setup(snakemake)  # noqa: F821
+log = job_logger(snakemake.log[0], "items_concat")  # noqa: F821
 from earnest.datasets import concat_items  # noqa: E402
 from earnest.generation import write_parquet_atomic  # noqa: E402
 

@@ -3,13 +3,10 @@
 snakemake.input[0]: the release file; wildcards.dataset; snakemake.params.templates, variants (N);
 snakemake.output[0]: items parquet; snakemake.log[0].
 """
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
-from _common import setup  # noqa: E402
+from earnest.joblog import job_logger  # noqa: E402
 
-log = setup(snakemake)  # noqa: F821
+log = job_logger(snakemake.log[0], "items_release")  # noqa: F821
 from earnest.datasets import read_release_jsonl, release_items  # noqa: E402
 from earnest.generation import write_parquet_atomic  # noqa: E402
 

@@ -3,14 +3,11 @@
 wildcards.template; snakemake.params.variants (N), snakemake.params.seed (base seed);
 snakemake.output[0]: items parquet of that template; snakemake.log[0].
 """
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
-from _common import setup  # noqa: E402
+from earnest.joblog import job_logger  # noqa: E402
 
-log = setup(snakemake)  # noqa: F821
+log = job_logger(snakemake.log[0], "items_variants")  # noqa: F821
 from earnest.datasets import package_variant_items  # noqa: E402
 from earnest.generation import write_parquet_atomic  # noqa: E402
 

@@ -6,16 +6,13 @@ whatever its p value, and the decision file says why.
 snakemake.input.summaries: Ex1 GLMM 1 summary parquets; snakemake.params.alpha;
 snakemake.output[0]: YAML {ex2_models: [...], alpha, decisions: {model: {p_boot, selected}}}.
 """
-import sys
-from pathlib import Path
 
 import pandas as pd
 import yaml
 
-sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
-from _common import setup  # noqa: E402
+from earnest.joblog import job_logger  # noqa: E402
 
-log = setup(snakemake)  # noqa: F821
+log = job_logger(snakemake.log[0], "select_ex2")  # noqa: F821
 from earnest.stats.diagnostics import fit_problems  # noqa: E402
 
 alpha = float(snakemake.params.alpha)  # noqa: F821

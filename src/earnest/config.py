@@ -1,0 +1,179 @@
+"""The workflow configuration: schema validation with defaults, and the checks the schema cannot
+express (names that must exist, files that must be readable, combinations of keys).
+
+Everything here runs before any job, so a bad config stops the run with an error that names the
+config key or the file and line, and nothing already computed is touched. Defaults live in one
+place, the schema (``config/schema.yaml``): :func:`validate_schema` writes them into the config.
+
+The workflow calls, in this order::
+
+    validate_schema(config, schema_path)                    # types, ranges, defaults
+    formats = load_formats(resolve_path(config["prompts_dir"], base_dir))
+    checked = check_config(config, formats, base_dir=base_dir)
+
+Add a new check to :func:`check_config` (one ``_check_*`` function per config section), with a
+unit test in ``tests/test_config.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from earnest.prompts import PromptFormat, PromptFormatError, validate_format_names
+
+__all__ = ["ConfigError", "Checked", "validate_schema", "check_config", "resolve_path"]
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message starts with the config key or file it concerns."""
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What :func:`check_config` worked out while checking (so the workflow does not redo it)."""
+
+    #: GSM-Symbolic template ids the run uses (sorted)
+    templates: list[int] = field(default_factory=list)
+
+
+def resolve_path(p: str | Path, base_dir: str | Path | None = None) -> Path:
+    """A config path: absolute, or relative to the working directory when it exists there, else
+    relative to ``base_dir`` (the workflow's folder)."""
+    path = Path(p).expanduser()
+    if path.is_absolute() or path.exists() or base_dir is None:
+        return path
+    return Path(base_dir) / path
+
+
+# ---------------------------------------------------------------- schema
+def _key(path) -> str:
+    return ".".join(str(p) for p in path) or "(top level)"
+
+
+def validate_schema(config: dict, schema: str | Path | Mapping) -> dict:
+    """Check ``config`` against the JSON schema (a path or a loaded mapping) and fill in every
+    default it declares, in place; also returns ``config``. Raises :class:`ConfigError` naming the
+    key (``stats.resamples: 'many' is not of type 'integer'``)."""
+    import jsonschema
+
+    if not isinstance(schema, Mapping):
+        schema = yaml.safe_load(Path(schema).read_text())
+    base = jsonschema.validators.validator_for(schema)
+
+    def set_defaults(validator, properties, instance, sub_schema):
+        if isinstance(instance, dict):
+            for name, prop in properties.items():
+                if isinstance(prop, Mapping) and "default" in prop and name not in instance:
+                    # a fresh copy: a default object must not be shared between configs
+                    instance[name] = yaml.safe_load(yaml.safe_dump(prop["default"]))
+        yield from base.VALIDATORS["properties"](validator, properties, instance, sub_schema)
+
+    validator_cls = jsonschema.validators.extend(base, {"properties": set_defaults})
+    if not isinstance(config, dict):
+        raise ConfigError(f"the config must be a mapping of keys, not {type(config).__name__}")
+    errors = sorted(validator_cls(schema).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        err = errors[0]
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        raise ConfigError(f"{_key(err.absolute_path)}: {err.message}{more}")
+    return config
+
+
+# ---------------------------------------------------------------- semantic checks
+def _check_prompts(config: dict, formats: Mapping[str, PromptFormat]) -> None:
+    exp = config["experiments"]
+    try:
+        validate_format_names([exp["ex1_prompt"]], formats, key="experiments.ex1_prompt")
+        validate_format_names(exp.get("ex2_prompts", []), formats, key="experiments.ex2_prompts")
+    except PromptFormatError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _check_models(config: dict, base_dir) -> None:
+    from earnest.backends import BACKENDS
+
+    models = config["models"]
+    for name, m in models.items():
+        backend = m["backend"]
+        if backend not in BACKENDS:
+            raise ConfigError(f"models.{name}.backend: unknown backend {backend!r} "
+                              f"(known: {', '.join(sorted(BACKENDS))})")
+        if backend == "transformers":
+            sources = [k for k in ("gguf", "path", "hub") if m.get(k)]
+            if len(sources) != 1:
+                raise ConfigError(f"models.{name}: give exactly one of gguf, path or hub (got {sources or 'none'})")
+            if config["paper_mode"] and m.get("hub") and not m.get("revision"):
+                raise ConfigError(f"models.{name}.revision: paper_mode needs every hub model pinned to a commit id")
+            if m.get("gguf"):
+                from earnest.backends.hf import resolve_gguf
+
+                try:
+                    resolve_gguf(m["gguf"])
+                except FileNotFoundError as exc:
+                    raise ConfigError(f"models.{name}.{exc}") from None
+    for name in config["experiments"].get("ex2_models") or []:
+        if name not in models:
+            raise ConfigError(f"experiments.ex2_models: {name!r} is not a configured model "
+                              f"(models: {', '.join(models)})")
+
+
+def _gsm_templates(config: dict, base_dir) -> list[int]:
+    from earnest.datasets import DatasetError, read_release_jsonl
+
+    gsm = config["gsm_symbolic"]
+    if gsm["source"] == "jsonl":
+        if not gsm.get("jsonl"):
+            raise ConfigError("gsm_symbolic.jsonl: source is jsonl but no file is given")
+        try:  # read it now so a malformed line stops the run before any job starts
+            records = read_release_jsonl(resolve_path(gsm["jsonl"], base_dir))
+        except DatasetError as exc:
+            raise ConfigError(str(exc)) from None
+        available = sorted({r["id"] for r in records})
+        if not available:
+            raise ConfigError(f"gsm_symbolic.jsonl: {gsm['jsonl']} holds no records")
+    else:
+        available = list(range(100))
+    chosen = gsm.get("templates")
+    templates = sorted(available if chosen in (None, "all") else chosen)
+    unknown = sorted(set(templates) - set(available))
+    if unknown:
+        raise ConfigError(f"gsm_symbolic.templates: ids {unknown} do not exist "
+                          f"(available: {available[0]}..{available[-1]})")
+    return templates
+
+
+def _check_statform(config: dict, base_dir) -> None:
+    sf = config["statform"]
+    if not sf["enabled"]:
+        return
+    for name in sf["models"]:
+        if name not in config["models"]:
+            raise ConfigError(f"statform.models: {name!r} is not a configured model "
+                              f"(models: {', '.join(config['models'])})")
+    for key in ("dataset", "fewshot_pool"):
+        if not sf.get(key) or not resolve_path(sf[key], base_dir).exists():
+            raise ConfigError(f"statform.{key}: file not found: {sf.get(key)!r}")
+    main = sf["main_strategy"]
+    if main not in sf["strategies"]:
+        raise ConfigError(f"statform.main_strategy: {main!r} is not one of statform.strategies "
+                          f"({', '.join(sf['strategies'])})")
+
+
+def check_config(config: dict, formats: Mapping[str, PromptFormat], *,
+                 base_dir: str | Path | None = None) -> Checked:
+    """Check a schema-validated config (:func:`validate_schema`) against the prompt formats
+    (``formats.yaml``, :func:`earnest.prompts.load_formats`), the installed backends and the files it
+    names; relative paths are resolved with :func:`resolve_path` against ``base_dir``.
+
+    Raises :class:`ConfigError` naming the key (``experiments.ex2_prompts: unknown prompt format
+    'haiku'``) or file and line. Returns what it worked out (:class:`Checked`).
+    """
+    _check_prompts(config, formats)
+    _check_models(config, base_dir)
+    templates = _gsm_templates(config, base_dir)
+    _check_statform(config, base_dir)
+    return Checked(templates=templates)
