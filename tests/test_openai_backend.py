@@ -27,17 +27,33 @@ from earnest.backends import GenerationRequest, load_backend
 from earnest.backends.openai_http import OpenAIBackend
 
 
+# Ways the server misbehaves instead of answering (plan/always entries besides HTTP statuses):
+MISBEHAVIOUR = {
+    "truncate",      # Content-Length promises more than is sent, then the connection closes (IncompleteRead)
+    "choices_abc",   # {"choices": "abc"}
+    "usage_text",    # a valid choice with usage {"prompt_tokens": "seven"}
+    "not_json",      # a body that is not JSON
+    "no_text",       # a choice without text / message
+    "drip",          # the valid answer, one byte every 0.2 s
+}
+
+
 class FakeOpenAI:
     """An OpenAI-style server: answers "echo:<last user message>"; ``plan`` scripts failures.
 
-    ``plan[content]`` is a list of HTTP statuses to return, one per arriving request for that
-    content, before answering normally (e.g. [429, 500] fails twice, then succeeds).
+    ``plan[content]`` is a list of HTTP statuses or :data:`MISBEHAVIOUR` names to return, one per
+    arriving request for that content, before answering normally (e.g. [429, 500] fails twice,
+    then succeeds). The ``stop`` field is honoured as OpenAI does (the text is cut before the first
+    stop string, finish_reason "stop") unless ``honour_stop`` is false. ``answer`` maps the
+    request's text to the answer text (default "echo:<text>").
     """
 
-    def __init__(self, plan=None, delay_s: float = 0.0, always=None):
+    def __init__(self, plan=None, delay_s: float = 0.0, always=None, honour_stop: bool = True, answer=None):
         self.plan = {k: list(v) for k, v in (plan or {}).items()}
         self.always = always or {}   # content -> status returned every time
         self.delay_s = delay_s
+        self.honour_stop = honour_stop
+        self.answer = answer or (lambda content: f"echo:{content}")
         self.received: list[dict] = []
         self.headers: list[dict] = []
         self.inflight = 0
@@ -62,6 +78,8 @@ class FakeOpenAI:
                     with outer.lock:
                         queue = outer.plan.get(content, [])
                         status = queue.pop(0) if queue else outer.always.get(content, 200)
+                    if isinstance(status, str):
+                        return self.misbehave(status, body, content)
                     if status != 200:
                         payload = json.dumps({"error": {"message": f"scripted {status}"}}).encode()
                         self.send_response(status)
@@ -72,22 +90,56 @@ class FakeOpenAI:
                         self.end_headers()
                         self.wfile.write(payload)
                         return
-                    text = f"echo:{content}"
-                    if "messages" in body:
-                        choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-                    else:
-                        choice = {"index": 0, "text": text, "finish_reason": "length"}
-                    payload = json.dumps({"id": "x", "object": "chat.completion", "model": body["model"],
-                                          "choices": [choice],
-                                          "usage": {"prompt_tokens": 7, "completion_tokens": 3}}).encode()
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
+                    self.wfile.write(self.send_json(self.good(body, content)))
                 finally:
                     with outer.lock:
                         outer.inflight -= 1
+
+            def good(self, body, content, usage=None):
+                text = outer.answer(content)
+                finish = "stop" if "messages" in body else "length"
+                cuts = [i for i in (text.find(s) for s in body.get("stop") or []) if i >= 0]
+                if outer.honour_stop and cuts:
+                    text, finish = text[: min(cuts)], "stop"
+                if "messages" in body:
+                    choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
+                else:
+                    choice = {"index": 0, "text": text, "finish_reason": finish}
+                return {"id": "x", "object": "chat.completion", "model": body["model"], "choices": [choice],
+                        "usage": usage or {"prompt_tokens": 7, "completion_tokens": 3}}
+
+            def send_json(self, payload, length=None):
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data) if length is None else length))
+                self.end_headers()
+                return data
+
+            def misbehave(self, mode, body, content):
+                assert mode in MISBEHAVIOUR, mode
+                if mode == "truncate":
+                    data = json.dumps(self.good(body, content)).encode()
+                    self.send_json(data, length=len(data) + 50)
+                    self.wfile.write(data[: len(data) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
+                if mode == "drip":
+                    data = self.send_json(self.good(body, content))
+                    try:
+                        for i in range(len(data)):
+                            self.wfile.write(data[i:i + 1])
+                            self.wfile.flush()
+                            time.sleep(0.2)
+                    except OSError:  # the client gave up (its deadline passed)
+                        pass
+                    return
+                payload = {"choices_abc": {"choices": "abc"},
+                           "usage_text": self.good(body, content, usage={"prompt_tokens": "seven"}),
+                           "not_json": b"<html>502 Bad Gateway</html>",
+                           "no_text": {"choices": [{"index": 0, "finish_reason": "stop"}]}}[mode]
+                self.wfile.write(self.send_json(payload))
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
@@ -158,6 +210,66 @@ def test_exhausted_retries_become_error_results_and_are_not_cached(tmp_path):
         assert srv.count("bad") == 6
 
 
+@pytest.mark.parametrize("mode", ["truncate", "choices_abc", "usage_text", "not_json", "no_text"])
+def test_malformed_answers_are_retried_and_never_cached(tmp_path, mode):
+    """A body cut short or a payload that is not a valid completion is retried like a 5xx; if it
+    keeps coming it ends as a transport error (not an answer), and nothing of it is cached."""
+    with FakeOpenAI(plan={"flaky": [mode, mode]}, always={"broken": mode}) as srv:
+        backend = load_backend("m", _cfg(srv.url, tmp_path, max_retries=2))
+        res = backend.generate(_reqs("flaky", "broken", "fine"), 8)
+        assert res[0].response == "echo:flaky" and res[0].stop_reason == "eos" and res[0].extra["attempts"] == 3
+        assert res[1].response == "" and res[1].stop_reason.startswith("error:")
+        assert res[1].stop_reason == ("error:truncated" if mode == "truncate" else "error:bad_response")
+        assert srv.count("broken") == 3
+        assert res[2].response == "echo:fine"
+        stored = [json.loads(p.read_text()) for p in (tmp_path / "cache").rglob("*.json")]
+        assert sorted(s["payload"]["choices"][0]["message"]["content"] for s in stored) == ["echo:fine", "echo:flaky"]
+        # the rerun serves the two good answers from the cache and asks again for the broken one
+        again = load_backend("m", _cfg(srv.url, tmp_path, max_retries=0)).generate(_reqs("flaky", "broken", "fine"), 8)
+        assert [r.extra["cached"] for r in again] == [True, False, True]
+        assert srv.count("broken") == 4 and srv.count("flaky") == 3
+
+
+def test_invalid_cached_answer_is_asked_again(tmp_path):
+    with FakeOpenAI() as srv:
+        backend = load_backend("m", _cfg(srv.url, tmp_path))
+        first = backend.generate(_reqs("a"), 8)[0]
+        path = next((tmp_path / "cache").rglob("*.json"))
+        stored = json.loads(path.read_text())
+        stored["payload"] = {"choices": "abc"}
+        path.write_text(json.dumps(stored))
+        again = load_backend("m", _cfg(srv.url, tmp_path)).generate(_reqs("a"), 8)[0]
+        assert again.response == first.response == "echo:a" and not again.extra["cached"]
+        assert srv.count("a") == 2
+        assert json.loads(path.read_text())["payload"]["choices"][0]["message"]["content"] == "echo:a"
+
+
+def test_deadline_bounds_the_whole_attempt(tmp_path):
+    """A server that sends one byte every 0.2 s never lets a single read time out; the deadline of
+    the attempt (timeout_s) still ends it."""
+    with FakeOpenAI(always={"slowly": "drip"}) as srv:
+        backend = load_backend("m", _cfg(srv.url, tmp_path, timeout_s=1.0, max_retries=1))
+        t0 = time.monotonic()
+        res = backend.generate(_reqs("slowly"), 8)[0]
+        elapsed = time.monotonic() - t0
+    # the answer is ~250 bytes: dripped whole it takes ~50 s per attempt
+    assert res.stop_reason == "error:timeout" and res.extra["attempts"] == 2
+    assert elapsed < 10, elapsed
+
+
+def test_stop_strings_are_sent_and_honoured(tmp_path):
+    reqs = [GenerationRequest(key="a", prompt="one\nQ: two", stop=("\nQ:", "Question:")),
+            GenerationRequest(key="b", prompt="plain")]
+    for honour in (True, False):   # a server that ignores `stop`: the answer is still cut here
+        with FakeOpenAI(honour_stop=honour) as srv:
+            res = OpenAIBackend("m", _cfg(srv.url, tmp_path, cache_dir=None)).generate(reqs, 8)
+            sent = {r["body"]["prompt"]: r["body"].get("stop") for r in srv.received}
+            assert sent == {"one\nQ: two": ["\nQ:", "Question:"], "plain": None}
+            assert [r.response for r in res] == ["echo:one", "echo:plain"]
+            assert res[0].stop_reason == ("eos" if honour else "stop_string")
+            assert res[1].stop_reason == "max_new_tokens"
+
+
 def test_connection_refused_and_timeout(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -183,7 +295,7 @@ def test_api_key_from_env_concurrency_and_completions(tmp_path, monkeypatch):
         assert srv.max_inflight >= 2  # requests overlapped on the server
         res = backend.generate([GenerationRequest(key="p", prompt="raw text")], 8)
         assert srv.received[-1]["path"] == "/v1/completions"
-        assert res[0].response == "echo:raw text" and res[0].stop_reason == "length"
+        assert res[0].response == "echo:raw text" and res[0].stop_reason == "max_new_tokens"
     # the key never reaches the cache
     with FakeOpenAI() as srv:
         b = OpenAIBackend("m", _cfg(srv.url, tmp_path, api_key_env="EARNEST_TEST_KEY"))

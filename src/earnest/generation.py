@@ -1,20 +1,30 @@
 """Resumable generation: one model × prompt format × dataset → a generations table.
 
-Results are appended to checkpoint files (``<output>.partial/part-NNNNN.parquet``, each written
-atomically) as they arrive, so a job killed at any moment and started again skips what is done;
-the final table is written only when every item has exactly one row.
+Results are appended to checkpoint files (``.<output stem>.partial/part-<time>-<pid>-<n>.parquet``,
+each written atomically under a name no other part has) as they arrive, so a job killed at any
+moment and started again skips what is done. Temporary files a killed or failed write left behind
+are removed when a job starts, and a part that cannot be read is set aside and its items asked
+again. The final table is written only when every item has exactly one row.
+
+A request that got no answer (a backend's ``error:<kind>`` result, e.g. an API that kept failing
+after its retries) is not a model answer: it is not checkpointed, and the job fails after saving
+every answer it did get, so running it again asks only for what is missing.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
+import shutil
 import time
+from collections import Counter
 from pathlib import Path
+from typing import Sequence
 
 import pandas as pd
 
-from .backends.base import Backend, GenerationRequest, GenerationResult
+from .backends.base import Backend, GenerationRequest, GenerationResult, check_stop_reason, is_error
 from .prompts import PromptFormat
 
 GENERATION_COLUMNS = ["item_id", "model", "prompt", "dataset", "response", "prompt_tokens",
@@ -22,14 +32,46 @@ GENERATION_COLUMNS = ["item_id", "model", "prompt", "dataset", "response", "prom
 
 log = logging.getLogger(__name__)
 
+_TMP_MARK = ".tmp-"
+_part_seq = itertools.count()
 
-def write_parquet_atomic(df: pd.DataFrame, path: str | Path) -> None:
-    """Write ``df`` to ``path`` so that readers never see a half-written file."""
+
+class GenerationError(RuntimeError):
+    """Some requests got no answer; what was answered is checkpointed and a rerun asks the rest."""
+
+
+def _tmp_name(path: Path) -> Path:
+    return path.with_name(f".{path.name}{_TMP_MARK}{os.getpid()}-{next(_part_seq)}")
+
+
+def write_parquet_atomic(df: pd.DataFrame, path: str | Path, *, replace: bool = True) -> None:
+    """Write ``df`` to ``path`` so that readers never see a half-written file.
+
+    The table goes to a hidden temporary file next to ``path``, is read back (row count), and only
+    then takes the final name; on any error (e.g. a full disk) the temporary file is removed.
+    ``replace=False`` refuses to overwrite an existing ``path`` (FileExistsError).
+    """
+    import pyarrow.parquet as pq
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    df.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
+    tmp = _tmp_name(path)
+    try:
+        df.to_parquet(tmp, index=False)
+        rows = pq.read_metadata(tmp).num_rows
+        if rows != len(df):
+            raise OSError(f"{tmp}: wrote {len(df)} rows but {rows} read back")
+        if replace:
+            os.replace(tmp, path)
+        else:
+            os.link(tmp, path)   # fails if path exists: never overwrites
+            tmp.unlink()
+    except BaseException:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
 
 
 def checkpoint_dir(output: str | Path) -> Path:
@@ -37,18 +79,46 @@ def checkpoint_dir(output: str | Path) -> Path:
     return output.with_name(f".{output.stem}.partial")
 
 
+def clean_checkpoints(ckpt: Path) -> list[Path]:
+    """Remove temporary files an interrupted write left in ``ckpt``; returns what was removed."""
+    removed = []
+    if ckpt.is_dir():
+        for p in ckpt.iterdir():
+            if p.name.startswith(".") and _TMP_MARK in p.name:
+                p.unlink(missing_ok=True)
+                removed.append(p)
+    if removed:
+        log.info("%s: removed %d temporary file(s) left by an interrupted write", ckpt, len(removed))
+    return removed
+
+
 def load_checkpoints(ckpt: Path) -> pd.DataFrame:
-    """Every row written so far (possibly with duplicates from an interrupted flush)."""
+    """Every row written so far (possibly with duplicates from an interrupted flush).
+
+    Parts are read in the order they were written. A part that cannot be read (it was not written
+    by :func:`write_parquet_atomic`, or the disk lost it) is renamed ``bad-<name>`` with a warning;
+    its items count as not generated.
+    """
     parts = sorted(ckpt.glob("part-*.parquet")) if ckpt.is_dir() else []
     frames = []
     for p in parts:
         try:
-            frames.append(pd.read_parquet(p))
-        except Exception as exc:  # a part is written atomically, so this is real corruption
-            raise RuntimeError(f"{p}: unreadable checkpoint ({exc}); delete it to regenerate its items") from exc
+            frame = pd.read_parquet(p)
+            missing = set(GENERATION_COLUMNS) - set(frame.columns)
+            if missing:
+                raise ValueError(f"missing columns {sorted(missing)}")
+            frames.append(frame)
+        except Exception as exc:
+            log.warning("%s: unreadable checkpoint part (%s); set aside, its items will be generated again", p, exc)
+            p.rename(p.with_name(f"bad-{p.name}"))
     if not frames:
         return pd.DataFrame(columns=GENERATION_COLUMNS)
     return pd.concat(frames, ignore_index=True)
+
+
+def new_part_path(ckpt: Path) -> Path:
+    """A part name no other part has: write time (ns), process id and a per-process counter."""
+    return ckpt / f"part-{time.time_ns():020d}-{os.getpid()}-{next(_part_seq):06d}.parquet"
 
 
 class _Progress:
@@ -71,55 +141,83 @@ class _Progress:
         log.info("progress: %d/%d items done, %.3f items/s, ETA %.0f s", self.done, self.total, rate, eta)
 
 
+def run_requests(requests: Sequence[GenerationRequest], backend: Backend, *, model: str, prompt: str, dataset: str,
+                 output: str | Path, max_new_tokens: int, checkpoint_every: int = 16) -> pd.DataFrame:
+    """Answer every request not yet checkpointed, then write ``output`` (one row per request key).
+
+    Returns the final table, in the requests' order. Raises :class:`GenerationError` (after
+    checkpointing every answer received) when some requests got no answer.
+    """
+    keys = [r.key for r in requests]
+    if len(set(keys)) != len(keys):
+        dup = next(k for k, n in Counter(keys).items() if n > 1)
+        raise ValueError(f"{output}: request key {dup!r} appears more than once")
+    ckpt = checkpoint_dir(output)
+    ckpt.mkdir(parents=True, exist_ok=True)
+    clean_checkpoints(ckpt)
+    done = load_checkpoints(ckpt)
+    done_ids = set(done["item_id"])
+    todo = [r for r in requests if r.key not in done_ids]
+    log.info("%s/%s/%s: %d items, %d already checkpointed in %s, %d to generate",
+             model, prompt, dataset, len(requests), len(requests) - len(todo), ckpt, len(todo))
+    progress = _Progress(len(requests), len(requests) - len(todo))
+    buffer: list[GenerationResult] = []
+    failed: list[GenerationResult] = []
+
+    def flush() -> None:
+        if not buffer:
+            return
+        rows = [dict(item_id=r.key, model=model, prompt=prompt, dataset=dataset, response=r.response,
+                     prompt_tokens=r.prompt_tokens, new_tokens=r.new_tokens, stop_reason=r.stop_reason,
+                     seconds=r.seconds) for r in buffer]
+        write_parquet_atomic(pd.DataFrame(rows, columns=GENERATION_COLUMNS), new_part_path(ckpt), replace=False)
+        progress.update(len(buffer))
+        buffer.clear()
+
+    def on_result(result: GenerationResult) -> None:
+        check_stop_reason(result.stop_reason, f"{output}: item {result.key}")
+        if is_error(result.stop_reason):
+            failed.append(result)
+            return
+        buffer.append(result)
+        if len(buffer) >= checkpoint_every:
+            flush()
+
+    if todo:
+        backend.generate(todo, max_new_tokens, on_result=on_result)
+        flush()
+    progress.update(0, force=True)
+    if failed:
+        kinds = Counter(r.stop_reason for r in failed)
+        example = failed[0]
+        raise GenerationError(
+            f"{output}: {len(failed)} of {len(todo)} requests got no answer "
+            f"({', '.join(f'{k} x{n}' for k, n in sorted(kinds.items()))}; e.g. {example.key}: "
+            f"{example.extra.get('error', example.stop_reason)}). The {len(todo) - len(failed)} answers received "
+            f"are checkpointed in {ckpt}; run the job again to ask for the rest.")
+
+    table = load_checkpoints(ckpt).drop_duplicates("item_id", keep="first")
+    table = table[table["item_id"].isin(set(keys))]
+    missing = set(keys) - set(table["item_id"])
+    if missing:
+        raise GenerationError(f"{output}: {len(missing)} items have no generation (e.g. {sorted(missing)[:3]}); "
+                              "run the job again to generate them")
+    order = {k: i for i, k in enumerate(keys)}
+    table = table.sort_values("item_id", key=lambda s: s.map(order)).reset_index(drop=True)[GENERATION_COLUMNS]
+    table = table.astype({"prompt_tokens": "int64", "new_tokens": "int64", "seconds": "float64"})
+    write_parquet_atomic(table, output)
+    shutil.rmtree(ckpt, ignore_errors=True)
+    return table
+
+
 def generate_dataset(items: pd.DataFrame, fmt: PromptFormat, backend: Backend, *, model: str, dataset: str,
                      output: str | Path, max_new_tokens: int, checkpoint_every: int = 16) -> pd.DataFrame:
     """Generate an answer for every item not yet checkpointed, then write ``output``.
 
     Returns the final table (one row per item, in the items' order).
     """
-    ckpt = checkpoint_dir(output)
-    ckpt.mkdir(parents=True, exist_ok=True)
-    done = load_checkpoints(ckpt)
-    done_ids = set(done["item_id"])
-    todo = items[~items["item_id"].isin(done_ids)]
-    log.info("%s/%s/%s: %d items, %d already checkpointed in %s, %d to generate",
-             model, fmt.name, dataset, len(items), len(done_ids & set(items["item_id"])), ckpt, len(todo))
-    progress = _Progress(len(items), len(items) - len(todo))
-    next_part = len(list(ckpt.glob("part-*.parquet")))
-    buffer: list[GenerationResult] = []
-
-    def flush() -> None:
-        nonlocal next_part
-        if not buffer:
-            return
-        rows = [dict(item_id=r.key, model=model, prompt=fmt.name, dataset=dataset, response=r.response,
-                     prompt_tokens=r.prompt_tokens, new_tokens=r.new_tokens, stop_reason=r.stop_reason,
-                     seconds=r.seconds) for r in buffer]
-        write_parquet_atomic(pd.DataFrame(rows, columns=GENERATION_COLUMNS), ckpt / f"part-{next_part:05d}.parquet")
-        next_part += 1
-        progress.update(len(buffer))
-        buffer.clear()
-
-    def on_result(result: GenerationResult) -> None:
-        buffer.append(result)
-        if len(buffer) >= checkpoint_every:
-            flush()
-
-    if len(todo):
-        requests = [GenerationRequest(key=row.item_id, prompt=fmt.render(row.question)) for row in todo.itertuples()]
-        backend.generate(requests, max_new_tokens, on_result=on_result)
-        flush()
-    progress.update(0, force=True)
-
-    table = load_checkpoints(ckpt).drop_duplicates("item_id", keep="first")
-    table = table[table["item_id"].isin(set(items["item_id"]))]
-    missing = set(items["item_id"]) - set(table["item_id"])
-    if missing:
-        raise RuntimeError(f"{output}: {len(missing)} items have no generation (e.g. {sorted(missing)[:3]})")
-    order = {k: i for i, k in enumerate(items["item_id"])}
-    table = table.sort_values("item_id", key=lambda s: s.map(order)).reset_index(drop=True)[GENERATION_COLUMNS]
-    write_parquet_atomic(table, output)
-    for p in ckpt.glob("part-*.parquet"):
-        p.unlink()
-    ckpt.rmdir()
-    return table
+    stop = tuple(getattr(fmt, "stop", ()) or ())
+    requests = [GenerationRequest(key=row.item_id, prompt=fmt.render(row.question), stop=stop)
+                for row in items.itertuples()]
+    return run_requests(requests, backend, model=model, prompt=fmt.name, dataset=dataset, output=output,
+                        max_new_tokens=max_new_tokens, checkpoint_every=checkpoint_every)

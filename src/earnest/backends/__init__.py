@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from .base import Backend, GenerationRequest, GenerationResult
+from .base import STOP_REASONS, Backend, GenerationRequest, GenerationResult, is_error
 
 # backend name in the config -> "module:factory"; the factory takes (model_name, model_cfg)
 BACKENDS = {
@@ -26,7 +26,10 @@ def load_backend(model_name: str, model_cfg: dict) -> Backend:
         )
     module_name, factory = BACKENDS[kind].split(":")
     cls = getattr(importlib.import_module(module_name), factory)
+    if not (isinstance(cls, type) and issubclass(cls, Backend)):
+        raise TypeError(f"backend {kind!r}: {BACKENDS[kind]} does not implement earnest.backends.base.Backend")
     return cls(model_name, model_cfg)
 
 
-__all__ = ["Backend", "GenerationRequest", "GenerationResult", "BACKENDS", "load_backend"]
+__all__ = ["Backend", "GenerationRequest", "GenerationResult", "STOP_REASONS", "is_error", "BACKENDS",
+           "load_backend"]

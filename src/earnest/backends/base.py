@@ -1,9 +1,39 @@
-"""The one interface every model backend implements."""
+"""The one interface every model backend implements, and the names its results use.
+
+A backend is a subclass of :class:`Backend`; :func:`earnest.backends.load_backend` refuses
+anything else, and ``tests/test_backend_contract.py`` runs every registered backend through the
+same checks (order, ``on_result``, stop strings, stop-reason names).
+"""
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Callable, Sequence
+
+# Why an answer ended: the one set of names every backend uses (column ``stop_reason``).
+EOS = "eos"                        # the model ended its answer (EOS token; an API's "stop" without a stop string)
+STOP_STRING = "stop_string"        # one of the request's stop strings appeared (cut off before it)
+NEXT_QUESTION = "next_question"    # the model began the next few-shot question ("Q:" at a line start)
+MAX_NEW_TOKENS = "max_new_tokens"  # the token cap was hit (an API's "length")
+CONTENT_FILTER = "content_filter"  # an API withheld the rest of the answer
+STOP_REASONS = (EOS, STOP_STRING, NEXT_QUESTION, MAX_NEW_TOKENS, CONTENT_FILTER)
+# A request that got no answer at all (transport failure after every retry): "error:<kind>".
+# Such a result is not a model answer: it is never checkpointed or scored, and the job fails so that
+# a rerun asks again.
+ERROR_PREFIX = "error:"
+
+
+def is_error(stop_reason: str) -> bool:
+    """Whether ``stop_reason`` marks a request that got no answer (a transport error, not the model's)."""
+    return str(stop_reason).startswith(ERROR_PREFIX)
+
+
+def check_stop_reason(stop_reason: str, where: str) -> str:
+    """``stop_reason`` if it is one of :data:`STOP_REASONS` or ``error:<kind>``, else ValueError."""
+    if stop_reason in STOP_REASONS or (is_error(stop_reason) and len(stop_reason) > len(ERROR_PREFIX)):
+        return stop_reason
+    raise ValueError(f"{where}: unknown stop reason {stop_reason!r} (known: {', '.join(STOP_REASONS)}, error:<kind>)")
 
 
 @dataclass
@@ -12,24 +42,29 @@ class GenerationRequest:
 
     Exactly one of ``prompt`` (raw text, sent as is) or ``messages`` (chat turns, each
     ``{"role": ..., "content": ...}``) is set. ``key`` is the caller's id (e.g. the item id).
+    ``stop``: strings that end the answer (from the prompt format); the answer is cut before the
+    first one and its stop reason is ``stop_string``. Every backend honours them.
     """
 
     key: str
     prompt: str | None = None
     messages: list[dict] | None = None
+    stop: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
             raise ValueError(f"request {self.key!r}: give exactly one of prompt or messages")
+        if isinstance(self.stop, str) or not all(isinstance(s, str) and s for s in self.stop):
+            raise ValueError(f"request {self.key!r}: stop must be a sequence of non-empty strings, got {self.stop!r}")
+        self.stop = tuple(self.stop)
 
 
 @dataclass
 class GenerationResult:
     """What a model answered to one request.
 
-    stop_reason: "eos" (end-of-sequence token), "next_question" (the model began a new "Q:"),
-    "stop_string" (another configured stop string), "max_new_tokens" (the cap was hit),
-    "length" / "error:<kind>" for API backends.
+    ``stop_reason`` is one of :data:`STOP_REASONS`, or ``error:<kind>`` when the request got no
+    answer (see :func:`is_error`). Unknown token counts are -1.
     """
 
     key: str
@@ -41,15 +76,35 @@ class GenerationResult:
     extra: dict = field(default_factory=dict)
 
 
-class Backend(Protocol):
-    """A model that turns requests into results; greedy decoding unless configured otherwise."""
+def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
+    """``text`` up to the earliest of the ``stop`` strings, and whether one was found."""
+    cut = min((i for i in (text.find(s) for s in stop) if i >= 0), default=-1)
+    return (text[:cut], True) if cut >= 0 else (text, False)
+
+
+OnResult = Callable[[GenerationResult], None]
+
+
+class Backend(abc.ABC):
+    """A model that turns requests into results; greedy decoding unless configured otherwise.
+
+    Every backend takes its config entry as ``(model_name, model_cfg)`` and implements
+    :meth:`generate`; :meth:`close` frees what it holds.
+    """
 
     name: str
 
-    def generate(self, requests: Sequence[GenerationRequest], max_new_tokens: int) -> list[GenerationResult]:
-        """Answer every request, in order. Must not raise for one bad request when others can go on."""
-        ...
+    @abc.abstractmethod
+    def generate(self, requests: Sequence[GenerationRequest], max_new_tokens: int,
+                 on_result: OnResult | None = None) -> list[GenerationResult]:
+        """Answer every request; return the results in the requests' order.
+
+        ``on_result(result)`` is called once per request as soon as its result is known (in any
+        order, from the calling thread or not, never twice at once), so callers can checkpoint
+        while the rest runs. Each request's ``stop`` strings end its answer. Must not raise for one
+        bad request when others can go on: a request that gets no answer yields an ``error:<kind>``
+        result.
+        """
 
     def close(self) -> None:
         """Free what the backend holds (weights, sessions)."""
-        ...

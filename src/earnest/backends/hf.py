@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from .base import GenerationRequest, GenerationResult
+from .base import Backend, GenerationRequest, GenerationResult
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ def convert_gguf(spec: str, out_dir: str | Path, dtype: str = "float32") -> dict
     return {"gguf": str(path), "tensors": len(state), "probes": len(_TOKENIZER_PROBES), "seconds": round(seconds, 1)}
 
 
-class TransformersBackend:
+class TransformersBackend(Backend):
     """A causal LM from transformers, decoded greedily.
 
     Config keys (a model entry): gguf | path | hub (+ revision, cache_dir, offline), dtype,

@@ -7,8 +7,8 @@ Standard library only (``urllib``). Config keys of a model entry (``models.<name
     model: gpt-4o-mini                     # model id sent to the server (default: the entry's name)
     api_key_env: OPENAI_API_KEY            # env variable holding the key; omit for keyless servers
     concurrency: 4                         # requests in flight at once (thread pool)
-    max_retries: 5                         # further attempts after a 429, 5xx or connection error
-    timeout_s: 120                         # per attempt
+    max_retries: 5                         # further attempts after a failed one (see below)
+    timeout_s: 120                         # deadline of one attempt: connect, send, whole answer read
     backoff_s: 1.0                         # first wait; doubles each retry (capped by max_backoff_s)
     max_backoff_s: 60
     cache_dir: results/cache/openai        # on-disk response cache; omit to disable
@@ -16,18 +16,33 @@ Standard library only (``urllib``). Config keys of a model entry (``models.<name
     request_params: {}                     # extra body fields (e.g. seed, top_p), part of the cache key
 
 Chat requests (``GenerationRequest.messages``) go to ``/chat/completions``; raw-text requests
-(``prompt``) to ``/completions``. Every successful answer is stored in ``cache_dir`` under the
-SHA-256 of (base_url, model, endpoint, messages or prompt, body parameters); a rerun reads it
-from there and sends nothing. The API key is never part of the key or of the stored file.
-Failures after the last retry become a result with ``stop_reason`` ``error:<kind>`` and an empty
-response (and are not cached), so one bad request never stops the others.
+(``prompt``) to ``/completions``. A request's stop strings are sent as ``stop``, and the answer is
+also cut at the first of them here (servers differ in how many they accept); the stop reason is
+then ``stop_string``. The API's ``finish_reason`` maps to earnest's names: ``stop`` -> ``eos``,
+``length`` -> ``max_new_tokens``, ``content_filter`` -> ``content_filter``.
+
+An attempt fails, and is retried after a backoff, on a 408/409/425/429 or 5xx status, a refused
+or dropped connection, a body cut short, an attempt that runs past ``timeout_s`` (a server that
+sends one byte at a time does not extend it), or an answer that is not a valid completion (not
+JSON, no ``choices`` list, a choice without text, a non-numeric ``usage``, an unknown
+``finish_reason``). Other 4xx statuses are not retried. A request still failing after the last
+retry becomes a result with ``stop_reason`` ``error:<kind>`` and an empty response: a transport
+error, not a model answer (callers do not keep it; see :mod:`earnest.generation`).
+
+Only answers that passed validation are stored in ``cache_dir``, under the SHA-256 of (base_url,
+model, endpoint, messages or prompt, stop strings, body parameters); a rerun reads them from there
+and sends nothing. A stored file that is unreadable or fails validation is ignored and replaced.
+The API key is never part of the key or of the stored file.
 """
 
 from __future__ import annotations
 
 import email.utils
 import hashlib
+import http.client
 import json
+import logging
+import math
 import os
 import random
 import socket
@@ -35,14 +50,18 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Sequence
 
-from .base import GenerationRequest, GenerationResult
+from .base import (CONTENT_FILTER, EOS, MAX_NEW_TOKENS, STOP_STRING, Backend, GenerationRequest, GenerationResult,
+                   OnResult, cut_at_stop)
+
+log = logging.getLogger(__name__)
 
 _RETRY_STATUS = {408, 409, 425, 429}  # plus every 5xx
-_FINISH = {"stop": "eos", "length": "length", "eos": "eos"}
+# the API's finish_reason -> earnest's stop reason ("stop" is EOS unless a stop string was met)
+_FINISH = {"stop": EOS, "eos": EOS, "length": MAX_NEW_TOKENS, "content_filter": CONTENT_FILTER}
 
 
 class _Retryable(Exception):
@@ -72,7 +91,141 @@ def _retry_after(headers) -> float | None:
             return None
 
 
-class OpenAIBackend:
+# ---------------------------------------------------------------- a deadline per attempt
+#
+# A socket timeout bounds each read, so a server sending one byte at a time could hold an attempt
+# for ever. Every connection opened during an attempt registers its socket with the attempt's
+# watchdog (a thread-local); when the deadline passes the watchdog shuts the sockets down, which
+# wakes the blocked read, and the attempt fails as a timeout.
+
+_attempt = threading.local()
+
+
+class _Watchdog:
+    def __init__(self, seconds: float):
+        self.fired = False
+        self._socks: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            socks = list(self._socks)
+        for sock in socks:
+            _shutdown(sock)
+
+    def register(self, sock) -> None:
+        with self._lock:
+            self._socks.append(sock)
+            fired = self.fired
+        if fired:
+            _shutdown(sock)
+
+    def __enter__(self):
+        _attempt.watchdog = self
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._timer.cancel()
+        _attempt.watchdog = None
+
+
+def _shutdown(sock) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _register(sock) -> None:
+    watchdog = getattr(_attempt, "watchdog", None)
+    if watchdog is not None and sock is not None:
+        watchdog.register(sock)
+
+
+class _HTTPConnection(http.client.HTTPConnection):
+    def connect(self):
+        super().connect()
+        _register(self.sock)
+
+
+class _HTTPSConnection(http.client.HTTPSConnection):
+    def connect(self):
+        super().connect()
+        _register(self.sock)
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req):
+        return self.do_open(_HTTPConnection, req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req):
+        kwargs = {"context": self._context}
+        if getattr(self, "_check_hostname", None) is not None:  # Python < 3.12
+            kwargs["check_hostname"] = self._check_hostname
+        return self.do_open(_HTTPSConnection, req, **kwargs)
+
+
+# ---------------------------------------------------------------- answer validation
+
+
+def _token_count(usage: dict, name: str) -> int:
+    value = usage.get(name)
+    if value is None:
+        return -1
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value < 0 or value != int(value):
+        raise _Retryable("bad_response", f"usage.{name} is not a token count: {value!r}")
+    return int(value)
+
+
+def parse_completion(payload, endpoint: str, stop: Sequence[str] = ()) -> dict:
+    """The fields of a completion answer, checked: text, stop_reason, finish_reason, token counts.
+
+    Anything that is not a valid completion raises ``_Retryable("bad_response", ...)``.
+    """
+    if not isinstance(payload, dict):
+        raise _Retryable("bad_response", f"answer is not a JSON object: {str(payload)[:200]}")
+    choices = payload.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise _Retryable("bad_response", f"answer has no list of choices: {str(payload)[:200]}")
+    choice = choices[0]
+    if endpoint == "/chat/completions":
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            raise _Retryable("bad_response", f"choice has no message: {str(choice)[:200]}")
+        text = message.get("content")
+        text = "" if text is None else text   # e.g. a refusal or a tool call: no text
+    else:
+        text = choice.get("text")
+    if not isinstance(text, str):
+        raise _Retryable("bad_response", f"choice text is not a string: {str(choice)[:200]}")
+    finish = choice.get("finish_reason")
+    if finish is not None and finish not in _FINISH:
+        raise _Retryable("bad_response", f"unknown finish_reason {finish!r}")
+    usage = payload.get("usage")
+    if usage is None:
+        usage = {}
+    if not isinstance(usage, dict):
+        raise _Retryable("bad_response", f"usage is not an object: {str(usage)[:200]}")
+    prompt_tokens = _token_count(usage, "prompt_tokens")
+    new_tokens = _token_count(usage, "completion_tokens")
+    text, cut = cut_at_stop(text, stop)
+    matched = choice.get("stop_reason")  # vLLM names the stop string it met
+    if cut or (finish == "stop" and isinstance(matched, str) and matched in stop):
+        reason = STOP_STRING
+    else:
+        reason = _FINISH.get(finish, EOS)
+    return {"text": text, "stop_reason": reason, "finish_reason": finish, "prompt_tokens": prompt_tokens,
+            "new_tokens": new_tokens}
+
+
+class OpenAIBackend(Backend):
     """Sends requests to an OpenAI-compatible server; see the module doc for the config keys."""
 
     def __init__(self, model_name: str, model_cfg: dict):
@@ -92,16 +245,20 @@ class OpenAIBackend:
                 raise ValueError(f"{where}.api_key_env: environment variable {key_env!r} is not set")
         self.concurrency = self._int(cfg, "concurrency", 4, where, minimum=1)
         self.max_retries = self._int(cfg, "max_retries", 5, where, minimum=0)
-        self.timeout_s = float(cfg.get("timeout_s", 120))
-        self.backoff_s = float(cfg.get("backoff_s", 1.0))
-        self.max_backoff_s = float(cfg.get("max_backoff_s", 60.0))
-        self.temperature = float(cfg.get("temperature", 0.0))
-        self.request_params = dict(cfg.get("request_params") or {})
+        self.timeout_s = self._number(cfg, "timeout_s", 120.0, where, positive=True)
+        self.backoff_s = self._number(cfg, "backoff_s", 1.0, where)
+        self.max_backoff_s = self._number(cfg, "max_backoff_s", 60.0, where)
+        self.temperature = self._number(cfg, "temperature", 0.0, where)
+        request_params = cfg.get("request_params") or {}
+        if not isinstance(request_params, dict):
+            raise ValueError(f"{where}.request_params: a mapping is required, got {request_params!r}")
+        self.request_params = dict(request_params)
         cache_dir = cfg.get("cache_dir")
         self.cache_dir = Path(cache_dir) if cache_dir else None
         if self.cache_dir is not None:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self._opener = urllib.request.build_opener(_HTTPHandler, _HTTPSHandler)
         # counters for reports and tests: answers served from the cache / sent over HTTP
         self.cache_hits = 0
         self.http_attempts = 0
@@ -112,6 +269,15 @@ class OpenAIBackend:
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
             raise ValueError(f"{where}.{key}: an integer >= {minimum} is required, got {value!r}")
         return value
+
+    @staticmethod
+    def _number(cfg: dict, key: str, default: float, where: str, positive: bool = False) -> float:
+        value = cfg.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or value < 0 or (positive and value == 0):
+            raise ValueError(f"{where}.{key}: a {'positive' if positive else 'non-negative'} number is required, "
+                             f"got {value!r}")
+        return float(value)
 
     # ------------------------------------------------------------------ request building
 
@@ -125,7 +291,7 @@ class OpenAIBackend:
         return "/completions", body
 
     def cache_key(self, endpoint: str, body: dict) -> str:
-        """SHA-256 of base URL, endpoint and the request body (which holds model, messages, params)."""
+        """SHA-256 of base URL, endpoint and the request body (model, messages or prompt, stop, params)."""
         blob = json.dumps({"base_url": self.base_url, "endpoint": endpoint, "body": body},
                           sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
@@ -135,7 +301,8 @@ class OpenAIBackend:
 
     # ------------------------------------------------------------------ HTTP
 
-    def _post(self, endpoint: str, body: dict) -> dict:
+    def _post(self, endpoint: str, body: dict) -> bytes:
+        """One attempt: the raw answer body, or _Retryable/_Fatal. Ends by ``timeout_s`` at the latest."""
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.api_key:
@@ -143,29 +310,31 @@ class OpenAIBackend:
         request = urllib.request.Request(self.base_url + endpoint, data=data, headers=headers, method="POST")
         with self._lock:
             self.http_attempts += 1
+        watchdog = _Watchdog(self.timeout_s)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as resp:
-                raw = resp.read()
+            with watchdog:
+                with self._opener.open(request, timeout=self.timeout_s) as resp:
+                    return resp.read()
         except urllib.error.HTTPError as exc:
-            detail = exc.read()[:300].decode("utf-8", "replace")
+            try:
+                detail = exc.read()[:300].decode("utf-8", "replace")
+            except Exception:  # the error body itself may be cut short
+                detail = ""
             if exc.code in _RETRY_STATUS or exc.code >= 500:
                 raise _Retryable(f"http_{exc.code}", f"HTTP {exc.code}: {detail}", _retry_after(exc.headers)) from None
             raise _Fatal(f"http_{exc.code}", f"HTTP {exc.code}: {detail}") from None
-        except (socket.timeout, TimeoutError) as exc:
-            raise _Retryable("timeout", f"no answer within {self.timeout_s} s ({exc})") from None
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, (socket.timeout, TimeoutError)):
-                raise _Retryable("timeout", f"no answer within {self.timeout_s} s") from None
-            raise _Retryable("connection", f"connection failed: {exc.reason}") from None
-        except (ConnectionError, OSError) as exc:
-            raise _Retryable("connection", f"connection failed: {exc}") from None
-        try:
-            payload = json.loads(raw)
-        except json.JSONDecodeError:
-            raise _Fatal("bad_response", f"answer is not JSON: {raw[:200]!r}") from None
-        if not isinstance(payload, dict) or not payload.get("choices"):
-            raise _Fatal("bad_response", f"answer has no choices: {str(payload)[:200]}")
-        return payload
+        except Exception as exc:
+            if watchdog.fired or isinstance(exc, (socket.timeout, TimeoutError)) or \
+                    isinstance(getattr(exc, "reason", None), (socket.timeout, TimeoutError)):
+                raise _Retryable("timeout", f"no complete answer within {self.timeout_s} s") from None
+            if isinstance(exc, http.client.IncompleteRead):
+                raise _Retryable("truncated", f"answer cut short: {len(exc.partial)} bytes read, "
+                                              f"{exc.expected} more expected") from None
+            if isinstance(exc, urllib.error.URLError):
+                raise _Retryable("connection", f"connection failed: {exc.reason}") from None
+            if isinstance(exc, (http.client.HTTPException, OSError)):
+                raise _Retryable("connection", f"connection failed: {type(exc).__name__}: {exc}") from None
+            raise
 
     def _wait(self, attempt: int, hint: float | None) -> None:
         delay = min(self.max_backoff_s, self.backoff_s * (2 ** attempt))
@@ -174,74 +343,110 @@ class OpenAIBackend:
             delay = max(delay, min(hint, self.max_backoff_s))
         time.sleep(delay)
 
+    def _read_cache(self, path: Path | None, endpoint: str, stop: Sequence[str]):
+        """(payload, parsed, seconds) from a stored answer, or None when absent or not valid."""
+        if path is None or not path.is_file():
+            return None
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+            seconds = stored["seconds"]
+            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+                raise ValueError("seconds")
+            return stored["payload"], parse_completion(stored["payload"], endpoint, stop), float(seconds)
+        except (ValueError, KeyError, TypeError, OSError, _Retryable) as exc:
+            log.warning("%s: ignoring a stored answer that is not valid (%s); asking again", path, exc)
+            return None
+
+    def _write_cache(self, path: Path, endpoint: str, body: dict, payload: dict, seconds: float) -> None:
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps({"request": {"base_url": self.base_url, "endpoint": endpoint, "body": body},
+                                       "payload": payload, "seconds": seconds}, ensure_ascii=False),
+                           encoding="utf-8")
+            os.replace(tmp, path)  # atomic: a reader never sees half a file
+        except OSError as exc:  # e.g. a full disk: the answer is still good, it is only not cached
+            log.warning("%s: could not store the answer (%s)", path, exc)
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+
     def _one(self, req: GenerationRequest, max_new_tokens: int) -> GenerationResult:
         endpoint, body = self._body(req, max_new_tokens)
+        if req.stop:
+            body["stop"] = list(req.stop)
         key = self.cache_key(endpoint, body)
         path = self._cache_path(key)
-        if path is not None and path.exists():
-            try:
-                stored = json.loads(path.read_text(encoding="utf-8"))
-                with self._lock:
-                    self.cache_hits += 1
-                return self._result(req.key, stored["payload"], stored["seconds"], attempts=0, cached=True,
-                                    endpoint=endpoint, cache_key=key)
-            except (json.JSONDecodeError, KeyError, OSError):
-                pass  # a torn or foreign file: ask again and overwrite it
+        cached = self._read_cache(path, endpoint, req.stop)
+        if cached is not None:
+            with self._lock:
+                self.cache_hits += 1
+            payload, parsed, seconds = cached
+            return self._result(req.key, parsed, seconds, attempts=0, cached=True, cache_key=key)
         start = time.perf_counter()
         attempt = 0
         while True:
             try:
-                payload = self._post(endpoint, body)
+                raw = self._post(endpoint, body)
+                try:
+                    payload = json.loads(raw)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    raise _Retryable("bad_response", f"answer is not JSON: {raw[:200]!r}") from None
+                parsed = parse_completion(payload, endpoint, req.stop)
                 break
             except _Retryable as exc:
                 if attempt >= self.max_retries:
                     return self._error(req.key, exc.kind, str(exc), attempt + 1, time.perf_counter() - start)
+                log.info("%s: attempt %d failed (%s); retrying", req.key, attempt + 1, exc)
                 self._wait(attempt, exc.retry_after)
                 attempt += 1
             except _Fatal as exc:
                 return self._error(req.key, exc.kind, str(exc), attempt + 1, time.perf_counter() - start)
         seconds = time.perf_counter() - start
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
-            tmp.write_text(json.dumps({"request": {"base_url": self.base_url, "endpoint": endpoint, "body": body},
-                                       "payload": payload, "seconds": seconds}, ensure_ascii=False),
-                           encoding="utf-8")
-            os.replace(tmp, path)  # atomic: a reader never sees half a file
-        return self._result(req.key, payload, seconds, attempts=attempt + 1, cached=False,
-                            endpoint=endpoint, cache_key=key)
+            self._write_cache(path, endpoint, body, payload, seconds)
+        return self._result(req.key, parsed, seconds, attempts=attempt + 1, cached=False, cache_key=key)
 
     @staticmethod
-    def _result(key: str, payload: dict, seconds: float, attempts: int, cached: bool, endpoint: str,
+    def _result(key: str, parsed: dict, seconds: float, attempts: int, cached: bool,
                 cache_key: str) -> GenerationResult:
-        choice = payload["choices"][0]
-        if endpoint == "/chat/completions":
-            text = (choice.get("message") or {}).get("content") or ""
-        else:
-            text = choice.get("text") or ""
-        finish = choice.get("finish_reason")
-        usage = payload.get("usage") or {}
         return GenerationResult(
-            key=key, response=text,
-            prompt_tokens=int(usage.get("prompt_tokens", -1) if usage.get("prompt_tokens") is not None else -1),
-            new_tokens=int(usage.get("completion_tokens", -1) if usage.get("completion_tokens") is not None else -1),
-            stop_reason=_FINISH.get(finish, str(finish)), seconds=float(seconds),
-            extra={"cached": cached, "attempts": attempts, "finish_reason": finish, "cache_key": cache_key})
+            key=key, response=parsed["text"], prompt_tokens=parsed["prompt_tokens"],
+            new_tokens=parsed["new_tokens"], stop_reason=parsed["stop_reason"], seconds=float(seconds),
+            extra={"cached": cached, "attempts": attempts, "finish_reason": parsed["finish_reason"],
+                   "cache_key": cache_key})
 
     @staticmethod
     def _error(key: str, kind: str, message: str, attempts: int, seconds: float) -> GenerationResult:
+        log.warning("%s: no answer after %d attempt(s): %s", key, attempts, message)
         return GenerationResult(key=key, response="", prompt_tokens=-1, new_tokens=-1,
                                 stop_reason=f"error:{kind}", seconds=seconds,
                                 extra={"cached": False, "attempts": attempts, "error": message})
 
     # ------------------------------------------------------------------ Backend interface
 
-    def generate(self, requests: Sequence[GenerationRequest], max_new_tokens: int) -> list[GenerationResult]:
-        """Answer every request in order, ``concurrency`` at a time; unknown token counts are -1."""
+    def generate(self, requests: Sequence[GenerationRequest], max_new_tokens: int,
+                 on_result: OnResult | None = None) -> list[GenerationResult]:
+        """Answer every request, ``concurrency`` at a time; results in the requests' order.
+
+        ``on_result`` runs in the calling thread as each answer arrives; if it raises, requests not
+        yet sent are cancelled and the exception propagates.
+        """
         if not requests:
             return []
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests))) as pool:
-            return list(pool.map(lambda r: self._one(r, max_new_tokens), requests))
+        results: list[GenerationResult | None] = [None] * len(requests)
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests)))
+        try:
+            futures = {pool.submit(self._one, r, max_new_tokens): i for i, r in enumerate(requests)}
+            for fut in as_completed(futures):
+                res = fut.result()
+                results[futures[fut]] = res
+                if on_result is not None:
+                    on_result(res)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        return results  # type: ignore[return-value]
 
     def close(self) -> None:
         """Nothing is held between calls (each request opens its own connection)."""

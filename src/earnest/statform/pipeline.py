@@ -19,6 +19,7 @@ import pandas as pd
 import yaml
 
 from earnest.backends import load_backend
+from earnest.generation import GENERATION_COLUMNS, run_requests
 
 from . import analysis
 from .data import check_disjoint, load_samples, samples_from_frame, samples_to_frame
@@ -27,8 +28,6 @@ from .prompts import build_requests, load_prompt_template, parse_strategy
 from .taxonomy import Taxonomy, load_taxonomy, taxonomy_for
 
 DATASET = "statform"
-GENERATION_COLUMNS = ["item_id", "model", "prompt", "dataset", "response", "prompt_tokens", "new_tokens",
-                      "stop_reason", "seconds"]
 
 
 def _read_samples(path: str | Path):
@@ -60,8 +59,14 @@ def prepare_data(dataset: str | Path, pool: str | Path | None, taxonomy: str | P
 
 def generate(samples_path: str | Path, pool_path: str | Path, taxonomy_path: str | Path, model_name: str,
              model_cfg: dict, strategy: str, strategy_cfg: dict | None, max_new_tokens: int,
-             out: str | Path, prompt_template: str | Path | None = None) -> pd.DataFrame:
-    """Ask one model every sample under one strategy; write and return the generations table."""
+             out: str | Path, prompt_template: str | Path | None = None, checkpoint_every: int = 16) -> pd.DataFrame:
+    """Ask one model every sample under one strategy; write and return the generations table.
+
+    Generation checkpoints and resumes as GSM-Symbolic generation does
+    (:func:`earnest.generation.run_requests`): a request that got no answer (e.g. HTTP 500 after
+    every retry) is not stored as a model answer; the call raises after saving the others, and a
+    rerun asks only for the missing ones.
+    """
     spec = parse_strategy(strategy, strategy_cfg)
     samples = _read_samples(samples_path)
     pool = _read_samples(pool_path) if spec["kind"] == "few_shot" else []
@@ -71,16 +76,10 @@ def generate(samples_path: str | Path, pool_path: str | Path, taxonomy_path: str
                               layout=spec["layout"], template=template)
     backend = load_backend(model_name, model_cfg)
     try:
-        results = backend.generate(requests, int(max_new_tokens))
+        return run_requests(requests, backend, model=model_name, prompt=strategy, dataset=DATASET, output=out,
+                            max_new_tokens=int(max_new_tokens), checkpoint_every=checkpoint_every)
     finally:
         backend.close()
-    frame = pd.DataFrame([{"item_id": r.key, "model": model_name, "prompt": strategy, "dataset": DATASET,
-                           "response": r.response, "prompt_tokens": int(r.prompt_tokens),
-                           "new_tokens": int(r.new_tokens), "stop_reason": r.stop_reason,
-                           "seconds": float(r.seconds)} for r in results], columns=GENERATION_COLUMNS)
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    frame.to_parquet(out, index=False)
-    return frame
 
 
 def score(generations: str | Path | Sequence[str | Path], samples_path: str | Path, taxonomy_path: str | Path,
