@@ -28,10 +28,10 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import TYPE_CHECKING, Sequence
 
+from earnest.failure_classes import TEXT_ERROR_CLASSES  # noqa: F401 - re-exported
+
 if TYPE_CHECKING:  # pragma: no cover
     from earnest.sandbox import Sandbox
-
-TEXT_ERROR_CLASSES = ("empty_response", "empty_after_trimming", "no_number_found")
 
 # Numbers with more digits than this keep only their float value (possibly inf): exact
 # arithmetic on them is pointless for grade-school answers and slow for runaway output.

@@ -87,12 +87,12 @@ SAFE_BUILTINS = (
     "NotImplemented", "Ellipsis",
 )
 
-#: Classes a run can end in ("" = it returned a number).
-ERROR_CLASSES = (
-    "no_function", "forbidden_construct", "syntax_error", "name_error", "type_value_error",
-    "zero_division_error", "attribute_error", "none_returned", "not_a_number", "unclassified",
-    "timeout", "resource_limit",
-)
+#: Classes a run can end in ("" = it returned a number): ``earnest.failure_classes`` names them
+#: (imported only on the calling side: the worker runs this file alone, standard library only).
+if __name__ != "__main__":
+    from earnest.failure_classes import EARNEST as _EARNEST, classes as _classes
+
+    ERROR_CLASSES = _classes("code", _EARNEST, scoring=False)
 
 #: Longer sources are not run (a model answer is bounded by max_new_tokens; this is far above).
 MAX_SOURCE_CHARS = 200_000

@@ -24,6 +24,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Iterable
 
 from earnest.extraction import Extraction, extract_code_many, extract_text, parse_number
+from earnest.failure_classes import CORRECT, WRONG_ANSWER, WRONG_ANSWER_LAST_NUMBER
 from earnest.jsonl import iter_jsonl
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -78,10 +79,10 @@ def is_correct(extraction: Extraction, answer) -> bool:
 def final_error_class(extraction: Extraction, correct: bool) -> str:
     """The scored error class: "" if correct, else the extraction's class or a wrong-answer class."""
     if correct:
-        return ""
+        return CORRECT
     if extraction.error_class:
         return extraction.error_class
-    return "wrong_answer_last_number" if extraction.pattern == "last_number" else "wrong_answer"
+    return WRONG_ANSWER_LAST_NUMBER if extraction.pattern == "last_number" else WRONG_ANSWER
 
 
 def extract_many(responses: list[str], style: str, sandbox: "Sandbox | None" = None) -> list[Extraction]:

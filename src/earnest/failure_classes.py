@@ -1,0 +1,159 @@
+"""Every failure class an answer can end in, named once (Appendix F of the GSM-Symbolic
+re-evaluation, plus earnest's extra classes).
+
+A scored answer has ``error_class`` "" (correct) or one of the names below. Extraction
+(``earnest.extraction``), the sandbox (``earnest.sandbox``), scoring (``earnest.scoring``) and the
+figures use these names; import them from here instead of writing the strings.
+
+Which classes each fidelity mode (``earnest.fidelity``) produces:
+
+* ``reference`` produces exactly the classes of the authors' code (its ``ErrorType``; the paper's
+  Appendix F list), with the same names as earnest where the meaning is the same. Its one
+  code-only class of its own is ``forbidden_string`` (the reference's regular-expression check of
+  the raw text). Run-time limits the reference does not have (it would hang on ``while True``)
+  are reported as ``unclassified``, its catch-all, with the reason in the detail.
+* ``earnest`` produces ``forbidden_construct`` (the sandbox's static policy) instead of
+  ``forbidden_string``, and the extra classes ``timeout`` and ``resource_limit``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from earnest.fidelity import EARNEST, MODES, REFERENCE, check_mode
+
+CORRECT = ""
+
+# scoring (both styles)
+WRONG_ANSWER = "wrong_answer"
+WRONG_ANSWER_LAST_NUMBER = "wrong_answer_last_number"
+# text extraction
+EMPTY_RESPONSE = "empty_response"
+EMPTY_AFTER_TRIMMING = "empty_after_trimming"
+NO_NUMBER_FOUND = "no_number_found"
+# code extraction
+NO_FUNCTION = "no_function"
+FORBIDDEN_STRING = "forbidden_string"
+FORBIDDEN_CONSTRUCT = "forbidden_construct"
+SYNTAX_ERROR = "syntax_error"
+NAME_ERROR = "name_error"
+TYPE_VALUE_ERROR = "type_value_error"
+ZERO_DIVISION_ERROR = "zero_division_error"
+ATTRIBUTE_ERROR = "attribute_error"
+NONE_RETURNED = "none_returned"
+NOT_A_NUMBER = "not_a_number"
+UNCLASSIFIED = "unclassified"
+TIMEOUT = "timeout"
+RESOURCE_LIMIT = "resource_limit"
+
+
+@dataclass(frozen=True)
+class FailureClass:
+    """One failure class.
+
+    name: the value of ``error_class``. label: the legend text (Appendix F's wording where the
+    paper has the class). meaning: when an answer ends in it. styles: "text" and/or "code".
+    modes: the fidelity modes that produce it. reference_name: the reference code's ``ErrorType``
+    member ("" for scoring classes and earnest's extras). paper: whether Appendix F lists it.
+    """
+
+    name: str
+    label: str
+    meaning: str
+    styles: tuple[str, ...]
+    modes: tuple[str, ...] = MODES
+    reference_name: str = ""
+    paper: bool = True
+
+
+_BOTH = (REFERENCE, EARNEST)
+
+#: Every class, in the order figure legends list them.
+FAILURE_CLASSES: dict[str, FailureClass] = {c.name: c for c in (
+    FailureClass(WRONG_ANSWER, "Wrong answer",
+                 "a number was extracted but it is not the gold answer", ("text", "code")),
+    FailureClass(WRONG_ANSWER_LAST_NUMBER, "Wrong answer — last number",
+                 "a wrong number taken by the last-number fallback (the model did not follow the "
+                 "few-shot answer format)", ("text",)),
+    FailureClass(EMPTY_RESPONSE, "Empty response", "the response is empty (zero-length)", ("text",),
+                 reference_name="EMPTY_RESPONSE"),
+    FailureClass(EMPTY_AFTER_TRIMMING, "Empty (after trimming)",
+                 "only whitespace before the model began a new question ('Q:')", ("text",),
+                 reference_name="EMPTY_AFTER_TRIM"),
+    FailureClass(NO_NUMBER_FOUND, "No number found", "every numerical extraction method failed",
+                 ("text",), reference_name="NO_NUMBER"),
+    FailureClass(NO_FUNCTION, "No function", "no function definition could be found in the answer",
+                 ("code",), reference_name="NO_FUNCTION"),
+    FailureClass(FORBIDDEN_STRING, "Forbidden string",
+                 "the extracted function's text matches the reference's dangerous-string patterns "
+                 "(open(...), eval(...), exec(...), __import__(...), getattr/setattr(...))",
+                 ("code",), modes=(REFERENCE,), reference_name="FORBIDDEN_STRING"),
+    FailureClass(FORBIDDEN_CONSTRUCT, "Forbidden construct",
+                 "the sandbox's static policy refuses the code (file, process, network or "
+                 "interpreter access; a dunder; an import outside the allowed modules); earnest's "
+                 "counterpart of 'Forbidden string'", ("code",), modes=(EARNEST,), paper=False),
+    FailureClass(SYNTAX_ERROR, "Syntax error", "running the extracted code raised SyntaxError",
+                 ("code",), reference_name="SYNTAX_ERROR"),
+    FailureClass(NAME_ERROR, "Name error", "a NameError was raised", ("code",),
+                 reference_name="NAME_ERROR"),
+    FailureClass(TYPE_VALUE_ERROR, "Type/Value error", "a TypeError or ValueError was raised",
+                 ("code",), reference_name="TYPE_VALUE_ERROR"),
+    FailureClass(ZERO_DIVISION_ERROR, "Zero division error", "a ZeroDivisionError was raised",
+                 ("code",), reference_name="ZERO_DIVISION_ERROR"),
+    FailureClass(ATTRIBUTE_ERROR, "Attribute error", "an AttributeError was raised", ("code",),
+                 reference_name="ATTRIBUTE_ERROR"),
+    FailureClass(NONE_RETURNED, "None returned",
+                 "the function returned None (no return line, an empty return, or None)",
+                 ("code",), reference_name="NONE_RETURNED"),
+    FailureClass(NOT_A_NUMBER, "Not a number",
+                 "the function returned something that is neither a number nor None", ("code",),
+                 reference_name="NOT_A_NUMBER"),
+    FailureClass(UNCLASSIFIED, "Unclassified",
+                 "any other failure while running the function (in reference mode also the "
+                 "sandbox's time and resource limits, which the reference does not have)",
+                 ("code",), reference_name="UNCLASSIFIED"),
+    FailureClass(TIMEOUT, "Timeout", "the sandbox's wall-clock or CPU-time limit ended the run",
+                 ("code",), modes=(EARNEST,), paper=False),
+    FailureClass(RESOURCE_LIMIT, "Resource limit",
+                 "memory, output, recursion or answer-size limit of the sandbox", ("code",),
+                 modes=(EARNEST,), paper=False),
+)}
+
+#: Classes that are wrong numbers, not failures to produce one (kept in Appendix G's
+#: reasoning-only analysis).
+WRONG_ANSWER_CLASSES = frozenset({CORRECT, WRONG_ANSWER, WRONG_ANSWER_LAST_NUMBER})
+
+#: Classes an extraction can end in, per style (all modes together; scoring classes excluded).
+TEXT_ERROR_CLASSES = tuple(n for n, c in FAILURE_CLASSES.items()
+                           if "text" in c.styles and n not in WRONG_ANSWER_CLASSES)
+CODE_ERROR_CLASSES = tuple(n for n, c in FAILURE_CLASSES.items()
+                           if "code" in c.styles and n not in WRONG_ANSWER_CLASSES)
+
+#: Reference ``ErrorType`` member name -> class name.
+FROM_REFERENCE = {c.reference_name: n for n, c in FAILURE_CLASSES.items() if c.reference_name}
+
+#: Legend labels, class name -> text.
+LABELS = {n: c.label for n, c in FAILURE_CLASSES.items()}
+
+
+def classes(style: str, mode: str = EARNEST, *, scoring: bool = True) -> tuple[str, ...]:
+    """The classes ``style`` ("text" | "code") can end in under fidelity ``mode``, in legend order;
+    with ``scoring`` the wrong-answer classes are included."""
+    if style not in ("text", "code"):
+        raise ValueError(f"style must be 'text' or 'code', not {style!r}")
+    check_mode(mode)
+    return tuple(n for n, c in FAILURE_CLASSES.items()
+                 if style in c.styles and mode in c.modes
+                 and (scoring or n not in WRONG_ANSWER_CLASSES))
+
+
+def label(name: str) -> str:
+    """The legend text of class ``name`` (the name itself for an unknown class)."""
+    return LABELS.get(name, name)
+
+
+def check(name: str, where: str = "error_class") -> str:
+    """Return ``name`` if it is "" or a known class, else raise ValueError naming ``where``."""
+    if name != CORRECT and name not in FAILURE_CLASSES:
+        raise ValueError(f"{where}: {name!r} is not a failure class; known: {', '.join(FAILURE_CLASSES)}")
+    return name

@@ -1,0 +1,42 @@
+"""The one list of failure classes (earnest.failure_classes) and who uses it."""
+
+import pytest
+
+from earnest import failure_classes as fc
+from earnest.extraction import TEXT_ERROR_CLASSES
+from earnest.sandbox import ERROR_CLASSES
+
+
+def test_reference_mode_has_exactly_the_reference_error_types():
+    # the authors' ErrorType members (answer_extractor.py at d063998)
+    reference = {"NO_NUMBER", "NO_FUNCTION", "SYNTAX_ERROR", "NAME_ERROR", "FORBIDDEN_STRING",
+                 "NONE_RETURNED", "NOT_A_NUMBER", "TYPE_VALUE_ERROR", "ZERO_DIVISION_ERROR",
+                 "ATTRIBUTE_ERROR", "UNCLASSIFIED", "EMPTY_RESPONSE", "EMPTY_AFTER_TRIM"}
+    assert set(fc.FROM_REFERENCE) == reference
+    produced = set(fc.classes("text", "reference", scoring=False)) | set(fc.classes("code", "reference", scoring=False))
+    assert produced == set(fc.FROM_REFERENCE.values())
+
+
+def test_earnest_mode_adds_its_own_classes_only():
+    code = fc.classes("code", "earnest", scoring=False)
+    assert "forbidden_construct" in code and "timeout" in code and "resource_limit" in code
+    assert "forbidden_string" not in code
+    assert set(ERROR_CLASSES) == set(code)
+    assert set(TEXT_ERROR_CLASSES) == set(fc.classes("text", "earnest", scoring=False))
+
+
+def test_labels_follow_appendix_f():
+    assert fc.label("forbidden_string") == "Forbidden string"
+    assert fc.label("type_value_error") == "Type/Value error"
+    assert fc.label("wrong_answer_last_number") == "Wrong answer — last number"
+    assert fc.label("no_such_class") == "no_such_class"
+    assert all(c.paper for c in fc.FAILURE_CLASSES.values() if "reference" in c.modes)
+
+
+def test_check_names_the_place_of_an_unknown_class():
+    assert fc.check("") == ""
+    assert fc.check("syntax_error") == "syntax_error"
+    with pytest.raises(ValueError, match="scored.csv row 3"):
+        fc.check("sintax_error", "scored.csv row 3")
+    with pytest.raises(ValueError):
+        fc.classes("code", "faithful")
