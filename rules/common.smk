@@ -12,6 +12,7 @@ from earnest.backends.hf import resolve_gguf
 from earnest.config import ConfigError, check_config, resolve_path, validate_schema
 from earnest.datasets import DATASETS
 from earnest.prompts import PromptFormatError, load_formats
+from earnest.stats.glmm import resolve_rows
 
 BASEDIR = Path(workflow.basedir)
 # the conda environments (envs/*.yaml) pip-install the package from here: `-e ${EARNEST_SOURCE}`
@@ -73,6 +74,9 @@ wildcard_constraints:
 
 
 N_SHARDS = int(config["stats"]["shards"])
+# the fidelity mode (earnest.fidelity) and the rows the bootstrap fits (stats.rows, else the mode's)
+FIDELITY = config["fidelity"]
+STATS_ROWS = resolve_rows(config["stats"].get("rows"), FIDELITY)
 STATS_DIR = "results/stats"
 
 

@@ -35,6 +35,7 @@ rule bootstrap_shard:
         seed=STATS["seed"],
         shard=lambda wc: int(wc.shard),
         n_shards=N_SHARDS,
+        rows=STATS_ROWS,
     threads: STATS["threads"]
     resources:
         slurm_partition=CPU_PARTITION,
@@ -62,6 +63,8 @@ rule glmm_summary:
         glmm=lambda wc: int(wc.glmm),
         resamples=STATS["resamples"],
         analysis=lambda wc: wc.analysis,
+        fidelity=FIDELITY,
+        rows=STATS_ROWS,
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,

@@ -11,10 +11,10 @@ def _row(model, prompt, glmm, term, p, wald_p, analysis="all", **kw):
     r = {"analysis": analysis, "glmm": glmm, "model": model, "prompt": prompt, "term": term,
          "n_resamples": 100, "n_clean": 97, "n_errors": 0, "n_singular": 0, "median_log_or": -0.5,
          "odds_ratio": float(np.exp(-0.5)), "ci_low_log": -1.0, "ci_high_log": 0.1, "ci_low": float(np.exp(-1)),
-         "ci_high": float(np.exp(0.1)), "p_boot": p, "ranef_var_mean": 6.53, "ranef_var_sd": 2.56,
+         "ci_high": float(np.exp(0.1)), "p_boot": p, "ranef_var_mean": 5.0, "ranef_var_sd": 1.0,
          "acc_base": 19.0, "acc_variants": 12.04, "delta_var": -6.96, "n_base": 100, "n_variants": 5000,
          "wald_estimate": -0.5, "wald_se": 0.2, "wald_z": -2.5, "wald_p": wald_p, "wald_converged": True,
-         "wald_singular": False, "wald_max_grad": 1e-5, "wald_tol": 0.002, "wald_messages": "", "wald_ranef_var": 6.0}
+         "wald_singular": False, "wald_max_grad": 1e-5, "wald_tol": 0.002, "wald_messages": "", "wald_ranef_var": 6.53}
     r.update(kw)
     return r
 
@@ -68,6 +68,7 @@ def test_all_tables_written(tmp_path):
     assert "| Model | GSM prompt (Ex1) | code-simple |" in grid
     assert "**0.61; 0.003 ‡ / 0.006**" in grid
     boot = (tmp_path / "glmm1_bootstrap_gsm.md").read_text()
+    # the full-data fit's random-intercept variance and its square root, as the paper prints them
     assert "| gemma-2b | 0.61 | [0.37, 1.11] | 6.53 ± 2.56 | 97 |" in boot
     # captions name the prompt once, whether or not its label already says "prompt"
     assert "*Additional statistics for the GSM prompt (Ex1), GLMM 1 " in boot
@@ -79,3 +80,19 @@ def test_all_tables_written(tmp_path):
     assert nc["diagnostics"].tolist() == ["max|grad| = 0.160006 (tol = 0.002, component 1)"]
     opt = (tmp_path / "optimiser_refits.md").read_text()
     assert "-0.315793" in opt and "Nelder_Mead" in opt
+
+
+def test_glmm2_grid_corrects_across_the_prompts_of_each_model():
+    """Tables 14-15: Holm within a model's row (its prompts), not within a prompt's column."""
+    rows = []
+    for model, ps in (("a", (0.01, 0.02, 0.5)), ("b", (0.04, 0.3, 0.03))):
+        for prompt, p in zip(("gsm", "simple_nl", "simple_code"), ps):
+            rows.append(_row(model, prompt, 2, "gamma_c", p, p))
+            rows.append(_row(model, prompt, 2, "variant", 0.5, 0.5))
+    s = PT.prepare(pd.DataFrame(rows))
+    _, raw, _ = PT.glmm2_grid_table(s, "gamma_c")
+    got = raw.set_index(["model", "prompt"])["p_holm"]
+    assert got[("a", "gsm")] == pytest.approx(0.03)            # 3 x 0.01 within model a
+    assert got[("a", "simple_nl")] == pytest.approx(0.04)      # 2 x 0.02
+    assert got[("b", "simple_code")] == pytest.approx(0.09)    # 3 x 0.03 within model b
+    assert got[("b", "gsm")] == pytest.approx(0.09)            # max(2 x 0.04, 0.09)

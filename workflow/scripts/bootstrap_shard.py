@@ -2,7 +2,8 @@
 
 snakemake.input[0]: GLMM input parquet of one model x prompt;
 snakemake.params: glmm (1|2), resamples (B), seed (base seed), shard (i, 0-based), n_shards (n),
-  aggregate (optional bool, default True: binomial rows per template x variant [x gamma_c]);
+  rows (optional, answers | aggregated, default aggregated: one row per answer, or binomial rows per
+  template x variant [x gamma_c]);
 snakemake.threads: R worker processes (parallel::mclapply);
 snakemake.output[0]: shard parquet (resample, seed, term, estimate, ranef_var, converged, singular,
   messages, error); snakemake.log[0]: log file.
@@ -28,10 +29,11 @@ try:
     t0 = time.time()
     table = run_shard(df, int(p.glmm), int(p.resamples), int(p.seed), shard=int(p.shard),
                       n_shards=int(p.n_shards), cores=int(snakemake.threads),  # noqa: F821
-                      aggregate=bool(p.get("aggregate", True)))
+                      aggregate=str(p.get("rows", "aggregated")) == "aggregated")
     per = table.drop_duplicates("resample")
-    log.info("GLMM %s shard %s/%s: %d resamples in %.1f s, %d clean, %d errors", p.glmm, int(p.shard) + 1,
-             p.n_shards, len(per), time.time() - t0, int(per.converged.sum()), int((per.error != "").sum()))
+    log.info("GLMM %s shard %s/%s (%s rows): %d resamples in %.1f s, %d without any warning, %d errors", p.glmm,
+             int(p.shard) + 1, p.n_shards, p.get("rows", "aggregated"), len(per), time.time() - t0,
+             int(per.converged.sum()), int((per.error != "").sum()))
     write_shard(table, snakemake.output[0])  # noqa: F821
 except Exception:
     log.exception("bootstrap shard failed")

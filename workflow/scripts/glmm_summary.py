@@ -3,7 +3,8 @@ Wald fit and, if that fit does not converge, the refits with every lme4 optimise
 
 snakemake.input.glmm_input: GLMM input parquet; snakemake.input.shards: shard parquets;
 snakemake.params: glmm (1|2), resamples (B, checked against the shards), analysis (optional,
-  "all" | "reasoning_only", default "all");
+  "all" | "reasoning_only", default "all"), fidelity (optional, reference | earnest: which fits
+  are clean), rows (optional, answers | aggregated: recorded in the summary);
 snakemake.output.summary: summary parquet (one row per effect); snakemake.output.refits: optimiser
   refits parquet (no rows when the fit converged); snakemake.log[0]: log file.
 """
@@ -31,7 +32,8 @@ try:
     check_shards(shards, int(p.resamples), source=f"shards of {src}")
     wc = snakemake.wildcards  # noqa: F821
     summary, refits = summarise_group(data, shards, glmm, analysis=str(p.get("analysis", "all")),
-                                      model=getattr(wc, "model", None), prompt=getattr(wc, "prompt", None))
+                                      model=getattr(wc, "model", None), prompt=getattr(wc, "prompt", None),
+                                      fidelity=str(p.get("fidelity", "earnest")), rows=str(p.get("rows", "")))
     for r in summary.itertuples():
         log.info("%s %s GLMM %d %s: OR %.3f, p_boot %.4f, %d/%d clean; Wald p %.4f, converged %s",
                  r.model, r.prompt, glmm, r.term, r.odds_ratio, r.p_boot, r.n_clean, r.n_resamples,

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from earnest.fidelity import DEFAULT, MODES
 from earnest.stats import glmm as G
 from earnest.stats.rbridge import RError
 
@@ -24,8 +25,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True, help="output directory")
     p.add_argument("--shards", type=int, default=1, help="split the resamples into this many shard files")
     p.add_argument("--cores", type=int, default=None, help="R worker processes per shard (default: all usable cores)")
-    p.add_argument("--row-level", action="store_true",
-                   help="fit every answer as its own row instead of aggregated binomial rows (same estimates, slower)")
+    p.add_argument("--fidelity", choices=MODES, default=DEFAULT,
+                   help="reference: fit per-answer rows and count a fit as clean as the paper authors' code "
+                        "does; earnest (default): aggregated rows, no warning of any kind")
+    p.add_argument("--rows", choices=G.ROWS, default=None,
+                   help="answers (one row per answer, as the paper's pymer4 fits) or aggregated (binomial rows, "
+                        "same likelihood, faster; lme4's checks flag other resamples); default: the fidelity mode's")
+    p.add_argument("--row-level", action="store_true", help="the same as --rows answers")
     p.set_defaults(func=run)
     return p
 
@@ -50,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         summaries, refits = R.run_glmm(df, args.glmm, args.resamples, args.seed, out / "shards",
                                        n_shards=args.shards, cores=args.cores,
-                                       aggregate=not args.row_level, log=log)
+                                       rows="answers" if args.row_level else args.rows,
+                                       fidelity=args.fidelity, log=log)
     except RError as exc:
         print(f"earnest glmm: R failed ({exc}). Finished shards are kept under {out / 'shards'}; "
               f"rerunning the same command reuses them.", file=sys.stderr)

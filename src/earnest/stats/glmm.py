@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from earnest import fidelity
 from earnest.stats import rbridge
 
 GLMM_INPUT_COLUMNS = ("model", "prompt", "template", "variant", "correct")
@@ -24,8 +25,17 @@ TERMS = {1: ("(Intercept)", "variant"), 2: ("(Intercept)", "variant", "gamma_c")
 # The effects the paper reports (the intercept is kept in the shards but never tested)
 EFFECTS = {1: ("variant",), 2: ("variant", "gamma_c")}
 NO_ROWS = "no rows to fit: every item of this model x prompt was excluded"
+# converged: no warning and no error at all; messages: every warning; lme4_messages: lme4's own
+# convergence-check messages alone (fit@optinfo$conv$lme4$messages), what the paper's code reads.
+# Which resamples count as clean is decided by earnest.stats.summary.clean_mask, per fidelity mode.
 SHARD_COLUMNS = ("resample", "seed", "term", "estimate", "ranef_var", "converged", "singular",
-                 "messages", "error")
+                 "messages", "lme4_messages", "error")
+#: The rows the engine fits, per fidelity mode unless ``stats.rows`` says otherwise: ``answers``,
+#: one row per answer as the paper's pymer4 fits (lme4's convergence checks then flag the same
+#: resamples as there); ``aggregated``, one binomial row per template x variant [x gamma_c], the
+#: same likelihood and several times faster, but lme4's checks flag different resamples.
+ROWS = ("answers", "aggregated")
+ROWS_BY_FIDELITY = {fidelity.REFERENCE: "answers", fidelity.EARNEST: "aggregated"}
 
 
 class GLMMInputError(ValueError):
@@ -141,6 +151,16 @@ def model_frame(df: pd.DataFrame, glmm: int, aggregate: bool = True) -> pd.DataF
     return d[cols].reset_index(drop=True)
 
 
+def resolve_rows(rows: str | None, fidelity_mode: str = fidelity.DEFAULT) -> str:
+    """The rows the bootstrap fits: ``rows`` if given (``answers`` | ``aggregated``), else the
+    fidelity mode's (:data:`ROWS_BY_FIDELITY`)."""
+    if rows in (None, "", "auto"):
+        return ROWS_BY_FIDELITY[fidelity.check_mode(fidelity_mode)]
+    if rows not in ROWS:
+        raise ValueError(f"stats.rows: {rows!r} is not one of {', '.join(ROWS)}")
+    return rows
+
+
 def resample_seed(base_seed: int, resample: int) -> int:
     """The R seed of bootstrap resample ``resample``: a function of the base seed and the index only."""
     ss = np.random.SeedSequence(entropy=int(base_seed), spawn_key=(int(resample),))
@@ -189,7 +209,7 @@ def run_shard(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, sha
         return pd.DataFrame([
             {"resample": int(b), "seed": resample_seed(base_seed, int(b)), "term": term, "estimate": np.nan,
              "ranef_var": np.nan, "converged": False, "singular": None, "messages": "",
-             "error": NO_ROWS} for b in resamples for term in TERMS[_check_glmm(glmm)]],
+             "lme4_messages": "", "error": NO_ROWS} for b in resamples for term in TERMS[_check_glmm(glmm)]],
             columns=list(SHARD_COLUMNS))
     frame = model_frame(df, glmm, aggregate=aggregate)
     return run_bootstrap(frame, glmm, shard_resamples(n_resamples, shard, n_shards), base_seed, cores)
@@ -203,6 +223,7 @@ class WaldFit:
     converged: bool
     messages: list[str]
     error: str
+    lme4_messages: list[str]     # lme4's own convergence-check messages (a subset of messages)
     ranef_var: float
     singular: bool | None
     max_grad: float
@@ -228,6 +249,7 @@ def wald_fit(df: pd.DataFrame, glmm: int) -> WaldFit:
     singular = res["singular"]
     return WaldFit(glmm=glmm, coefs=res["coefs"], converged=bool(res["converged"]),
                    messages=list(res["messages"] or []), error=str(err),
+                   lme4_messages=list(res.get("lme4_messages") or []),
                    ranef_var=float(res["ranef_var"]) if res["ranef_var"] is not None else float("nan"),
                    singular=None if singular is None else bool(singular),
                    max_grad=float(res["max_grad"]) if res["max_grad"] is not None else float("nan"),

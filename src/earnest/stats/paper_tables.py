@@ -17,10 +17,12 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from earnest.stats import diagnostics, reasoning
-from earnest.stats.summary import ALPHA, add_holm, significant
+from earnest.stats.summary import ALPHA, HOLM_FAMILY_TEXT, add_holm, ranef_column, significant
 from earnest.tables import write_table
 
 DAGGER = "‡"
+RANEF_NOTE = ("Rand. eff. variance ± std. dev.: the random-intercept variance of the full-data fit and "
+              "its square root (lme4's Variance and Std.Dev.), as the paper prints them.")
 DEGENERATE = "§"  # a degenerate fit (earnest.stats.diagnostics.fit_problems)
 TERM_LABEL = {"variant": "Variant", "gamma_c": "γc"}
 
@@ -96,17 +98,20 @@ def bootstrap_stats_table(s: pd.DataFrame, prompt: str, term: str = "variant", g
     """(display, raw) of the bootstrap statistics of one prompt and effect (Table 3 layout)."""
     sub = s[(s["analysis"] == analysis) & (s["glmm"] == glmm) & (s["prompt"] == prompt) & (s["term"] == term)]
     sub = sub.set_index("model").loc[_order(sub["model"].tolist(), models)].reset_index()
+    var, sd = ranef_column(sub)
+    sub = sub.assign(ranef_variance=var.to_numpy(), ranef_sd=sd.to_numpy())
     display = pd.DataFrame({
         "Model": sub["model"],
         "Odds ratio": [_f(x, 2) for x in sub["odds_ratio"]],
         "95% CI": [f"[{_f(lo, 2)}, {_f(hi, 2)}]" if not math.isnan(lo) else ""
                    for lo, hi in zip(sub["ci_low"], sub["ci_high"])],
-        "Rand. eff. variance ± std. dev.": [f"{_f(m, 2)} ± {_f(sd, 2)}" if not math.isnan(m) else ""
-                                            for m, sd in zip(sub["ranef_var_mean"], sub["ranef_var_sd"])],
+        "Rand. eff. variance ± std. dev.": [f"{_f(v, 2)} ± {_f(d, 2)}" if not math.isnan(v) else ""
+                                            for v, d in zip(sub["ranef_variance"], sub["ranef_sd"])],
         "N estimates": [str(int(n)) for n in sub["n_clean"]],
     })
     raw = sub[["model", "prompt", "term", "odds_ratio", "median_log_or", "ci_low", "ci_high", "ci_low_log",
-               "ci_high_log", "ranef_var_mean", "ranef_var_sd", "n_clean", "n_resamples"]]
+               "ci_high_log", "ranef_variance", "ranef_sd", "ranef_var_mean", "ranef_var_sd", "n_clean",
+               "n_resamples"]]
     return display, raw.reset_index(drop=True)
 
 
@@ -117,7 +122,8 @@ def glmm2_grid_table(s: pd.DataFrame, term: str, prompts: Sequence[str] | None =
     """(display, raw, bold) of GLMM 2's ``term`` across models (rows) and prompts (columns).
 
     A cell reads 'OR; p / p_holm' with a double dagger after p where Wald disagrees; Holm is
-    column-wise (across models within a prompt), as in Tables 14 and 15.
+    row-wise (across the prompts of a model, :data:`earnest.stats.summary.HOLM_FAMILY`), as the
+    numbers of Tables 14 and 15 are (their captions say "column-wise").
     """
     sub = s[(s["analysis"] == analysis) & (s["glmm"] == 2) & (s["term"] == term)]
     prompts = _order(sub["prompt"].tolist(), prompts)
@@ -282,12 +288,12 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
         emit(f"glmm1_variant_{prompt}", d, raw,
              f"Variant effect testing with {lab}, as returned by GLMM 1 (layout of Tables 2, 6, 8, "
              f"10, 12). Accuracies in %, Δvar in percentage points; corrected P values by Holm-Bonferroni "
-             f"across models." + dag_note, bold)
+             f"{HOLM_FAMILY_TEXT[1]}." + dag_note, bold)
         d, raw = bootstrap_stats_table(s, prompt, "variant", 1, models)
         emit(f"glmm1_bootstrap_{prompt}", d, raw,
              f"Additional statistics for {lab}, GLMM 1 (layout of Tables 3, 7, 9, 11, 13). "
              f"N estimates is the number of cleanly converged bootstrap resamples over which the statistics "
-             f"are calculated.")
+             f"are calculated. " + RANEF_NOTE)
     g2 = allr[allr["glmm"] == 2]
     if len(g2):
         for term, name, what, tab in (("gamma_c", "glmm2_gamma_c", "the large-number effect", "14"),
@@ -296,13 +302,14 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
             emit(name, d, raw,
                  f"Odds ratios and significance of {what} across models and prompt formats, as returned by "
                  f"GLMM 2 (layout of Table {tab}). Cells: odds ratio; raw P value / Holm-Bonferroni-corrected "
-                 f"(column-wise) P value." + dag_note, bold)
+                 f"P value, corrected {HOLM_FAMILY_TEXT[2]} (row-wise, as the published numbers are; the "
+                 f"paper's caption says column-wise)." + dag_note, bold)
         for prompt in _order(g2["prompt"].tolist(), prompts):
             for term in ("variant", "gamma_c"):
                 d, raw = bootstrap_stats_table(s, prompt, term, 2, models)
                 emit(f"glmm2_bootstrap_{term}_{prompt}", d, raw,
                      f"Bootstrap statistics of {TERM_LABEL[term]} with {_prompt_phrase(prompt, prompt_labels)}, "
-                     f"GLMM 2. N estimates is the number of cleanly converged bootstrap resamples.")
+                     f"GLMM 2. N estimates is the number of cleanly converged bootstrap resamples. " + RANEF_NOTE)
     problems = diagnostics.fit_problems_table(s)
     shown = problems[problems["verdict"] != "ok"].rename(columns={
         "analysis": "Analysis", "glmm": "GLMM", "model": "Model", "prompt": "Prompt", "term": "Effect",

@@ -12,8 +12,9 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from earnest import fidelity as F
 from earnest.stats import glmm as G
-from earnest.stats.summary import check_shards, summarise
+from earnest.stats.summary import check_shards, clean_mask, summarise
 
 
 def default_cores() -> int:
@@ -54,12 +55,16 @@ def read_shards(paths) -> pd.DataFrame:
     return table
 
 
-def _shard_is_current(path: Path, resamples: np.ndarray, base_seed: int) -> bool:
-    # a finished shard is reused only if it holds exactly the resamples and seeds asked for now
+def _shard_is_current(path: Path, resamples: np.ndarray, base_seed: int, rows: str) -> bool:
+    # a finished shard is reused only if it holds exactly the resamples and seeds asked for now,
+    # fitted on the same rows (recorded in the file's metadata) with today's columns
     try:
-        old = pd.read_parquet(path, columns=["resample", "seed"]).drop_duplicates("resample")
+        old = pd.read_parquet(path)
     except Exception:
         return False
+    if old.attrs.get("rows") != rows or any(c not in old.columns for c in G.SHARD_COLUMNS):
+        return False
+    old = old[["resample", "seed"]].drop_duplicates("resample")
     want = pd.DataFrame({"resample": resamples, "seed": [G.resample_seed(base_seed, b) for b in resamples]})
     got = old.sort_values("resample").reset_index(drop=True)
     return len(got) == len(want) and bool((got["resample"].to_numpy() == want["resample"].to_numpy()).all()
@@ -68,18 +73,21 @@ def _shard_is_current(path: Path, resamples: np.ndarray, base_seed: int) -> bool
 
 def summarise_group(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, analysis: str = "all",
                     wald: bool = True, refit_nonconvergent: bool = True, model: str | None = None,
-                    prompt: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                    prompt: str | None = None, fidelity: str = F.DEFAULT,
+                    rows: str = "") -> tuple[pd.DataFrame, pd.DataFrame]:
     """Summary rows of one model x prompt plus, if its full-data fit did not converge, the
     optimiser refits (Listing 6; empty frame otherwise). ``data``: validated GLMM input; ``model``
-    and ``prompt`` name the group when ``data`` has no rows (nothing is fitted then)."""
+    and ``prompt`` name the group when ``data`` has no rows (nothing is fitted then);
+    ``fidelity`` decides which fits are clean; ``rows`` records what the shards were fitted on."""
     if len(data):
         model, prompt = str(data["model"].iloc[0]), str(data["prompt"].iloc[0])
     elif model is None or prompt is None:
         raise ValueError("summarise_group: no rows, so model and prompt must be given")
     wf = G.wald_fit(data, glmm) if wald and len(data) else None
-    summary = summarise(shards, data, glmm, model=model, prompt=prompt, wald=wf, analysis=analysis)
+    summary = summarise(shards, data, glmm, model=model, prompt=prompt, wald=wf, analysis=analysis,
+                        fidelity=fidelity, rows=rows)
     refits = pd.DataFrame()
-    if wf is not None and not wf.converged and refit_nonconvergent:
+    if wf is not None and not bool(summary["wald_converged"].iloc[0]) and refit_nonconvergent:
         refits = G.refit_optimisers(data, glmm)
         refits.insert(0, "analysis", analysis)
         refits.insert(1, "glmm", glmm)
@@ -89,30 +97,35 @@ def summarise_group(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, anal
 
 
 def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_dir: str | Path, *,
-             n_shards: int = 1, cores: int | None = None, aggregate: bool = True, analysis: str = "all",
-             log: Callable[[str], None] = print) -> tuple[pd.DataFrame, pd.DataFrame]:
+             n_shards: int = 1, cores: int | None = None, rows: str | None = None, analysis: str = "all",
+             fidelity: str = F.DEFAULT, log: Callable[[str], None] = print) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Bootstrap ``glmm`` for every model x prompt of validated GLMM input ``df``.
 
-    Shards are written to :func:`shard_path` as they finish and reused when a rerun asks for the
-    same resamples and seeds, so an R failure loses no finished shard. Returns (summaries, refits).
+    ``rows``: answers | aggregated (:func:`earnest.stats.glmm.resolve_rows`; None = the fidelity
+    mode's); ``fidelity`` also decides which fits are clean. Shards are written to
+    :func:`shard_path` as they finish and reused when a rerun asks for the same resamples and
+    seeds, so an R failure loses no finished shard. Returns (summaries, refits).
     """
     cores = cores or default_cores()
+    rows = G.resolve_rows(rows, fidelity)
+    aggregate = rows == "aggregated"
     summaries, refits = [], []
     for model, prompt, sub in G.groups(df):
         paths = []
         for shard in range(n_shards):
             path = shard_path(out_dir, glmm, model, prompt, shard)
             resamples = G.shard_resamples(n_resamples, shard, n_shards)
-            if path.exists() and _shard_is_current(path, resamples, base_seed):
+            if path.exists() and _shard_is_current(path, resamples, base_seed, rows):
                 log(f"{model} / {prompt}: shard {shard + 1}/{n_shards} already done ({path})")
             else:
                 table = G.run_bootstrap(G.model_frame(sub, glmm, aggregate), glmm, resamples, base_seed, cores)
+                table.attrs["rows"] = rows
                 write_shard(table, path)
-                n_clean = int(table.drop_duplicates("resample")["converged"].sum())
+                n_clean = int(clean_mask(table, fidelity)[table["term"] == "variant"].sum())
                 log(f"{model} / {prompt}: shard {shard + 1}/{n_shards}, {len(resamples)} resamples, "
                     f"{n_clean} clean -> {path}")
             paths.append(path)
-        s, r = summarise_group(sub, read_shards(paths), glmm, analysis=analysis)
+        s, r = summarise_group(sub, read_shards(paths), glmm, analysis=analysis, fidelity=fidelity, rows=rows)
         summaries.append(s)
         if len(r):
             refits.append(r)

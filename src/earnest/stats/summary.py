@@ -1,12 +1,13 @@
 """Bootstrap summaries as defined in section 3.5 of the GSM-Symbolic re-evaluation.
 
-Of B resamples only the clean ones count (no convergence warning, no error). For each fixed
+Of B resamples only the clean ones count (:func:`clean_mask`, per fidelity mode). For each fixed
 effect: the median of the clean estimates on the log-odds scale, reported as an odds ratio; the
 95% interval as the 2.5th and 97.5th percentiles of the clean estimates; the bootstrap P value of
 Eq. 4, twice the smaller tail proportion; the random-intercept variance as mean and standard
-deviation over clean resamples; and the number of clean estimates. Accuracies on GSM-Base and
-GSM-Variants and their difference Delta_var are in percent / percentage points. Holm-Bonferroni
-runs across models, separately per GLMM, effect and prompt.
+deviation over clean resamples (the full-data fit's variance and its square root are what the
+paper's tables print, see :func:`ranef_column`); and the number of clean estimates. Accuracies on
+GSM-Base and GSM-Variants and their difference Delta_var are in percent / percentage points.
+Holm-Bonferroni runs within the families the published tables use (:data:`HOLM_FAMILY`).
 """
 
 from __future__ import annotations
@@ -14,15 +15,48 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from earnest import fidelity as F
 from earnest.stats.glmm import EFFECTS, SHARD_COLUMNS, WaldFit
 
 ALPHA = 0.05
 
+#: Clean fits, in words, per fidelity mode (the captions and FIDELITY.md quote these).
+CLEAN_RULE = {
+    F.REFERENCE: "no lme4 convergence message (optinfo$conv$lme4$messages) and not singular, as the "
+                 "paper authors' results_analyser/glmm.py decides",
+    F.EARNEST: "no warning of any kind while fitting (lme4's convergence messages, optimiser warnings, "
+               "a singular fit) and no error",
+}
 
-def clean_mask(shards: pd.DataFrame) -> pd.Series:
-    """True for rows of resamples that converged without warning and without error."""
+
+def clean_mask(shards: pd.DataFrame, fidelity: str = F.DEFAULT) -> pd.Series:
+    """True for the rows of clean fits: the one place that decides which fits count.
+
+    Both modes need a fit without error with an estimate for the term. ``reference``: no message
+    from lme4's own convergence checks (``lme4_messages``; a singular fit's "boundary (singular)
+    fit" is one of them) and not singular, exactly as the reference's ``bootstrap_fit_df`` keeps
+    ``clean_estimates``. ``earnest``: no warning of any kind (``converged``), which also excludes
+    optimiser warnings lme4 does not count among its convergence messages.
+    """
+    F.check_mode(fidelity)
     err = shards["error"].fillna("").astype(str)
-    return shards["converged"].astype(bool) & (err == "") & shards["estimate"].notna()
+    ok = (err == "") & shards["estimate"].notna()
+    if fidelity == F.REFERENCE:
+        if "lme4_messages" not in shards.columns:
+            raise ValueError("fits without the column 'lme4_messages' (written before it existed): "
+                             "refit them to judge them as the reference does")
+        conv = shards["lme4_messages"].fillna("").astype(str)
+        singular = shards["singular"].astype("boolean").fillna(True).astype(bool)
+        return ok & (conv == "") & ~singular
+    return ok & shards["converged"].astype(bool)
+
+
+def wald_clean(wald: WaldFit, fidelity: str = F.DEFAULT) -> bool:
+    """Whether a full-data fit is clean under ``fidelity``, by the rule of :func:`clean_mask`."""
+    row = pd.DataFrame({"estimate": [0.0 if wald.coefs["estimate"].notna().all() else np.nan],
+                        "error": [wald.error or ""], "converged": [bool(wald.converged)],
+                        "singular": [wald.singular], "lme4_messages": [" | ".join(wald.lme4_messages)]})
+    return bool(clean_mask(row, fidelity).iloc[0])
 
 
 def bootstrap_p(estimates) -> float:
@@ -75,15 +109,19 @@ def check_shards(shards: pd.DataFrame, n_resamples: int | None = None, source: s
 
 
 def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str, prompt: str,
-              wald: WaldFit | None = None, analysis: str = "all", level: float = 0.95) -> pd.DataFrame:
+              wald: WaldFit | None = None, analysis: str = "all", level: float = 0.95,
+              fidelity: str = F.DEFAULT, rows: str = "") -> pd.DataFrame:
     """One row per effect of ``glmm`` (variant; and gamma_c for GLMM 2) for one model x prompt.
 
     ``shards`` is the concatenated bootstrap shard table, ``data`` the validated GLMM input of the
-    same model x prompt (for accuracies), ``wald`` the optional full-data fit.
+    same model x prompt (for accuracies), ``wald`` the optional full-data fit. ``fidelity``
+    decides which fits are clean (:func:`clean_mask`); ``rows`` (answers | aggregated) only
+    records what the shards were fitted on.
     """
     check_shards(shards)
+    fitted_rows = rows
     n_resamples = int(shards["resample"].nunique())
-    clean = shards[clean_mask(shards)]
+    clean = shards[clean_mask(shards, fidelity)]
     clean_resamples = clean.drop_duplicates("resample")
     rv = clean_resamples["ranef_var"].astype(float)
     acc = accuracies(data)
@@ -94,6 +132,7 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str
         med = float(np.median(theta)) if theta.size else float("nan")
         row = {
             "analysis": analysis, "glmm": int(glmm), "model": model, "prompt": prompt, "term": term,
+            "fidelity": fidelity, "rows": fitted_rows,
             "n_resamples": n_resamples, "n_clean": int(theta.size),
             "n_errors": int((shards.drop_duplicates("resample")["error"].fillna("") != "").sum()),
             "n_singular": int(shards.drop_duplicates("resample")["singular"].fillna(False).astype(bool).sum()),
@@ -104,22 +143,32 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str
             "ranef_var_sd": float(rv.std(ddof=1)) if len(rv) > 1 else float("nan"),
             **acc,
         }
-        row.update(wald_columns(wald, term))
+        row.update(wald_columns(wald, term, fidelity))
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def wald_columns(wald: WaldFit | None, term: str) -> dict:
-    """The Wald fit's statistics for ``term`` as summary columns (NaN/empty without a fit)."""
+def wald_columns(wald: WaldFit | None, term: str, fidelity: str = F.DEFAULT) -> dict:
+    """The Wald fit's statistics for ``term`` as summary columns (NaN/empty without a fit).
+    ``wald_converged`` is the fit's cleanness under ``fidelity`` (:func:`wald_clean`)."""
     if wald is None:
         return {"wald_estimate": np.nan, "wald_se": np.nan, "wald_z": np.nan, "wald_p": np.nan,
                 "wald_converged": None, "wald_singular": None, "wald_max_grad": np.nan,
                 "wald_tol": np.nan, "wald_messages": "", "wald_ranef_var": np.nan}
     c = wald.coefs.set_index("term").loc[term]
     return {"wald_estimate": float(c["estimate"]), "wald_se": float(c["se"]), "wald_z": float(c["z"]),
-            "wald_p": float(c["p"]), "wald_converged": bool(wald.converged),
+            "wald_p": float(c["p"]), "wald_converged": wald_clean(wald, fidelity),
             "wald_singular": wald.singular, "wald_max_grad": wald.max_grad, "wald_tol": wald.tol,
             "wald_messages": " | ".join(wald.messages) or wald.error, "wald_ranef_var": wald.ranef_var}
+
+
+def ranef_column(summaries: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """What the paper's "Rand. eff. variance ± std. dev." column prints: the random-intercept
+    variance of the full-data fit and its standard deviation, the square root of that variance
+    (lme4's VarCorr "Variance" and "Std.Dev."; in all 52 published rows the second number is the
+    square root of the first). NaN where there is no full-data fit."""
+    var = summaries["wald_ranef_var"].astype(float)
+    return var, np.sqrt(var.where(var >= 0))
 
 
 def holm(pvalues) -> np.ndarray:
@@ -137,12 +186,25 @@ def holm(pvalues) -> np.ndarray:
     return out
 
 
+#: The Holm-Bonferroni family of each GLMM's tables, as the published tables correct (each one's
+#: corrected column recomputes from its own P column, tests/test_published_holm.py): GLMM 1
+#: (Tables 2, 6, 8, 10, 12) across the models of one prompt; GLMM 2 (Tables 14, 15) across the
+#: five prompts of one model, per effect. (The paper's text says "across the evaluated LLMs" and
+#: the captions of Tables 14-15 "column-wise"; the numbers printed, and the authors' code, are
+#: row-wise.) Each family is also within one analysis (all errors / reasoning-only).
+HOLM_FAMILY = {1: ("analysis", "glmm", "prompt", "term"), 2: ("analysis", "glmm", "model", "term")}
+#: The same in words, for captions.
+HOLM_FAMILY_TEXT = {1: "across the models of each prompt", 2: "across the prompt formats of each model"}
+
+
 def add_holm(summaries: pd.DataFrame, column: str = "p_boot", out: str = "p_holm") -> pd.DataFrame:
-    """``summaries`` with ``out``: Holm across models within each (analysis, glmm, prompt, term)."""
+    """``summaries`` with ``out``: Holm-corrected ``column`` within each family of :data:`HOLM_FAMILY`."""
     res = summaries.copy()
     res[out] = np.nan
-    for _, idx in res.groupby(["analysis", "glmm", "prompt", "term"], sort=False).groups.items():
-        res.loc[idx, out] = holm(res.loc[idx, column].to_numpy())
+    for glmm, keys in HOLM_FAMILY.items():
+        part = res[res["glmm"].astype(int) == glmm]
+        for _, idx in part.groupby(list(keys), sort=False).groups.items():
+            res.loc[idx, out] = holm(res.loc[idx, column].to_numpy())
     return res
 
 

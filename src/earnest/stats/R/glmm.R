@@ -41,23 +41,29 @@ earnest_capture <- function(expr) {
 }
 
 # Fit one GLMM with glmer(). Returns the fit (or NULL), the warnings raised while fitting together
-# with lme4's own convergence messages, and the error text.
+# with lme4's own convergence messages, those messages alone (fit@optinfo$conv$lme4$messages: what
+# the paper authors' code reads to call a fit non-convergent; a singular fit's "boundary (singular)
+# fit" is one of them) and the error text.
 earnest_fit <- function(d, glmm, control = glmerControl()) {
   res <- earnest_capture(glmer(earnest_formula(glmm), data = d, family = binomial, control = control))
   fit <- res$value
   warns <- res$warnings
+  conv <- character(0)
   if (!is.null(fit)) {
+    conv <- as.character(fit@optinfo$conv$lme4$messages)
     # checkConv's messages are also raised as warnings; keep each text once
-    warns <- unique(c(warns, fit@optinfo$conv$lme4$messages, unlist(fit@optinfo$warnings)))
+    warns <- unique(c(warns, conv, unlist(fit@optinfo$warnings)))
   }
-  list(fit = fit, warnings = as.character(warns), error = res$error)
+  list(fit = fit, warnings = as.character(warns), conv_messages = conv, error = res$error)
 }
 
 # What the bootstrap keeps of a fit: estimates of the terms (NA for a failed fit or a dropped
-# column), random-intercept variance, singular flag, warnings and error.
-earnest_outcome <- function(est, rv, singular, warnings, error) {
+# column), random-intercept variance, singular flag, warnings, lme4's own convergence messages
+# (a subset of the warnings) and error.
+earnest_outcome <- function(est, rv, singular, warnings, error, conv_messages = character(0)) {
   list(estimate = as.numeric(unname(est)), ranef_var = as.numeric(rv), singular = singular,
-       warnings = as.character(warnings), error = as.character(error))
+       warnings = as.character(warnings), conv_messages = as.character(conv_messages),
+       error = as.character(error))
 }
 
 # The outcome of a fit that failed: no estimates, only its warnings and error.
@@ -69,7 +75,7 @@ earnest_fit_outcome <- function(res, glmm) {
   fit <- res$fit
   if (is.null(fit)) return(earnest_no_fit(glmm, res$warnings, res$error))
   earnest_outcome(fixef(fit)[earnest_terms(glmm)], VarCorr(fit)$cluster[1, 1], isSingular(fit),
-                  res$warnings, res$error)
+                  res$warnings, res$error, res$conv_messages)
 }
 
 # lme4's convergence criterion: the largest of min(|scaled gradient|, |gradient|) over the
@@ -99,6 +105,7 @@ earnest_record <- function(out, glmm, resample, seed) {
     converged = rep(earnest_clean(out), n),
     singular = rep(out$singular, n),
     messages = rep(paste(out$warnings, collapse = " | "), n),
+    lme4_messages = rep(paste(out$conv_messages, collapse = " | "), n),
     error = rep(earnest_error_text(out), n),
     stringsAsFactors = FALSE
   )
@@ -184,7 +191,8 @@ earnest_design_fit <- function(des, rows) {
   beta <- setNames(v$opt$par[-seq_len(nth)], v$beta_names)
   warns <- unique(c(res$warnings, v$conv$messages, unlist(attr(v$opt, "warnings"))))
   # as VarCorr() and isSingular() compute them for one random intercept and a binomial family
-  earnest_outcome(beta[earnest_terms(des$glmm)], theta[1]^2, any(theta[v$theta_lower == 0] < 1e-4), warns, res$error)
+  earnest_outcome(beta[earnest_terms(des$glmm)], theta[1]^2, any(theta[v$theta_lower == 0] < 1e-4), warns,
+                  res$error, as.character(v$conv$messages))
 }
 
 # lapply(ks, f, ...) over `cores` forked workers that share the work as they go: each worker takes
@@ -284,6 +292,7 @@ earnest_wald <- function(d, glmm, control = glmerControl()) {
   list(coefs = coefs,
        converged = earnest_clean(res),
        messages = res$warnings,
+       lme4_messages = res$conv_messages,
        error = earnest_error_text(res),
        ranef_var = diag$ranef_var, singular = diag$singular,
        max_grad = diag$max_grad, tol = if (is.null(tol)) NA_real_ else tol)
