@@ -25,6 +25,7 @@ include: "rules/stats.smk"
 include: "rules/experiments.smk"
 include: "rules/figures.smk"
 include: "rules/statform.smk"
+include: "rules/statform_build.smk"
 
 
 rule all:

@@ -9,7 +9,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from earnest.backends.hf import resolve_gguf
-from earnest.config import ConfigError, check_config, resolve_path, validate_schema
+from earnest.config import BUILT_BENCHMARK, ConfigError, check_config, resolve_path, validate_schema
 from earnest.datasets import DATASETS
 from earnest.prompts import PromptFormatError, load_formats
 from earnest.stats.glmm import resolve_rows
@@ -196,6 +196,10 @@ SF_STRATEGIES = dict(SF["strategies"])
 SF_DIR = "results/statform"
 
 
+def statform_dataset():
+    """statform.dataset; the benchmark built by rules/statform_build.smk is made, not read."""
+    return BUILT_BENCHMARK if SF["dataset"] == BUILT_BENCHMARK else _repo_path(SF["dataset"])
+
 wildcard_constraints:
     strategy=_alternatives(SF_STRATEGIES) if SF_STRATEGIES else "zero_shot",
 
@@ -216,4 +220,6 @@ def all_targets(wildcards=None):
     targets += figure_targets()
     if SF["enabled"]:
         targets += statform_targets()
+    if config["statform_build"]["enabled"]:
+        targets += statform_build_targets()
     return targets

@@ -2,7 +2,7 @@
 
 rule statform_data:
     input:
-        dataset=_repo_path(SF["dataset"]),
+        dataset=statform_dataset(),
         pool=_repo_path(SF["fewshot_pool"]),
     output:
         samples=f"{SF_DIR}/data/samples.parquet",

@@ -38,6 +38,11 @@ class Checked:
 
     #: GSM-Symbolic template ids the run uses (sorted)
     templates: list[int] = field(default_factory=list)
+    #: StatFormBench construction: textbook entries by id, case projects by name ({report, data}),
+    #: case folders left out with the reason (empty unless statform_build is enabled)
+    build_entries: dict = field(default_factory=dict)
+    build_cases: dict = field(default_factory=dict)
+    build_excluded: list = field(default_factory=list)
 
 
 def resolve_path(p: str | Path, base_dir: str | Path | None = None) -> Path:
@@ -155,12 +160,60 @@ def _check_statform(config: dict, base_dir) -> None:
             raise ConfigError(f"statform.models: {name!r} is not a configured model "
                               f"(models: {', '.join(config['models'])})")
     for key in ("dataset", "fewshot_pool"):
+        if key == "dataset" and sf.get(key) == BUILT_BENCHMARK:
+            if not config["statform_build"]["enabled"]:
+                raise ConfigError(f"statform.dataset: {BUILT_BENCHMARK} is made by statform_build, which is not enabled")
+            continue
         if not sf.get(key) or not resolve_path(sf[key], base_dir).exists():
             raise ConfigError(f"statform.{key}: file not found: {sf.get(key)!r}")
     main = sf["main_strategy"]
     if main not in sf["strategies"]:
         raise ConfigError(f"statform.main_strategy: {main!r} is not one of statform.strategies "
                           f"({', '.join(sf['strategies'])})")
+
+
+# the benchmark rules/statform_build.smk writes; statform.dataset may name it
+BUILT_BENCHMARK = "results/statform_build/statformbench.jsonl"
+BUILD_STAGES = ("split", "induce", "filter", "label", "variables", "rewrite")
+
+
+def _check_statform_build(config: dict, base_dir) -> tuple[dict, dict, list]:
+    """Read the construction pipeline's entries and case folder now (a bad line stops the run)."""
+    sb = config["statform_build"]
+    if not sb["enabled"]:
+        return {}, {}, []
+    from earnest.statform.build.entries import EntryError, read_entries, scan_cases
+
+    if not sb.get("entries") and not sb.get("cases"):
+        raise ConfigError("statform_build: give entries (a JSONL file) or cases (a folder), or both")
+    entries, cases, excluded = {}, {}, []
+    try:
+        if sb.get("entries"):
+            entries = {e["entry_id"]: e for e in read_entries(resolve_path(sb["entries"], base_dir))}
+        if sb.get("cases"):
+            cases, excluded = scan_cases(resolve_path(sb["cases"], base_dir))
+    except EntryError as exc:
+        raise ConfigError(f"statform_build: {exc}") from None
+    clash = sorted(set(entries) & set(cases))
+    if clash:
+        raise ConfigError(f"statform_build: entry ids and case project names must differ; both have {clash[:5]}")
+    if not entries and not cases:
+        raise ConfigError("statform_build: no entries and no usable case project (excluded: "
+                          f"{[e['project'] + ': ' + e['reason'] for e in excluded][:5]})")
+    if not sb.get("model"):
+        raise ConfigError("statform_build.model: name the model (under models:) the LLM stages use")
+    named = [("statform_build.model", sb["model"])] + [(f"statform_build.stage_models.{s}", m)
+                                                        for s, m in (sb.get("stage_models") or {}).items()]
+    for key, name in named:
+        if name not in config["models"]:
+            raise ConfigError(f"{key}: {name!r} is not a configured model (models: {', '.join(config['models'])})")
+    for key in ("taxonomy", "prompts_dir"):
+        if not resolve_path(sb[key], base_dir).exists():
+            raise ConfigError(f"statform_build.{key}: not found: {sb[key]!r}")
+    for d in sb["review"]["decisions"]:
+        if not resolve_path(d, base_dir).exists():
+            raise ConfigError(f"statform_build.review.decisions: not found: {d!r}")
+    return entries, cases, excluded
 
 
 def check_config(config: dict, formats: Mapping[str, PromptFormat], *,
@@ -176,4 +229,5 @@ def check_config(config: dict, formats: Mapping[str, PromptFormat], *,
     _check_models(config, base_dir)
     templates = _gsm_templates(config, base_dir)
     _check_statform(config, base_dir)
-    return Checked(templates=templates)
+    entries, cases, excluded = _check_statform_build(config, base_dir)
+    return Checked(templates=templates, build_entries=entries, build_cases=cases, build_excluded=excluded)

@@ -1,0 +1,294 @@
+"""The StatFormBench construction pipeline end to end, stage by stage, against a scripted
+OpenAI-compatible server on 127.0.0.1 (tests/sfb_script.py says what each entry exercises):
+broken JSON retried, a refusal recorded as a failure, a discarded sample, a proposed category, a
+rewrite that drops a number (caught by the deterministic check), HTTP 500 (the stage fails, a
+rerun asks only what is missing), case-library induction with a revision round, review export and
+import, the released-format output read back and evaluated, and a rerun that sends nothing."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from scripted_openai import ScriptedOpenAI
+from sfb_script import ENTRIES, NEW_CATEGORY, Annotator
+
+from earnest.statform.build import files as F
+from earnest.statform.build.datadict import project_dictionary
+from earnest.statform.build.entries import EntryError, read_entries, scan_cases
+from earnest.statform.build.llm import TransportError
+from earnest.statform.build.numcheck import number_check
+from earnest.statform.build.review import ReviewError, read_decisions
+from earnest.statform.data import load_samples
+
+ROOT = Path(__file__).resolve().parents[1]
+RES = ROOT / "resources" / "statform"
+CASES = RES / "build_example" / "cases"
+TAXONOMY = RES / "taxonomy.yaml"
+
+
+def _llm(url, cache):
+    return {"model": "annotator", "model_cfg": {"backend": "openai", "base_url": url, "model": "annotator",
+                                                "concurrency": 2, "max_retries": 1, "backoff_s": 0.01,
+                                                "max_backoff_s": 0.02, "timeout_s": 10},
+            "cache_dir": str(cache), "max_new_tokens": 300, "max_retries": 2}
+
+
+def build(out: Path, entries_file: Path, llm: dict, cases: Path = CASES) -> tuple[dict, list[dict], dict]:
+    """Every per-unit stage, as the workflow runs them; returns (units, excluded projects, errors by unit)."""
+    entries = {e["entry_id"]: e for e in read_entries(entries_file)}
+    projects, excluded = scan_cases(cases)
+    errors = {}
+    for unit in list(entries) + list(projects):
+        try:
+            if unit in entries:
+                F.write_entry(entries[unit], out / "entries" / f"{unit}.json")
+                F.run_split(out / "entries" / f"{unit}.json", out / "split" / f"{unit}.jsonl", llm)
+                samples = out / "split" / f"{unit}.jsonl"
+            else:
+                F.run_datadict(unit, Path(projects[unit]["report"]).parent, projects[unit]["data"], 0,
+                               out / "datadict" / f"{unit}.json")
+                F.run_induce(unit, projects[unit]["report"], out / "datadict" / f"{unit}.json",
+                             out / "induce" / f"{unit}.jsonl", llm)
+                samples = out / "induce" / f"{unit}.jsonl"
+            F.run_filter(samples, out / "filter" / f"{unit}.jsonl", llm)
+            F.run_label(out / "filter" / f"{unit}.jsonl", out / "label" / f"{unit}.jsonl", llm, TAXONOMY)
+            F.run_variables(out / "filter" / f"{unit}.jsonl", out / "variables" / f"{unit}.jsonl", llm)
+            F.run_rewrite(out / "label" / f"{unit}.jsonl", out / "variables" / f"{unit}.jsonl",
+                          out / "rewrite" / f"{unit}.jsonl", llm, TAXONOMY)
+        except TransportError as exc:
+            errors[unit] = str(exc)
+    units = {**{u: e["source"] for u, e in entries.items()}, **{u: "case" for u in projects}}
+    return units, excluded, errors
+
+
+def finalize(out: Path, units, excluded, decisions=()):
+    rewrite = sorted((out / "rewrite").glob("*.jsonl"))
+    F.run_review_export(rewrite, out / "review", 4)
+    return F.run_finalize(rewrite, list(decisions), TAXONOMY, False, out / "statformbench.jsonl",
+                          out / "status.parquet", out / "taxonomy.yaml", out / "stats", units, excluded)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sfbuild")
+    entries = tmp / "entries.jsonl"
+    entries.write_text("".join(json.dumps(e) + "\n" for e in ENTRIES), encoding="utf-8")
+    script = Annotator()
+    with ScriptedOpenAI(script) as srv:
+        llm = _llm(srv.url, tmp / "cache")
+        units, excluded, errors = build(tmp / "out", entries, llm)
+        first_errors = dict(errors)
+        sent_first = len(srv.received)
+        # the server recovers; a rerun of everything sends only the request that got no answer
+        script.state["fail500"] = False
+        units, excluded, errors = build(tmp / "out", entries, llm)
+        sent_rerun = len(srv.received) - sent_first
+        counts = finalize(tmp / "out", units, excluded)
+        # a third run, into a fresh folder, is served entirely from the cache
+        sent_before = len(srv.received)
+        build(tmp / "again", entries, llm)
+        sent_third = len(srv.received) - sent_before
+    return {"sent_third": sent_third, "tmp": tmp, "out": tmp / "out", "units": units, "excluded": excluded, "first_errors": first_errors,
+            "errors": errors, "counts": counts, "sent_first": sent_first, "sent_rerun": sent_rerun, "entries": entries}
+
+
+def _records(out, stage, unit):
+    return F.read_records(out / stage / f"{unit}.jsonl")
+
+
+def test_server_error_fails_the_stage_and_a_rerun_asks_only_what_is_missing(built):
+    assert list(built["first_errors"]) == ["err"]
+    assert "filter" in built["first_errors"]["err"] and "error:http_500" in built["first_errors"]["err"]
+    assert not built["errors"]
+    # everything answered the first time came from the cache: the rerun sent only err's filter request
+    # and the err unit's later stages (label, variables, rewrite, check)
+    assert built["sent_rerun"] == 5
+
+
+def test_split_retries_broken_json_and_flattens(built):
+    out = built["out"]
+    two = _records(out, "split", "two")
+    assert [r["sample_id"] for r in two] == ["two-q1", "two-q2"]
+    assert all(r["background"].startswith("TAG:two In a clinic 12%") for r in two)
+    assert two[1]["question"].startswith("What is the expected number")
+    broken = _records(out, "split", "broken")[0]
+    attempts = broken["log"]["split"]["attempts"]
+    assert len(attempts) == 2 and "no JSON object" in attempts[0]["error"] and attempts[1]["error"] == ""
+
+
+def test_filter_discards_with_reason_and_refusal_is_recorded_not_dropped(built):
+    out = built["out"]
+    define = _records(out, "filter", "define")[0]
+    assert define["status"] == "discarded" and "concept recall" in define["reason"]
+    refuse = _records(out, "rewrite", "refuse")[0]
+    assert refuse["status"] == "failed" and refuse["stage"] == "variables"
+    answers = [a["response"] for a in refuse["log"]["variables"]["attempts"]]
+    assert len(answers) == 3 and all("can't help" in a for a in answers)  # 1 try + max_retries 2
+    fails = pd.read_csv(out / "stats" / "failures.csv").set_index("sample_id")
+    assert fails.at["refuse-q1", "stage"] == "variables" and fails.at["refuse-q1", "answers"] == 3
+    assert fails.at["define-q1", "status"] == "discarded"
+
+
+def test_labels_are_checked_against_the_taxonomy(built):
+    out = built["out"]
+    broken = _records(out, "label", "broken")[0]
+    assert broken["label"]["category"] == "Hypothesis Testing & Interval Estimation\\Mean Test"  # L2 name resolved
+    drops = _records(out, "label", "drops")[0]
+    assert len(drops["log"]["label"]["attempts"]) == 2
+    assert "not an L1\\L2 label of the taxonomy" in drops["log"]["label"]["attempts"][0]["error"]
+    newcat = _records(out, "label", "newcat")[0]
+    assert newcat["label"]["proposed_new_category"] == NEW_CATEGORY and "proposed_category" in newcat["flags"]
+
+
+def test_rewrite_number_check_and_one_shot_correction(built):
+    out = built["out"]
+    broken = _records(out, "rewrite", "broken")[0]
+    rw = broken["rewrite"]
+    # the evaluator passed the first rewrite, the deterministic check did not: one correction
+    assert rw["self_eval"][0]["verdict"]["pass"] is True
+    assert rw["number_check"][0]["missing"] == ["1020"] and rw["corrected"] is True
+    assert "1020" in rw["question"] and rw["numbers_missing"] == [] and broken["flags"] == []
+    drops = _records(out, "rewrite", "drops")[0]
+    assert drops["rewrite"]["numbers_missing"] == ["116"] and "numbers_missing" in drops["flags"]
+    newcat = _records(out, "rewrite", "newcat")[0]
+    assert [e["verdict"]["pass"] for e in newcat["rewrite"]["self_eval"]] == [False, True]
+    assert "survival" not in newcat["rewrite"]["question"]
+
+
+def test_case_library_data_dictionary_and_induction(built):
+    out = built["out"]
+    assert [e["project"] for e in built["excluded"]] == ["survey-notes"]
+    d = json.loads((out / "datadict" / "clinic-waits.json").read_text())
+    t = d["tables"][0]
+    assert t["shape"] == [24, 4] and t["missing"]["wait_min"] == 2
+    raw = pd.read_csv(CASES / "clinic-waits" / "waits.csv")
+    preview = pd.DataFrame(t["preview_simulated"])
+    assert len(preview) == 5
+    # simulated, not copied: within the column's range, no preview row equals a raw row
+    w = preview["wait_min"].dropna()
+    assert w.between(raw["wait_min"].min(), raw["wait_min"].max()).all()
+    assert preview["clinic"].isin(["North", "South"]).all()
+    raw_rows = {tuple(r) for r in raw.astype(str).to_numpy()}
+    assert not any(tuple(r) in raw_rows for r in preview.astype(str).to_numpy())
+    case = _records(out, "induce", "clinic-waits")
+    assert [r["sample_id"] for r in case] == ["clinic-waits-q1", "clinic-waits-q2"]
+    hist = case[0]["log"]["induce"]["history"]
+    assert [h["step"] for h in hist] == ["induce", "check", "revise", "check"]
+    assert "hour of arrival" in case[1]["question"] and case[0]["source"] == "case"
+
+
+def test_data_dictionary_is_deterministic(tmp_path):
+    files = [str(CASES / "clinic-waits" / "waits.csv")]
+    a = project_dictionary("clinic-waits", CASES / "clinic-waits", files, seed=3)
+    b = project_dictionary("clinic-waits", CASES / "clinic-waits", files, seed=3)
+    c = project_dictionary("clinic-waits", CASES / "clinic-waits", files, seed=4)
+    assert a == b and a["tables"][0]["preview_simulated"] != c["tables"][0]["preview_simulated"]
+
+
+def test_final_samples_statistics_and_review_sheets(built):
+    out = built["out"]
+    assert built["counts"] == {"final": 6, "discarded": 1, "failed": 1, "pending_review": 2}
+    final = load_samples(out / "statformbench.jsonl")
+    ids = {s.sample_id for s in final}
+    assert ids == {"two-q1", "two-q2", "broken-q1", "err-q1", "clinic-waits-q1", "clinic-waits-q2"}
+    two = next(s for s in final if s.sample_id == "two-q1")
+    assert two.background.startswith("We keep records.") and two.category_fg == "Event Probability & Independence"
+    assert {v.id for v in two.variables} == {"p_noshow", "n_booked"}
+    stages = pd.read_csv(out / "stats" / "stages.csv").set_index("stage")
+    assert stages.at["split", "entered"] == 7 and stages.at["split", "passed"] == 7
+    assert stages.at["samples created", "entered"] == 10
+    assert stages.at["filter", "discarded"] == 1 and stages.at["variables", "failed"] == 1
+    assert stages.at["review", "entered"] == 8 and stages.at["review", "passed"] == 6
+    assert stages.at["selection (case projects)", "discarded"] == 1
+    cats = pd.read_csv(out / "stats" / "categories.csv").set_index("category")
+    assert cats.at["Hypothesis Testing & Interval Estimation\\Mean Test", "final"] == 3
+    assert "## stages" in (out / "stats" / "summary.md").read_text()
+    sheets = sorted((out / "review").glob("batch-*.csv"))
+    assert [p.name for p in sheets] == ["batch-001.csv", "batch-002.csv"]  # 8 active samples, batches of 4
+    rows = [r for p in sheets for r in csv.DictReader(open(p, encoding="utf-8"))]
+    assert len(rows) == 8 and {r["sample_id"] for r in rows if r["flags"]} == {"newcat-q1", "drops-q1"}
+    index = (out / "review" / "index.html").read_text()
+    assert "refuse-q1" in index and "define-q1" in index
+
+
+def test_review_decisions_adopt_a_category_and_reject(built, tmp_path):
+    out = built["out"]
+    rows = [r for p in sorted((out / "review").glob("batch-*.csv")) for r in csv.DictReader(open(p, encoding="utf-8"))]
+    for r in rows:
+        if r["sample_id"] == "newcat-q1":
+            r.update(decision="accept", category_final=NEW_CATEGORY, note="adopted")
+        if r["sample_id"] == "drops-q1":
+            r.update(decision="reject")
+    filled = tmp_path / "filled.csv"
+    with open(filled, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    dst = tmp_path / "out"
+    shutil.copytree(out, dst)
+    counts = finalize(dst, built["units"], built["excluded"], [filled])
+    assert counts == {"final": 7, "discarded": 1, "failed": 1, "rejected": 1}
+    final = {s.sample_id: s for s in load_samples(dst / "statformbench.jsonl")}
+    assert final["newcat-q1"].category == NEW_CATEGORY
+    assert "Survival Analysis" in (dst / "taxonomy.yaml").read_text()
+    # a bad decision names file, line and column
+    rows[0]["decision"] = "maybe"
+    with open(filled, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    with pytest.raises(ReviewError, match=r"filled.csv:2: column decision: 'maybe'"):
+        read_decisions([filled], {r["sample_id"] for r in rows})
+
+
+def test_a_rerun_sends_nothing(built):
+    assert built["sent_third"] == 0
+    a = [json.loads(x) for x in (built["out"] / "rewrite" / "two.jsonl").read_text().splitlines()]
+    b = [json.loads(x) for x in (built["tmp"] / "again" / "rewrite" / "two.jsonl").read_text().splitlines()]
+    assert a == b
+
+
+def test_built_benchmark_runs_through_the_evaluation(built, tmp_path):
+    from earnest.statform.pipeline import generate, prepare_data, score
+
+    out = built["out"]
+    prepare_data(out / "statformbench.jsonl", None, out / "taxonomy.yaml", tmp_path / "samples.parquet",
+                 tmp_path / "pool.parquet", tmp_path / "taxonomy.yaml")
+    final = {s.question: s for s in load_samples(out / "statformbench.jsonl")}
+
+    def oracle(body):  # answers every sample with its reference formulation
+        s = final[json.loads(body["messages"][-1]["content"])["question"]]
+        return json.dumps({"category": s.category, "variables": {v.id: v.to_dict() for v in s.variables}})
+
+    with ScriptedOpenAI(oracle) as srv:
+        cfg = {"backend": "openai", "base_url": srv.url, "model": "oracle", "max_retries": 0}
+        generate(tmp_path / "samples.parquet", tmp_path / "pool.parquet", tmp_path / "taxonomy.yaml", "oracle", cfg,
+                 "zero_shot", {"kind": "zero_shot"}, 256, tmp_path / "gen.parquet")
+    scored = score(tmp_path / "gen.parquet", tmp_path / "samples.parquet", tmp_path / "taxonomy.yaml",
+                   tmp_path / "scored.parquet")
+    assert len(scored) == 6 and scored["correct_fg"].all()
+
+
+def test_number_check():
+    assert number_check("Of 1,250 bulbs 12% failed in 5 days", "Of 1250 bulbs, twelve percent... 5 days")["ok"]
+    r = number_check("mean 0.50 over 40 runs", "mean 0.5 over forty runs, up from 30")
+    assert r == {"missing": ["40"], "added": ["30"], "ok": False}
+
+
+def test_bad_entries_name_file_and_line(tmp_path):
+    p = tmp_path / "e.jsonl"
+    p.write_text('{"entry_id": "a", "question": "q", "answer": "x"}\n{"entry_id": "b c", "question": "q", "answer": ""}\n')
+    with pytest.raises(EntryError, match=r"e.jsonl:2: field 'entry_id'"):
+        read_entries(p)
+    p.write_text('{"entry_id": "a", "question": "q"}\n')
+    with pytest.raises(EntryError, match=r"e.jsonl:1 \(entry a\): field 'answer' is missing"):
+        read_entries(p)
+    p.write_text('{"entry_id": "a", "question": "q", "answer": ""}\n{"entry_id": "a", "question": "r", "answer": ""}\n')
+    with pytest.raises(EntryError, match="duplicate entry_id 'a'"):
+        read_entries(p)
