@@ -292,3 +292,38 @@ def test_bad_entries_name_file_and_line(tmp_path):
     p.write_text('{"entry_id": "a", "question": "q", "answer": ""}\n{"entry_id": "a", "question": "r", "answer": ""}\n')
     with pytest.raises(EntryError, match="duplicate entry_id 'a'"):
         read_entries(p)
+
+
+def _config(mutate):
+    import copy
+
+    import yaml
+
+    from earnest.config import check_config, validate_schema
+    from earnest.prompts import load_formats
+
+    cfg = copy.deepcopy(yaml.safe_load((ROOT / "tests" / "configs" / "tiny.yaml").read_text()))
+    cfg["statform_build"] = {"enabled": True, "entries": str(RES / "build_example" / "entries.jsonl"),
+                             "cases": str(CASES), "model": "tiny"}
+    mutate(cfg)
+    validate_schema(cfg, ROOT / "config" / "schema.yaml")
+    return cfg, check_config(cfg, load_formats(ROOT / "resources" / "prompts"), base_dir=ROOT)
+
+
+def test_config_checks_read_entries_and_cases_before_any_job(tmp_path):
+    from earnest.config import ConfigError
+
+    cfg, checked = _config(lambda c: None)
+    assert list(checked.build_entries) == ["ex-noshow", "ex-bulbs", "ex-define"]
+    assert list(checked.build_cases) == ["clinic-waits"] and checked.build_excluded[0]["project"] == "survey-notes"
+    assert cfg["statform_build"]["max_retries"] == 2 and cfg["statform_build"]["review"]["require"] is False
+    with pytest.raises(ConfigError, match=r"statform_build.stage_models.rewrite: 'gpt' is not a configured model"):
+        _config(lambda c: c["statform_build"].update(stage_models={"rewrite": "gpt"}))
+    bad = tmp_path / "e.jsonl"
+    bad.write_text('{"entry_id": "a", "question": "q", "answer": "x"}\nnot json\n')
+    with pytest.raises(ConfigError, match=r"e.jsonl:2"):
+        _config(lambda c: c["statform_build"].update(entries=str(bad)))
+    with pytest.raises(ConfigError, match="statform_build, which is not enabled"):
+        _config(lambda c: (c["statform_build"].update(enabled=False),
+                           c.setdefault("statform", {}).update(enabled=True, models=["tiny"],
+                                                               dataset="results/statform_build/statformbench.jsonl")))
