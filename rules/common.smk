@@ -10,7 +10,7 @@ from snakemake.exceptions import WorkflowError
 
 from earnest.backends.hf import resolve_gguf
 from earnest.config import BUILT_BENCHMARK, ConfigError, check_config, resolve_path, validate_schema
-from earnest.datasets import DATASETS
+from earnest.datasets import DATASETS, release_path
 from earnest.prompts import PromptFormatError, load_formats
 from earnest.stats.glmm import resolve_rows
 

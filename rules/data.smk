@@ -5,11 +5,32 @@
 VARIANTS_DIR = f"results/data/variants/seed{GSM['seed']}-n{GSM['variants']}"
 
 
-if GSM["source"] == "jsonl":
+if GSM["source"] == "hub":
+    RELEASE_FILE = str(release_path(GSM["hub"]["repo"], GSM["hub"]["revision"], GSM["hub"]["file"]))
+
+    # the official release at its pinned revision, fetched once on the login node (as fetch_model)
+    rule fetch_gsm_symbolic:
+        output:
+            RELEASE_FILE,
+        log:
+            "logs/fetch_gsm_symbolic.log",
+        params:
+            repo=GSM["hub"]["repo"],
+            revision=GSM["hub"]["revision"],
+            file=GSM["hub"]["file"],
+            cache_dir=GSM["hub"]["cache_dir"],
+        localrule: True
+        conda:
+            "../envs/generate.yaml"
+        script:
+            "../workflow/scripts/fetch_gsm_symbolic.py"
+
+
+if GSM["source"] in ("jsonl", "hub"):
 
     rule release_items:
         input:
-            _repo_path(GSM["jsonl"]),
+            RELEASE_FILE if GSM["source"] == "hub" else _repo_path(GSM["jsonl"]),
         output:
             "results/data/{dataset}.parquet",
         log:

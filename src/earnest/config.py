@@ -17,6 +17,7 @@ unit test in ``tests/test_config.py``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -127,7 +128,7 @@ def _check_models(config: dict, base_dir) -> None:
 
 
 def _gsm_templates(config: dict, base_dir) -> list[int]:
-    from earnest.datasets import DatasetError, read_release_jsonl
+    from earnest.datasets import RELEASE_TEMPLATES, DatasetError, read_release_jsonl, release_path
 
     gsm = config["gsm_symbolic"]
     if gsm["source"] == "jsonl":
@@ -140,6 +141,19 @@ def _gsm_templates(config: dict, base_dir) -> list[int]:
         available = sorted({r["id"] for r in records})
         if not available:
             raise ConfigError(f"gsm_symbolic.jsonl: {gsm['jsonl']} holds no records")
+    elif gsm["source"] == "hub":
+        hub = gsm.get("hub") or {}
+        rev = hub.get("revision") or ""
+        if config.get("paper_mode") and not re.fullmatch(r"[0-9a-f]{40}", rev):
+            raise ConfigError(f"gsm_symbolic.hub.revision: paper_mode needs the release pinned to a commit id, not {rev!r}")
+        fetched = resolve_path(release_path(hub["repo"], rev, hub["file"]), base_dir)
+        if fetched.exists():  # fetched already: check it as a jsonl source
+            try:
+                available = sorted({r["id"] for r in read_release_jsonl(fetched)})
+            except DatasetError as exc:
+                raise ConfigError(str(exc)) from None
+        else:  # the release's template ids; the job that reads the file checks them again
+            available = list(RELEASE_TEMPLATES)
     else:
         available = list(range(100))
     chosen = gsm.get("templates")

@@ -8,6 +8,9 @@ Two sources give the same items table (columns in CONTRACTS.md):
   rerun and independent of which other templates are selected.
 - ``jsonl``: the official GSM-Symbolic release (one JSON object a line with id, instance, question,
   answer, original_id, original_question, original_answer).
+- ``hub``: the same release as the paper's authors load it (``apple/GSM-Symbolic`` on the Hugging
+  Face hub, config ``main``: the file ``main/test.jsonl``) at a pinned revision, fetched once by
+  :func:`fetch_release` and then read as ``jsonl``.
 """
 
 from __future__ import annotations
@@ -136,6 +139,58 @@ def read_release_jsonl(path: str | Path) -> list[dict]:
     if not records:
         raise DatasetError(f"{path}: no records")
     return records
+
+
+#: The official release as the reference loads it (``load_dataset("apple/GSM-Symbolic", "main",
+#: split="test")``, no revision): the hub dataset's ``main`` config is the file ``main/test.jsonl``,
+#: unchanged since the commit that added it (5a7455b, 2024-12-08); pinned here at the newest
+#: commit of the hub repository's main branch (2024-12-09), which holds the same file.
+HUB_RELEASE = {"repo": "apple/GSM-Symbolic", "revision": "93b5b3758d9d9841ffe81d6cd2ae2b030685b078",
+               "file": "main/test.jsonl"}
+#: Template ids of the official release (100 templates), used to check a config before the file is fetched.
+RELEASE_TEMPLATES = tuple(range(100))
+
+
+def release_path(repo: str, revision: str, file: str, root: str | Path = "results/data/release") -> Path:
+    """Where the fetched release file lives in a run: ``root/<org>__<name>/<revision>/<file>``."""
+    if not revision:
+        raise DatasetError("gsm_symbolic.hub.revision: give the commit id of the release to fetch")
+    return Path(root) / repo.replace("/", "__") / revision / file
+
+
+def fetch_release(repo: str, revision: str, file: str, dest: str | Path, *,
+                  cache_dir: str | Path | None = None) -> Path:
+    """Fetch ``file`` of the hub dataset ``repo`` at ``revision`` and copy it to ``dest``.
+
+    Goes through ``huggingface_hub.hf_hub_download`` (its cache, its offline mode: with
+    ``HF_HUB_OFFLINE=1`` a file already in ``cache_dir`` is used without a network call). The copy
+    is checked as a release file (:func:`read_release_jsonl`) before it replaces ``dest``, so a
+    truncated or wrong download never looks finished. Returns ``dest``.
+    """
+    import os
+    import shutil
+
+    from huggingface_hub import hf_hub_download
+
+    if not revision:
+        raise DatasetError(f"gsm_symbolic.hub.revision: {repo} needs a pinned revision (commit id)")
+    try:
+        got = hf_hub_download(repo_id=repo, filename=file, revision=revision, repo_type="dataset",
+                              cache_dir=None if cache_dir is None else str(cache_dir))
+    except Exception as exc:  # huggingface_hub raises several kinds; name what was asked for
+        raise DatasetError(f"gsm_symbolic.hub: could not fetch {file} of {repo}@{revision}: "
+                           f"{type(exc).__name__}: {exc}") from exc
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.parent / f".{dest.name}.tmp"
+    shutil.copyfile(got, tmp)
+    try:
+        read_release_jsonl(tmp)
+    except DatasetError as exc:
+        tmp.unlink(missing_ok=True)
+        raise DatasetError(f"{repo}@{revision}:{file} is not a GSM-Symbolic release file: {exc}") from None
+    os.replace(tmp, dest)
+    return dest
 
 
 def release_items(records: list[dict], dataset: str, templates: Iterable[int] | None,
