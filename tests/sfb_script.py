@@ -26,7 +26,8 @@ import re
 STAGES = [("split", "preparing exercises for a benchmark"), ("filter", "Judge whether the following exercise"),
           ("label", "category annotator"), ("variables", "Extract the variable objects"),
           ("rewrite", "Rewrite the background and question"), ("check", "evaluator of problem reformulation"),
-          ("induce", "preparing evaluation questions"), ("induce_check", "reviewer of evaluation questions")]
+          ("induce", "preparing evaluation questions"), ("induce_check", "reviewer of evaluation questions"),
+          ("formulate", "Abstract the statistical formulation")]
 
 ENTRIES = [
     {"entry_id": "two", "question": "TAG:two In a clinic 12% of booked patients do not attend. (a) If 4 are booked, "
@@ -90,6 +91,8 @@ class Annotator:
         stage, tag = stage_of(body), tag_of(body)
         msgs = body["messages"]
         attempt = (len(msgs) - 2) // 2 + 1
+        if stage == "formulate":  # the evaluation's formulation prompt (a model under evaluation)
+            return json.dumps({"category": "Mean Test", "variables": {}})
         user = json.loads(msgs[1]["content"])
         return getattr(self, stage)(tag, attempt, user, msgs)
 

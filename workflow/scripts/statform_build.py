@@ -13,14 +13,10 @@ sfb_final:    input.rewrite, input.decisions, input.taxonomy; params.require_rev
               output.samples, output.status, output.taxonomy, output.stats
 Every rule logs to log[0].
 """
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
-from _common import setup  # noqa: E402
+from earnest.joblog import job_logger
 
 sm = snakemake  # noqa: F821
-log = setup(sm)
+log = job_logger(sm.log[0] if len(sm.log) else None, sm.rule)
 from earnest.statform.build import files as F  # noqa: E402
 
 rule, p = sm.rule, sm.params
