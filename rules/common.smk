@@ -26,7 +26,7 @@ def _repo_path(p):
 
 try:
     validate_schema(config, BASEDIR / "config" / "schema.yaml")
-    FORMATS = load_formats(_repo_path(config["prompts_dir"]))
+    FORMATS = load_formats(_repo_path(config["prompts_dir"]), fidelity=config["fidelity"])
     CHECKED = check_config(config, FORMATS, base_dir=BASEDIR)
 except (ConfigError, PromptFormatError) as exc:
     raise WorkflowError(f"config error: {exc}") from None

@@ -52,6 +52,7 @@ rule generate:
         model_cfg=lambda wc: model_cfg(wc.model),
         prompt=lambda wc: wc.prompt,
         prompts_dir=_repo_path(config["prompts_dir"]),
+        fidelity=config["fidelity"],
         max_new_tokens=config["generation"]["max_new_tokens"],
         checkpoint_every=config["generation"]["checkpoint_every"],
     threads: config["generation"]["threads"]

@@ -12,6 +12,7 @@ rule score:
         "logs/score/{model}/{prompt}/{dataset}.log",
     params:
         style=lambda wc: FORMATS[wc.prompt].style,
+        fidelity=config["fidelity"],
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,

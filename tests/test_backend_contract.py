@@ -56,13 +56,7 @@ def test_backend_contract(kind, tiny_model_dir, tmp_path):
         assert [r.response for r in backend.generate(requests, 12)] == [r.response for r in results]
 
 
-# The transformers backend's own stopping (NEXT_QUESTION) predates GenerationRequest.stop; honouring
-# the request's strings there is the prompt-format work in progress on branch fid-text. strict: the
-# mark must go when it lands.
-_HF_STOP_PENDING = pytest.mark.xfail(strict=True, reason="transformers backend does not yet honour request.stop")
-
-
-@pytest.mark.parametrize("kind", [pytest.param("transformers", marks=_HF_STOP_PENDING), "openai"])
+@pytest.mark.parametrize("kind", ["transformers", "openai"])
 def test_backend_honours_stop_strings(kind, tiny_model_dir, tmp_path):
     with _backend(kind, tiny_model_dir, tmp_path) as backend:
         requests = [GenerationRequest(key=f"r{i}", prompt=p) for i, p in enumerate(PROMPTS)]

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from earnest.backends import GenerationRequest, load_backend
-from earnest.backends.hf import NEXT_QUESTION, shared_token_prefix
+from earnest.backends.hf import REFERENCE_MAX_LENGTH, shared_token_prefix
 from earnest.generation import checkpoint_dir, generate_dataset
 from earnest.prompts import load_formats
 
@@ -37,7 +37,7 @@ def test_shared_prefix_batched_equals_plain_generate(tiny_model_dir):
     """Prefix-cache reuse with batching and left padding must give the same greedy text as a plain loop."""
     fmt = load_formats()["gsm"]
     be = _backend(tiny_model_dir, batch_size=3)
-    reqs = [GenerationRequest(key=str(i), prompt=fmt.render(q)) for i, q in enumerate(QUESTIONS)]
+    reqs = [GenerationRequest(key=str(i), prompt=fmt.render(q), stop=fmt.stop) for i, q in enumerate(QUESTIONS)]
     fast = be.generate(reqs, max_new_tokens=24)
     tok, model = be.tokenizer, be.model
     for req, res in zip(reqs, fast):
@@ -46,11 +46,77 @@ def test_shared_prefix_batched_equals_plain_generate(tiny_model_dir):
         new = out[0, ids["input_ids"].shape[1]:].tolist()
         eos = [i for i, t in enumerate(new) if t in be.eos_ids]
         plain = tok.decode(new[: eos[0]] if eos else new, skip_special_tokens=True)
-        m = NEXT_QUESTION.search(plain)
-        assert res.response == (plain[: m.start()] if m else plain)
+        cut = plain.find("\nQ:")
+        assert res.response == (plain[:cut] if cut >= 0 else plain)
         assert res.prompt_tokens == ids["input_ids"].shape[1]
-        assert res.stop_reason in {"eos", "next_question", "max_new_tokens"}
+        assert res.stop_reason in {"eos", "stop_string", "max_new_tokens"}
         assert res.new_tokens <= 24
+
+
+def _reference_ask(tok, model, prompt, stop, max_new_tokens):
+    """What the authors' HFModelWrapper.ask returns (written from its description in
+    resources/FIDELITY.md, point 2): truncation to 2048 tokens, the tokenizer's EOS only, a stopping
+    criterion on the decoded last 10 tokens of the whole sequence, decoding with transformers 4's
+    clean-up of tokenization spaces."""
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    def decode(ids):
+        return tok.clean_up_tokenization(tok.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False))
+
+    class LastTokens(StoppingCriteria):
+        def __call__(self, input_ids, scores, **kwargs):
+            text = decode(input_ids[0][-10:])
+            return torch.tensor([any(s in text for s in stop)], device=input_ids.device)
+
+    ids = tok(prompt, return_tensors="pt", truncation=True, max_length=2048)
+    with torch.no_grad():
+        out = model.generate(**ids, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tok.pad_token_id,
+                             eos_token_id=tok.eos_token_id, stopping_criteria=StoppingCriteriaList([LastTokens()]))
+    return decode(out[0][ids["input_ids"].shape[1]:])
+
+
+# Prompts on which the tiny random model repeats one token, and stop strings it reaches mid-answer.
+STOP_CASES = [("Q: 1 + 1?", "???"), ("Given: Number of cars: 3.", "...."), ("0123456789 + - *", "* * *"),
+              ("def solution():\n", "\n\n\n\n"), ("A: Let's think", "kkkk"), ("Q: 2 + 2?", "zzz")]
+
+
+def test_reference_requests_stop_where_the_reference_wrapper_stops(tiny_model_dir):
+    """fidelity=reference: the batched, prefix-cached backend gives the reference wrapper's text
+    (stop string kept; the stop strings are looked for in the last 10 tokens of prompt + answer);
+    earnest looks in the answer only and cuts the stop string off."""
+    be = _backend(tiny_model_dir, batch_size=2)
+    reqs = [GenerationRequest(key=str(i), prompt=p, stop=(s,), fidelity="reference") for i, (p, s) in enumerate(STOP_CASES)]
+    ref = be.generate(reqs, max_new_tokens=12)
+    for req, res in zip(reqs, ref):
+        assert res.response == _reference_ask(be.tokenizer, be.model, req.prompt, req.stop, 12)
+    assert [r.stop_reason for r in ref] == ["stop_string"] * 5 + ["max_new_tokens"]
+    earnest = be.generate([GenerationRequest(key=r.key, prompt=r.prompt, stop=r.stop) for r in reqs], max_new_tokens=12)
+    assert [r.stop_reason for r in earnest] == ["stop_string"] * 5 + ["max_new_tokens"]
+    for (prompt, stop), r, e in zip(STOP_CASES[:5], ref, earnest):
+        assert stop in r.response or stop in prompt[-10:] + r.response
+        assert stop not in e.response and e.new_tokens >= r.new_tokens
+    # where the prompt's end is part of the stop string, the reference stops earlier
+    assert sum(e.new_tokens > r.new_tokens for r, e in zip(ref, earnest)) >= 2
+
+
+def test_reference_clean_up_is_transformers_4_clean_up():
+    from earnest.backends.hf import reference_clean_up
+
+    text = "It is 5 . Is it ? Yes ! 1 ,000 . We do n't , I 'm sure it 's 5 , we 've , they 're ' ok"
+    assert reference_clean_up(text) == "It is 5. Is it? Yes! 1,000. We don't, I'm sure it's 5, we've, they're'ok"
+
+
+def test_reference_requests_truncate_long_prompts_and_end_on_the_tokenizer_eos(tiny_model_dir):
+    be = _backend(tiny_model_dir)
+    long = "Q: " + "1 + 1 = 2. " * 1500 + "\nA:"
+    assert len(be.encode(GenerationRequest(key="e", prompt=long))) > REFERENCE_MAX_LENGTH
+    assert len(be.encode(GenerationRequest(key="r", prompt=long, fidelity="reference"))) == REFERENCE_MAX_LENGTH
+    assert be.reference_eos_ids == [be.tokenizer.eos_token_id]
+    with pytest.raises(ValueError, match="fidelity"):
+        GenerationRequest(key="x", prompt="p", fidelity="exact")
+    with pytest.raises(ValueError, match="stop"):
+        GenerationRequest(key="x", prompt="p", stop="\nQ:")
 
 
 def test_chat_template_and_stop_reasons(tiny_model_dir):
@@ -61,7 +127,7 @@ def test_chat_template_and_stop_reasons(tiny_model_dir):
     assert [r.key for r in out] == ["a", "b"]
     # the chat-wrapped prompt is longer than the raw text and begins with the template's marker
     assert be.encode(reqs[0])[0] == be.tokenizer.convert_tokens_to_ids("<|im_start|>")
-    assert all(r.stop_reason in {"eos", "next_question", "max_new_tokens"} for r in out)
+    assert all(r.stop_reason in {"eos", "stop_string", "max_new_tokens"} for r in out)
 
 
 def test_shared_token_prefix():

@@ -6,6 +6,8 @@ import ast
 import re
 from pathlib import Path
 
+import json
+
 import pytest
 import yaml
 
@@ -222,3 +224,60 @@ def test_missing_formats_yaml_is_reported(tmp_path):
 def test_prompt_format_checks_its_own_template():
     with pytest.raises(PromptFormatError, match="exactly once, found 2"):
         PromptFormat(name="twice", style="text", template="<Question here> <Question here>")
+
+
+# ---------------------------------------------------------------- fidelity modes
+
+REFERENCE_GOLDEN = GOLDEN / "reference" / "prompts"
+
+
+def test_reference_renders_are_the_bytes_the_reference_code_produces():
+    """resources/prompts/reference/*.txt rendered in reference mode equal the prompts the authors'
+    code (PromptConfig + ModelEvaluator.create_prompt, run outside the project) produced."""
+    cases = json.loads((REFERENCE_GOLDEN / "prompts.json").read_text(encoding="utf-8"))
+    formats = load_formats(fidelity="reference")
+    assert sorted({c["format"] for c in cases}) == sorted(NAMES)
+    assert all(sum(c["format"] == n for c in cases) >= 3 for n in NAMES)
+    for case in cases:
+        expected = (REFERENCE_GOLDEN / case["file"]).read_bytes()
+        assert formats[case["format"]].render(case["question"]).encode("utf-8") == expected, case["file"]
+
+
+def test_reference_prompts_differ_from_earnest_where_the_reference_code_does():
+    ref, ear = load_formats(fidelity="reference"), load_formats(fidelity="earnest")
+    q = "How many?"
+    assert ref["gsm"].render(q).endswith("A: Let's think step by step. ")
+    assert ear["gsm"].render(q).endswith("A: Let's think step by step.")
+    assert ref["simple_nl"].render(q).endswith("Q: How many?\nA: ")        # solutions start on the next line
+    assert ref["simple_code"].render(q).endswith("A:\ndef solution():")     # no newline after the header
+    assert "\n    \n" in ref["structured_nl"].template                      # a whitespace-only line in a shot
+    assert "Jason had originally and lollipops he has now" in ref["simple_code"].template
+    # the question is inserted as given in reference mode, stripped in earnest mode
+    assert ref["gsm"].render(" How many?\n").endswith("Q:  How many?\n\nA: Let's think step by step. ")
+    assert ear["gsm"].render(" How many?\n") == ear["gsm"].render("How many?")
+    assert all(f.stop == ("\nQ:", " Q:") and f.fidelity == "reference" for f in ref.values())
+    assert all(f.stop == ("\nQ:",) and f.fidelity == "earnest" for f in ear.values())
+    for f in ref.values():
+        assert f.render(q).startswith(shared_prefix(f))
+
+
+def test_per_mode_entries_and_their_errors(tmp_path):
+    d = _write_spec(tmp_path, {"x": {"file": {"earnest": "e.txt", "reference": "r.txt"}, "style": "text",
+                                     "stop": {"reference": ["\nQ:", " Q:"], "earnest": []}},
+                               "y": {"file": "y.txt", "style": "text", "stop": ["###"]}},
+                    {"e.txt": "E <Question here>", "r.txt": "R <Question here>", "y.txt": "Y <Question here>"})
+    assert load_formats(d)["x"].render("q") == "E q" and load_formats(d)["x"].stop == ()
+    assert load_formats(d, fidelity="reference")["x"].render("q") == "R q"
+    assert load_formats(d, fidelity="reference")["x"].stop == ("\nQ:", " Q:")
+    assert load_formats(d, fidelity="reference")["y"].stop == load_formats(d)["y"].stop == ("###",)
+    with pytest.raises(ValueError, match="not a fidelity mode"):
+        load_formats(d, fidelity="exact")
+    bad = _write_spec(tmp_path, {"x": {"file": {"earnest": "e.txt"}, "style": "text"}}, {})
+    with pytest.raises(PromptFormatError, match="key file gives no value for fidelity 'reference'"):
+        load_formats(bad, fidelity="reference")
+    bad = _write_spec(tmp_path, {"x": {"file": {"earnest": "e.txt", "exact": "r.txt"}, "style": "text"}}, {})
+    with pytest.raises(PromptFormatError, match="unknown fidelity mode"):
+        load_formats(bad)
+    bad = _write_spec(tmp_path, {"x": {"file": "e.txt", "style": "text", "stop": "\nQ:"}}, {})
+    with pytest.raises(PromptFormatError, match=r"key x\.stop: must be a list"):
+        load_formats(bad)

@@ -214,10 +214,11 @@ def generate_dataset(items: pd.DataFrame, fmt: PromptFormat, backend: Backend, *
                      output: str | Path, max_new_tokens: int, checkpoint_every: int = 16) -> pd.DataFrame:
     """Generate an answer for every item not yet checkpointed, then write ``output``.
 
-    Returns the final table (one row per item, in the items' order).
+    Each request carries the format's stop strings and fidelity mode (``fmt.stop``,
+    ``fmt.fidelity``: the mode ``load_formats`` loaded it for). Returns the final table (one row
+    per item, in the items' order).
     """
-    stop = tuple(getattr(fmt, "stop", ()) or ())
-    requests = [GenerationRequest(key=row.item_id, prompt=fmt.render(row.question), stop=stop)
-                for row in items.itertuples()]
+    requests = [GenerationRequest(key=row.item_id, prompt=fmt.render(row.question), stop=fmt.stop,
+                                  fidelity=fmt.fidelity) for row in items.itertuples()]
     return run_requests(requests, backend, model=model, prompt=fmt.name, dataset=dataset, output=output,
                         max_new_tokens=max_new_tokens, checkpoint_every=checkpoint_every)

@@ -1,10 +1,14 @@
 """Prompt formats: few-shot templates read from resource files and filled with one question.
 
-A format is a text file whose bytes are the prompt, with the literal line content
-``<Question here>`` (as printed in the paper's Appendix C listings) standing for the question,
-plus an entry in ``formats.yaml`` naming the file, its answer style (``text`` or ``code``) and
-a description. Files are read byte-exactly: whitespace and line structure matter for few-shot
+A format is a text file whose bytes are the prompt, with the literal text ``<Question here>``
+(as printed in the paper's Appendix C listings) standing for the question, plus an entry in
+``formats.yaml`` naming the file, its answer style (``text`` or ``code``), its stop strings and a
+description. Files are read byte-exactly: whitespace and line structure matter for few-shot
 prompting, so nothing is stripped or re-encoded.
+
+Each fidelity mode (``earnest.fidelity``) may have its own file and stop strings:
+``reference`` = the bytes the authors' released code sends (resources/prompts/reference/),
+``earnest`` = the paper's Appendix C listings as reconstructed in resources/prompts/README.md.
 """
 
 from __future__ import annotations
@@ -15,10 +19,12 @@ from typing import Iterable, Mapping
 
 import yaml
 
+from earnest.fidelity import DEFAULT, MODES, REFERENCE, check_mode
+
 QUESTION_PLACEHOLDER = "<Question here>"
 STYLES = ("text", "code")
 FORMATS_FILE = "formats.yaml"
-_ENTRY_KEYS = {"file", "style", "description", "paper_name", "listing"}
+_ENTRY_KEYS = {"file", "style", "description", "paper_name", "listing", "stop", "reference_source"}
 
 #: resources/prompts of the source tree (valid when the package is used from src/, as the workflow does).
 DEFAULT_PROMPTS_DIR = Path(__file__).resolve().parents[2] / "resources" / "prompts"
@@ -32,8 +38,10 @@ class PromptFormatError(ValueError):
 class PromptFormat:
     """One prompt format.
 
-    ``template`` is the file's text with the placeholder line content ``<Question here>`` left in;
-    ``prefix`` and ``suffix`` are the text before and after it.
+    ``template`` is the file's text with the placeholder ``<Question here>`` left in;
+    ``prefix`` and ``suffix`` are the text before and after it. ``fidelity`` is the mode the
+    format was loaded for (it decides how the question is inserted, see :meth:`render`);
+    ``stop`` are the strings at which generation ends (sent with every request).
     """
 
     name: str
@@ -42,8 +50,15 @@ class PromptFormat:
     description: str = ""
     paper_name: str = ""
     path: Path | None = None
+    fidelity: str = DEFAULT
+    stop: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        check_mode(self.fidelity, f"prompt format {self.name!r}: fidelity")
+        if isinstance(self.stop, str) or not all(isinstance(s, str) and s for s in self.stop):
+            raise PromptFormatError(f"prompt format {self.name!r}: stop must be a list of non-empty strings, "
+                                    f"got {self.stop!r}")
+        object.__setattr__(self, "stop", tuple(self.stop))
         if self.style not in STYLES:
             raise PromptFormatError(
                 f"prompt format {self.name!r}: style must be one of {', '.join(STYLES)}, got {self.style!r}"
@@ -69,14 +84,16 @@ class PromptFormat:
     def render(self, question: str) -> str:
         """The full prompt for ``question``: the template with the placeholder replaced.
 
-        Leading and trailing whitespace of the question is removed (the template supplies the
-        separators); everything else in the question is inserted unchanged.
+        ``earnest``: leading and trailing whitespace of the question is removed (the template
+        supplies the separators). ``reference``: the question is inserted exactly as given, as the
+        reference's ``str.format`` insertion does. Everything else in the question is inserted
+        unchanged in both modes. An empty or whitespace-only question is an error in both.
         """
         if not isinstance(question, str):
             raise TypeError(f"prompt format {self.name!r}: question must be str, got {type(question).__name__}")
-        text = question.strip()
-        if not text:
+        if not question.strip():
             raise ValueError(f"prompt format {self.name!r}: question is empty")
+        text = question if self.fidelity == REFERENCE else question.strip()
         return self.prefix + text + self.suffix
 
 
@@ -116,15 +133,39 @@ def _read_template(path: Path, where: str) -> str:
     return text
 
 
-def load_formats(resources_dir: str | Path | None = None) -> dict[str, PromptFormat]:
-    """Every format listed in ``formats.yaml``, by name, in file order.
+def _per_mode(entry: dict, key: str, fidelity: str, where: str):
+    """``entry[key]`` for ``fidelity``: the value itself, or its ``{mode: value}`` mapping's entry."""
+    value = entry.get(key)
+    if isinstance(value, dict):
+        unknown = [m for m in value if m not in MODES]
+        if unknown:
+            raise PromptFormatError(f"{where}: key {key} has unknown fidelity mode(s) {unknown} "
+                                    f"(modes: {', '.join(MODES)})")
+        if fidelity not in value:
+            raise PromptFormatError(f"{where}: key {key} gives no value for fidelity {fidelity!r}")
+        return value[fidelity]
+    return value
+
+
+def _stop_strings(value, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(s, str) and s for s in value):
+        raise PromptFormatError(f"{where}: must be a list of non-empty strings, got {value!r}")
+    return tuple(value)
+
+
+def load_formats(resources_dir: str | Path | None = None, *, fidelity: str = DEFAULT) -> dict[str, PromptFormat]:
+    """Every format listed in ``formats.yaml``, by name, in file order, as ``fidelity`` renders it.
 
     ``resources_dir`` is the folder holding formats.yaml (e.g. ``resources/prompts``) or its
-    parent (``resources``); None means this source tree's ``resources/prompts``.
+    parent (``resources``); None means this source tree's ``resources/prompts``. An entry's
+    ``file`` and ``stop`` are either one value for every mode or a mapping ``{mode: value}``.
     Raises PromptFormatError naming formats.yaml and the offending key for a malformed entry,
-    an unknown style, a missing or unreadable template file, or a template without exactly one
-    ``<Question here>``.
+    an unknown style or mode, a missing or unreadable template file, or a template without
+    exactly one ``<Question here>``; ValueError for an unknown ``fidelity``.
     """
+    check_mode(fidelity)
     spec_path = _formats_file(resources_dir)
     try:
         spec = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
@@ -145,14 +186,16 @@ def load_formats(resources_dir: str | Path | None = None) -> dict[str, PromptFor
                 f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))} "
                 f"(allowed: {', '.join(sorted(_ENTRY_KEYS))})"
             )
-        for key in ("file", "style"):
-            if not isinstance(entry.get(key), str) or not entry[key]:
+        fname = _per_mode(entry, "file", fidelity, where)
+        for key, value in (("file", fname), ("style", entry.get("style"))):
+            if not isinstance(value, str) or not value:
                 raise PromptFormatError(f"{where}: key {name}.{key} is missing or not a string")
         if entry["style"] not in STYLES:
             raise PromptFormatError(
                 f"{where}: key {name}.style must be one of {', '.join(STYLES)}, got {entry['style']!r}"
             )
-        path = spec_path.parent / entry["file"]
+        stop = _stop_strings(_per_mode(entry, "stop", fidelity, where), f"{where}: key {name}.stop")
+        path = spec_path.parent / fname
         template = _read_template(path, f"{where} (key {name}.file)")
         try:
             formats[name] = PromptFormat(
@@ -162,6 +205,8 @@ def load_formats(resources_dir: str | Path | None = None) -> dict[str, PromptFor
                 description=str(entry.get("description", "")).strip(),
                 paper_name=str(entry.get("paper_name", "")),
                 path=path,
+                fidelity=fidelity,
+                stop=stop,
             )
         except PromptFormatError as err:
             raise PromptFormatError(f"{spec_path}: {err}") from None

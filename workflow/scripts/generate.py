@@ -1,7 +1,7 @@
 """Generate answers for one model x prompt format x dataset, resuming from checkpoints.
 
 snakemake.input.dataset_items: items parquet; snakemake.params: model (name), model_cfg (its config entry),
-prompt (format name), prompts_dir, max_new_tokens, checkpoint_every; snakemake.threads: CPU threads;
+prompt (format name), prompts_dir, fidelity, max_new_tokens, checkpoint_every; snakemake.threads: CPU threads;
 snakemake.output[0]: generations parquet; snakemake.log[0]: progress (items done, rate, ETA).
 """
 
@@ -17,7 +17,7 @@ from earnest.prompts import load_formats  # noqa: E402
 sm = snakemake  # noqa: F821
 cfg = dict(sm.params.model_cfg)
 cfg.setdefault("threads", sm.threads)
-fmt = load_formats(sm.params.prompts_dir)[sm.params.prompt]
+fmt = load_formats(sm.params.prompts_dir, fidelity=sm.params.fidelity)[sm.params.prompt]
 items = pd.read_parquet(sm.input.dataset_items)
 backend = load_backend(sm.params.model, cfg)
 generate_dataset(items, fmt, backend, model=sm.params.model, dataset=sm.wildcards.dataset, output=sm.output[0],

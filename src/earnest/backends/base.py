@@ -44,19 +44,28 @@ class GenerationRequest:
     ``{"role": ..., "content": ...}``) is set. ``key`` is the caller's id (e.g. the item id).
     ``stop``: strings that end the answer (from the prompt format); the answer is cut before the
     first one and its stop reason is ``stop_string``. Every backend honours them.
+    ``fidelity`` (``earnest.fidelity``): how a local backend decodes. ``earnest``: as above.
+    ``reference``: as the authors' Hugging Face wrapper (resources/FIDELITY.md, point 2): the
+    stop strings are looked for in the last 10 tokens of prompt + answer and the answer KEEPS the
+    stop string (the reference's extractor cuts it), the tokenizer's EOS token alone ends it, the
+    prompt is truncated to 2048 tokens. Backends without such a path treat both modes alike.
     """
 
     key: str
     prompt: str | None = None
     messages: list[dict] | None = None
     stop: tuple[str, ...] = ()
+    fidelity: str = "earnest"
 
     def __post_init__(self) -> None:
+        from earnest.fidelity import check_mode
+
         if (self.prompt is None) == (self.messages is None):
             raise ValueError(f"request {self.key!r}: give exactly one of prompt or messages")
         if isinstance(self.stop, str) or not all(isinstance(s, str) and s for s in self.stop):
             raise ValueError(f"request {self.key!r}: stop must be a sequence of non-empty strings, got {self.stop!r}")
         self.stop = tuple(self.stop)
+        check_mode(self.fidelity, f"request {self.key!r}: fidelity")
 
 
 @dataclass

@@ -2,8 +2,17 @@
 
 Where the time goes on a CPU: every few-shot prompt repeats the same ~800-token prefix. We run
 the model over the longest token prefix shared by all prompts of a job once, then copy that
-cache into every batch and feed only each question's own tokens. Rows that stop (EOS, or the
-model starting the next "Q:") leave the batch at once, so a runaway answer costs only itself.
+cache into every batch and feed only each question's own tokens. Rows that stop (EOS, or one of
+the request's stop strings, e.g. the model starting the next "Q:") leave the batch at once, so a
+runaway answer costs only itself.
+
+Requests with ``fidelity="reference"`` are decoded as the authors' ``HFModelWrapper.ask`` decodes
+(the-mysh/gsm-symbolic-benchmarking @ d063998; resources/FIDELITY.md, point 2): the prompt is
+tokenized with truncation to ``REFERENCE_MAX_LENGTH`` tokens; only the tokenizer's EOS token ends
+the answer; after every token the last ``REFERENCE_STOP_WINDOW`` tokens of prompt + answer are
+decoded and the answer ends when a stop string occurs in that text; the answer is decoded with
+``skip_special_tokens`` and ``clean_up_tokenization_spaces`` and keeps the stop string (the
+reference's extractor cuts it). The speed paths (shared-prefix cache, batching) are the same.
 """
 
 from __future__ import annotations
@@ -13,17 +22,33 @@ import functools
 import importlib.util
 import logging
 import os
-import re
 import time
 from pathlib import Path
 from typing import Sequence
 
-from .base import Backend, GenerationRequest, GenerationResult
+from earnest.fidelity import REFERENCE
+
+from .base import EOS, MAX_NEW_TOKENS, STOP_STRING, Backend, GenerationRequest, GenerationResult, cut_at_stop
 
 log = logging.getLogger(__name__)
 
-# The model has begun the next few-shot question: "Q:" at the start of a line.
-NEXT_QUESTION = re.compile(r"(?:^|\n)[ \t]*Q:")
+# The reference's HF wrapper: BenchmarkConfig.max_length (prompt truncation) and the number of
+# trailing tokens its stopping criterion decodes.
+REFERENCE_MAX_LENGTH = 2048
+REFERENCE_STOP_WINDOW = 10
+
+# transformers 4.x (the reference used 4.57.1) applied this clean-up to every decode of a
+# tokenizer loaded with clean_up_tokenization_spaces=True, as the reference's was; transformers 5
+# skips it for BPE tokenizers, so reference decoding applies it itself.
+_CLEAN_UP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
+             (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+
+
+def reference_clean_up(text: str) -> str:
+    """transformers 4.x ``clean_up_tokenization``: drop the space before punctuation and contractions."""
+    for old, new in _CLEAN_UP:
+        text = text.replace(old, new)
+    return text
 
 _DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
            "float16": "float16", "fp16": "float16", "auto": "auto"}
@@ -177,6 +202,10 @@ class TransformersBackend(Backend):
         self.chat_template = bool(cfg.get("chat_template", False))
         self.batch_size = int(cfg.get("batch_size", 8))
         self.eos_ids = self._eos_ids()
+        # the reference passes eos_token_id=tokenizer.eos_token_id to generate(), which replaces
+        # the generation config's EOS list (e.g. Llama-3-Instruct's <|eot_id|>)
+        tok_eos = self.tokenizer.eos_token_id
+        self.reference_eos_ids = [tok_eos] if tok_eos is not None else self.eos_ids
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_ids[0]
         self._prefix: tuple[tuple[int, ...], object] | None = None  # (prefix ids, their KV cache)
 
@@ -193,12 +222,23 @@ class TransformersBackend(Backend):
         return sorted(ids)
 
     def encode(self, request: GenerationRequest) -> list[int]:
-        """Token ids the model sees for one request (raw prompt, or chat-wrapped)."""
+        """Token ids the model sees for one request (raw prompt, or chat-wrapped).
+
+        A raw prompt of a ``reference`` request is truncated to ``REFERENCE_MAX_LENGTH`` tokens
+        (on the tokenizer's truncation side) as the reference's ``tokeniser(..., truncation=True,
+        max_length=2048)`` does; a warning says so when it happens.
+        """
         if request.messages is not None or self.chat_template:
             messages = request.messages or [{"role": "user", "content": request.prompt}]
             text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
             return self.tokenizer(text, add_special_tokens=False)["input_ids"]
-        return self.tokenizer(request.prompt, add_special_tokens=True)["input_ids"]
+        ids = self.tokenizer(request.prompt, add_special_tokens=True)["input_ids"]
+        if request.fidelity == REFERENCE and len(ids) > REFERENCE_MAX_LENGTH:
+            log.warning("request %s: the prompt has %d tokens; truncated to %d as the reference does",
+                        request.key, len(ids), REFERENCE_MAX_LENGTH)
+            ids = self.tokenizer(request.prompt, add_special_tokens=True, truncation=True,
+                                 max_length=REFERENCE_MAX_LENGTH)["input_ids"]
+        return ids
 
     def _forward(self, cache, **kwargs):
         """One model call with ``cache``; returns (logits of the last position, the updated cache)."""
@@ -223,6 +263,7 @@ class TransformersBackend(Backend):
         """Greedy answers for ``requests`` in order; ``on_result(result)`` is called as each finishes."""
         if not requests:
             return []
+        self._requests = requests   # each row's stop strings and fidelity (see _new_state)
         encoded = [self.encode(r) for r in requests]
         prefix = shared_token_prefix(encoded)
         # keep at least one own token per row so every row has logits of its own to start from
@@ -264,7 +305,7 @@ class TransformersBackend(Backend):
             mask[b, P + L - len(own):] = 1
         positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, P:]
         slot_req = list(first)                        # request index held by each slot (cache order)
-        state = {i: {"tokens": [], "text": "", "t0": time.time()} for i in first}
+        state = {i: self._new_state(i) for i in first}
         with torch.inference_mode():
             cache = None
             if P:
@@ -284,7 +325,7 @@ class TransformersBackend(Backend):
                     tok = int(next_tok[j])
                     while True:                           # a refilled slot may end on its first token
                         i = slot_req[j]
-                        stop = self._step(state[i], tok, max_new_tokens)
+                        stop = self._step(state[i], rows[i], tok, max_new_tokens)
                         if stop is None:
                             keep.append(j)
                             break
@@ -293,7 +334,7 @@ class TransformersBackend(Backend):
                             break
                         i = queue.pop(0)
                         slot_req[j] = i
-                        state[i] = {"tokens": [], "text": "", "t0": time.time()}
+                        state[i] = self._new_state(i)
                         tok, pos = self._refill(cache, mask, j, rows[i][P:], prefix)
                         last_pos[j] = pos
                         next_tok[j] = tok
@@ -312,22 +353,46 @@ class TransformersBackend(Backend):
         if queue:
             self._decode(rows, queue, prefix, max_new_tokens, done)
 
-    def _step(self, st: dict, tok: int, max_new_tokens: int) -> str | None:
+    def _reference_decode(self, ids: list[int]) -> str:
+        """Decode as the reference's tokenizer (clean_up_tokenization_spaces=True, transformers 4.x) did."""
+        text = self.tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        return reference_clean_up(text)
+
+    def _new_state(self, i: int) -> dict:
+        req = self._requests[i]
+        return {"tokens": [], "text": "", "t0": time.time(), "stop": req.stop, "reference": req.fidelity == REFERENCE}
+
+    def _step(self, st: dict, row: list[int], tok: int, max_new_tokens: int) -> str | None:
         """Take one generated token; the stop reason if the answer has ended, else None."""
-        if tok in self.eos_ids:
-            return "eos"
-        st["tokens"].append(tok)
-        st["text"] = self.tokenizer.decode(st["tokens"], skip_special_tokens=True)
-        if NEXT_QUESTION.search(st["text"]):
-            return "next_question"
+        if st["reference"]:
+            if tok in self.reference_eos_ids:
+                return EOS
+            st["tokens"].append(tok)
+            if st["stop"]:
+                # the reference's stopping criterion: decode the sequence's last tokens, prompt included
+                tail = (row + st["tokens"])[-REFERENCE_STOP_WINDOW:]
+                text = self._reference_decode(tail)
+                if any(s in text for s in st["stop"]):
+                    return STOP_STRING
+        else:
+            if tok in self.eos_ids:
+                return EOS
+            st["tokens"].append(tok)
+            if st["stop"]:
+                st["text"] = self.tokenizer.decode(st["tokens"], skip_special_tokens=True)
+                if any(s in st["text"] for s in st["stop"]):
+                    return STOP_STRING
         if len(st["tokens"]) >= max_new_tokens:
-            return "max_new_tokens"
+            return MAX_NEW_TOKENS
         return None
 
     def _result(self, row: list[int], st: dict, stop: str) -> GenerationResult:
-        text = st["text"]
-        if stop == "next_question":
-            text = text[: NEXT_QUESTION.search(text).start()]
+        if st["reference"]:
+            text = self._reference_decode(st["tokens"])
+        else:
+            text = self.tokenizer.decode(st["tokens"], skip_special_tokens=True)
+            if stop == STOP_STRING:
+                text = cut_at_stop(text, st["stop"])[0]
         return GenerationResult(key="", response=text, prompt_tokens=len(row), new_tokens=len(st["tokens"]),
                                 stop_reason=stop, seconds=time.time() - st["t0"])
 
