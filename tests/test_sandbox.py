@@ -13,58 +13,7 @@ import pytest
 
 from earnest.extraction import extract_code_many
 from earnest.sandbox import Limits, Sandbox, check_source, find_violations
-
-HOSTILE = Path(__file__).parent / "data" / "hostile"
-LIMITS = Limits(cpu_seconds=1, wall_seconds=4.0, memory_bytes=256 * 1024 * 1024, output_chars=16 * 1024)
-
-
-# ---------------------------------------------------------------- process inspection (/proc)
-
-def _proc_entries() -> list[tuple[int, int, bytes]]:
-    """(pid, ppid, cmdline) of every visible process."""
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                stat = fh.read()
-            with open(f"/proc/{name}/cmdline", "rb") as fh:
-                cmdline = fh.read()
-        except OSError:
-            continue
-        # the command name may contain spaces and parentheses: split after the last ')'
-        fields = stat[stat.rindex(b")") + 2:].split()
-        if fields[0] == b"Z":  # a zombie is gone already, only not reaped
-            continue
-        out.append((int(name), int(fields[1]), cmdline))
-    return out
-
-
-def descendants(pid: int) -> set[int]:
-    entries = _proc_entries()
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {p for p, pp, _ in entries if pp in frontier and p not in found}
-        found |= frontier
-    return found
-
-
-def stray_processes(box: Sandbox) -> set[int]:
-    """Processes carrying the sandbox's token that are not its live workers (forked children)."""
-    token = box.token.encode()
-    workers = set(box.worker_pids())
-    return {p for p, _, cmd in _proc_entries() if token in cmd and p not in workers}
-
-
-def wait_until_clean(box: Sandbox, timeout: float = 5.0) -> set[int]:
-    """Stray processes still alive after waiting a little (SIGKILL delivery is asynchronous)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        strays = stray_processes(box)
-        if not strays or time.monotonic() > deadline:
-            return strays
-        time.sleep(0.05)
+from hostile_checks import LIMITS, descendants, wait_until_clean
 
 
 # ---------------------------------------------------------------- fixtures
@@ -73,23 +22,6 @@ def wait_until_clean(box: Sandbox, timeout: float = 5.0) -> set[int]:
 def box():
     with Sandbox(workers=2, limits=LIMITS) as sandbox:
         yield sandbox
-
-
-def load_corpus(tmp: Path) -> list[tuple[str, set[str], str]]:
-    victim_dir = tmp / "victim_dir"
-    victim_dir.mkdir()
-    (victim_dir / "keep.txt").write_text("keep")
-    (tmp / "victim.txt").write_text("keep")
-    cases = []
-    for path in sorted(HOSTILE.glob("*.txt")):
-        header, _, response = path.read_text(encoding="utf-8").partition("\n---\n")
-        assert header.startswith("expect: "), path
-        expected = {"" if c == "ok" else c for c in header[len("expect: "):].strip().split("|")}
-        response = (response.replace("{SENTINEL}", str(tmp / "SENTINEL"))
-                    .replace("{VICTIM_DIR}", str(victim_dir))
-                    .replace("{VICTIM}", str(tmp / "victim.txt")))
-        cases.append((path.stem, expected, response))
-    return cases
 
 
 # ---------------------------------------------------------------- static check
@@ -177,37 +109,6 @@ def test_results_and_classes(box):
 def test_print_is_allowed_within_the_limit(box):
     r = box.run("def solution():\n    for i in range(10):\n        print('step', i)\n    return 4\n")
     assert (r.error_class, r.value) == ("", 4.0)
-
-
-# ---------------------------------------------------------------- the hostile corpus
-
-def test_hostile_corpus(tmp_path, monkeypatch):
-    cwd = tmp_path / "cwd"
-    cwd.mkdir()
-    monkeypatch.chdir(cwd)
-    cases = load_corpus(tmp_path)
-    assert len(cases) >= 25
-    with Sandbox(workers=2, limits=LIMITS) as sandbox:
-        # every case ends classified: runaway ones as timeout / resource_limit within their limits
-        results = extract_code_many([response for _, _, response in cases], sandbox)
-        for (name, expected, _), result in zip(cases, results):
-            assert result.error_class in expected, (name, result)
-        # nothing written outside the per-snippet directories, nothing deleted
-        assert not (tmp_path / "SENTINEL").exists()
-        assert (tmp_path / "victim.txt").read_text() == "keep"
-        assert (tmp_path / "victim_dir" / "keep.txt").exists()
-        assert list(cwd.iterdir()) == []
-        # no process left behind: the workers have no children, and no forked copy of a
-        # worker (which would carry the sandbox token) survives anywhere
-        workers = set(sandbox.worker_pids())
-        assert workers <= descendants(os.getpid())
-        assert all(descendants(w) == set() for w in workers)
-        assert wait_until_clean(sandbox) == set()
-        # the batch carried on: an ordinary snippet after the corpus still works
-        ok = extract_code_many(["    return 6 * 7\n"], sandbox)[0]
-        assert (ok.error_class, ok.value) == ("", 42.0)
-    assert wait_until_clean(sandbox) == set()
-    assert not workers & descendants(os.getpid())
 
 
 # ---------------------------------------------------------------- process-level isolation

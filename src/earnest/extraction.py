@@ -28,7 +28,9 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import TYPE_CHECKING, Sequence
 
+from earnest.failure_classes import NO_FUNCTION, RESOURCE_LIMIT, UNCLASSIFIED
 from earnest.failure_classes import TEXT_ERROR_CLASSES  # noqa: F401 - re-exported
+from earnest.fidelity import EARNEST, REFERENCE, check_mode
 
 if TYPE_CHECKING:  # pragma: no cover
     from earnest.sandbox import Sandbox
@@ -183,7 +185,13 @@ def _clip(text: str, n: int = 80) -> str:
 _DEF_SOLUTION = re.compile(r"^(?P<indent>[ \t]*)(?:async[ \t]+)?def[ \t]+solution[ \t]*\(", re.MULTILINE)
 _FENCE = re.compile(r"^[ \t]*```[\w+-]*[ \t]*$")
 _TOP_LEVEL_CODE = re.compile(r"(?:async\s+def|def|class|import|from)\s|@")
+# statements kept above ``def solution`` (earnest): definitions, decorators, imports, constants
+_PRE_CODE = re.compile(r"(?:async\s+def|def|class|import|from)\s|@|[A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*\s*(?::[^=]+)?=(?!=)")
 FUNCTION_HEADER = "def solution():\n"
+
+#: Longer responses are refused before anything else looks at them (a model answer is bounded by
+#: max_new_tokens: 1024 tokens are a few kB; this is far above).
+MAX_RESPONSE_CHARS = 200_000
 
 
 def _width(indent: str) -> int:
@@ -221,13 +229,37 @@ def _following_definitions(lines: list[str], i: int, base: int) -> list[str]:
     return out
 
 
-def locate_solution(response: str) -> tuple[str | None, str, str]:
-    """Find the solution function in a code-prompt response.
+def _preceding_code(lines: list[str], start: int, base: int) -> int:
+    """Index of the first line of the code written directly above ``lines[start]`` (helpers,
+    decorators, imports, constants at the function's level, with their blocks); prose ends it."""
+    first = start
+    i = start - 1
+    while i >= 0:
+        line = lines[i]
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or _width(_indent_of(line)) > base:
+            i -= 1
+            continue
+        if _width(_indent_of(line)) == base and _PRE_CODE.match(line.lstrip()):
+            first = i
+            i -= 1
+            continue
+        break
+    # a block's continuation lines above the first statement belong to something that was cut
+    while first < start and (not lines[first].strip() or _width(_indent_of(lines[first])) > base):
+        first += 1
+    return first
 
-    Returns (source or None, pattern, detail). ``source`` is a module defining ``solution`` (plus
-    the imports and helper definitions written next to it); pattern is "function" when the model
-    wrote ``def solution(...)``, "function_body" when only the body followed the prompt's header
-    (the header is restored), "none" when no function can be found.
+
+def locate_solution(response: str) -> tuple[str | None, str, str]:
+    """Find the solution function in a code-prompt response (earnest mode).
+
+    Returns (source or None, pattern, detail). ``source`` is a module defining ``solution`` with
+    the code written next to it — helper functions, decorators, imports and constants directly
+    above it, helpers after it, imports anywhere above it — run as Python would run the answer;
+    pattern is "function" when the model wrote ``def solution(...)``, "function_body" when only
+    the body followed the prompt's header (the header is restored), "none" when no function can
+    be found.
     """
     text = trim_next_question(response or "")
     lines = [line for line in text.splitlines() if not _FENCE.match(line)]
@@ -239,12 +271,16 @@ def locate_solution(response: str) -> tuple[str | None, str, str]:
     if m is not None:
         start = joined.count("\n", 0, m.start())
         base = _width(m.group("indent"))
-        # imports written above the function at its level
-        pre = [line for line in lines[:start]
-               if _width(_indent_of(line)) == base and re.match(r"(?:import|from)\s", line.lstrip())]
+        first = _preceding_code(lines, start, base)
+        # imports written further above, at the function's level
+        imports = [line for line in lines[:first]
+                   if _width(_indent_of(line)) == base and re.match(r"(?:import|from)\s", line.lstrip())]
         end = _block(lines, start, base)
-        code = pre + lines[start:end] + _following_definitions(lines, end, base)
-        return textwrap.dedent("\n".join(code)) + "\n", "function", ""
+        tail = lines[start:end] + _following_definitions(lines, end, base)
+        code = textwrap.dedent("\n".join(imports + lines[first:start] + tail)) + "\n"
+        if first < start and not _parses(code):  # the lines above were not code after all
+            code = textwrap.dedent("\n".join(imports + tail)) + "\n"
+        return code, "function", ""
 
     # Body only: the prompt ended with "def solution():\n".
     first = next(i for i, line in enumerate(lines) if line.strip())
@@ -259,6 +295,51 @@ def locate_solution(response: str) -> tuple[str | None, str, str]:
     if _parses(candidate) and re.search(r"^\s*return\b", candidate, re.MULTILINE):
         return candidate, "function_body", "body was not indented"
     return None, "none", "no 'def solution' and the text is not an indented function body"
+
+
+# -- reference mode: the authors' extractor (answer_extractor.py at d063998), re-implemented ----
+
+# where the reference cuts a response: the first "Q:" anywhere, else the first "Question:"
+_REFERENCE_CUTS = ("Q:", "Question:")
+# a zero-argument function at a line start whose body follows on later lines; as in the
+# reference, the match runs to the end of the text and is cut line by line afterwards
+_REFERENCE_FUNCTION = re.compile(r"^def (\w+)\(\):\s*\n(?:\s+.*|\n)+", re.MULTILINE)
+_REFERENCE_IMPORT_LINE = re.compile(r"\s*(?:from \w+ )?import \w+")
+
+
+def locate_solution_reference(response: str) -> tuple[str | None, str, str]:
+    """Find the function as the reference does. Returns (program or None, pattern, detail).
+
+    The reference cuts the response at the first "Q:" (anywhere, else "Question:"), always
+    prepends ``def solution():\n``, takes the first zero-argument ``def NAME():`` at a line start
+    that has an indented line after it (so a response that repeats the header after a newline
+    gives an empty ``solution`` and a syntax error, and a zero-argument helper above ``solution``
+    is what runs), blanks every line that starts with an import, and keeps the lines up to the
+    first non-blank one that does not start with a space or tab. The program is that function
+    followed by ``ret = NAME()``. pattern: "function_body" when the prepended header was used,
+    "function" when the model's own ``def`` was, "none".
+    """
+    text = response or ""
+    for cut in _REFERENCE_CUTS:
+        at = text.find(cut)
+        if at >= 0:
+            text = text[:at]
+            break
+    text = FUNCTION_HEADER + text
+    m = _REFERENCE_FUNCTION.search(text)
+    if m is None:
+        return None, "none", "no function definition found (reference pattern)"
+    lines = m.group().split("\n")
+    lines = ["" if _REFERENCE_IMPORT_LINE.match(line) else line for line in lines]
+    kept = [lines[0]]
+    for line in lines[1:]:
+        if line.strip() and not line.startswith((" ", "\t")):
+            break
+        kept.append(line)
+    name = m.group(1)
+    program = "\n".join(kept) + f"\nret = {name}()"
+    pattern = "function_body" if m.start() == 0 else "function"
+    return program, pattern, "" if name == "solution" else f"ran the first zero-argument function, {name}()"
 
 
 def _parses(source: str) -> bool:
@@ -278,29 +359,43 @@ def _from_run(result, pattern: str, located_detail: str) -> Extraction:
     return Extraction(result.value, pattern, "", detail, result.exact)
 
 
-def extract_code(response: str, sandbox: "Sandbox | None" = None) -> Extraction:
+def extract_code(response: str, sandbox: "Sandbox | None" = None, *, fidelity: str = EARNEST) -> Extraction:
     """Locate, check and run the solution function of a code-prompt response.
 
-    ``sandbox`` defaults to a shared ``earnest.sandbox.default_sandbox()``.
+    ``fidelity`` "earnest": ``locate_solution``, the sandbox's static policy and namespace, its
+    extra classes ``timeout`` and ``resource_limit``. "reference": ``locate_solution_reference``,
+    the reference's forbidden-string check, namespace, return-value rules (a bool is a number,
+    a Fraction or Decimal is not) and classes; the sandbox's limits are reported as
+    ``unclassified``. Either way the code runs only inside the sandbox, which defaults to a shared
+    ``earnest.sandbox.default_sandbox()``.
     """
-    return extract_code_many([response], sandbox)[0]
+    return extract_code_many([response], sandbox, fidelity=fidelity)[0]
 
 
-def extract_code_many(responses: Sequence[str], sandbox: "Sandbox | None" = None) -> list[Extraction]:
+def extract_code_many(responses: Sequence[str], sandbox: "Sandbox | None" = None, *,
+                      fidelity: str = EARNEST) -> list[Extraction]:
     """``extract_code`` for a batch, running the snippets in parallel over the sandbox's workers."""
     from earnest.sandbox import default_sandbox
 
-    located = [locate_solution(r) for r in responses]
+    check_mode(fidelity)
+    reference = fidelity == REFERENCE
     out: list[Extraction | None] = [None] * len(responses)
-    to_run: list[int] = []
-    for i, (source, pattern, detail) in enumerate(located):
+    located: dict[int, tuple[str, str, str]] = {}
+    for i, response in enumerate(responses):
+        if response is not None and len(response) > MAX_RESPONSE_CHARS:  # before any parsing
+            out[i] = Extraction(None, "none", UNCLASSIFIED if reference else RESOURCE_LIMIT,
+                                f"resource limit: response of {len(response)} characters "
+                                f"(limit {MAX_RESPONSE_CHARS})")
+            continue
+        source, pattern, detail = (locate_solution_reference if reference else locate_solution)(response)
         if source is None:
-            out[i] = Extraction(None, "none", "no_function", detail)
+            out[i] = Extraction(None, "none", NO_FUNCTION, detail)
         else:
-            to_run.append(i)
-    if to_run:
+            located[i] = (source, pattern, detail)
+    if located:
         box = sandbox if sandbox is not None else default_sandbox()
-        results = box.run_many([located[i][0] for i in to_run])
-        for i, result in zip(to_run, results):
+        order = list(located)
+        results = box.run_many([located[i][0] for i in order], fidelity=fidelity)
+        for i, result in zip(order, results):
             out[i] = _from_run(result, located[i][1], located[i][2])
     return out  # type: ignore[return-value]

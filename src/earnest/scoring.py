@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from earnest.extraction import Extraction, extract_code_many, extract_text, parse_number
 from earnest.failure_classes import CORRECT, WRONG_ANSWER, WRONG_ANSWER_LAST_NUMBER
+from earnest.fidelity import EARNEST, MODES, check_mode
 from earnest.jsonl import iter_jsonl
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -85,14 +86,19 @@ def final_error_class(extraction: Extraction, correct: bool) -> str:
     return WRONG_ANSWER_LAST_NUMBER if extraction.pattern == "last_number" else WRONG_ANSWER
 
 
-def extract_many(responses: list[str], style: str, sandbox: "Sandbox | None" = None) -> list[Extraction]:
-    """Extract every response with the text rules or by running code (``style``: text|code)."""
+def extract_many(responses: list[str], style: str, sandbox: "Sandbox | None" = None, *,
+                 fidelity: str = EARNEST) -> list[Extraction]:
+    """Extract every response with the text rules or by running code (``style``: text|code), as
+    fidelity mode ``fidelity`` extracts (``earnest.fidelity``)."""
     if style not in STYLES:
         raise ValueError(f"style must be one of {STYLES}, not {style!r}")
+    check_mode(fidelity)
     responses = [r if isinstance(r, str) else "" for r in responses]
     if style == "text":
-        return [extract_text(r) for r in responses]
-    return extract_code_many(responses, sandbox)
+        if fidelity == EARNEST:
+            return [extract_text(r) for r in responses]
+        return [extract_text(r, fidelity=fidelity) for r in responses]
+    return extract_code_many(responses, sandbox, fidelity=fidelity)
 
 
 def gamma_mean(item_tables: Iterable["pd.DataFrame"]) -> float:
@@ -121,7 +127,7 @@ def _examples(values, n: int = 5) -> str:
 
 
 def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str, gamma_mean: float,
-                sandbox: "Sandbox | None" = None) -> "pd.DataFrame":
+                sandbox: "Sandbox | None" = None, *, fidelity: str = EARNEST) -> "pd.DataFrame":
     """Score one generations table against its items: one row per item, columns SCORED_COLUMNS.
 
     ``gamma_mean`` is the mean gamma over GSM-Base and GSM-Variants (``gamma_c = gamma - gamma_mean``).
@@ -157,7 +163,7 @@ def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str, 
 
     merged = items[["item_id", "template_id", "instance", "answer", "gamma"]].merge(
         generations[GENERATION_COLUMNS], on="item_id", how="left", validate="one_to_one")
-    extractions = extract_many(merged["response"].tolist(), style, sandbox)
+    extractions = extract_many(merged["response"].tolist(), style, sandbox, fidelity=fidelity)
     extracted, patterns, classes, correct = [], [], [], []
     for item_id, ex in zip(merged["item_id"], extractions):
         ok = numbers_match(ex.value, ex.exact, golds[item_id])
@@ -206,10 +212,11 @@ def _read_jsonl(path: str) -> list[tuple[int, dict]]:
     return rows
 
 
-def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox | None" = None) -> int:
+def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox | None" = None, *,
+                fidelity: str = EARNEST) -> int:
     """Extract every line of ``input_path`` into ``output_path``; returns the number of lines."""
     rows = _read_jsonl(input_path)
-    extractions = extract_many([row["response"] for _, row in rows], style, sandbox)
+    extractions = extract_many([row["response"] for _, row in rows], style, sandbox, fidelity=fidelity)
     tmp = output_path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as out:
         for (_, row), ex in zip(rows, extractions):
@@ -229,7 +236,7 @@ def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox
 
 def _cmd_extract(args: argparse.Namespace) -> int:
     try:
-        n = run_extract(args.input, args.output, args.style)
+        n = run_extract(args.input, args.output, args.style, fidelity=args.fidelity)
     except InputError as exc:
         print(f"earnest extract: {exc}", file=sys.stderr)
         return 2
@@ -253,6 +260,9 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument("--style", choices=STYLES, required=True,
                    help="text: 'The final answer is' / last number; code: run solution()")
+    p.add_argument("--fidelity", choices=MODES, default=EARNEST,
+                   help="reference: extract and classify as the authors' code does; earnest "
+                        "(default): earnest's stricter rules and extra classes (resources/FIDELITY.md)")
     p.add_argument("input", help="input JSON lines file")
     p.add_argument("output", help="output JSON lines file")
     p.set_defaults(func=_cmd_extract)

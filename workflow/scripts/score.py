@@ -3,7 +3,8 @@
 snakemake.input.generations: generations parquet; snakemake.input.dataset_items: this dataset's
 items (Snakemake reserves the name ``items`` for input, so it cannot be used);
 snakemake.input.all_items: item parquets of gsm_base and gsm_variants (gamma is centred over
-their union); snakemake.params.style: "text" | "code"; snakemake.output[0]: scored parquet;
+their union); snakemake.params.style: "text" | "code"; snakemake.params.fidelity (optional, default "earnest"):
+the fidelity mode of extraction and classification; snakemake.output[0]: scored parquet;
 snakemake.log[0]: log file.
 """
 
@@ -26,7 +27,8 @@ try:
     style = snakemake.params.style  # noqa: F821
     log.info("scoring %s (%d rows, style %s, gamma mean %.4f)",
              snakemake.input.generations, len(generations), style, g_mean)  # noqa: F821
-    scored = score_table(generations, items, style, g_mean)
+    fidelity = getattr(snakemake.params, "fidelity", "earnest")  # noqa: F821
+    scored = score_table(generations, items, style, g_mean, fidelity=fidelity)
     counts = scored["error_class"].replace("", "correct").value_counts().to_dict()
     log.info("accuracy %.4f; classes %s", scored["correct"].mean(), counts)
     scored.to_parquet(snakemake.output[0], index=False)  # noqa: F821

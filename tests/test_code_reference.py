@@ -1,0 +1,110 @@
+"""Code answers in reference-fidelity mode against the authors' code (issue 12, point 4).
+
+tests/data/golden/reference/code_answers.jsonl holds realistic code answers with the value and
+class the reference's extractor gives (see code_answers.md there). The code still runs only in
+the sandbox; reference mode takes the reference's function location, forbidden-string check,
+namespace, return-value rules and classes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from earnest import failure_classes as fc
+from earnest.extraction import extract_code, extract_code_many, locate_solution_reference
+from earnest.sandbox import Limits, Sandbox
+
+GOLDEN = Path(__file__).parent / "data" / "golden" / "reference" / "code_answers.jsonl"
+ROWS = [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def box():
+    with Sandbox(workers=2, limits=Limits(cpu_seconds=1, wall_seconds=2.0)) as sandbox:
+        yield sandbox
+
+
+def _same_value(got: float | None, want) -> bool:
+    if want is None:
+        return got is None
+    if isinstance(want, str):  # "inf", "-inf", "nan"
+        return got is not None and (math.isnan(got) if want == "nan" else got == float(want))
+    return got == want
+
+
+def test_golden_set_covers_every_reference_class():
+    assert len(ROWS) >= 50
+    classes = {r["error_class"] for r in ROWS}
+    assert classes >= set(fc.classes("code", "reference", scoring=False)), classes
+    assert "" in classes
+    assert sum(r["ran_reference"] for r in ROWS) >= 50
+
+
+def test_reference_mode_gives_the_references_value_and_class(box):
+    results = extract_code_many([r["response"] for r in ROWS], box, fidelity="reference")
+    wrong = [(r["id"], r["error_class"], r["value"], res) for r, res in zip(ROWS, results)
+             if res.error_class != r["error_class"] or not _same_value(res.value, r["value"])]
+    assert wrong == []
+    # correctness as the reference's evaluator decides it, on the values it produced
+    for r, res in zip(ROWS, results):
+        if r["ran_reference"]:
+            ok = res.value is not None and abs(res.value - r["answer"]) < 1e-5
+            assert ok == r["correct"], r["id"]
+
+
+def test_the_modes_differ_where_earnest_deliberately_differs(box):
+    by_id = {r["id"]: r for r in ROWS}
+    cases = {  # id: (reference class, earnest class)
+        "helper_with_args_above": ("syntax_error", ""),
+        "decorator": ("syntax_error", ""),
+        "fenced_full_def": ("syntax_error", ""),
+        "from_math_import": ("name_error", ""),
+        "bool_true": ("", "not_a_number"),
+        "fraction_returned": ("not_a_number", ""),
+        "decimal_returned": ("not_a_number", ""),
+        "forbidden_open_in_comment": ("forbidden_string", ""),
+        "forbidden_eval": ("forbidden_string", "forbidden_construct"),
+        "recursion_error": ("unclassified", "resource_limit"),
+        "infinite_loop": ("unclassified", "timeout"),
+    }
+    responses = [by_id[i]["response"] for i in cases]
+    ref = extract_code_many(responses, box, fidelity="reference")
+    ear = extract_code_many(responses, box, fidelity="earnest")
+    for (cid, (want_ref, want_ear)), r, e in zip(cases.items(), ref, ear):
+        assert (r.error_class, e.error_class) == (want_ref, want_ear), (cid, r, e)
+    assert "timeout" in ref[-1].detail
+
+
+def test_reference_location_follows_the_reference():
+    program, pattern, _ = locate_solution_reference("\n    import math\n    return math.pi\nQ: next")
+    assert program == "def solution():\n\n\n    return math.pi\n\nret = solution()"
+    assert pattern == "function_body"
+    # a zero-argument helper written first is what the reference runs
+    program, pattern, detail = locate_solution_reference("def price():\n    return 3\n")
+    assert program.endswith("ret = price()") and pattern == "function" and "price" in detail
+    assert locate_solution_reference("")[0] is None
+
+
+def test_reference_escape_rules_still_apply(box):
+    # names outside the reference's namespace fail as NameError, as there ...
+    assert extract_code("\n    return isinstance(1, int)\n", box, fidelity="reference").error_class == "name_error"
+    # ... but an escape the reference would have run is refused (earnest's policy, documented)
+    r = extract_code("\n    return ().__class__.__base__\n", box, fidelity="reference")
+    assert r.error_class == "forbidden_string" and "earnest's static policy" in r.detail
+    r = extract_code("\n    g = (x for x in [1])\n    match g:\n        case object(gi_frame=f):\n            return 1\n    return 0\n",
+                     box, fidelity="reference")
+    assert r.error_class == "forbidden_string"
+
+
+def test_oversized_responses_are_refused_before_parsing(box):
+    huge = "\n    x = 1\n" + "    # padding\n" * 20_000 + "    return x\n"
+    assert len(huge) > 200_000
+    assert extract_code(huge, box).error_class == "resource_limit"
+    r = extract_code(huge, box, fidelity="reference")
+    assert r.error_class == "unclassified" and "resource limit" in r.detail
+    with pytest.raises(ValueError, match="fidelity"):
+        extract_code("\n    return 1\n", box, fidelity="faithful")

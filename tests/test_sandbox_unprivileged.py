@@ -1,0 +1,78 @@
+"""The hostile checks again as the unprivileged user ``nobody`` (issue 17.3).
+
+CI runs as root, where the sandbox adds chroot, setuid and a network namespace; on a Slurm
+cluster it runs as an ordinary user and only no_new_privs, Landlock, seccomp, rlimits and the
+process group remain. This test drops privileges itself (``setpriv``, else ``runuser``) and runs
+tests/hostile_checks.py (standard library + earnest only) as ``nobody``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from hostile_checks import CHECKS
+
+REPO = Path(__file__).resolve().parents[1]
+NOBODY = 65534
+
+
+def _drop_command() -> list[str] | None:
+    if shutil.which("setpriv"):
+        return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+    if shutil.which("runuser"):
+        return ["runuser", "-u", "nobody", "--"]
+    return None
+
+
+def _interpreter(drop: list[str], env: dict) -> str | None:
+    """A Python that ``nobody`` can use whole (this one may live under a private /root)."""
+    probe = "import sys, ctypes, decimal, json; print(sys.prefix)"
+    for exe in dict.fromkeys([sys.executable, "/usr/bin/python3"]):
+        if not os.path.exists(exe):
+            continue
+        own = subprocess.run([exe, "-c", probe], capture_output=True, text=True)
+        as_nobody = subprocess.run(drop + [exe, "-c", probe], capture_output=True, text=True, env=env)
+        if own.returncode == 0 and as_nobody.returncode == 0 and own.stdout == as_nobody.stdout:
+            return exe
+    return None
+
+
+def test_hostile_checks_hold_as_nobody():
+    if os.geteuid() != 0:
+        pytest.skip("not root: tests/test_sandbox_hostile.py already runs unprivileged")
+    drop = _drop_command()
+    assert drop is not None, "neither setpriv nor runuser is installed (util-linux)"
+    home = tempfile.mkdtemp(prefix="earnest-nobody-")
+    try:
+        os.chown(home, NOBODY, NOBODY)
+        env = {"PATH": "/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LC_ALL": "C.UTF-8",
+               "PYTHONDONTWRITEBYTECODE": "1"}
+        assert subprocess.run(drop + ["id", "-u"], capture_output=True, text=True,
+                              env=env).stdout.strip() == str(NOBODY)
+        exe = _interpreter(drop, env)
+        assert exe is not None, "no Python interpreter is readable by nobody"
+        proc = subprocess.run(drop + [exe, str(REPO / "tests" / "hostile_checks.py")], cwd=home,
+                              env=env, capture_output=True, text=True, timeout=600)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, out[-6000:]
+        assert "uid 65534;" in out and "'chroot': False" in out, out[:2000]
+        assert sorted(line.split()[1] for line in proc.stdout.splitlines() if line.startswith("ok ")) == sorted(CHECKS)
+        # nothing of nobody's survives
+        left = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if os.stat(f"/proc/{pid}").st_uid == NOBODY and b"earnest-sandbox" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    left.append(pid)
+            except OSError:
+                continue
+        assert left == [], left
+        assert not [p for p in Path(home).iterdir() if p.name.startswith("earnest-")], list(Path(home).iterdir())
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
