@@ -4,7 +4,8 @@ Generates 2,000 varied solution functions (grade-school arithmetic in the style 
 prompts; about one in six raises or returns something that is not a number), runs them
 
 * isolated: ``earnest.sandbox.Sandbox.run_many`` — static check, then each snippet in its own
-  forked, rlimited, chrooted child of a pre-started worker;
+  forked, rlimited child of a pre-started worker under no_new_privs, Landlock and seccomp
+  (chrooted and setuid too when run as root);
 * baseline: ``exec`` of the same source in this process and a direct call of ``solution()``;
 
 prints both rates and their ratio, and checks that both agree on every snippet: the same number

@@ -29,7 +29,8 @@ The layers, outermost first, and what each one stops (any one of them failing le
    read, written, created, removed, renamed or executed anywhere (the snippet needs none: its
    modules are preloaded); with ABI >= 4 no TCP bind/connect; with ABI >= 6 no signal to a process
    outside the snippet and no abstract unix socket.
-5. **seccomp** (libseccomp through ctypes; no root needed), with EPERM for: ``execve``,
+5. **seccomp** (compiled once per worker by libseccomp through ctypes, installed in each child with
+   one prctl; no root needed), with EPERM for: ``execve``,
    ``fork``/``clone``, every way to signal a process (``kill``, ``tgkill``, ``pidfd_*``), ``ptrace``
    and ``process_vm_*``, every socket call, opening a file for writing or creating one,
    ``unlink``/``rename``/``mkdir``/``chmod``/``chown``/``truncate``/``link``/``symlink`` and the like,
@@ -613,6 +614,7 @@ def default_sandbox() -> Sandbox:
 _CLONE_NEWNET = 0x40000000
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 _NOBODY = 65534
 _TEMP_PREFIX = "earnest-sandbox-"
 
@@ -856,9 +858,10 @@ def _landlock_deny_all(libc, abi: int) -> None:
 
 
 def _seccomp_filter():
-    """A libseccomp filter context (allow by default, EPERM for ``_DENIED_SYSCALLS`` and for
-    opening a file to write or create it, ``TIOCSTI``), or None without libseccomp. Built once in
-    the worker, loaded by each child."""
+    """The seccomp program (allow by default, EPERM for ``_DENIED_SYSCALLS``, for opening a file to
+    write or create it, and for ``TIOCSTI``; other architectures' calls kill), compiled once in the
+    worker by libseccomp into a ``struct sock_fprog`` that each child installs with one prctl; None
+    without libseccomp."""
     import ctypes
     import ctypes.util
 
@@ -877,27 +880,52 @@ def _seccomp_filter():
     lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
     lib.seccomp_rule_add_array.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int,
                                            ctypes.c_uint, ctypes.POINTER(ArgCmp)]
-    lib.seccomp_load.argtypes = [ctypes.c_void_p]
+    lib.seccomp_export_bpf.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.seccomp_release.argtypes = [ctypes.c_void_p]
     ctx = lib.seccomp_init(_SCMP_ACT_ALLOW)
     if not ctx:
         return None
+    try:
+        def add(syscall: str, *cmps: tuple[int, int, int, int]) -> None:
+            nr = lib.seccomp_syscall_resolve_name(syscall.encode())
+            if nr < 0:  # not a system call on this architecture
+                return
+            array = (ArgCmp * max(1, len(cmps)))(*[ArgCmp(*c) for c in cmps])
+            rc = lib.seccomp_rule_add_array(ctx, _SCMP_ACT_ERRNO_EPERM, nr, len(cmps), array if cmps else None)
+            if rc < 0:
+                raise OSError(-rc, f"seccomp rule for {syscall} failed")
 
-    def add(syscall: str, *cmps: tuple[int, int, int, int]) -> None:
-        nr = lib.seccomp_syscall_resolve_name(syscall.encode())
-        if nr < 0:  # not a system call on this architecture
-            return
-        array = (ArgCmp * max(1, len(cmps)))(*[ArgCmp(*c) for c in cmps])
-        rc = lib.seccomp_rule_add_array(ctx, _SCMP_ACT_ERRNO_EPERM, nr, len(cmps), array if cmps else None)
-        if rc < 0:
-            raise OSError(-rc, f"seccomp rule for {syscall} failed")
+        for syscall in _DENIED_SYSCALLS:
+            add(syscall)
+        for flag in _O_WRITE_FLAGS:
+            add("open", (1, _SCMP_CMP_MASKED_EQ, flag, flag))
+            add("openat", (2, _SCMP_CMP_MASKED_EQ, flag, flag))
+        add("ioctl", (1, _SCMP_CMP_EQ, _TIOCSTI, 0))
+        r, w = os.pipe()
+        try:
+            rc = lib.seccomp_export_bpf(ctx, w)
+            os.close(w)
+            w = -1
+            if rc != 0:
+                raise OSError(-rc, "seccomp_export_bpf failed")
+            program = b""
+            while chunk := os.read(r, 65536):
+                program += chunk
+        finally:
+            os.close(r)
+            if w >= 0:
+                os.close(w)
+    finally:
+        lib.seccomp_release(ctx)
+    if not program or len(program) % 8:
+        return None
 
-    for syscall in _DENIED_SYSCALLS:
-        add(syscall)
-    for flag in _O_WRITE_FLAGS:
-        add("open", (1, _SCMP_CMP_MASKED_EQ, flag, flag))
-        add("openat", (2, _SCMP_CMP_MASKED_EQ, flag, flag))
-    add("ioctl", (1, _SCMP_CMP_EQ, _TIOCSTI, 0))
-    return lib, ctx
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_char_p))
+    return fprog, buffer  # the buffer must stay alive as long as the program
 
 
 def _child(request: dict, workdir: str, result_w: int, devnull: int, libc, root: bool,
@@ -938,10 +966,10 @@ def _child(request: dict, workdir: str, result_w: int, devnull: int, libc, root:
         if landlock:
             _landlock_deny_all(libc, landlock)
         if seccomp is not None:
-            lib, ctx = seccomp
-            rc = lib.seccomp_load(ctx)
-            if rc != 0:
-                raise OSError(-rc, "seccomp_load failed")
+            import ctypes  # preloaded by the worker
+
+            if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(seccomp[0]), 0, 0) != 0:
+                raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP failed")
         cpu = max(1, int(limits["cpu"]))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
@@ -1078,7 +1106,7 @@ def _worker_main() -> None:
         netns = libc.unshare(_CLONE_NEWNET) == 0
     landlock = _landlock_abi(libc)
     try:
-        seccomp = _seccomp_filter()
+        seccomp = _seccomp_filter() if libc is not None else None
     except OSError:
         seccomp = None
     tmp = tempfile.gettempdir()
