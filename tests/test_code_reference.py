@@ -108,3 +108,26 @@ def test_oversized_responses_are_refused_before_parsing(box):
     assert r.error_class == "unclassified" and "resource limit" in r.detail
     with pytest.raises(ValueError, match="fidelity"):
         extract_code("\n    return 1\n", box, fidelity="faithful")
+
+
+# ---------------------------------------------------------------- earnest mode: run as Python would
+
+@pytest.mark.parametrize("response, value", [
+    # helpers with arguments above the function (issue 17: they were dropped -> name_error)
+    ("\ndef area(w, h):\n    return w * h\n\ndef solution():\n    return area(3, 4)\n", 12.0),
+    # constants and a decorator above it
+    ("\nRATE = 3\n\n@functools.lru_cache(maxsize=None)\ndef solution():\n    return RATE * 4\n", None),
+    ("\nimport functools\nRATE = 3\n\n@functools.lru_cache(maxsize=None)\ndef solution():\n    return RATE * 4\n", 12.0),
+    # a decorator that changes the result is applied, as Python applies it
+    ("\ndef double(f):\n    return lambda: 2 * f()\n\n@double\ndef solution():\n    return 21\n", 42.0),
+    # prose above the code is not code; the function still runs
+    ("Sure! Here is the function.\nPrice = 5 dollars per kilo.\n\ndef solution():\n    return 7\n", 7.0),
+    # recursion through the module-level name works in earnest mode
+    ("\ndef solution(n=4):\n    return 1 if n <= 1 else n * solution(n - 1)\n", 24.0),
+])
+def test_earnest_mode_keeps_the_code_around_the_function(box, response, value):
+    r = extract_code(response, box)
+    if value is None:
+        assert r.error_class == "name_error", r  # functools used without its import
+    else:
+        assert (r.error_class, r.value) == ("", value), r
