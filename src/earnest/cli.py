@@ -12,6 +12,7 @@ import sys
 
 # module path -> it defines add_parser(subparsers) which sets func=... on its parser
 SUBCOMMAND_MODULES = [
+    "earnest.prompts",          # earnest prompt
     "earnest.scoring",          # earnest extract
     "earnest.stats.cli",        # earnest glmm
 ]

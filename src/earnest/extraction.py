@@ -17,6 +17,15 @@ Error classes (``error_class``; "" = a number was extracted):
   ``not_a_number``, ``unclassified``, ``timeout``, ``resource_limit``.
 
 Scoring adds ``wrong_answer`` and ``wrong_answer_last_number`` (see ``earnest.scoring``).
+
+``fidelity="reference"`` (``earnest.fidelity``) extracts text answers as the authors' released code
+does (``AnswerExtractor.extract_answer_textual``, the-mysh/gsm-symbolic-benchmarking @ d063998;
+resources/FIDELITY.md, point 3): the response is cut at the first "Q:" anywhere (else at the first
+"Question:"); commas are deleted; then the first "#### <number>" (pattern ``hash_answer``), else the
+first "The answer is" / "The final answer is" (``final_answer``) followed by anything but digits
+and "-" and then a number, else the last number (``last_number``). A number is ``-?\\d+(\\.\\d+)?``
+read with ``float``: no fractions, ".5" is 5, "3/4" is 3 (first match) or 4 (last number), a "-"
+before a number is always a sign. Classes: the same three text classes.
 """
 
 from __future__ import annotations
@@ -28,7 +37,8 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import TYPE_CHECKING, Sequence
 
-from earnest.failure_classes import NO_FUNCTION, RESOURCE_LIMIT, UNCLASSIFIED
+from earnest.failure_classes import (EMPTY_AFTER_TRIMMING, EMPTY_RESPONSE, NO_FUNCTION, NO_NUMBER_FOUND,
+                                     RESOURCE_LIMIT, UNCLASSIFIED)
 from earnest.failure_classes import TEXT_ERROR_CLASSES  # noqa: F401 - re-exported
 from earnest.fidelity import EARNEST, REFERENCE, check_mode
 
@@ -155,13 +165,16 @@ def _last_number(text: str) -> tuple[float, Fraction | None, str] | None:
     return value, exact, last.group(0)
 
 
-def extract_text(response: str) -> Extraction:
-    """Extract the numerical answer from a text-prompt response (see module docstring)."""
+def extract_text(response: str, *, fidelity: str = EARNEST) -> Extraction:
+    """Extract the numerical answer from a text-prompt response as fidelity mode ``fidelity``
+    does (see module docstring)."""
+    if check_mode(fidelity) == REFERENCE:
+        return _extract_text_reference(response)
     if response is None or response == "":
-        return Extraction(None, "none", "empty_response", "zero-length response")
+        return Extraction(None, "none", EMPTY_RESPONSE, "zero-length response")
     text = trim_next_question(response)
     if not text.strip():
-        return Extraction(None, "none", "empty_after_trimming",
+        return Extraction(None, "none", EMPTY_AFTER_TRIMMING,
                           "only whitespace before the next 'Q:'" if response.strip() else "only whitespace")
     found = _final_answer(text)
     if found is not None:
@@ -171,7 +184,49 @@ def extract_text(response: str) -> Extraction:
     if found is not None:
         value, exact, matched = found
         return Extraction(value, "last_number", "", _clip(matched), exact)
-    return Extraction(None, "none", "no_number_found", "no 'The final answer is <number>' and no number at all")
+    return Extraction(None, "none", NO_NUMBER_FOUND, "no 'The final answer is <number>' and no number at all")
+
+
+# -- reference mode: the authors' textual extractor, re-implemented from its behaviour ----------
+
+#: Where the reference cuts a response (its "babbler tokens"): the first "Q:" anywhere; only when
+#: there is none, the first "Question:".
+REFERENCE_CUTS = ("Q:", "Question:")
+# The reference's number: optional "-", digits, optional decimals (no grouping, no leading ".").
+_REF_NUMBER = r"(-?\d+(?:\.\d+)?)"
+# Its answer phrases, in the order it tries them; between the phrase and the number anything but
+# a digit or "-" may stand ("The answer is: $18", "The answer is therefore 18").
+_REF_PATTERNS = (
+    ("hash_answer", re.compile(r"####\s*[^\d-]*" + _REF_NUMBER)),
+    ("final_answer", re.compile(r"[Tt]he (?:final )?answer is:?\s*[^\d-]*" + _REF_NUMBER)),
+)
+_REF_ANY_NUMBER = re.compile(_REF_NUMBER)
+
+
+def trim_reference(response: str) -> str:
+    """``response`` up to the reference's cut: the first "Q:" anywhere, else the first "Question:"."""
+    for token in REFERENCE_CUTS:
+        at = response.find(token)
+        if at >= 0:
+            return response[:at]
+    return response
+
+
+def _extract_text_reference(response: str | None) -> Extraction:
+    if not response:
+        return Extraction(None, "none", EMPTY_RESPONSE, "zero-length response")
+    text = trim_reference(response)
+    if not text.strip():
+        return Extraction(None, "none", EMPTY_AFTER_TRIMMING, "only whitespace before the first 'Q:'/'Question:'")
+    text = text.replace(",", "")
+    for pattern_name, pattern in _REF_PATTERNS:
+        m = pattern.search(text)
+        if m is not None:
+            return Extraction(float(m.group(1)), pattern_name, "", _clip(m.group(0)))
+    numbers = _REF_ANY_NUMBER.findall(text)
+    if numbers:
+        return Extraction(float(numbers[-1]), "last_number", "", _clip(numbers[-1]))
+    return Extraction(None, "none", NO_NUMBER_FOUND, "no answer phrase and no number")
 
 
 def _clip(text: str, n: int = 80) -> str:
@@ -299,8 +354,7 @@ def locate_solution(response: str) -> tuple[str | None, str, str]:
 
 # -- reference mode: the authors' extractor (answer_extractor.py at d063998), re-implemented ----
 
-# where the reference cuts a response: the first "Q:" anywhere, else the first "Question:"
-_REFERENCE_CUTS = ("Q:", "Question:")
+# where the reference cuts a response: ``trim_reference`` (text part above), shared by both styles
 # a zero-argument function at a line start whose body follows on later lines; as in the
 # reference, the match runs to the end of the text and is cut line by line afterwards
 _REFERENCE_FUNCTION = re.compile(r"^def (\w+)\(\):\s*\n(?:\s+.*|\n)+", re.MULTILINE)
@@ -319,13 +373,7 @@ def locate_solution_reference(response: str) -> tuple[str | None, str, str]:
     followed by ``ret = NAME()``. pattern: "function_body" when the prepended header was used,
     "function" when the model's own ``def`` was, "none".
     """
-    text = response or ""
-    for cut in _REFERENCE_CUTS:
-        at = text.find(cut)
-        if at >= 0:
-            text = text[:at]
-            break
-    text = FUNCTION_HEADER + text
+    text = FUNCTION_HEADER + trim_reference(response or "")
     m = _REFERENCE_FUNCTION.search(text)
     if m is None:
         return None, "none", "no function definition found (reference pattern)"

@@ -236,3 +236,42 @@ def validate_format_names(
 def get_format(formats: Mapping[str, PromptFormat], name: str, key: str = "prompt") -> PromptFormat:
     """The format called ``name``; the error names ``key`` and the known formats."""
     return formats[validate_format_names([name], formats, key)[0]]
+
+
+# --------------------------------------------------------------------------------------------
+# earnest prompt
+# --------------------------------------------------------------------------------------------
+
+def _cmd_prompt(args) -> int:
+    import sys
+
+    try:
+        formats = load_formats(args.prompts_dir, fidelity=args.fidelity)
+        fmt = get_format(formats, args.format, key="FORMAT")
+        question = sys.stdin.read() if args.question == "-" else args.question
+        text = fmt.render(question)
+    except (PromptFormatError, ValueError) as exc:
+        print(f"earnest prompt: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.flush()
+    sys.stdout.buffer.write(text.encode("utf-8"))   # exactly the prompt: no newline added
+    sys.stdout.buffer.flush()
+    return 0
+
+
+def add_parser(subparsers) -> None:
+    """Register ``earnest prompt FORMAT QUESTION [--fidelity MODE] [--prompts-dir DIR]``."""
+    p = subparsers.add_parser(
+        "prompt",
+        help="print the exact prompt a model receives for one question",
+        description=("Write to stdout exactly the bytes the model receives for QUESTION under prompt "
+                     "format FORMAT in fidelity mode MODE (no newline is added; pipe through "
+                     "`od -c` or `cat -A` to see trailing spaces)."),
+    )
+    p.add_argument("format", help="prompt format name (formats.yaml), e.g. gsm")
+    p.add_argument("question", help="the question text; '-' reads it from stdin")
+    p.add_argument("--fidelity", choices=MODES, default=DEFAULT,
+                   help="reference: the authors' code's bytes; earnest (default): the paper's listings")
+    p.add_argument("--prompts-dir", default=None,
+                   help="folder with formats.yaml (default: this source tree's resources/prompts)")
+    p.set_defaults(func=_cmd_prompt)

@@ -5,7 +5,9 @@ integers (exactly, e.g. "18", 18.0, Fraction(18)) they must be equal exactly —
 123456790 is not 123456789. Otherwise they match when
 ``|x - gold| <= max(ABS_TOL, REL_TOL * |gold|)`` with REL_TOL = 1e-6 and ABS_TOL = 1e-9, which
 absorbs float arithmetic in generated code (0.1 * 3, 17.999999999999996). Infinite, NaN or
-missing values are never correct.
+missing values are never correct. ``fidelity="reference"``: the authors' evaluator's rule
+(``ModelEvaluator.evaluate_dataset``), ``|x - gold| < REFERENCE_ABS_TOL`` = 1e-5 on floats, for
+integers too (so 123456790 is not 123456789, but 18.000001 is 18).
 
 Error classes in the scored table: "" for a correct answer; the extraction's class when nothing
 was extracted (``earnest.extraction``); otherwise ``wrong_answer_last_number`` when the wrong
@@ -25,7 +27,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from earnest.extraction import Extraction, extract_code_many, extract_text, parse_number
 from earnest.failure_classes import CORRECT, WRONG_ANSWER, WRONG_ANSWER_LAST_NUMBER
-from earnest.fidelity import EARNEST, MODES, check_mode
+from earnest.fidelity import EARNEST, MODES, REFERENCE, check_mode
 from earnest.jsonl import iter_jsonl
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,6 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 REL_TOL = 1e-6
 ABS_TOL = 1e-9
+REFERENCE_ABS_TOL = 1e-5
 STYLES = ("text", "code")
 
 GENERATION_COLUMNS = ["item_id", "model", "prompt", "dataset", "response", "prompt_tokens",
@@ -60,8 +63,12 @@ def parse_gold(answer) -> Fraction:
     return exact
 
 
-def numbers_match(value: float | None, exact: Fraction | None, gold: Fraction) -> bool:
-    """Whether an extracted number equals the gold answer (rules in the module docstring)."""
+def numbers_match(value: float | None, exact: Fraction | None, gold: Fraction, *,
+                  fidelity: str = EARNEST) -> bool:
+    """Whether an extracted number equals the gold answer (rules of mode ``fidelity`` in the
+    module docstring)."""
+    if check_mode(fidelity) == REFERENCE:
+        return value is not None and abs(value - float(gold)) < REFERENCE_ABS_TOL
     if value is None or not math.isfinite(value):
         return False
     if exact is None:
@@ -72,9 +79,9 @@ def numbers_match(value: float | None, exact: Fraction | None, gold: Fraction) -
     return abs(value - g) <= max(ABS_TOL, REL_TOL * abs(g))
 
 
-def is_correct(extraction: Extraction, answer) -> bool:
+def is_correct(extraction: Extraction, answer, *, fidelity: str = EARNEST) -> bool:
     """Whether ``extraction`` gives the gold ``answer`` (a string such as "18", or a number)."""
-    return numbers_match(extraction.value, extraction.exact, parse_gold(answer))
+    return numbers_match(extraction.value, extraction.exact, parse_gold(answer), fidelity=fidelity)
 
 
 def final_error_class(extraction: Extraction, correct: bool) -> str:
@@ -166,7 +173,7 @@ def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str, 
     extractions = extract_many(merged["response"].tolist(), style, sandbox, fidelity=fidelity)
     extracted, patterns, classes, correct = [], [], [], []
     for item_id, ex in zip(merged["item_id"], extractions):
-        ok = numbers_match(ex.value, ex.exact, golds[item_id])
+        ok = numbers_match(ex.value, ex.exact, golds[item_id], fidelity=fidelity)
         extracted.append(float("nan") if ex.value is None else float(ex.value))
         patterns.append(ex.pattern)
         classes.append(final_error_class(ex, ok))
@@ -224,7 +231,7 @@ def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox
             record["extracted"] = _json_number(ex.value)
             record["extraction_pattern"] = ex.pattern
             if row.get("answer") is not None:
-                ok = is_correct(ex, row["answer"])
+                ok = is_correct(ex, row["answer"], fidelity=fidelity)
                 record["error_class"] = final_error_class(ex, ok)
                 record["correct"] = ok
             else:

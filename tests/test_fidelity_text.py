@@ -1,0 +1,108 @@
+"""Reference fidelity, text side: extraction and correctness as the authors' code gives them.
+
+The expected values, patterns and correctness in tests/data/golden/reference/text_answers.jsonl
+were produced by running the reference's own AnswerExtractor and its evaluator's rule outside this
+project (tests/data/golden/README.md says how).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from earnest.extraction import extract_text
+from earnest.failure_classes import FROM_REFERENCE
+from earnest.scoring import final_error_class, is_correct
+
+GOLDEN = Path(__file__).resolve().parent / "data" / "golden" / "reference"
+TEXT_ROWS = [json.loads(line) for line in (GOLDEN / "text_answers.jsonl").read_text(encoding="utf-8").splitlines()]
+# the reference's AnswerPattern names -> earnest's extraction_pattern in reference mode
+PATTERNS = {"GMS8K": "hash_answer", "GSM_SYMBOLIC": "final_answer", "LAST_NUMBER": "last_number"}
+
+
+def _value(v):
+    return {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}.get(v, v) if isinstance(v, str) else v
+
+
+def test_the_golden_set_is_large_and_varied():
+    assert len(TEXT_ROWS) >= 100
+    kinds = {r["reference_pattern"] for r in TEXT_ROWS}
+    assert kinds == {"GMS8K", "GSM_SYMBOLIC", "LAST_NUMBER", "NO_NUMBER", "EMPTY_RESPONSE", "EMPTY_AFTER_TRIM"}
+    assert 20 <= sum(not r["reference_correct"] for r in TEXT_ROWS) <= len(TEXT_ROWS) - 50
+
+
+@pytest.mark.parametrize("row", TEXT_ROWS, ids=[r["note"] for r in TEXT_ROWS])
+def test_reference_text_extraction_matches_the_reference_code(row):
+    ex = extract_text(row["response"], fidelity="reference")
+    expected = _value(row["reference_value"])
+    if expected is None:
+        assert ex.value is None
+        assert ex.error_class == FROM_REFERENCE[row["reference_pattern"]] and ex.pattern == "none"
+    else:
+        assert ex.value == expected and math.copysign(1, ex.value) == math.copysign(1, expected)
+        assert ex.pattern == PATTERNS[row["reference_pattern"]] and ex.error_class == ""
+    ok = is_correct(ex, row["answer"], fidelity="reference")
+    assert ok == row["reference_correct"]
+    # Appendix F classes: a wrong number from the last-number fallback is its own class
+    cls = final_error_class(ex, ok)
+    if not ok and ex.value is not None:
+        assert cls == ("wrong_answer_last_number" if row["reference_pattern"] == "LAST_NUMBER" else "wrong_answer")
+
+
+def test_modes_differ_where_the_reference_code_does():
+    """A few of the golden responses on which earnest's stricter rules disagree, on purpose."""
+    ref = {r["note"]: r for r in TEXT_ROWS}
+    # "The answer is .5": the reference reads 5, earnest 0.5 (correct)
+    assert extract_text(ref["leading-point decimal"]["response"]).value == 0.5
+    # "3/4": the reference reads 3, earnest the fraction
+    assert extract_text(ref["fraction answer"]["response"]).value == 0.75
+    # "Q:" inside "FAQ:" cuts in reference mode only
+    assert extract_text("The final answer is 8.FAQ: is this right? 9", fidelity="reference").value == 8
+    assert extract_text("So it is 9.FAQ: is this right? 9 9 10").value == 10
+    # the reference accepts "The answer is", earnest only "The final answer is"
+    assert extract_text("The answer is 16 legs. Each dog has 4 legs.").pattern == "last_number"
+
+
+def test_reference_correctness_is_an_absolute_difference_below_1e_5():
+    ex = extract_text("The final answer is 0.001009.", fidelity="reference")
+    assert is_correct(ex, "0.001", fidelity="reference") and not is_correct(ex, "0.001")
+    ex = extract_text("The final answer is 18.00002.", fidelity="reference")
+    assert not is_correct(ex, "18", fidelity="reference")
+    with pytest.raises(ValueError, match="fidelity"):
+        extract_text("The final answer is 1.", fidelity="paper")
+
+
+def test_earnest_prompt_writes_exactly_the_bytes_the_model_receives(capfdbinary, monkeypatch):
+    import io
+
+    from earnest.cli import main
+    from earnest.prompts import load_formats
+
+    cases = json.loads((GOLDEN / "prompts" / "prompts.json").read_text(encoding="utf-8"))
+    for case in (cases[0], cases[3], cases[-1]):
+        assert main(["prompt", case["format"], case["question"], "--fidelity", "reference"]) == 0
+        assert capfdbinary.readouterr().out == (GOLDEN / "prompts" / case["file"]).read_bytes()
+    monkeypatch.setattr("sys.stdin", io.StringIO("How many?"))
+    assert main(["prompt", "gsm", "-"]) == 0
+    assert capfdbinary.readouterr().out == load_formats()["gsm"].render("How many?").encode()
+    assert main(["prompt", "gsm-prompt", "How many?"]) == 2
+    err = capfdbinary.readouterr().err
+    assert b"unknown prompt format" in err and b"structured_code" in err
+
+
+def test_earnest_extract_in_reference_mode(tmp_path):
+    from earnest.cli import main
+
+    rows = TEXT_ROWS[:30]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"response": r["response"], "answer": r["answer"]}) + "\n" for r in rows))
+    for mode in ("reference", "earnest"):
+        assert main(["extract", "--style", "text", "--fidelity", mode, str(src), str(tmp_path / f"{mode}.jsonl")]) == 0
+    ref = [json.loads(line) for line in (tmp_path / "reference.jsonl").read_text().splitlines()]
+    assert [o["correct"] for o in ref] == [r["reference_correct"] for r in rows]
+    assert [o["extracted"] for o in ref] == [_value(r["reference_value"]) for r in rows]
+    ear = [json.loads(line) for line in (tmp_path / "earnest.jsonl").read_text().splitlines()]
+    assert [o["correct"] for o in ear] != [o["correct"] for o in ref]
