@@ -432,7 +432,7 @@ def main() -> int:
     failed = 0
     with Sandbox(workers=1) as box:
         box.run("def solution():\n    return 0\n")
-        print(f"uid {os.geteuid()}; capabilities {box.capabilities()}", flush=True)
+        print(f"uid {os.geteuid()}; earnest from {SRC}; capabilities {box.capabilities()}", flush=True)
     for name, check in CHECKS.items():
         try:
             check()

@@ -3,7 +3,8 @@
 CI runs as root, where the sandbox adds chroot, setuid and a network namespace; on a Slurm
 cluster it runs as an ordinary user and only no_new_privs, Landlock, seccomp, rlimits and the
 process group remain. This test drops privileges itself (``setpriv``, else ``runuser``) and runs
-tests/hostile_checks.py (standard library + earnest only) as ``nobody``.
+tests/hostile_checks.py (standard library + earnest only) as ``nobody``, from a copy of the
+package and the checks in a directory ``nobody`` can read (the checkout may live where it cannot).
 """
 
 from __future__ import annotations
@@ -58,7 +59,14 @@ def test_hostile_checks_hold_as_nobody():
                               env=env).stdout.strip() == str(NOBODY)
         exe = _interpreter(drop, env)
         assert exe is not None, "no Python interpreter is readable by nobody"
-        proc = subprocess.run(drop + [exe, str(REPO / "tests" / "hostile_checks.py")], cwd=home,
+        copy = Path(home) / "repo"
+        skip = shutil.ignore_patterns("__pycache__", "*.pyc")
+        shutil.copytree(REPO / "src" / "earnest", copy / "src" / "earnest", ignore=skip)
+        shutil.copytree(REPO / "tests" / "data" / "hostile", copy / "tests" / "data" / "hostile")
+        shutil.copy(REPO / "tests" / "hostile_checks.py", copy / "tests" / "hostile_checks.py")
+        for path in [copy, *copy.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        proc = subprocess.run(drop + [exe, str(copy / "tests" / "hostile_checks.py")], cwd=home,
                               env=env, capture_output=True, text=True, timeout=600)
         out = proc.stdout + proc.stderr
         assert proc.returncode == 0, out[-6000:]
@@ -74,5 +82,6 @@ def test_hostile_checks_hold_as_nobody():
                 continue
         assert left == [], left
         assert not [p for p in Path(home).iterdir() if p.name.startswith("earnest-")], list(Path(home).iterdir())
+        assert str(copy / "src") in out  # the copy, not the checkout, was imported
     finally:
         shutil.rmtree(home, ignore_errors=True)
