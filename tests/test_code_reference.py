@@ -131,3 +131,20 @@ def test_earnest_mode_keeps_the_code_around_the_function(box, response, value):
         assert r.error_class == "name_error", r  # functools used without its import
     else:
         assert (r.error_class, r.value) == ("", value), r
+
+
+def test_allowed_modules_work_inside_the_sandbox(box):
+    # datetime's C code imports _strptime and time on first use, through the snippet's builtins
+    responses = ["\n    import datetime\n    return datetime.datetime.strptime('2024-03-05', '%Y-%m-%d').day\n",
+                 "\n    import datetime\n    return int(datetime.date(2024, 3, 5).strftime('%d'))\n",
+                 "\n    import time\n    return 1\n"]
+    got = [(r.error_class, r.value) for r in extract_code_many(responses, box)]
+    assert got == [("", 5.0), ("", 5.0), ("forbidden_construct", None)]
+
+
+def test_printing_is_limited_in_earnest_mode_only(box):
+    # the reference prints to stdout without a limit; reference mode only discards the output
+    flood = "\n    for i in range(5000):\n        print('step', i, 'of the computation')\n    return 3\n"
+    assert extract_code(flood, box).error_class == "resource_limit"
+    r = extract_code(flood, box, fidelity="reference")
+    assert (r.error_class, r.value) == ("", 3.0)
