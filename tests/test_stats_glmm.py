@@ -75,7 +75,8 @@ def test_shards_do_not_change_results(data):
     assert len(m) == 18
     assert (m["seed_x"] == m["seed_y"]).all()
     assert np.array_equal(m["estimate_x"].to_numpy(), m["estimate_y"].to_numpy())
-    assert list(whole.columns) == list(G.SHARD_COLUMNS)
+    assert list(whole.columns) == list(G.SHARD_COLUMNS) + ["engine"]
+    assert (whole["engine"] == "lme4").all()
     assert whole["estimate"].nunique() > 2                 # different resamples, different data
     other = G.run_shard(data, 1, 3, base_seed=43)
     assert not np.allclose(other["estimate"], whole["estimate"].iloc[:6])
@@ -133,7 +134,7 @@ def _both_paths(frame, glmm, resamples, base_seed, cores=1):
     ro = rbridge.r()
     seeds = [G.resample_seed(base_seed, b) for b in resamples]
     args = (rbridge.to_r_frame(frame), glmm, ro.IntVector(resamples), ro.IntVector(seeds))
-    fast = rbridge.from_r_frame(ro.globalenv["earnest_bootstrap"](*args, cores))
+    fast = rbridge.from_r_frame(ro.globalenv["earnest_bootstrap"](*args, cores)).drop(columns="path")
     slow = rbridge.from_r_frame(ro.r(_GLMER_PATH)(*args))
     return fast, slow
 
@@ -174,6 +175,12 @@ def test_bootstrap_falls_back_to_glmer_when_the_fast_path_differs(data, cores):
         # the verdict is kept for the session: the next shard goes straight to glmer()
         assert not ro.r("earnest_fast_path_checked$glmm1")[0]
         again, again_glmer = _both_paths(frame, 1, [3, 4], base_seed=5, cores=cores)
+        # the shard says so: engine "lme4 (glmer fallback)", counted in the summary
+        table = G.run_bootstrap(frame, 1, [5, 6], base_seed=5, cores=cores)
+        assert (table["engine"] == G.GLMER_FALLBACK).all()
+        from earnest.stats.summary import summarise
+        s = summarise(table, data, 1, model="m", prompt="p")
+        assert s["n_glmer_fallback"].iloc[0] == 2 and s["engine"].iloc[0] == "lme4"
     finally:
         ro.r("earnest_design_fit <- earnest_design_fit_saved; rm(earnest_design_fit_saved)")
         ro.r(forget)

@@ -7,6 +7,11 @@ GLMM 2:  correct ~ variant + gamma_c + (1 | template)      (gamma centred per mo
 Both are binomial with logit link. The bootstrap resamples templates with replacement; a template
 drawn twice becomes two clusters. Resample b of a run with base seed S always uses the seed
 :func:`resample_seed` (S, b), so results are identical however the resamples are split into shards.
+
+Two engines fit the same resamples (:data:`ENGINES`): ``lme4`` (glmer through R, one fit per
+resample) and ``laplace`` (:mod:`earnest.stats.laplace`: the same Laplace deviance and the same
+convergence checks in numpy, every resample of a shard at once). Shards carry an ``engine`` column
+naming what fitted each resample ("lme4 (glmer fallback)" where lme4's fast path was refused).
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ SHARD_COLUMNS = ("resample", "seed", "term", "estimate", "ranef_var", "converged
 #: same likelihood and several times faster, but lme4's checks flag different resamples.
 ROWS = ("answers", "aggregated")
 ROWS_BY_FIDELITY = {fidelity.REFERENCE: "answers", fidelity.EARNEST: "aggregated"}
+ENGINES = ("lme4", "laplace")
+GLMER_FALLBACK = "lme4 (glmer fallback)"
 
 
 class GLMMInputError(ValueError):
@@ -176,43 +183,127 @@ def shard_resamples(n_resamples: int, shard: int, n_shards: int) -> np.ndarray:
     return np.array_split(np.arange(n_resamples), n_shards)[shard]
 
 
-def run_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, cores: int = 1) -> pd.DataFrame:
-    """Fit ``glmm`` on each listed resample of ``frame`` (from :func:`model_frame`) in one R call.
+def check_engine(engine: str) -> str:
+    if engine not in ENGINES:
+        raise ValueError(f"unknown GLMM engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    return engine
+
+
+def run_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, cores: int = 1,
+                  engine: str = "lme4") -> pd.DataFrame:
+    """Fit ``glmm`` on each listed resample of ``frame`` (from :func:`model_frame`).
 
     Returns the bootstrap shard table: one row per resample and term with columns
-    :data:`SHARD_COLUMNS`. A fit that fails gives NaN estimates and its error text; convergence
-    warnings are kept in ``messages`` and make ``converged`` false.
+    :data:`SHARD_COLUMNS` plus ``engine``. A fit that fails gives NaN estimates and its error text;
+    convergence warnings are kept in ``messages`` and make ``converged`` false. ``engine="lme4"``
+    fits in one R call over ``cores`` forked R workers; ``engine="laplace"`` fits all resamples at
+    once in numpy over ``cores`` processes.
     """
     glmm = _check_glmm(glmm)
+    check_engine(engine)
     resamples = [int(b) for b in resamples]
     if not resamples:
-        return pd.DataFrame({c: [] for c in SHARD_COLUMNS})
+        return pd.DataFrame({c: [] for c in SHARD_COLUMNS + ("engine",)})
+    if engine == "laplace":
+        from earnest.stats import laplace
+        table = laplace.bootstrap(laplace.Design.from_frame(frame, glmm), glmm, resamples, base_seed,
+                                  workers=max(1, int(cores)))
+        table["engine"] = "laplace"
+        return table
+    rbridge.check_lme4()
     seeds = [resample_seed(base_seed, b) for b in resamples]
     ro = rbridge.r()
     out = rbridge.call("earnest_bootstrap", rbridge.to_r_frame(frame), glmm,
                        ro.IntVector(resamples), ro.IntVector(seeds), int(max(1, cores)))
     table = rbridge.from_r_frame(out)
     table["converged"] = table["converged"].astype(bool)
-    return table[list(SHARD_COLUMNS)]
+    fallback = table["path"] == "glmer"
+    if fallback.any():
+        import logging
+        logging.getLogger("earnest.stats").warning(
+            "GLMM %d: lme4's bootstrap fast path differs from glmer() with this lme4; %d resamples refitted "
+            "with glmer() (counted in the summary as n_glmer_fallback)", glmm, int(table.loc[fallback, "resample"].nunique()))
+    table["engine"] = np.where(fallback, GLMER_FALLBACK, "lme4")
+    return table[list(SHARD_COLUMNS) + ["engine"]]
 
 
 def run_shard(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, shard: int = 0,
-              n_shards: int = 1, cores: int = 1, aggregate: bool = True) -> pd.DataFrame:
+              n_shards: int = 1, cores: int = 1, aggregate: bool = True, engine: str = "lme4") -> pd.DataFrame:
     """Shard ``shard`` of ``n_shards`` of a B=``n_resamples`` bootstrap for one model x prompt.
 
     ``df`` is validated GLMM input (see :func:`validate_glmm_input`) for a single model x prompt.
     With no rows (e.g. the reasoning-only analysis excluded every item as a code error) every
     resample is recorded as an error, so the summary says so instead of the run failing.
+    ``engine``: ``lme4`` or ``laplace`` (the laplace engine always aggregates rows; the likelihood
+    is the same).
     """
+    check_engine(engine)
     if len(df) == 0:
         resamples = shard_resamples(n_resamples, shard, n_shards)
         return pd.DataFrame([
             {"resample": int(b), "seed": resample_seed(base_seed, int(b)), "term": term, "estimate": np.nan,
              "ranef_var": np.nan, "converged": False, "singular": None, "messages": "",
-             "lme4_messages": "", "error": NO_ROWS} for b in resamples for term in TERMS[_check_glmm(glmm)]],
-            columns=list(SHARD_COLUMNS))
-    frame = model_frame(df, glmm, aggregate=aggregate)
-    return run_bootstrap(frame, glmm, shard_resamples(n_resamples, shard, n_shards), base_seed, cores)
+             "lme4_messages": "", "error": NO_ROWS, "engine": engine} for b in resamples for term in TERMS[_check_glmm(glmm)]],
+            columns=list(SHARD_COLUMNS) + ["engine"])
+    frame = model_frame(df, glmm, aggregate=aggregate or engine == "laplace")
+    return run_bootstrap(frame, glmm, shard_resamples(n_resamples, shard, n_shards), base_seed, cores, engine)
+
+
+CHECK_TOL = 1e-4
+CHECK_COLUMNS = ("resample", "term", "estimate", "converged", "messages", "default_estimate", "default_converged",
+                 "default_messages", "tight_estimate", "tight_converged", "tight_messages", "abs_diff")
+
+
+def cross_check(df: pd.DataFrame, glmm: int, shard: pd.DataFrame, n_check: int, base_seed: int) -> pd.DataFrame:
+    """Refit the first ``n_check`` resamples of a laplace ``shard`` with lme4, twice: as the lme4
+    engine fits them (glmer's defaults) and with lme4's inner PIRLS iterated to convergence
+    (``tolPwrss = 1e-12``: the same Laplace deviance evaluated exactly, as the laplace engine does).
+
+    One row per checked resample and term (:data:`CHECK_COLUMNS`); ``abs_diff`` is the difference
+    from the converged-PIRLS lme4 fit where both are clean (NaN otherwise). Use
+    :func:`check_summary` for the verdict.
+    """
+    glmm = _check_glmm(glmm)
+    if n_check <= 0 or len(df) == 0 or len(shard) == 0:
+        return pd.DataFrame({c: [] for c in CHECK_COLUMNS})
+    resamples = sorted(shard["resample"].unique())[:n_check]
+    frame = model_frame(df, glmm, aggregate=True)
+    seeds = [resample_seed(base_seed, b) for b in resamples]
+    ro = rbridge.r()
+    outs = {}
+    for name, tol in (("default", 0.0), ("tight", 1e-12)):
+        res = rbridge.from_r_frame(rbridge.call("earnest_check_fits", rbridge.to_r_frame(frame), glmm,
+                                                ro.IntVector([int(b) for b in resamples]), ro.IntVector(seeds),
+                                                float(tol)))
+        outs[name] = res.drop(columns="lme4_messages", errors="ignore").rename(columns={
+            "estimate": f"{name}_estimate", "converged": f"{name}_converged", "messages": f"{name}_messages"})[
+            ["resample", "term", f"{name}_estimate", f"{name}_converged", f"{name}_messages"]]
+    lap = shard[shard["resample"].isin(resamples)][["resample", "term", "estimate", "converged", "messages"]]
+    out = lap.merge(outs["default"], on=["resample", "term"]).merge(outs["tight"], on=["resample", "term"])
+    for c in ("converged", "default_converged", "tight_converged"):
+        out[c] = out[c].astype(bool)
+    both = out["converged"] & out["tight_converged"]
+    out["abs_diff"] = np.where(both, (out["estimate"] - out["tight_estimate"]).abs(), np.nan)
+    return out[list(CHECK_COLUMNS)].reset_index(drop=True)
+
+
+def check_summary(check: pd.DataFrame, tol: float = CHECK_TOL) -> dict:
+    """The verdict of :func:`cross_check` rows: resamples checked, largest difference where both
+    are clean, clean-flag agreement with each lme4 fit, and a warning text ('' when within ``tol``)."""
+    per = check.drop_duplicates("resample")
+    n = len(per)
+    diff = float(np.nanmax(check["abs_diff"])) if check["abs_diff"].notna().any() else float("nan")
+    agree = int((per["converged"] == per["default_converged"]).sum())
+    agree_tight = int((per["converged"] == per["tight_converged"]).sum())
+    warning = ""
+    if np.isfinite(diff) and diff > tol:
+        warning = (f"laplace and lme4 (converged PIRLS) estimates differ by {diff:.2g} > {tol:g} on resamples "
+                   f"both call clean")
+    elif n and agree_tight < n:
+        warning = (f"laplace and lme4 (converged PIRLS) disagree on the clean flag of {n - agree_tight} of "
+                   f"{n} checked resamples")
+    return {"checked": n, "max_abs_diff": diff, "clean_agree_default": agree, "clean_agree_tight": agree_tight,
+            "warning": warning}
 
 
 @dataclass

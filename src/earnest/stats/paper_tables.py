@@ -254,6 +254,21 @@ def reasoning_only_table(all_s: pd.DataFrame, ro_s: pd.DataFrame, prompt: str, g
 
 
 # ---------------------------------------------------------------- everything
+def engine_note(rows: pd.DataFrame) -> str:
+    """The caption sentence naming the GLMM engine(s) that fitted ``rows`` ('' without an engine column)."""
+    if "engine" not in rows.columns or not len(rows):
+        return ""
+    parts = []
+    for glmm, sub in rows.groupby("glmm", sort=True):
+        names = sorted({e for v in sub["engine"].astype(str) for e in v.split("+")})
+        fb = int(sub.drop_duplicates(["analysis", "model", "prompt"])["n_glmer_fallback"].sum()) \
+            if "n_glmer_fallback" in sub.columns else 0
+        what = " and ".join(f"the {n} engine" for n in names)
+        parts.append(f"GLMM {glmm}: {what}" + (f" ({fb} resamples by glmer() after lme4's fast path was "
+                                              f"refused)" if fb else ""))
+    return " Fitted by " + "; ".join(parts) + "."
+
+
 def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
                        refits: pd.DataFrame | None = None,
                        glmm_input: pd.DataFrame | None = None,
@@ -275,8 +290,9 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
     allr = s[s["analysis"] == "all"]
     written: list[Path] = []
 
-    def emit(name, display, raw, caption, bold=None):
-        paths = write_table(display, out_dir / name, caption, bold=bold, csv=raw)
+    def emit(name, display, raw, caption, bold=None, rows=None):
+        paths = write_table(display, out_dir / name, caption + engine_note(s if rows is None else rows),
+                            bold=bold, csv=raw)
         written.extend(paths.values())
 
     dag_note = (f" P values below α = {alpha} in bold; {DAGGER} marks cases where the Wald "
@@ -288,12 +304,12 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
         emit(f"glmm1_variant_{prompt}", d, raw,
              f"Variant effect testing with {lab}, as returned by GLMM 1 (layout of Tables 2, 6, 8, "
              f"10, 12). Accuracies in %, Δvar in percentage points; corrected P values by Holm-Bonferroni "
-             f"{HOLM_FAMILY_TEXT[1]}." + dag_note, bold)
+             f"{HOLM_FAMILY_TEXT[1]}." + dag_note, bold, rows=allr[allr["glmm"] == 1])
         d, raw = bootstrap_stats_table(s, prompt, "variant", 1, models)
         emit(f"glmm1_bootstrap_{prompt}", d, raw,
              f"Additional statistics for {lab}, GLMM 1 (layout of Tables 3, 7, 9, 11, 13). "
              f"N estimates is the number of cleanly converged bootstrap resamples over which the statistics "
-             f"are calculated. " + RANEF_NOTE)
+             f"are calculated. " + RANEF_NOTE, rows=allr[(allr["glmm"] == 1) & (allr["prompt"] == prompt)])
     g2 = allr[allr["glmm"] == 2]
     if len(g2):
         for term, name, what, tab in (("gamma_c", "glmm2_gamma_c", "the large-number effect", "14"),
@@ -303,13 +319,14 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
                  f"Odds ratios and significance of {what} across models and prompt formats, as returned by "
                  f"GLMM 2 (layout of Table {tab}). Cells: odds ratio; raw P value / Holm-Bonferroni-corrected "
                  f"P value, corrected {HOLM_FAMILY_TEXT[2]} (row-wise, as the published numbers are; the "
-                 f"paper's caption says column-wise)." + dag_note, bold)
+                 f"paper's caption says column-wise)." + dag_note, bold, rows=g2)
         for prompt in _order(g2["prompt"].tolist(), prompts):
             for term in ("variant", "gamma_c"):
                 d, raw = bootstrap_stats_table(s, prompt, term, 2, models)
                 emit(f"glmm2_bootstrap_{term}_{prompt}", d, raw,
                      f"Bootstrap statistics of {TERM_LABEL[term]} with {_prompt_phrase(prompt, prompt_labels)}, "
-                     f"GLMM 2. N estimates is the number of cleanly converged bootstrap resamples. " + RANEF_NOTE)
+                     f"GLMM 2. N estimates is the number of cleanly converged bootstrap resamples. " + RANEF_NOTE,
+                     rows=g2[g2["prompt"] == prompt])
     problems = diagnostics.fit_problems_table(s)
     shown = problems[problems["verdict"] != "ok"].rename(columns={
         "analysis": "Analysis", "glmm": "GLMM", "model": "Model", "prompt": "Prompt", "term": "Effect",
@@ -332,7 +349,7 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
                 d, raw = nonconvergent_table(s, glmm, prompt_labels)
                 emit(f"nonconvergent_glmm{glmm}", d, raw,
                      f"Non-convergent full-data fits of GLMM {glmm} (layout of Table {tab}), quoting lme4's "
-                     f"diagnostics.")
+                     f"diagnostics.", rows=allr[allr["glmm"] == glmm])
     if refits is not None and len(refits):
         d, raw = optimiser_table(refits)
         emit("optimiser_refits", d, raw,

@@ -44,6 +44,37 @@ def r():
     return ro
 
 
+# lme4 releases earnest's R code is tested with, and the first it refuses
+LME4_TESTED = "1.1-31"
+LME4_REFUSED_FROM = (1, 1, 38)
+
+
+def lme4_version() -> str:
+    """The installed lme4's version, e.g. '1.1-31'."""
+    return str(r().r('as.character(packageVersion("lme4"))')[0])
+
+
+def lme4_supported(version: str) -> bool:
+    """Whether the lme4 engine runs with lme4 ``version``: releases before 1.1-38. 1.1-38 changed
+    checkConv's derivative checks (skipped above 10,000 observations and for singular fits, so
+    fits that 1.1-31 flags would count as clean) and 2.x changed checkConv's arguments."""
+    parts = tuple(int(p) for p in version.replace("-", ".").split(".")[:3])
+    return parts < LME4_REFUSED_FROM
+
+
+def check_lme4() -> str:
+    """Raise :class:`RError` with what to do when the installed lme4 is one the engine refuses."""
+    version = lme4_version()
+    if not lme4_supported(version):
+        raise RError(f"lme4 {version} is installed, but earnest's lme4 engine is tested with lme4 {LME4_TESTED} "
+                     f"and refuses lme4 >= 1.1-38 (1.1-38 skips checkConv's derivative checks above 10,000 "
+                     f"observations and for singular fits, which changes which fits count as clean; 2.x "
+                     f"changes checkConv's arguments). Install lme4 {LME4_TESTED} (envs/stats.yaml pins it), "
+                     f"or use the laplace engine (stats.engine: laplace / earnest glmm --engine laplace), "
+                     f"which computes lme4 {LME4_TESTED}'s checks itself.")
+    return version
+
+
 def call(name: str, *args, **kwargs):
     """Call the R function ``name``; any R error becomes :class:`RError` naming the function."""
     ro = r()

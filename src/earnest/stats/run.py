@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -55,14 +56,18 @@ def read_shards(paths) -> pd.DataFrame:
     return table
 
 
-def _shard_is_current(path: Path, resamples: np.ndarray, base_seed: int, rows: str) -> bool:
+def _shard_is_current(path: Path, resamples: np.ndarray, base_seed: int, rows: str, engine: str = "lme4") -> bool:
     # a finished shard is reused only if it holds exactly the resamples and seeds asked for now,
-    # fitted on the same rows (recorded in the file's metadata) with today's columns
+    # fitted on the same rows (recorded in the file's metadata) with today's columns, by the engine
+    # asked for now
     try:
         old = pd.read_parquet(path)
     except Exception:
         return False
     if old.attrs.get("rows") != rows or any(c not in old.columns for c in G.SHARD_COLUMNS):
+        return False
+    done_by = set(old["engine"].astype(str)) if "engine" in old.columns else {"lme4"}
+    if {("lme4" if e == G.GLMER_FALLBACK else e) for e in done_by} != {engine}:
         return False
     old = old[["resample", "seed"]].drop_duplicates("resample")
     want = pd.DataFrame({"resample": resamples, "seed": [G.resample_seed(base_seed, b) for b in resamples]})
@@ -74,20 +79,29 @@ def _shard_is_current(path: Path, resamples: np.ndarray, base_seed: int, rows: s
 def summarise_group(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, analysis: str = "all",
                     wald: bool = True, refit_nonconvergent: bool = True, model: str | None = None,
                     prompt: str | None = None, fidelity: str = F.DEFAULT,
-                    rows: str = "") -> tuple[pd.DataFrame, pd.DataFrame]:
+                    rows: str = "", engine: str = "lme4") -> tuple[pd.DataFrame, pd.DataFrame]:
     """Summary rows of one model x prompt plus, if its full-data fit did not converge, the
     optimiser refits (Listing 6; empty frame otherwise). ``data``: validated GLMM input; ``model``
     and ``prompt`` name the group when ``data`` has no rows (nothing is fitted then);
-    ``fidelity`` decides which fits are clean; ``rows`` records what the shards were fitted on."""
+    ``fidelity`` decides which fits are clean; ``rows`` records what the shards were fitted on.
+    With ``engine="laplace"`` the full-data fit is the laplace engine's, and there are no lme4
+    optimiser refits (Listing 6 is about lme4's optimisers)."""
+    G.check_engine(engine)
     if len(data):
         model, prompt = str(data["model"].iloc[0]), str(data["prompt"].iloc[0])
     elif model is None or prompt is None:
         raise ValueError("summarise_group: no rows, so model and prompt must be given")
-    wf = G.wald_fit(data, glmm) if wald and len(data) else None
+    wf = None
+    if wald and len(data):
+        if engine == "laplace":
+            from earnest.stats import laplace
+            wf = laplace.full_fit(data, glmm)
+        else:
+            wf = G.wald_fit(data, glmm)
     summary = summarise(shards, data, glmm, model=model, prompt=prompt, wald=wf, analysis=analysis,
                         fidelity=fidelity, rows=rows)
     refits = pd.DataFrame()
-    if wf is not None and not bool(summary["wald_converged"].iloc[0]) and refit_nonconvergent:
+    if wf is not None and not bool(summary["wald_converged"].iloc[0]) and refit_nonconvergent and engine == "lme4":
         refits = G.refit_optimisers(data, glmm)
         refits.insert(0, "analysis", analysis)
         refits.insert(1, "glmm", glmm)
@@ -96,38 +110,65 @@ def summarise_group(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, anal
     return summary, refits
 
 
+def check_path(shard: str | Path) -> Path:
+    """Where the lme4 cross-check of a laplace shard goes: next to it, ``shard-{i}.check.parquet``."""
+    shard = Path(shard)
+    return shard.with_name(shard.name.replace(".parquet", ".check.parquet"))
+
+
 def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_dir: str | Path, *,
              n_shards: int = 1, cores: int | None = None, rows: str | None = None, analysis: str = "all",
-             fidelity: str = F.DEFAULT, log: Callable[[str], None] = print) -> tuple[pd.DataFrame, pd.DataFrame]:
+             fidelity: str = F.DEFAULT, engine: str = "lme4", check_resamples: int = 3,
+             log: Callable[[str], None] = print) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Bootstrap ``glmm`` for every model x prompt of validated GLMM input ``df``.
 
     ``rows``: answers | aggregated (:func:`earnest.stats.glmm.resolve_rows`; None = the fidelity
     mode's); ``fidelity`` also decides which fits are clean. Shards are written to
     :func:`shard_path` as they finish and reused when a rerun asks for the same resamples and
-    seeds, so an R failure loses no finished shard. Returns (summaries, refits).
+    seeds, so an R failure loses no finished shard. ``engine``: lme4 | laplace; with laplace each
+    new shard's first ``check_resamples`` resamples are refitted with lme4
+    (:func:`earnest.stats.glmm.cross_check`, written next to the shard, :func:`check_path`).
+    Returns (summaries, refits, checks): checks has one row per checked shard with its verdict
+    (:func:`earnest.stats.glmm.check_summary`).
     """
+    G.check_engine(engine)
     cores = cores or default_cores()
     rows = G.resolve_rows(rows, fidelity)
     aggregate = rows == "aggregated"
-    summaries, refits = [], []
+    summaries, refits, checks = [], [], []
     for model, prompt, sub in G.groups(df):
         paths = []
         for shard in range(n_shards):
             path = shard_path(out_dir, glmm, model, prompt, shard)
             resamples = G.shard_resamples(n_resamples, shard, n_shards)
-            if path.exists() and _shard_is_current(path, resamples, base_seed, rows):
+            if path.exists() and _shard_is_current(path, resamples, base_seed, rows, engine):
                 log(f"{model} / {prompt}: shard {shard + 1}/{n_shards} already done ({path})")
             else:
-                table = G.run_bootstrap(G.model_frame(sub, glmm, aggregate), glmm, resamples, base_seed, cores)
+                t0 = time.perf_counter()
+                table = G.run_bootstrap(G.model_frame(sub, glmm, aggregate), glmm, resamples, base_seed, cores,
+                                        engine=engine)
+                secs = time.perf_counter() - t0
                 table.attrs["rows"] = rows
                 write_shard(table, path)
                 n_clean = int(clean_mask(table, fidelity)[table["term"] == "variant"].sum())
-                log(f"{model} / {prompt}: shard {shard + 1}/{n_shards}, {len(resamples)} resamples, "
-                    f"{n_clean} clean -> {path}")
+                fallback = int((table.drop_duplicates("resample")["engine"] == G.GLMER_FALLBACK).sum())
+                log(f"{model} / {prompt}: shard {shard + 1}/{n_shards}, {len(resamples)} resamples in {secs:.1f} s "
+                    f"({engine} engine), {n_clean} clean -> {path}"
+                    + (f"; lme4's fast path refused: {fallback} resamples fitted by glmer()" if fallback else ""))
+                if engine == "laplace" and check_resamples > 0:
+                    write_shard(G.cross_check(sub, glmm, table, check_resamples, base_seed), check_path(path))
+            cpath = check_path(path)
+            if engine == "laplace" and cpath.exists():
+                verdict = G.check_summary(pd.read_parquet(cpath))
+                checks.append({"glmm": glmm, "model": model, "prompt": prompt, "shard": shard, **verdict})
+                if verdict["warning"]:
+                    log(f"WARNING {model} / {prompt} shard {shard + 1}: {verdict['warning']}")
             paths.append(path)
-        s, r = summarise_group(sub, read_shards(paths), glmm, analysis=analysis, fidelity=fidelity, rows=rows)
+        s, r = summarise_group(sub, read_shards(paths), glmm, analysis=analysis, fidelity=fidelity, rows=rows,
+                               engine=engine)
         summaries.append(s)
         if len(r):
             refits.append(r)
     return (pd.concat(summaries, ignore_index=True),
-            pd.concat(refits, ignore_index=True) if refits else pd.DataFrame())
+            pd.concat(refits, ignore_index=True) if refits else pd.DataFrame(),
+            pd.DataFrame(checks))

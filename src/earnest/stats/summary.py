@@ -125,6 +125,7 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str
     clean_resamples = clean.drop_duplicates("resample")
     rv = clean_resamples["ranef_var"].astype(float)
     acc = accuracies(data)
+    engines = shard_engines(shards)
     rows = []
     for term in EFFECTS[glmm]:
         theta = clean.loc[clean["term"] == term, "estimate"].astype(float).to_numpy()
@@ -141,11 +142,23 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str
             "p_boot": bootstrap_p(theta),
             "ranef_var_mean": float(rv.mean()) if len(rv) else float("nan"),
             "ranef_var_sd": float(rv.std(ddof=1)) if len(rv) > 1 else float("nan"),
-            **acc,
+            **acc, **engines,
         }
         row.update(wald_columns(wald, term, fidelity))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def shard_engines(shards: pd.DataFrame) -> dict:
+    """engine: what fitted the resamples ("lme4", "laplace", or both joined by "+"; shards without
+    an engine column are lme4's); n_glmer_fallback: resamples lme4 fitted with glmer() because its
+    bootstrap fast path was refused (logged when it happens)."""
+    from earnest.stats.glmm import GLMER_FALLBACK
+    if "engine" not in shards.columns:
+        return {"engine": "lme4", "n_glmer_fallback": 0}
+    per = shards.drop_duplicates("resample")["engine"].fillna("lme4").astype(str)
+    names = sorted({"lme4" if e == GLMER_FALLBACK else e for e in per})
+    return {"engine": "+".join(names), "n_glmer_fallback": int((per == GLMER_FALLBACK).sum())}
 
 
 def wald_columns(wald: WaldFit | None, term: str, fidelity: str = F.DEFAULT) -> dict:

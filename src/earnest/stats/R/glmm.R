@@ -257,7 +257,9 @@ earnest_bootstrap <- function(d, glmm, resamples, seeds, cores = 1L) {
     if (cores <= 1L || length(ks) <= 1L) return(lapply(ks, one, fit = fit, verify = verify))
     earnest_claim_apply(ks, one, min(cores, length(ks)), fit = fit, verify = verify)
   }
-  if (isFALSE(known)) return(do.call(rbind, run(by_glmer)))
+  # `path` says which fitted each resample: "design" (the fast path) or "glmer" (the fallback)
+  with_path <- function(parts, path) { out <- do.call(rbind, parts); out$path <- rep(path, nrow(out)); out }
+  if (isFALSE(known)) return(with_path(run(by_glmer), "glmer"))
   parts <- run(by_design, verify = check)
   if (check) {
     agrees <- isTRUE(attr(parts[[1]], "agrees"))
@@ -265,10 +267,21 @@ earnest_bootstrap <- function(d, glmm, resamples, seeds, cores = 1L) {
     attr(parts[[1]], "agrees") <- NULL
     if (!agrees) {
       message("earnest: the bootstrap's fast path differs from glmer() with this lme4; refitting with glmer()")
-      parts <- run(by_glmer)
+      return(with_path(run(by_glmer), "glmer"))
     }
   }
-  do.call(rbind, parts)
+  with_path(parts, "design")
+}
+
+# Resamples refitted with glmer() itself, to check another engine: with glmer's defaults
+# (tol_pwrss = 0) or with the inner PIRLS iterated to a tighter relative tolerance.
+earnest_check_fits <- function(d, glmm, resamples, seeds, tol_pwrss = 0) {
+  glmm <- as.integer(glmm)
+  control <- if (tol_pwrss > 0) glmerControl(tolPwrss = tol_pwrss) else glmerControl()
+  index <- earnest_template_rows(d)
+  do.call(rbind, lapply(seq_along(resamples), function(k) earnest_record(
+    earnest_fit_outcome(earnest_fit(earnest_resample(d, index, seeds[k]), glmm, control), glmm),
+    glmm, resamples[k], seeds[k])))
 }
 
 # The full-data fit: Wald statistics per term plus the fit's diagnostics.

@@ -1,0 +1,803 @@
+"""The laplace engine: GLMM 1 and GLMM 2 fitted for many bootstrap resamples at once, in numpy.
+
+For a binomial GLMM with one random intercept per cluster, lme4's Laplace deviance (nAGQ = 1) is a
+sum of one-dimensional terms, one per cluster. With u ~ N(0, 1), b = theta * u and
+eta_i = x_i' beta + theta * u for the rows i of template t,
+
+    d_t(beta, theta) = min_u [ -2 sum_i log dbinom(y_i; n_i, mu_i) + u^2 ] + log(1 + theta^2 W_t)
+
+with W_t = sum_i n_i mu_i (1 - mu_i) at the minimising u (the conditional mode). A bootstrap
+resample that draws template t k_t times has deviance sum_t k_t d_t(beta, theta): every resample
+shares the per-template terms and differs only in the weights k. This module therefore fits a whole
+matrix of weights (resamples x templates) at once:
+
+* the conditional modes by Newton's method, vectorised over resamples x templates;
+* (beta, theta) by Newton's method with exact gradients (implicit differentiation through the
+  modes) and a Hessian from differences of those gradients, with a line search. The deviance is
+  even in theta, so theta is optimised freely and reported as |theta| (theta >= 0 as in lme4);
+* at the optimum, what lme4's ``checkConv`` computes: the singular check (theta < 1e-4 -> the
+  message "boundary (singular) fit", no derivative checks), and otherwise the finite-difference
+  gradient and Hessian of ``lme4:::deriv12`` (step 1e-4, the same evaluation points), the scaled
+  gradient test (tol 0.002) and ``checkHess`` on the fixed-effect block and on the whole Hessian
+  (negative or zero eigenvalues, "very large eigenvalue" above 1e6, eigenvalue ratio below 1e-6),
+  with lme4's message texts; plus lme4's ``checkScaleX`` warning. An optimiser that does not
+  converge is a warning too. A fit is clean when it has no message and no error, as with lme4.
+
+Library API (what ``run.py``, the CLI and the power analysis call):
+
+``Design.from_input(df, glmm)``
+    The per-template design of one model x prompt from validated GLMM input (rows aggregated to
+    binomial counts per template x variant [x gamma_c]; the likelihood is unchanged).
+``fit_weighted(data, glmm, weights, *, y=None, resamples=None, seeds=None, chunk=None) -> DataFrame``
+    Fit every row of ``weights`` (shape (B, T): how often each template, in ascending template
+    order, is in resample b; a row of ones is the full data) and return shard records with the
+    columns of :data:`earnest.stats.glmm.SHARD_COLUMNS`. ``data`` is validated GLMM input or a
+    :class:`Design`. ``y`` (shape (B, rows of the design)) replaces the successes per resample:
+    simulated outcomes on the same design, e.g. for a power analysis (``Design.rows`` gives the
+    design's rows; ``Design.trials`` the trials per row).
+``fit_arrays(design, weights, y=None) -> Fits``
+    The same as arrays (estimates (B, p), theta, singular, clean, messages, errors, Hessians).
+``bootstrap(data, glmm, resamples, base_seed) -> DataFrame``
+    The shard of a template bootstrap: the resamples' template draws are R's (see
+    :mod:`earnest.stats.rdraws`), so the lme4 engine fits exactly the same resamples.
+``full_fit(data, glmm) -> WaldFit``
+    The full-data fit with Wald statistics from the finite-difference Hessian, as lme4's
+    ``vcov()`` computes them for glmer fits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import erf, sqrt
+
+import numpy as np
+import pandas as pd
+
+from earnest.stats.rdraws import template_counts
+
+SINGULAR_TOL = 1e-4          # check.conv.singular
+BOUNDARY_TOL = 1e-5          # glmerControl's boundary.tol
+GRAD_TOL = 0.002             # check.conv.grad
+HESS_TOL = 1e-6              # check.conv.hess
+DERIV_DELTA = 1e-4           # lme4:::deriv12's step
+SCALE_TOL = 1000             # lme4:::checkScaleX
+SINGULAR_MSG = "boundary (singular) fit: see help('isSingular')"
+SCALE_MSG = "Some predictor variables are on very different scales: consider rescaling"
+NO_CONVERGENCE = "laplace: Newton's method did not converge in {n} iterations (optimiser not converged)"
+ONE_LEVEL = "grouping factors must have > 1 sampled level"
+ENGINE = "laplace"
+_CACHE_ELEMENTS = 120_000     # rows x parameter points per numpy batch: arrays of ~1 MB stay in cache
+
+_TERMS = {1: ("(Intercept)", "variant"), 2: ("(Intercept)", "variant", "gamma_c")}
+
+
+@dataclass
+class Design:
+    """The fixed-effect rows of one model x prompt, sorted by template.
+
+    ``X`` (rows, p) with the intercept first; ``y`` successes and ``trials`` per row; ``tix`` the
+    template position (0..T-1) of each row; ``starts`` the first row of each template;
+    ``templates`` the template ids in ascending order (the column order of weight matrices).
+    """
+    glmm: int
+    X: np.ndarray
+    y: np.ndarray
+    trials: np.ndarray
+    tix: np.ndarray
+    starts: np.ndarray
+    templates: np.ndarray
+    terms: tuple
+    lchoose: np.ndarray = field(repr=False, default=None)
+    binary1: bool = field(repr=False, default=False)
+    cell: np.ndarray = field(repr=False, default=None)
+
+    @classmethod
+    def from_input(cls, df: pd.DataFrame, glmm: int) -> "Design":
+        """From validated GLMM input of one model x prompt (see glmm.validate_glmm_input)."""
+        from earnest.stats.glmm import model_frame
+        return cls.from_frame(model_frame(df, glmm, aggregate=True), glmm)
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, glmm: int) -> "Design":
+        """From a model frame (template, variant[, gamma_c], succ, fail) as glmm.model_frame builds."""
+        f = frame.sort_values("template", kind="stable").reset_index(drop=True)
+        templates, tix = np.unique(f["template"].to_numpy(), return_inverse=True)
+        cols = [np.ones(len(f)), f["variant"].to_numpy(float)]
+        if glmm == 2:
+            cols.append(f["gamma_c"].to_numpy(float))
+        succ = f["succ"].to_numpy(float)
+        trials = succ + f["fail"].to_numpy(float)
+        starts = np.flatnonzero(np.r_[True, tix[1:] != tix[:-1]])
+        d = cls(glmm=int(glmm), X=np.column_stack(cols), y=succ, trials=trials, tix=tix.astype(np.int64),
+                starts=starts, templates=templates, terms=_TERMS[int(glmm)])
+        d.lchoose = _lchoose(trials, succ)
+        d.binary1 = bool(np.all(np.isin(d.X[:, 1], (0.0, 1.0))))
+        if d.binary1:
+            d.cell = d.tix + len(templates) * d.X[:, 1].astype(np.int64)
+        return d
+
+    @property
+    def n_templates(self) -> int:
+        return len(self.templates)
+
+    @property
+    def rows(self) -> pd.DataFrame:
+        """The design's rows: template, the fixed-effect columns, successes and trials."""
+        out = pd.DataFrame(self.X[:, 1:], columns=list(self.terms[1:]))
+        out.insert(0, "template", self.templates[self.tix])
+        out["succ"], out["trials"] = self.y, self.trials
+        return out
+
+
+def _lchoose(n, k):
+    from scipy.special import gammaln
+    n, k = np.asarray(n, dtype=float), np.asarray(k, dtype=float)
+    return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
+
+
+def _partitions(idx):
+    """Set partitions of the index tuple ``idx`` into singletons and {theta, u} pairs (the only
+    non-zero second derivative of eta), for Faa di Bruno's formula."""
+    if not idx:
+        yield []
+        return
+    first, rest = idx[0], idx[1:]
+    for sub in _partitions(rest):
+        yield [(first,)] + sub
+    partner = "u" if first == "t" else ("t" if first == "u" else None)
+    if partner is not None:
+        for k, other in enumerate(rest):
+            if other == partner:
+                for sub in _partitions(rest[:k] + rest[k + 1:]):
+                    yield [(first, other)] + sub
+
+
+class _Batch:
+    """Per-template sums for a batch of parameter rows P = (theta, beta) at modes U.
+
+    ``y`` is None (the design's successes) or (N, rows) successes per parameter row."""
+
+    def __init__(self, des: Design, y):
+        self.des = des
+        self.y = des.y[None, :] if y is None else y
+        self.ntr = des.trials[None, :]
+        lch = des.lchoose[None, :] if y is None else _lchoose(des.trials[None, :], y)
+        self.const = -2.0 * np.add.reduceat(lch, des.starts, axis=1)
+        m = des.X.shape[1]
+        self.pairs = [(j, l) for j in range(m) for l in range(j, m)]
+        self.unit = bool(np.all(des.trials == 1))
+        self.ymn = self.y - self.ntr
+        self.ysum = np.add.reduceat(self.y, des.starts, axis=1) if self.y.ndim == 2 else None
+        self.xx = {(j, l): des.X[:, j] * des.X[:, l] for (j, l) in self.pairs}
+
+    def _eta(self, P, U):
+        # eta = (beta_0 + theta u_t) [+ beta_1 for variant rows] + the other columns: one gather
+        # from a (N, 2T) table instead of a thin matrix product, which is slow in BLAS
+        des = self.des
+        a = P[:, 1:2] + P[:, :1] * U
+        if des.binary1:
+            eta = np.concatenate([a, a + P[:, 2:3]], axis=1)[:, des.cell]
+            rest = range(2, des.X.shape[1])
+        else:
+            eta = a[:, des.tix]
+            rest = range(1, des.X.shape[1])
+        for j in rest:
+            eta += P[:, 1 + j: 2 + j] * des.X[:, j]
+        return eta
+
+    def light(self, P, U):
+        """S1 = sum(y - n mu) and W = sum(n mu (1 - mu)) per template (Newton for the modes)."""
+        st = self.des.starts
+        mu = self._eta(P, U)
+        np.negative(mu, out=mu)
+        with np.errstate(over="ignore"):
+            np.exp(mu, out=mu)
+        mu += 1.0
+        np.reciprocal(mu, out=mu)                         # mu
+        nmu = mu if self.unit else self.ntr * mu
+        S1 = self.ysum - np.add.reduceat(nmu, st, axis=1)
+        nmu *= (1.0 - mu) if self.unit else (1.0 - mu)
+        return S1, np.add.reduceat(nmu, st, axis=1)
+
+    def deviance_terms(self, P, U):
+        """ll = -2 sum log-lik (without the binomial coefficients), S1, W and S = sum n w (1 - 2 mu)."""
+        st = self.des.starts
+        eta = self._eta(P, U)
+        with np.errstate(over="ignore"):
+            e = np.exp(-eta)
+        ll = eta
+        ll *= self.ymn                                    # (y - n) eta
+        if self.unit:
+            ll -= np.log1p(e)
+        else:
+            ll -= self.ntr * np.log1p(e)
+        ra = lambda a: np.add.reduceat(a, st, axis=1)  # noqa: E731
+        llsum = -2.0 * ra(ll)
+        e += 1.0
+        mu = np.reciprocal(e, out=e)
+        nmu = mu.copy() if self.unit else self.ntr * mu
+        S1 = self.ysum - ra(nmu)
+        nmu *= 1.0 - mu                                   # n w
+        W = ra(nmu)
+        mu *= -2.0
+        mu += 1.0
+        nmu *= mu                                         # n w (1 - 2 mu)
+        return llsum, S1, W, ra(nmu)
+
+    def full(self, P, U):
+        """Per-template deviance and the row moments M[k][(j, l)] = sum l^(k) x_j x_l, k = 1..4."""
+        st = self.des.starts
+        eta = self._eta(P, U)
+        with np.errstate(over="ignore"):
+            e = np.exp(-eta)
+        mu = 1.0 / (1.0 + e)
+        n = self.ntr
+        ll = -2.0 * ((self.y - n) * eta - n * np.log1p(e))
+        w = mu * (1.0 - mu)
+        d = [None, 2.0 * (n * mu - self.y), 2.0 * n * w, 2.0 * n * w * (1.0 - 2.0 * mu), 2.0 * n * w * (1.0 - 6.0 * w)]
+        M = {k: {} for k in range(1, 5)}
+        for k in range(1, 5):
+            for jl in self.pairs:
+                M[k][jl] = np.add.reduceat(d[k] if jl == (0, 0) else d[k] * self.xx[jl], st, axis=1)
+        dev_t = np.add.reduceat(ll, st, axis=1) + U ** 2 + np.log(1.0 + P[:, :1] ** 2 * M[2][(0, 0)] / 2.0) + self.const
+        return dev_t, M
+
+
+def _fderiv(M, P, U, idx):
+    """f_idx per template: a partial derivative of f = sum l(eta) + u^2 over the symbols "t"
+    (theta), "u" and column numbers j (beta_j), from the row moments M (Faa di Bruno)."""
+    theta = P[:, :1]
+    total = 0.0
+    for part in _partitions(tuple(idx)):
+        coef = 1.0
+        cols = []
+        for block in part:
+            if len(block) == 2:
+                continue                                  # eta_{theta u} = 1
+            a = block[0]
+            if a == "t":
+                coef = coef * U                           # eta_theta = u
+            elif a == "u":
+                coef = coef * theta                       # eta_u = theta
+            elif a != 0:
+                cols.append(a)                            # eta_beta_j = x_j
+        if len(cols) > 2:
+            raise ValueError("moment of more than two columns")
+        key = tuple(sorted(cols)) if len(cols) == 2 else ((0, cols[0]) if cols else (0, 0))
+        total = total + coef * M[len(part)][key]
+    if list(idx) == ["u", "u"]:
+        total = total + 2.0
+    return total
+
+
+def _derivatives(M, P, U, K):
+    """Gradient (N, q), Hessian (N, q, q) of the Laplace deviance sum_t K_t d_t over (theta, beta),
+    and dU/d(theta, beta) (N, T, q), by implicit differentiation through the conditional modes."""
+    q = P.shape[1]
+    syms = ["t"] + list(range(q - 1))
+    f = lambda *i: _fderiv(M, P, U, i)  # noqa: E731
+    fuu, fuuu, fuuuu = f("u", "u"), f("u", "u", "u"), f("u", "u", "u", "u")
+    fup = [f("u", a) for a in syms]
+    fuup = [f("u", "u", a) for a in syms]
+    fuuup = [f("u", "u", "u", a) for a in syms]
+    up = [-v / fuu for v in fup]
+    Lu = fuuu / fuu
+    Luu = fuuuu / fuu - fuuu ** 2 / fuu ** 2
+    G = np.empty(U.shape + (q,))
+    H = np.empty(U.shape + (q, q))
+    for i, a in enumerate(syms):
+        Fa = f(a) + fuup[i] / fuu
+        G[..., i] = Fa + Lu * up[i]
+    Fuu = fuu + Luu
+    for i, a in enumerate(syms):
+        Fau = fup[i] + fuuup[i] / fuu - fuup[i] * fuuu / fuu ** 2
+        for j in range(i, q):
+            b = syms[j]
+            Fbu = fup[j] + fuuup[j] / fuu - fuup[j] * fuuu / fuu ** 2
+            Fab = f(a, b) + f("u", "u", a, b) / fuu - fuup[i] * fuup[j] / fuu ** 2
+            uab = -(f("u", a, b) + fuup[i] * up[j] + fuup[j] * up[i] + fuuu * up[i] * up[j]) / fuu
+            H[..., i, j] = H[..., j, i] = Fab + Fau * up[j] + Fbu * up[i] + Fuu * up[i] * up[j] + Lu * uab
+    dU = np.stack(up, axis=-1)
+    return np.einsum("nt,ntq->nq", K, G), np.einsum("nt,ntqr->nqr", K, H), dU
+
+
+def _solve_modes(batch: _Batch, P, U, *, tol: float = 1e-10, maxit: int = 300):
+    """Newton's method for the conditional modes, safeguarded by bisection: f is strictly convex
+    in u, so the sign of f'(u) brackets the mode and a Newton step leaving the bracket is replaced
+    by its midpoint (plain Newton can cycle on logistic terms)."""
+    theta = P[:, :1]
+    U = U.copy()
+    lo = np.full(U.shape, -np.inf)
+    hi = np.full(U.shape, np.inf)
+    for _ in range(maxit):
+        S1, W = batch.light(P, U)
+        fu = U - theta * S1                               # f'(u) / 2
+        pos = fu > 0
+        hi = np.where(pos, np.minimum(hi, U), hi)
+        lo = np.where(pos, lo, np.maximum(lo, U))
+        new = U - np.clip(fu / (1.0 + theta ** 2 * W), -3.0, 3.0)
+        out = (new <= lo) | (new >= hi)
+        if out.any():
+            mid = 0.5 * (lo + hi)
+            new = np.where(out & np.isfinite(mid), mid, new)
+        step = U - new
+        U = new
+        if np.max(np.abs(step), initial=0.0) < tol:
+            return U
+    raise FloatingPointError("conditional modes did not converge")  # pragma: no cover
+
+
+def _deviance_near(batch: _Batch, P, U):
+    """Deviance terms per template from modes U predicted to within ~1e-6: one Newton step, with
+    the deviance corrected to second order in it (the error is then far below deriv12's noise)."""
+    theta = P[:, :1]
+    ll, S1, W, S = batch.deviance_terms(P, U)
+    A = 1.0 + theta ** 2 * W
+    fu = 2.0 * (U - theta * S1)
+    step = fu / (2.0 * A)
+    Lu = theta ** 3 * S / A
+    return ll + U ** 2 - fu * step / 2.0 + np.log(A) - Lu * step + batch.const, np.max(np.abs(step), initial=0.0)
+
+
+@dataclass
+class Fits:
+    """Results of :func:`fit_arrays`, one entry per weight row."""
+    par: np.ndarray            # (B, q): theta >= 0, then beta
+    deviance: np.ndarray       # (B,)
+    singular: np.ndarray       # (B,) bool
+    messages: list             # per row: list of message texts (lme4's where lme4 has one)
+    errors: list               # per row: error text or ""
+    hessian: np.ndarray        # (B, q, q) deriv12's finite-difference Hessian (NaN when not computed)
+    gradient: np.ndarray       # (B, q) deriv12's finite-difference gradient
+    iterations: np.ndarray     # (B,) Newton iterations
+    lme4_messages: list = None  # per row: the messages of lme4's checkConv alone (a subset of messages)
+
+    @property
+    def clean(self) -> np.ndarray:
+        return np.array([not m and not e for m, e in zip(self.messages, self.errors)])
+
+    @property
+    def ranef_var(self) -> np.ndarray:
+        return self.par[:, 0] ** 2
+
+
+def _evaluate(des, y, P, U0, K, derivs: bool = True):
+    """Deviance (N,), gradient (N, q), Hessian (N, q, q), modes U and dU/dP at P."""
+    b = _Batch(des, y)
+    U = _solve_modes(b, P, U0)
+    dev_t, M = b.full(P, U)
+    D = np.einsum("nt,nt->n", K, dev_t)
+    if not derivs:
+        return D, U, None, None, None
+    G, H, dU = _derivatives(M, P, U, K)
+    return D, U, G, H, dU
+
+
+def _take(y, idx):
+    return None if y is None else y[idx]
+
+
+def _newton(des, y, K, P, U, *, maxit=60):
+    """Newton over (theta, beta) with exact gradient and Hessian for every row of K."""
+    N, q = P.shape
+    D, U, G, H, dU = _evaluate(des, y, P, U, K)
+    its = np.zeros(N, dtype=np.int64)
+    done = np.zeros(N, dtype=bool)
+    for _ in range(maxit):
+        act = np.flatnonzero(~done)
+        if act.size == 0:
+            break
+        Pa, Ua, Ka, Ga, Ha, dUa, Da, ya = P[act], U[act], K[act], G[act], H[act], dU[act], D[act], _take(y, act)
+        # theta = 0 (a singular fit): the deviance is even in theta, so its theta-gradient is 0
+        # there and theta stays 0 while beta is optimised, unless theta = 0 is a maximum
+        at0 = Pa[:, 0] == 0.0
+        if at0.any():
+            Ha = Ha.copy()
+            Ga = Ga.copy()
+            Ga[at0, 0] = 0.0
+            Ha[at0, 0, :] = 0.0
+            Ha[at0, :, 0] = 0.0
+            Ha[at0, 0, 0] = 1.0
+        ev, V = np.linalg.eigh(Ha)
+        floor = 1e-8 * np.maximum(1.0, np.abs(ev).max(axis=1, keepdims=True))
+        ev = np.maximum(np.abs(ev), floor)
+        step = -np.einsum("nij,nj,nkj,nk->ni", V, 1.0 / ev, V, Ga)
+        dec = -np.einsum("ni,ni->n", Ga, step)          # Newton decrement (>= 0)
+        small = (np.abs(step) <= 1e-10 * np.maximum(1.0, np.abs(Pa))).all(axis=1) | (dec < 1e-15 * np.maximum(1.0, np.abs(Da)))
+        alpha = np.ones(act.size)
+        new = [Pa.copy(), Ua.copy(), Da.copy(), Ga.copy(), Ha.copy(), dUa.copy()]
+        trying = np.flatnonzero(~small)
+        for _ls in range(40):
+            if trying.size == 0:
+                break
+            a = alpha[trying][:, None]
+            Pt = Pa[trying] + a * step[trying]
+            Ut = Ua[trying] + np.einsum("ntq,nq->nt", dUa[trying], a * step[trying])
+            out = _evaluate(des, _take(ya, trying), Pt, Ut, Ka[trying])
+            ok = out[0] <= Da[trying] - 1e-4 * alpha[trying] * dec[trying] + 1e-13 * np.abs(Da[trying])
+            acc = trying[ok]
+            for arr, val in zip(new, (Pt, out[1], out[0], out[2], out[3], out[4])):
+                arr[acc] = val[ok]
+            alpha[trying[~ok]] *= 0.5
+            trying = trying[~ok]
+        stuck = np.zeros(act.size, dtype=bool)
+        stuck[trying] = True                               # no decrease found: at the optimum numerically
+        # theta within 1e-5 of the boundary: at the boundary if the deviance is no larger there
+        # (lme4's check.boundary with boundary.tol = 1e-5), and a minimum in theta there
+        near = np.flatnonzero((np.abs(new[0][:, 0]) < BOUNDARY_TOL) & (new[0][:, 0] != 0.0))
+        if near.size:
+            P0 = new[0][near].copy()
+            P0[:, 0] = 0.0
+            out = _evaluate(des, _take(ya, near), P0, np.zeros_like(new[1][near]), Ka[near])
+            keep = (out[0] <= new[2][near] + 1e-12 * np.abs(new[2][near])) & (out[3][:, 0, 0] >= 0)
+            for arr, val in zip(new, (P0, out[1], out[0], out[2], out[3], out[4])):
+                arr[near[keep]] = val[keep]
+        P[act], U[act], D[act], G[act], H[act], dU[act] = new
+        its[act] += 1
+        # a full Newton step that was tiny: converged
+        done[act[small | stuck | ((alpha == 1.0) & (np.abs(step) <= 1e-7 * np.maximum(1.0, np.abs(Pa))).all(axis=1))]] = True
+    return P, U, D, G, H, dU, its, done
+
+
+def _deriv12_points(x, delta=DERIV_DELTA):
+    """lme4:::deriv12's evaluation points around x (q,): returns (points (m, q), plan)."""
+    q = x.size
+    pts = []
+    for j in range(q):
+        for sgn in (1.0, -1.0):
+            p = x.copy()
+            p[j] += sgn * delta
+            pts.append(p)
+    for j in range(q):
+        for i in range(j):
+            for si, sj in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
+                p = x.copy()
+                p[i] += si * delta
+                p[j] += sj * delta
+                pts.append(p)
+    return np.array(pts)
+
+
+def _deriv12_combine(fx, f, q, delta=DERIV_DELTA):
+    """gradient (N, q) and Hessian (N, q, q) from the values f (N, m) at _deriv12_points."""
+    N = f.shape[0]
+    g = np.empty((N, q))
+    H = np.empty((N, q, q))
+    for j in range(q):
+        fadd, fsub = f[:, 2 * j], f[:, 2 * j + 1]
+        H[:, j, j] = fadd / delta ** 2 - 2 * fx / (delta * delta) + fsub / delta ** 2
+        g[:, j] = (fadd - fsub) / (2 * delta)
+    k = 2 * q
+    for j in range(q):
+        for i in range(j):
+            faa, fas, fsa, fss = f[:, k], f[:, k + 1], f[:, k + 2], f[:, k + 3]
+            k += 4
+            d2 = (2 * delta) ** 2
+            H[:, i, j] = H[:, j, i] = faa / d2 - fas / d2 - fsa / d2 + fss / d2
+    return g, H
+
+
+def _check_hess(H, tol, hesstype=""):
+    """lme4:::checkHess: messages for one Hessian."""
+    try:
+        evd = np.sort(np.linalg.eigvalsh(H))[::-1]
+    except np.linalg.LinAlgError:
+        return ["Problem with Hessian check (infinite or missing values?)"]
+    if not np.all(np.isfinite(evd)):
+        return ["Problem with Hessian check (infinite or missing values?)"]
+    negative = int(np.sum(evd < -tol))
+    if negative:
+        return [f"Model failed to converge: degenerate {hesstype} Hessian with {negative} negative eigenvalues"]
+    zero = int(np.sum(np.abs(evd) < tol))
+    try:
+        np.linalg.cholesky(H)
+        chol_ok = True
+    except np.linalg.LinAlgError:
+        chol_ok = False
+    if zero or not chol_ok:
+        return [f"{hesstype} Hessian is numerically singular: parameters are not uniquely determined"]
+    out = []
+    if evd.max() * tol > 1:
+        out.append("Model is nearly unidentifiable: very large eigenvalue\n - Rescale variables?")
+    if evd.min() / evd.max() < tol:
+        out.append("Model is nearly unidentifiable: large eigenvalue ratio\n - Rescale variables?")
+    return out
+
+
+def _r_g(x: float) -> str:
+    """R's gettextf('%g')."""
+    return "%g" % x
+
+
+def check_conv(g, H, par, *, grad_tol=GRAD_TOL, hess_tol=HESS_TOL) -> list[str]:
+    """lme4's checkConv messages (one random-effect parameter first in ``par``) for a non-singular fit."""
+    msgs = []
+    if np.any(np.isnan(g)):
+        return ["Gradient contains NAs"]
+    try:
+        R = np.linalg.cholesky(H).T                      # R's chol(): upper triangular, H = R'R
+        scgrad = np.linalg.solve(R, g)
+        bad = np.any(np.isnan(scgrad))
+    except np.linalg.LinAlgError:
+        bad = True
+    if bad:
+        msgs.append("unable to evaluate scaled gradient")
+    else:
+        maxmingrad = float(np.max(np.minimum(np.abs(scgrad), np.abs(g))))
+        if maxmingrad > grad_tol:
+            msgs.append(f"Model failed to converge with max|grad| = {_r_g(maxmingrad)} (tol = {_r_g(grad_tol)}, component 1)")
+    if len(par) > 1:
+        msgs += _check_hess(H[1:, 1:], hess_tol, "fixed-effect")
+    msgs += _check_hess(H, hess_tol)
+    return list(dict.fromkeys(msgs))
+
+
+def _scale_messages(des: Design, K) -> list:
+    """lme4:::checkScaleX on each resample's rows: one list of messages per weight row."""
+    cont = [j for j in range(des.X.shape[1]) if not np.all(np.isin(des.X[:, j], (0.0, 1.0)))]
+    if not cont:
+        return [[] for _ in range(K.shape[0])]
+    w = K[:, des.tix].astype(float)                       # rows of the resample: each template's rows k times
+    nrow = w.sum(axis=1)
+    out = []
+    sds = []
+    for j in cont:
+        x = des.X[:, j]
+        m = (w @ x) / nrow
+        var = (w @ (x ** 2) - nrow * m ** 2) / np.maximum(nrow - 1, 1)
+        sds.append(np.sqrt(np.maximum(var, 0)))
+    sds = np.array(sds).T                                 # (B, ncont)
+    with np.errstate(divide="ignore"):
+        logsd = np.abs(np.log(sds))
+        big = (logsd > np.log(SCALE_TOL)).any(axis=1)
+        if sds.shape[1] > 1:
+            lr = np.abs(np.log(sds[:, :, None] / sds[:, None, :]))
+            big |= (lr > np.log(SCALE_TOL)).any(axis=(1, 2))
+    for bflag in big:
+        out.append([SCALE_MSG] if bflag else [])
+    return out
+
+
+def _glm_start(des: Design, y=None):
+    """Logistic-regression estimates on all rows (the start of the full-data fit)."""
+    yy = des.y if y is None else y
+    beta = np.zeros(des.X.shape[1])
+    p = np.clip((yy.sum() + 0.5) / (des.trials.sum() + 1.0), 1e-6, 1 - 1e-6)
+    beta[0] = np.log(p / (1 - p))
+    for _ in range(25):
+        mu = 1.0 / (1.0 + np.exp(-(des.X @ beta)))
+        w = des.trials * mu * (1 - mu) + 1e-10
+        g = des.X.T @ (yy - des.trials * mu)
+        H = des.X.T @ (des.X * w[:, None]) + 1e-8 * np.eye(des.X.shape[1])
+        step = np.linalg.solve(H, g)
+        step = np.clip(step, -5, 5)
+        beta += step
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    return beta
+
+
+def _check_design(des: Design) -> str:
+    if np.linalg.matrix_rank(des.X) < des.X.shape[1]:
+        return "fixed-effect model matrix is rank deficient"
+    return ""
+
+
+def _full_data_start(des: Design):
+    P0 = np.r_[1.0, _glm_start(des)][None, :]
+    U0 = _solve_modes(_Batch(des, None), P0, np.zeros((1, des.n_templates)))
+    return _newton(des, None, np.ones((1, des.n_templates)), P0, U0)[0][0]
+
+
+def _fit_part(args):
+    des, K, y, chunk, start, deriv_checks = args
+    return _fit_serial(des, K, y=y, chunk=chunk, start=start, deriv_checks=deriv_checks)
+
+
+def fit_arrays(data, weights, *, glmm: int | None = None, y=None, chunk: int | None = None,
+               start=None, deriv_checks: bool = True, workers: int = 1) -> Fits:
+    """Fit every weight row (see the module docstring). ``start``: (theta, beta...) to start all
+    rows from (default: the full-data optimum, itself started from a logistic regression);
+    ``workers``: forked processes sharing the rows (results do not depend on it)."""
+    des = data if isinstance(data, Design) else Design.from_input(data, glmm)
+    K = np.atleast_2d(np.asarray(weights, dtype=float))
+    workers = max(1, min(int(workers), K.shape[0] // 16))
+    if workers == 1:
+        return _fit_serial(des, K, y=y, chunk=chunk, start=start, deriv_checks=deriv_checks)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    if start is None and _check_design(des) == "":
+        start = _full_data_start(des)
+    parts = np.array_split(np.arange(K.shape[0]), workers)
+    jobs = [(des, K[p], None if y is None else np.atleast_2d(y)[p], chunk, start, deriv_checks) for p in parts]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as ex:
+        outs = list(ex.map(_fit_part, jobs))
+    return Fits(np.concatenate([o.par for o in outs]), np.concatenate([o.deviance for o in outs]),
+                np.concatenate([o.singular for o in outs]), sum((o.messages for o in outs), []),
+                sum((o.errors for o in outs), []), np.concatenate([o.hessian for o in outs]),
+                np.concatenate([o.gradient for o in outs]), np.concatenate([o.iterations for o in outs]),
+                sum((o.lme4_messages for o in outs), []))
+
+
+def _fit_serial(des: Design, weights, *, y=None, chunk=None, start=None, deriv_checks=True) -> Fits:
+    K = np.atleast_2d(np.asarray(weights, dtype=float))
+    B, T = K.shape
+    if T != des.n_templates:
+        raise ValueError(f"weights have {T} columns but the data have {des.n_templates} templates")
+    if y is not None:
+        y = np.atleast_2d(np.asarray(y, dtype=float))
+        if y.shape != (B, len(des.y)):
+            raise ValueError(f"y must have shape {(B, len(des.y))}, not {y.shape}")
+        if np.any(y < 0) or np.any(y > des.trials[None, :]):
+            raise ValueError("y must lie between 0 and the trials of each row")
+    q = 1 + des.X.shape[1]
+    par = np.full((B, q), np.nan)
+    dev = np.full(B, np.nan)
+    sing = np.zeros(B, dtype=bool)
+    msgs = [[] for _ in range(B)]
+    conv_msgs = [[] for _ in range(B)]
+    errs = [""] * B
+    hess = np.full((B, q, q), np.nan)
+    grads = np.full((B, q), np.nan)
+    its = np.zeros(B, dtype=np.int64)
+    err = _check_design(des)
+    clusters = K.sum(axis=1)
+    yy = (des.y[None, :] if y is None else y)
+    succ_in = (K[:, des.tix] > 0) * yy
+    fail_in = (K[:, des.tix] > 0) * (des.trials[None, :] - yy)
+    for b in range(B):
+        if err:
+            errs[b] = err
+        elif clusters[b] < 2:
+            errs[b] = ONE_LEVEL
+        elif succ_in[b].sum() == 0 or fail_in[b].sum() == 0:
+            errs[b] = "Response is constant"
+    ok = np.array([e == "" for e in errs])
+    if start is None and ok.any():
+        start = _full_data_start(des)
+    if not ok.any():
+        return Fits(par, dev, sing, msgs, errs, hess, grads, its, conv_msgs)
+    start = np.asarray(start, dtype=float).copy()
+    start[0] = max(abs(start[0]), 0.1)                   # theta = 0 is a stationary point: start off it
+    R = len(des.y)
+    npts = 2 * q + 2 * q * (q - 1)
+    chunk = chunk or max(1, min(256, int(4 * _CACHE_ELEMENTS // R)))
+    scale_msgs = _scale_messages(des, K)
+    idx_all = np.flatnonzero(ok)
+    Ustart = _solve_modes(_Batch(des, None), start[None, :], np.zeros((1, T)))
+    for lo in range(0, idx_all.size, chunk):
+        idx = idx_all[lo: lo + chunk]
+        Kc, yc = K[idx], _take(y, idx)
+        P = np.repeat(start[None, :], idx.size, axis=0)
+        U = np.repeat(Ustart, idx.size, axis=0) if y is None else _solve_modes(_Batch(des, yc), P, np.repeat(Ustart, idx.size, axis=0))
+        P, U, D, _, _, dU, it, conv = _newton(des, yc, Kc, P, U)
+        neg = P[:, 0] < 0                                 # the deviance is even in theta: u -> -u
+        P[neg, 0] *= -1
+        U[neg] *= -1
+        dU[neg, :, 1:] *= -1
+        par[idx], dev[idx], its[idx] = P, D, it
+        for k, b in enumerate(idx):
+            msgs[b] = scale_msgs[b] + ([] if conv[k] else [NO_CONVERGENCE.format(n=it[k])])
+        s = P[:, 0] < SINGULAR_TOL
+        sing[idx] = s
+        for b in idx[s]:
+            msgs[b].append(SINGULAR_MSG)
+            conv_msgs[b].append(SINGULAR_MSG)
+        if not deriv_checks:
+            continue
+        todo = np.flatnonzero(~s)
+        if todo.size == 0:
+            continue
+        # lme4:::deriv12 at the optimum: its points, each mode predicted linearly and refined
+        offs = _deriv12_points(np.zeros(q))
+        m = offs.shape[0]
+        Pp = (P[todo][:, None, :] + offs[None]).reshape(-1, q)
+        Up = (U[todo][:, None, :] + np.einsum("ntq,mq->nmt", dU[todo], offs)).reshape(-1, T)
+        yp = None if yc is None else np.repeat(yc[todo], m, axis=0)
+        Kp = np.repeat(Kc[todo], m, axis=0)
+        f = np.empty(Pp.shape[0])
+        sub = max(1, _CACHE_ELEMENTS // R)                # batches small enough to stay in cache
+        for s0 in range(0, Pp.shape[0], sub):
+            sl = slice(s0, s0 + sub)
+            batch = _Batch(des, None if yp is None else yp[sl])
+            dev_t, worst = _deviance_near(batch, Pp[sl], Up[sl])
+            if worst > 1e-6:                              # prediction not close enough: solve fully
+                dev_t, _ = _deviance_near(batch, Pp[sl], _solve_modes(batch, Pp[sl], Up[sl]))
+            f[sl] = np.einsum("nt,nt->n", Kp[sl], dev_t)
+        f = f.reshape(-1, m)
+        g, H = _deriv12_combine(D[todo], f, q)
+        for k, j in enumerate(todo):
+            b = idx[j]
+            hess[b], grads[b] = H[k], g[k]
+            cm = check_conv(g[k], H[k], P[j])
+            msgs[b] += cm
+            conv_msgs[b] += cm
+    msgs = [list(dict.fromkeys(m)) for m in msgs]
+    return Fits(par, dev, sing, msgs, errs, hess, grads, its, conv_msgs)
+
+
+def records(fits: Fits, terms, resamples, seeds) -> pd.DataFrame:
+    """Shard records (glmm.SHARD_COLUMNS) of :class:`Fits`, one row per resample and term."""
+    B, nt = fits.par.shape[0], len(terms)
+    clean = fits.clean
+    rows = {
+        "resample": np.repeat(np.asarray(resamples, dtype=np.int64), nt),
+        "seed": np.repeat(np.asarray(seeds, dtype=np.int64), nt),
+        "term": np.tile(np.array(terms, dtype=object), B),
+        "estimate": fits.par[:, 1:].reshape(-1),
+        "ranef_var": np.repeat(fits.ranef_var, nt),
+        "converged": np.repeat(clean, nt),
+        "singular": np.repeat(np.array([None if e else bool(s) for s, e in zip(fits.singular, fits.errors)],
+                                       dtype=object), nt),
+        "messages": np.repeat(np.array([" | ".join(m) for m in fits.messages], dtype=object), nt),
+        "lme4_messages": np.repeat(np.array([" | ".join(m) for m in fits.lme4_messages], dtype=object), nt),
+        "error": np.repeat(np.array(fits.errors, dtype=object), nt),
+    }
+    return pd.DataFrame(rows)
+
+
+def fit_weighted(data, glmm: int, weights, *, y=None, resamples=None, seeds=None,
+                 chunk: int | None = None, workers: int = 1) -> pd.DataFrame:
+    """Shard records for every row of ``weights`` (B, T); see the module docstring."""
+    des = data if isinstance(data, Design) else Design.from_input(data, glmm)
+    K = np.atleast_2d(np.asarray(weights))
+    B = K.shape[0]
+    resamples = np.arange(B) if resamples is None else np.asarray(resamples)
+    seeds = np.full(B, -1) if seeds is None else np.asarray(seeds)
+    fits = fit_arrays(des, K, y=y, chunk=chunk, workers=workers)
+    return records(fits, des.terms, resamples, seeds)
+
+
+def resample_weights(n_templates: int, resamples, base_seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(seeds, weights (B, T)) of the listed resamples: R's draws for glmm.resample_seed(base_seed, b)."""
+    from earnest.stats.glmm import resample_seed
+    seeds = np.array([resample_seed(base_seed, int(b)) for b in resamples], dtype=np.int64)
+    return seeds, template_counts(seeds, n_templates)
+
+
+def bootstrap(data, glmm: int, resamples, base_seed: int, *, chunk: int | None = None,
+              workers: int = 1) -> pd.DataFrame:
+    """A bootstrap shard (records of glmm.SHARD_COLUMNS) for the listed resamples."""
+    des = data if isinstance(data, Design) else Design.from_input(data, glmm)
+    resamples = np.asarray([int(b) for b in resamples], dtype=np.int64)
+    seeds, K = resample_weights(des.n_templates, resamples, base_seed)
+    return records(fit_arrays(des, K, chunk=chunk, workers=workers), des.terms, resamples, seeds)
+
+
+def _norm_sf2(z: float) -> float:
+    return float(2.0 * (1.0 - 0.5 * (1.0 + erf(abs(z) / sqrt(2.0)))))
+
+
+def full_fit(data, glmm: int):
+    """The full-data fit as glmm.WaldFit: Wald z and P from 2 * solve(Hessian) of the deviance
+    (lme4's vcov() for glmer fits with the finite-difference Hessian)."""
+    from earnest.stats.glmm import WaldFit
+    des = data if isinstance(data, Design) else Design.from_input(data, glmm)
+    fits = fit_arrays(des, np.ones((1, des.n_templates)))
+    terms = list(des.terms)
+    est = fits.par[0, 1:]
+    se = np.full(len(terms), np.nan)
+    H = fits.hessian[0]
+    if np.all(np.isfinite(H)):
+        try:
+            V = np.linalg.inv(H)[1:, 1:]
+            V = V + V.T
+            if np.all(np.linalg.eigvalsh(V) > 0):
+                se = np.sqrt(np.diag(V))
+        except np.linalg.LinAlgError:
+            pass
+    z = est / se
+    coefs = pd.DataFrame({"term": terms, "estimate": est, "se": se, "z": z,
+                          "p": [_norm_sf2(v) if np.isfinite(v) else np.nan for v in z]})
+    g = fits.gradient[0]
+    max_grad = float("nan")
+    if np.all(np.isfinite(H)) and np.all(np.isfinite(g)):
+        try:
+            sc = np.linalg.solve(np.linalg.cholesky(H).T, g)
+            max_grad = float(np.max(np.minimum(np.abs(sc), np.abs(g))))
+        except np.linalg.LinAlgError:
+            pass
+    err = fits.errors[0]
+    return WaldFit(glmm=des.glmm, coefs=coefs, converged=bool(fits.clean[0]), messages=fits.messages[0],
+                   error=err, lme4_messages=fits.lme4_messages[0], ranef_var=float(fits.ranef_var[0]),
+                   singular=None if err else bool(fits.singular[0]), max_grad=max_grad, tol=GRAD_TOL)

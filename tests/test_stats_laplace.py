@@ -1,0 +1,188 @@
+"""The laplace engine against lme4: R's template draws, the Laplace deviance at the same parameters,
+lme4's checkConv messages, estimates and clean flags on the same resamples (GLMM 1 and 2, high and
+low accuracy, near-separation, singular fits, one template, no correct answers), and the shard and
+summary plumbing. Needs R with lme4 and rpy2 (the comparisons are with lme4 itself)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from earnest.stats import glmm as G
+from earnest.stats import laplace as L
+from earnest.stats import rbridge
+from earnest.stats.rdraws import r_sample_draws, template_counts
+from earnest.stats.simulate import simulate_glmm_input
+from earnest.stats.summary import summarise
+
+
+def _data(glmm, **kw):
+    args = dict(n_templates=24, n_variants=6, variant_effect=-0.7, gamma_effect=-0.3, seed=11)
+    args.update(kw)
+    return G.validate_glmm_input(simulate_glmm_input(**args), glmm)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 100, 70_000])
+def test_template_draws_are_rs(n):
+    ro = rbridge.r()
+    seeds = [1, 12345, 2 ** 31 - 1, G.resample_seed(5, 3)]
+    ours = r_sample_draws(seeds, n)
+    for s, row in zip(seeds, ours):
+        got = ro.r(f'set.seed({s}L, kind = "Mersenne-Twister", normal.kind = "Inversion", '
+                   f'sample.kind = "Rejection"); sample.int({n}L, {n}L, replace = TRUE) - 1L')
+        assert row.tolist() == list(got)
+    counts = template_counts(seeds, n)
+    assert (counts.sum(axis=1) == n).all()
+
+
+def _lme4_deviance(frame, glmm, seed, points):
+    """lme4's Laplace deviance (PIRLS iterated to convergence) of the resample with ``seed`` at each
+    parameter point (theta, beta...)."""
+    ro = rbridge.r()
+    ro.globalenv["d_test"] = rbridge.to_r_frame(frame)
+    f = ro.r(f"""local({{ d <- earnest_resample(d_test, earnest_template_rows(d_test), {seed}L)
+        glmer(earnest_formula({glmm}L), data = d, family = binomial, devFunOnly = TRUE,
+              control = glmerControl(tolPwrss = 1e-13)) }})""")
+    return np.array([f(ro.FloatVector(p))[0] for p in points])
+
+
+@pytest.mark.parametrize("glmm", [1, 2])
+def test_deviance_equals_lme4s_at_the_same_parameters(glmm):
+    """sum_t k_t d_t on a resample with duplicated templates is lme4's deviance of that resample
+    (every draw its own cluster) at any parameters: same function, constants included."""
+    df = _data(glmm)
+    frame = G.model_frame(df, glmm)
+    des = L.Design.from_frame(frame, glmm)
+    seed = G.resample_seed(5, 3)
+    K = template_counts([seed], des.n_templates).astype(float)
+    assert K.max() >= 2                                  # some template is drawn twice
+    fit = L.fit_arrays(des, K)
+    points = [fit.par[0], fit.par[0] + 0.3, np.r_[0.2, -0.5 * np.ones(des.X.shape[1])]]
+    ours = np.array([L._evaluate(des, None, np.asarray(p)[None], np.zeros((1, des.n_templates)), K, False)[0][0]
+                     for p in points])
+    theirs = _lme4_deviance(frame, glmm, seed, points)
+    assert np.allclose(ours, theirs, rtol=1e-6, atol=0)
+    assert ours[0] < ours[1] and ours[0] < ours[2]       # and ours is at the minimum
+
+
+@pytest.mark.parametrize("g,H", [
+    ([1e-5, 2e-5, 1e-5], [[4.0, 0.5, 0.1], [0.5, 3.0, 0.2], [0.1, 0.2, 2.0]]),      # clean
+    ([0.05, 0.01, 0.0], [[4.0, 0.5, 0.1], [0.5, 3.0, 0.2], [0.1, 0.2, 2.0]]),       # gradient
+    ([1e-5, 1e-5, 1e-5], [[4.0, 0.5, 0.1], [0.5, 3e6, 0.2], [0.1, 0.2, 2.0]]),      # large eigenvalue
+    ([1e-5, 1e-5, 1e-5], [[4.0, 0.5, 0.1], [0.5, -3.0, 0.2], [0.1, 0.2, 2.0]]),     # negative eigenvalue
+    ([1e-5, 1e-5, 1e-5], [[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 2.0]]),      # singular Hessian
+])
+def test_check_conv_gives_lme4s_messages(g, H):
+    ro = rbridge.r()
+    par = [1.2, 0.4, -0.3]
+    fn = ro.r("""function(g, H, par) {
+        H <- matrix(H, 3, 3, byrow = TRUE)
+        res <- suppressWarnings(lme4:::checkConv(list(gradient = g, Hessian = H), par,
+                                                 ctrl = glmerControl()$checkConv, lbound = 0))
+        unique(as.character(unlist(res$messages))) }""")
+    theirs = list(fn(ro.FloatVector(g), ro.FloatVector(np.ravel(H)), ro.FloatVector(par)))
+    ours = L.check_conv(np.array(g), np.array(H, dtype=float), np.array(par))
+    assert ours == theirs
+
+
+SCENARIOS = {
+    "high accuracy": dict(intercept=2.0),
+    "low accuracy": dict(intercept=-1.8),
+    # many templates answered all correctly (their random intercepts far out), effects identified
+    "near separation": dict(intercept=2.5, ranef_sd=1.5),
+    "singular": dict(ranef_sd=0.0, n_templates=10, n_variants=4, intercept=0.3, seed=5),
+}
+
+
+@pytest.mark.parametrize("glmm", [1, 2])
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_estimates_and_clean_flags_agree_with_lme4(glmm, scenario):
+    """On the same resamples: where both call a fit clean, estimates within 1e-4 of lme4 with its
+    inner PIRLS converged (the same deviance), and the same clean and singular calls."""
+    df = _data(glmm, **SCENARIOS[scenario])
+    shard = G.run_shard(df, glmm, 5, base_seed=9, engine="laplace")
+    check = G.cross_check(df, glmm, shard, 5, base_seed=9)
+    verdict = G.check_summary(check)
+    assert verdict["checked"] == 5
+    assert verdict["warning"] == "", (scenario, check.to_string())
+    per = check.drop_duplicates("resample")
+    assert (per["converged"] == per["tight_converged"]).all()
+    both = check["converged"] & check["tight_converged"]
+    if scenario == "singular":
+        assert shard["singular"].astype(bool).any()
+        assert (shard.loc[shard["singular"].astype(bool), "lme4_messages"].str.contains("singular")).all()
+    else:
+        assert both.any() and (check.loc[both, "abs_diff"] < 1e-4).all()
+
+
+@pytest.mark.parametrize("glmm", [1, 2])
+def test_one_template_and_no_correct_answers_fail_as_in_lme4(glmm):
+    one = _data(glmm, n_templates=1)
+    none = _data(glmm)
+    none["correct"] = 0
+    for df in (one, none):
+        lap = G.run_shard(df, glmm, 2, base_seed=1, engine="laplace")
+        lme = G.run_shard(df, glmm, 2, base_seed=1, engine="lme4")
+        assert lap["estimate"].isna().all() and not lap["converged"].any()
+        assert lap["error"].tolist() == lme["error"].tolist() != ["", ""]
+
+
+def test_weights_are_duplicated_clusters():
+    """A weight of 2 is the same fit as the template's rows twice under two cluster ids."""
+    df = _data(2, n_templates=10)
+    des = L.Design.from_input(df, 2)
+    K = np.ones((1, 10))
+    K[0, 3], K[0, 7] = 2, 0
+    a = L.fit_arrays(des, K)
+    frame = G.model_frame(df, 2)
+    dup = pd.concat([frame[frame["template"] != 7], frame[frame["template"] == 3].assign(template=99)])
+    b = L.fit_arrays(L.Design.from_frame(dup, 2), np.ones((1, 10)))
+    assert np.allclose(a.par, b.par, atol=1e-7)
+    assert a.clean[0] and b.clean[0]
+
+
+def test_many_fits_at_once_api_for_power_analysis():
+    """fit_weighted fits simulated outcomes on one design (power analysis) in one call; workers
+    do not change the results."""
+    df = _data(1, n_templates=12)
+    des = L.Design.from_input(df, 1)
+    rng = np.random.default_rng(0)
+    S = 20
+    p = 1 / (1 + np.exp(-(0.5 - 0.8 * des.X[:, 1])))
+    y = rng.binomial(des.trials.astype(int)[None, :].repeat(S, 0), p[None, :])
+    W = np.ones((S, des.n_templates))
+    one = L.fit_weighted(des, 1, W, y=y)
+    two = L.fit_weighted(des, 1, W, y=y, workers=2)
+    pd.testing.assert_frame_equal(one, two)
+    assert list(one.columns) == list(G.SHARD_COLUMNS)
+    v = one[one["term"] == "variant"]["estimate"]
+    assert v.nunique() == S and abs(v.median() + 0.8) < 0.5
+    # the same outcomes as the design's own data: the same fit as without y
+    same = L.fit_weighted(des, 1, W[:1], y=des.y[None, :].repeat(1, 0))
+    plain = L.fit_weighted(des, 1, W[:1])
+    assert np.allclose(same["estimate"], plain["estimate"])
+
+
+def test_laplace_shards_summaries_and_tables_name_the_engine(tmp_path):
+    from earnest.stats import paper_tables
+    from earnest.stats.run import run_glmm
+
+    df = _data(1, n_templates=12)
+    summaries, refits, checks = run_glmm(df, 1, 6, 3, tmp_path / "shards", n_shards=2, cores=1,
+                                         engine="laplace", check_resamples=2, log=lambda m: None)
+    assert (summaries["engine"] == "laplace").all() and len(refits) == 0
+    assert len(checks) == 2 and (checks["checked"] == 2).all() and (checks["warning"] == "").all()
+    shard = pd.read_parquet(tmp_path / "shards" / "glmm1" / "sim" / "gsm" / "shard-0.parquet")
+    assert (shard["engine"] == "laplace").all()
+    paths = paper_tables.write_stats_tables(summaries, tmp_path / "tables")
+    text = (tmp_path / "tables" / "glmm1_variant_gsm.md").read_text()
+    assert "Fitted by GLMM 1: the laplace engine." in text and paths
+    # a rerun with the other engine does not reuse the laplace shards
+    s2, _, c2 = run_glmm(df, 1, 6, 3, tmp_path / "shards", n_shards=2, cores=1, engine="lme4",
+                         log=lambda m: None)
+    assert (s2["engine"] == "lme4").all() and len(c2) == 0
+
+
+def test_lme4_versions_refused_with_a_reason():
+    assert rbridge.lme4_supported("1.1-31") and rbridge.lme4_supported("1.1-35.5")
+    assert not rbridge.lme4_supported("1.1-38") and not rbridge.lme4_supported("2.0-1")
+    assert rbridge.check_lme4() == rbridge.lme4_version()      # the installed one runs
