@@ -26,7 +26,8 @@ rule bootstrap_shard:
     input:
         f"{STATS_DIR}/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
     output:
-        f"{STATS_DIR}/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/shard-{{shard}}.parquet",
+        shard=f"{STATS_DIR}/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/shard-{{shard}}.parquet",
+        check=f"{STATS_DIR}/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/shard-{{shard}}.check.parquet",
     log:
         "logs/bootstrap_shard/{analysis}/glmm{glmm}/{model}/{prompt}/shard-{shard}.log",
     params:
@@ -36,6 +37,8 @@ rule bootstrap_shard:
         shard=lambda wc: int(wc.shard),
         n_shards=N_SHARDS,
         rows=STATS_ROWS,
+        engine=STATS["engine"],
+        check_resamples=STATS["check_resamples"],
     threads: STATS["threads"]
     resources:
         slurm_partition=CPU_PARTITION,
@@ -54,6 +57,10 @@ rule glmm_summary:
             f"{STATS_DIR}/{{{{analysis}}}}/glmm{{{{glmm}}}}/{{{{model}}}}/{{{{prompt}}}}/shard-{{shard}}.parquet",
             shard=range(N_SHARDS),
         ),
+        checks=expand(
+            f"{STATS_DIR}/{{{{analysis}}}}/glmm{{{{glmm}}}}/{{{{model}}}}/{{{{prompt}}}}/shard-{{shard}}.check.parquet",
+            shard=range(N_SHARDS),
+        ),
     output:
         summary=f"{STATS_DIR}/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/summary.parquet",
         refits=f"{STATS_DIR}/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/refits.parquet",
@@ -65,6 +72,7 @@ rule glmm_summary:
         analysis=lambda wc: wc.analysis,
         fidelity=FIDELITY,
         rows=STATS_ROWS,
+        engine=STATS["engine"],
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,

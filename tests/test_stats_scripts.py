@@ -26,16 +26,17 @@ rule glmm_input:
 
 rule shard:
     input: "glmm_input.parquet"
-    output: "shards/shard-{{i}}.parquet"
-    params: glmm=2, resamples=4, seed=3, shard=lambda w: int(w.i), n_shards=2
+    output: shard="shards/shard-{{i}}.parquet", check="shards/shard-{{i}}.check.parquet"
+    params: glmm=2, resamples=4, seed=3, shard=lambda w: int(w.i), n_shards=2, engine="laplace", check_resamples=1
     threads: 1
     log: "logs/shard-{{i}}.log"
     script: "{s}/bootstrap_shard.py"
 
 rule summary:
-    input: glmm_input="glmm_input.parquet", shards=expand("shards/shard-{{i}}.parquet", i=range(2))
+    input: glmm_input="glmm_input.parquet", shards=expand("shards/shard-{{i}}.parquet", i=range(2)),
+           checks=expand("shards/shard-{{i}}.check.parquet", i=range(2))
     output: summary="summary.parquet", refits="refits.parquet"
-    params: glmm=2, resamples=4, analysis="all"
+    params: glmm=2, resamples=4, analysis="all", engine="laplace"
     log: "logs/summary.log"
     script: "{s}/glmm_summary.py"
 
@@ -77,6 +78,11 @@ def test_stats_scripts_under_snakemake(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     summary = pd.read_parquet(tmp_path / "summary.parquet")
     assert set(summary.term) == {"variant", "gamma_c"} and (summary.n_resamples == 4).all()
+    # the laplace engine made the fits, and two of its resamples were checked against lme4
+    assert (summary.engine == "laplace").all() and (summary.engine_check_resamples == 2).all()
+    assert (summary.engine_check_warning == "").all() and (summary.engine_check_max_diff < 1e-4).all()
+    assert "Fitted by GLMM 2: the laplace engine, checked against lme4 on 2 resamples" in \
+        (tmp_path / "tables" / "glmm2_gamma_c.md").read_text()
     assert (tmp_path / "tables" / "glmm2_gamma_c.tex").exists()
     assert (tmp_path / "tables" / "summaries.csv").exists()
     ks = pd.read_csv(tmp_path / "ks" / "ks.csv")

@@ -4,7 +4,10 @@ Wald fit and, if that fit does not converge, the refits with every lme4 optimise
 snakemake.input.glmm_input: GLMM input parquet; snakemake.input.shards: shard parquets;
 snakemake.params: glmm (1|2), resamples (B, checked against the shards), analysis (optional,
   "all" | "reasoning_only", default "all"), fidelity (optional, reference | earnest: which fits
-  are clean), rows (optional, answers | aggregated: recorded in the summary);
+  are clean), rows (optional, answers | aggregated: recorded in the summary), engine (optional,
+  lme4 | laplace: which full-data fit);
+snakemake.input.checks (optional): the shards' lme4 cross-checks; their verdict goes into the
+  summary's engine_check_* columns and, when beyond tolerance, the log as a warning;
 snakemake.output.summary: summary parquet (one row per effect); snakemake.output.refits: optimiser
   refits parquet (no rows when the fit converged); snakemake.log[0]: log file.
 """
@@ -13,7 +16,7 @@ import logging
 
 import pandas as pd
 
-from earnest.stats.glmm import validate_glmm_input
+from earnest.stats.glmm import check_summary, validate_glmm_input
 from earnest.stats.run import read_shards, summarise_group
 from earnest.stats.summary import check_shards
 
@@ -33,7 +36,21 @@ try:
     wc = snakemake.wildcards  # noqa: F821
     summary, refits = summarise_group(data, shards, glmm, analysis=str(p.get("analysis", "all")),
                                       model=getattr(wc, "model", None), prompt=getattr(wc, "prompt", None),
-                                      fidelity=str(p.get("fidelity", "earnest")), rows=str(p.get("rows", "")))
+                                      fidelity=str(p.get("fidelity", "earnest")), rows=str(p.get("rows", "")),
+                                      engine=str(p.get("engine", "lme4")))
+    check_paths = snakemake.input.get("checks", [])  # noqa: F821
+    check_paths = [check_paths] if isinstance(check_paths, str) else list(check_paths)
+    checks = [c for c in (pd.read_parquet(x) for x in check_paths) if len(c)]
+    if checks:
+        verdict = check_summary(pd.concat(checks, ignore_index=True))
+        summary["engine_check_resamples"] = verdict["checked"]
+        summary["engine_check_max_diff"] = verdict["max_abs_diff"]
+        summary["engine_check_clean_agree"] = verdict["clean_agree_tight"]
+        summary["engine_check_warning"] = verdict["warning"]
+        log.info("laplace engine checked against lme4 on %d resamples: largest difference %.2g, clean flags agree "
+                 "on %d", verdict["checked"], verdict["max_abs_diff"], verdict["clean_agree_tight"])
+        if verdict["warning"]:
+            log.warning(verdict["warning"])
     for r in summary.itertuples():
         log.info("%s %s GLMM %d %s: OR %.3f, p_boot %.4f, %d/%d clean; Wald p %.4f, converged %s",
                  r.model, r.prompt, glmm, r.term, r.odds_ratio, r.p_boot, r.n_clean, r.n_resamples,

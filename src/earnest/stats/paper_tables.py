@@ -264,8 +264,15 @@ def engine_note(rows: pd.DataFrame) -> str:
         fb = int(sub.drop_duplicates(["analysis", "model", "prompt"])["n_glmer_fallback"].sum()) \
             if "n_glmer_fallback" in sub.columns else 0
         what = " and ".join(f"the {n} engine" for n in names)
-        parts.append(f"GLMM {glmm}: {what}" + (f" ({fb} resamples by glmer() after lme4's fast path was "
-                                              f"refused)" if fb else ""))
+        extra = f" ({fb} resamples by glmer() after lme4's fast path was refused)" if fb else ""
+        if "engine_check_resamples" in sub.columns and sub["engine_check_resamples"].notna().any():
+            chk = sub.drop_duplicates(["analysis", "model", "prompt"])
+            n = int(chk["engine_check_resamples"].fillna(0).sum())
+            extra += (f", checked against lme4 on {n} resamples (largest estimate difference "
+                      f"{chk['engine_check_max_diff'].max():.1g}")
+            bad = chk["engine_check_warning"].fillna("").astype(str)
+            extra += f"; WARNING: {bad[bad != ''].iloc[0]})" if (bad != "").any() else ")"
+        parts.append(f"GLMM {glmm}: {what}{extra}")
     return " Fitted by " + "; ".join(parts) + "."
 
 
