@@ -8,7 +8,8 @@ import pytest
 from hostile_checks import CHECKS
 
 
-@pytest.mark.parametrize("name", sorted(CHECKS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "corpus" else n
+                                  for n in sorted(CHECKS)])
 def test_hostile(name):
     CHECKS[name]()
 

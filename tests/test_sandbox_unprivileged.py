@@ -45,6 +45,7 @@ def _interpreter(drop: list[str], env: dict) -> str | None:
     return None
 
 
+@pytest.mark.slow
 def test_hostile_checks_hold_as_nobody():
     if os.geteuid() != 0:
         pytest.skip("not root: tests/test_sandbox_hostile.py already runs unprivileged")

@@ -259,6 +259,9 @@ def find_violations(tree: ast.AST, *, names: bool = True) -> list[str]:
     return problems
 
 
+_WARNINGS_LOCK = threading.Lock()
+
+
 def check_source(source: str, fidelity: str = _EARNEST) -> RunResult | None:
     """Parse and check ``source``; a RunResult if it may not run, else None.
 
@@ -279,7 +282,9 @@ def check_source(source: str, fidelity: str = _EARNEST) -> RunResult | None:
         if m is not None:
             return RunResult("forbidden_string", detail=f"forbidden string {_short(m.group(), 60)!r}")
     try:
-        with warnings.catch_warnings():  # SyntaxWarnings about model code are not ours to print
+        # SyntaxWarnings about model code are not ours to print; the lock keeps concurrent
+        # callers from restoring each other's filters
+        with _WARNINGS_LOCK, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = ast.parse(source, filename="<solution>")
     except SyntaxError as exc:  # includes IndentationError
