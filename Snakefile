@@ -24,6 +24,7 @@ include: "rules/score.smk"
 include: "rules/stats.smk"
 include: "rules/experiments.smk"
 include: "rules/figures.smk"
+include: "rules/sensitivity.smk"
 include: "rules/statform.smk"
 include: "rules/statform_build.smk"
 

@@ -12,6 +12,7 @@ from earnest.backends.hf import resolve_gguf
 from earnest.config import BUILT_BENCHMARK, ConfigError, check_config, resolve_path, validate_schema
 from earnest.datasets import DATASETS, release_path
 from earnest.prompts import PromptFormatError, load_formats
+from earnest.fidelity import other as other_mode
 from earnest.stats.glmm import resolve_rows
 
 BASEDIR = Path(workflow.basedir)
@@ -218,6 +219,8 @@ def all_targets(wildcards=None):
         "results/figures/fig8_integers.png",
     ]
     targets += figure_targets()
+    if config["sensitivity"]["enabled"]:
+        targets.append("results/tables/sensitivity.md")
     if SF["enabled"]:
         targets += statform_targets()
     if config["statform_build"]["enabled"]:

@@ -79,6 +79,34 @@ def test_end_to_end_outputs(tiny_run):
 
 
 @pytest.mark.slow
+def test_sensitivity_from_the_same_generations(tiny_run):
+    """The other fidelity mode re-scores and re-fits this run's generations under its own paths; with
+    regenerate it would generate again under its own prompt bytes, and the main results stay."""
+    import pandas as pd
+
+    wd = tiny_run
+    main_mode, other = TINY.get("fidelity", "earnest"), "reference"
+    for prompt in ("gsm", "simple_code"):
+        for ds in ("gsm_base", "gsm_variants"):
+            a = pd.read_parquet(wd / f"results/scored/tiny/{prompt}/{ds}.parquet")
+            b = pd.read_parquet(wd / f"results/sensitivity/{other}/scored/tiny/{prompt}/{ds}.parquet")
+            assert a["item_id"].tolist() == b["item_id"].tolist() and a["response"].tolist() == b["response"].tolist()
+        for glmm in (1, 2):
+            s = pd.read_parquet(wd / f"results/sensitivity/{other}/stats/all/glmm{glmm}/tiny/{prompt}/summary.parquet")
+            assert set(s["fidelity"]) == {other} and set(s["rows"]) == {"answers"}
+            m = pd.read_parquet(wd / f"results/stats/all/glmm{glmm}/tiny/{prompt}/summary.parquet")
+            assert set(m["fidelity"]) == {main_mode} and set(m["rows"]) == {"aggregated"}
+    table = pd.read_csv(wd / "results/tables/sensitivity.csv")
+    assert len(table) == 2 * 3 and {"p_boot_earnest", "p_boot_reference", "changed"} <= set(table.columns)
+    assert "Sensitivity of the conclusions" in (wd / "results/tables/sensitivity.md").read_text()
+    cfg = copy.deepcopy(TINY)
+    cfg["sensitivity"]["regenerate"] = True
+    jobs = planned(snakemake(wd, cfg, "-n", *TARGETS))
+    assert jobs["sensitivity_generate"] == 4 and jobs["sensitivity_score"] == 4
+    assert "generate" not in jobs and "score" not in jobs and "bootstrap_shard" not in jobs
+
+
+@pytest.mark.slow
 def test_adding_a_model_plans_only_its_jobs(tiny_run):
     cfg = copy.deepcopy(TINY)
     cfg["models"]["tiny2"] = dict(cfg["models"]["tiny"])

@@ -1,0 +1,105 @@
+# Sensitivity of the conclusions to the fidelity mode (config sensitivity; beyond the paper).
+# The main results use config fidelity; here the other mode (earnest.fidelity.other) is computed
+# under results/sensitivity/<mode>/: scored tables from the same generations (or, with
+# sensitivity.regenerate, from generations made with that mode's prompt bytes), then GLMM inputs,
+# bootstrap shards and summaries of the all-errors analysis, fitted on that mode's rows and judged by
+# its clean-fit rule. The same rules as the main results (use rule ... with), other paths and params.
+
+SENS = config["sensitivity"]
+SENS_DIR = "results/sensitivity"
+OTHER = other_mode(FIDELITY)
+OTHER_ROWS = resolve_rows(None, OTHER)
+
+
+def sensitivity_summary_files(wildcards=None):
+    return [f"{SENS_DIR}/{OTHER}/stats/all/glmm{g}/{m}/{p}/summary.parquet"
+            for m, p in model_prompts() for g in (1, 2)]
+
+
+if SENS["enabled"]:
+
+    wildcard_constraints:
+        mode=OTHER,
+
+    if SENS["regenerate"]:
+
+        use rule generate as sensitivity_generate with:
+            output:
+                f"{SENS_DIR}/{{mode}}/generations/{{model}}/{{prompt}}/{{dataset}}.parquet",
+            log:
+                "logs/sensitivity/{mode}/generate/{model}/{prompt}/{dataset}.log",
+            params:
+                fidelity=OTHER,
+
+    use rule score as sensitivity_score with:
+        input:
+            generations=(f"{SENS_DIR}/{{mode}}/generations/{{model}}/{{prompt}}/{{dataset}}.parquet"
+                         if SENS["regenerate"] else "results/generations/{model}/{prompt}/{dataset}.parquet"),
+            dataset_items="results/data/{dataset}.parquet",
+            all_items=expand("results/data/{dataset}.parquet", dataset=DATASETS),
+        output:
+            f"{SENS_DIR}/{{mode}}/scored/{{model}}/{{prompt}}/{{dataset}}.parquet",
+        log:
+            "logs/sensitivity/{mode}/score/{model}/{prompt}/{dataset}.log",
+        params:
+            fidelity=OTHER,
+
+    use rule glmm_input as sensitivity_glmm_input with:
+        input:
+            scored=expand(f"{SENS_DIR}/{{{{mode}}}}/scored/{{{{model}}}}/{{{{prompt}}}}/{{dataset}}.parquet",
+                          dataset=DATASETS),
+        output:
+            f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
+        log:
+            "logs/sensitivity/{mode}/glmm_input/{analysis}/{model}/{prompt}.log",
+
+    use rule bootstrap_shard as sensitivity_bootstrap_shard with:
+        input:
+            f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
+        output:
+            f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/shard-{{shard}}.parquet",
+        log:
+            "logs/sensitivity/{mode}/bootstrap_shard/{analysis}/glmm{glmm}/{model}/{prompt}/shard-{shard}.log",
+        params:
+            rows=OTHER_ROWS,
+            n_shards=SENS["shards"],
+
+    use rule glmm_summary as sensitivity_glmm_summary with:
+        input:
+            glmm_input=f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
+            shards=expand(
+                f"{SENS_DIR}/{{{{mode}}}}/stats/{{{{analysis}}}}/glmm{{{{glmm}}}}/{{{{model}}}}/{{{{prompt}}}}/shard-{{shard}}.parquet",
+                shard=range(SENS["shards"]),
+            ),
+        output:
+            summary=f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/summary.parquet",
+            refits=f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/refits.parquet",
+        log:
+            "logs/sensitivity/{mode}/glmm_summary/{analysis}/glmm{glmm}/{model}/{prompt}.log",
+        params:
+            fidelity=OTHER,
+            rows=OTHER_ROWS,
+
+    rule sensitivity_table:
+        input:
+            main=summary_files,
+            other=sensitivity_summary_files,
+        output:
+            table=report("results/tables/sensitivity.md", caption="../report/sensitivity.rst", category="Tables"),
+            csv="results/tables/sensitivity.csv",
+            tex="results/tables/sensitivity.tex",
+        log:
+            "logs/sensitivity_table.log",
+        params:
+            modes=[FIDELITY, OTHER],
+            regenerate=SENS["regenerate"],
+            alpha=STATS["alpha"],
+            models=list(MODELS),
+            prompt_labels={p: FORMATS[p].paper_name for p in FORMATS},
+        resources:
+            slurm_partition=CPU_PARTITION,
+            slurm_account=SLURM_ACCOUNT,
+        conda:
+            "../envs/stats.yaml"
+        script:
+            "../workflow/scripts/sensitivity_table.py"
