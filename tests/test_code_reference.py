@@ -17,6 +17,7 @@ import pytest
 from earnest import failure_classes as fc
 from earnest.extraction import extract_code, extract_code_many, locate_solution_reference
 from earnest.sandbox import Limits, Sandbox
+from earnest.scoring import is_correct
 
 GOLDEN = Path(__file__).parent / "data" / "golden" / "reference" / "code_answers.jsonl"
 ROWS = [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlines()]
@@ -49,11 +50,10 @@ def test_reference_mode_gives_the_references_value_and_class(box):
     wrong = [(r["id"], r["error_class"], r["value"], res) for r, res in zip(ROWS, results)
              if res.error_class != r["error_class"] or not _same_value(res.value, r["value"])]
     assert wrong == []
-    # correctness as the reference's evaluator decides it, on the values it produced
+    # correct as the reference's evaluator decides it (earnest.scoring in reference mode)
     for r, res in zip(ROWS, results):
         if r["ran_reference"]:
-            ok = res.value is not None and abs(res.value - r["answer"]) < 1e-5
-            assert ok == r["correct"], r["id"]
+            assert is_correct(res, r["answer"], fidelity="reference") == r["correct"], r["id"]
 
 
 def test_the_modes_differ_where_earnest_deliberately_differs(box):
