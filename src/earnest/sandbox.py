@@ -409,6 +409,9 @@ def validate_reply(reply: object, fidelity: str = _EARNEST) -> RunResult:
     return RunResult("", value=value, exact=exact, detail=detail)
 
 
+_WARNED: set = set()  # missing isolation layers already reported in this process
+
+
 class _Worker:
     """One pre-started worker interpreter; used by one thread at a time."""
 
@@ -433,6 +436,17 @@ class _Worker:
             self.stop()
             raise RuntimeError("sandbox worker failed to start")
         self.info = hello
+        missing = [name for name in ("seccomp", "landlock", "no_new_privs") if not hello.get(name)]
+        if missing and tuple(missing) not in _WARNED:
+            _WARNED.add(tuple(missing))
+            import logging
+
+            hints = {"seccomp": "install libseccomp2", "landlock": "Landlock needs Linux >= 5.13",
+                     "no_new_privs": "no libc through ctypes"}
+            logging.getLogger("earnest.sandbox").warning(
+                "model code runs without %s on this machine (%s); the other layers still hold "
+                "(see the earnest.sandbox docstring)", ", ".join(missing),
+                "; ".join(hints[name] for name in missing))
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
