@@ -57,7 +57,8 @@ if SENS["enabled"]:
         input:
             f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
         output:
-            f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/shard-{{shard}}.parquet",
+            shard=f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/shard-{{shard}}.parquet",
+            check=f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/shard-{{shard}}.check.parquet",
         log:
             "logs/sensitivity/{mode}/bootstrap_shard/{analysis}/glmm{glmm}/{model}/{prompt}/shard-{shard}.log",
         params:
@@ -69,6 +70,10 @@ if SENS["enabled"]:
             glmm_input=f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
             shards=expand(
                 f"{SENS_DIR}/{{{{mode}}}}/stats/{{{{analysis}}}}/glmm{{{{glmm}}}}/{{{{model}}}}/{{{{prompt}}}}/shard-{{shard}}.parquet",
+                shard=range(SENS["shards"]),
+            ),
+            checks=expand(
+                f"{SENS_DIR}/{{{{mode}}}}/stats/{{{{analysis}}}}/glmm{{{{glmm}}}}/{{{{model}}}}/{{{{prompt}}}}/shard-{{shard}}.check.parquet",
                 shard=range(SENS["shards"]),
             ),
         output:
