@@ -32,7 +32,7 @@ if str(SRC) not in sys.path:
     sys.path.insert(0, str(SRC))
 
 from earnest.extraction import extract_code_many  # noqa: E402
-from earnest.sandbox import Limits, Sandbox  # noqa: E402
+from earnest.sandbox import Limits, Sandbox, _temp_prefix  # noqa: E402
 
 HOSTILE = Path(__file__).parent / "data" / "hostile"
 LIMITS = Limits(cpu_seconds=1, wall_seconds=4.0, memory_bytes=256 * 1024 * 1024, output_chars=16 * 1024)
@@ -395,7 +395,7 @@ def check_killing_the_caller() -> None:
 
 def check_stale_directories() -> None:
     """A directory left by a worker that was killed outright is removed by the next worker;
-    a live process's directory is kept."""
+    a live process's directory and another host's are kept."""
     import tempfile as tf
 
     tmp = Path(tf.mkdtemp(prefix="earnest-stale-"))
@@ -405,15 +405,20 @@ def check_stale_directories() -> None:
         tf.tempdir = None
         dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                               capture_output=True, text=True, check=True)
-        stale = tmp / f"earnest-sandbox-{int(dead.stdout)}-abc123"
+        prefix = _temp_prefix()
+        stale = tmp / f"{prefix}{int(dead.stdout)}-abc123"
         (stale / "7").mkdir(parents=True)
-        live = tmp / f"earnest-sandbox-{os.getpid()}-def456"
+        live = tmp / f"{prefix}{os.getpid()}-def456"
         live.mkdir()
+        # another host's directory (a TMPDIR shared between nodes): its pids are not ours
+        other_host = tmp / f"earnest-sandbox-elsewhere.example-{int(dead.stdout)}-ghi789"
+        other_host.mkdir()
         with Sandbox(workers=1, limits=LIMITS) as fresh:
             assert fresh.run("def solution():\n    return 2\n").value == 2.0
             (base,) = fresh.temp_dirs()
         assert not stale.exists()
-        assert live.exists()
+        assert live.exists() and other_host.exists()
+        assert Path(base).name.startswith(prefix)
         assert Path(base).parent == tmp
     finally:
         if saved_env is None:

@@ -637,6 +637,15 @@ _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 _NOBODY = 65534
 _TEMP_PREFIX = "earnest-sandbox-"
 
+
+def _temp_prefix() -> str:
+    """``earnest-sandbox-HOST-``: a TMPDIR shared between nodes holds workers of several hosts,
+    and a process id means something only on its own host."""
+    import socket
+
+    host = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname())[:64] or "host"
+    return f"{_TEMP_PREFIX}{host}-"
+
 # Landlock (include/uapi/linux/landlock.h); the system call numbers are the same on every
 # architecture that has them.
 _SYS_LANDLOCK_CREATE_RULESET, _SYS_LANDLOCK_RESTRICT_SELF = 444, 446
@@ -1073,10 +1082,11 @@ def _wait_child(pid: int, result_r: int, wall: float) -> dict:
 
 
 def _remove_stale_dirs(tmp: str) -> None:
-    """Remove temporary directories of workers that no longer exist (killed before cleaning)."""
+    """Remove temporary directories of this host's workers that no longer exist (killed before
+    they could clean up); other hosts' and live processes' directories are left alone."""
     import shutil
 
-    pattern = re.compile(re.escape(_TEMP_PREFIX) + r"(\d+)-")
+    pattern = re.compile(re.escape(_temp_prefix()) + r"(\d+)-")
     try:
         names = os.listdir(tmp)
     except OSError:
@@ -1139,7 +1149,7 @@ def _worker_main() -> None:
         seccomp = None
     tmp = tempfile.gettempdir()
     _remove_stale_dirs(tmp)
-    base = tempfile.mkdtemp(prefix=f"{_TEMP_PREFIX}{os.getpid()}-")
+    base = tempfile.mkdtemp(prefix=f"{_temp_prefix()}{os.getpid()}-")
     try:
         os.chmod(base, 0o711)
         devnull = os.open(os.devnull, os.O_RDWR)
