@@ -188,6 +188,15 @@ def check_corpus() -> None:
             assert workers <= descendants(os.getpid())
             assert all(descendants(w) == set() for w in workers)
             assert wait_until_clean(sandbox) == set()
+            # reference mode: the same answers end in the reference's classes only, contained alike
+            from earnest.failure_classes import classes
+
+            reference = set(classes("code", "reference", scoring=False)) | {""}
+            for (name, _, _), result in zip(cases, extract_code_many([r for _, _, r in cases], sandbox,
+                                                                     fidelity="reference")):
+                assert result.error_class in reference, (name, result)
+            assert not (tmp / "SENTINEL").exists()
+            assert (tmp / "victim.txt").read_text() == "keep"
             # the batch carried on: an ordinary snippet after the corpus still works
             ok = extract_code_many(["    return 6 * 7\n"], sandbox)[0]
             assert (ok.error_class, ok.value) == ("", 42.0)
