@@ -79,6 +79,12 @@ N_SHARDS = int(config["stats"]["shards"])
 FIDELITY = config["fidelity"]
 STATS_ROWS = resolve_rows(config["stats"].get("rows"), FIDELITY)
 STATS_DIR = "results/stats"
+# the summaries table: the one contract downstream of the statistics (earnest.stats.summaries)
+SUMMARIES = f"{STATS_DIR}/summaries.parquet"
+EX1_SUMMARIES = f"{STATS_DIR}/ex1/summaries.parquet"
+EX2_DECISION = "results/experiments/ex2_models.yaml"
+# each prompt's label in tables and figures: its paper_name in formats.yaml, else its name
+PROMPT_LABELS = {p: FORMATS[p].paper_name or p for p in FORMATS}
 
 
 # ---------------------------------------------------------------- target lists
@@ -95,13 +101,19 @@ def summary_path(analysis, glmm, model, prompt):
 
 
 def ex2_models():
-    """Models that go on to Ex2: the config's list, else what the Ex1 checkpoint decided."""
+    """Models that go on to Ex2: the config's list, else what the Ex1 checkpoint decided. The one
+    place the Ex2 set is worked out; the summaries table records it (column ex2)."""
     if EXP["ex2_models"] is not None:
         return list(EXP["ex2_models"])
     import yaml
 
     with checkpoints.ex2_selection.get().output[0].open() as fh:
         return list(yaml.safe_load(fh)["ex2_models"] or [])
+
+
+def ex2_decision_file(wildcards=None):
+    """The checkpoint's decision, when the config leaves the Ex2 models to it."""
+    return [EX2_DECISION] if EXP["ex2_models"] is None else []
 
 
 def model_prompts():
@@ -169,8 +181,6 @@ def model_cfg(model):
 
 # ---------------------------------------------------------------- figures
 FIG_DIR = "results/figures"
-STATS_TABLES_DIR = "results/tables/stats"
-FIG_ALPHA = float(config["stats"]["alpha"])
 # Ex1 first, then the Ex2 prompts, each once
 FIG_PROMPTS = list(dict.fromkeys([EX1_PROMPT] + list(EX2_PROMPTS)))
 FIG_TEXT_PROMPTS = [p for p in FIG_PROMPTS if FORMATS[p].style == "text"]
@@ -214,6 +224,7 @@ def all_targets(wildcards=None):
     # makes a deleted generation file be rebuilt, with what depends on it
     targets = [gen_path(m, p, d) for m, p in model_prompts() for d in DATASETS]
     targets += [
+        SUMMARIES,
         "results/tables/stats",
         "results/tables/ks.csv",
         "results/figures/fig8_integers.png",

@@ -3,13 +3,12 @@
 
 checkpoint ex2_selection:
     input:
-        summaries=[summary_path("all", 1, m, EX1_PROMPT) for m in GSM_MODELS],
+        EX1_SUMMARIES,
     output:
-        "results/experiments/ex2_models.yaml",
+        EX2_DECISION,
     log:
         "logs/ex2_selection.log",
     params:
-        alpha=config["stats"]["alpha"],
         ex1_prompt=EX1_PROMPT,
     resources:
         slurm_partition=CPU_PARTITION,

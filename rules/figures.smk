@@ -1,13 +1,12 @@
-# Figures of the GSM-Symbolic re-evaluation (Figures 1-3 and 4-7 from the bootstrap summaries,
+# Figures of the GSM-Symbolic re-evaluation (Figures 1-3 and 4-7 from the summaries table,
 # Figures 9-11 from the error-class count table) and the comparison with the published numbers
-# (Tables 4-5). Every figure is drawn from a results table file, never from recomputed numbers.
-# Needs from rules/common.smk: MODELS, FORMATS, EX1_PROMPT, EX2_PROMPTS, GSM_MODELS, BASEDIR,
-# scored_path(), scored_files(); from rules/stats.smk: rule stats_tables (output[0] = the
-# statistics tables directory with summaries.csv).
+# (Tables 4-5). Every figure is drawn from one results table file, never from recomputed numbers;
+# one script per kind of output. Needs from rules/common.smk: MODELS, EX1_PROMPT, GSM_MODELS,
+# BASEDIR, SUMMARIES (rule summaries in rules/stats.smk), PROMPT_LABELS, scored_path(), scored_files().
 
 rule fig_variant_effect:
     input:
-        tables=STATS_TABLES_DIR,
+        summaries=SUMMARIES,
     output:
         png=report(
             "results/figures/fig1_variant_effect_{prompt}.png",
@@ -18,9 +17,6 @@ rule fig_variant_effect:
         ),
         pdf="results/figures/fig1_variant_effect_{prompt}.pdf",
     params:
-        figure="variant_effect",
-        prompt=lambda w: w.prompt,
-        alpha=FIG_ALPHA,
         models=list(MODELS),
     log:
         "logs/figures/fig1_variant_effect_{prompt}.log",
@@ -30,12 +26,12 @@ rule fig_variant_effect:
     conda:
         "../envs/plots.yaml"
     script:
-        "../workflow/scripts/figures.py"
+        "../workflow/scripts/fig_variant_effect.py"
 
 
 rule fig_prompts:
     input:
-        tables=STATS_TABLES_DIR,
+        summaries=SUMMARIES,
     output:
         png=report(
             "results/figures/fig2_prompts.png",
@@ -46,11 +42,7 @@ rule fig_prompts:
         ),
         pdf="results/figures/fig2_prompts.pdf",
     params:
-        figure="prompts",
         prompts=FIG_PROMPTS,
-        ex2_prompts=list(EX2_PROMPTS),
-        alpha=FIG_ALPHA,
-        models=list(MODELS),
     log:
         "logs/figures/fig2_prompts.log",
     resources:
@@ -59,12 +51,12 @@ rule fig_prompts:
     conda:
         "../envs/plots.yaml"
     script:
-        "../workflow/scripts/figures.py"
+        "../workflow/scripts/fig_prompts.py"
 
 
 rule fig_number_effect:
     input:
-        tables=STATS_TABLES_DIR,
+        summaries=SUMMARIES,
     output:
         png=report(
             "results/figures/fig3_number_effect.png",
@@ -75,11 +67,7 @@ rule fig_number_effect:
         ),
         pdf="results/figures/fig3_number_effect.pdf",
     params:
-        figure="number_effect",
         prompts=FIG_PROMPTS,
-        ex2_prompts=list(EX2_PROMPTS),
-        alpha=FIG_ALPHA,
-        models=list(MODELS),
     log:
         "logs/figures/fig3_number_effect.log",
     resources:
@@ -88,7 +76,7 @@ rule fig_number_effect:
     conda:
         "../envs/plots.yaml"
     script:
-        "../workflow/scripts/figures.py"
+        "../workflow/scripts/fig_number_effect.py"
 
 
 rule error_class_table:
@@ -106,6 +94,8 @@ rule error_class_table:
         tex="results/tables/error_classes.tex",
     params:
         styles=PROMPT_STYLES,
+        prompt_labels=PROMPT_LABELS,
+        fidelity=config["fidelity"],
     log:
         "logs/figures/error_classes.log",
     resources:
@@ -114,7 +104,7 @@ rule error_class_table:
     conda:
         "../envs/plots.yaml"
     script:
-        "../workflow/scripts/error_figures.py"
+        "../workflow/scripts/error_class_table.py"
 
 
 rule fig_errors_nl:
@@ -131,6 +121,9 @@ rule fig_errors_nl:
         pdf="results/figures/fig9_errors_nl.pdf",
     params:
         prompts=FIG_TEXT_PROMPTS,
+        datasets=[],
+        exclude=[],
+        proportions=False,
         models=list(MODELS),
         title="Error classes with the natural-language prompts (GSM-Base + GSM-Variants)",
     log:
@@ -141,7 +134,7 @@ rule fig_errors_nl:
     conda:
         "../envs/plots.yaml"
     script:
-        "../workflow/scripts/error_figures.py"
+        "../workflow/scripts/fig_error_classes.py"
 
 
 rule fig_errors_code:
@@ -159,6 +152,8 @@ rule fig_errors_code:
     params:
         prompts=FIG_CODE_PROMPTS,
         datasets=["gsm_variants"],
+        exclude=[],
+        proportions=False,
         models=list(MODELS),
         title="Error classes with the code prompts (GSM-Variants)",
     log:
@@ -169,7 +164,7 @@ rule fig_errors_code:
     conda:
         "../envs/plots.yaml"
     script:
-        "../workflow/scripts/error_figures.py"
+        "../workflow/scripts/fig_error_classes.py"
 
 
 rule fig_errors_code_share:
@@ -199,12 +194,12 @@ rule fig_errors_code_share:
     conda:
         "../envs/plots.yaml"
     script:
-        "../workflow/scripts/error_figures.py"
+        "../workflow/scripts/fig_error_classes.py"
 
 
 rule published_comparison:
     input:
-        tables=STATS_TABLES_DIR,
+        summaries=SUMMARIES,
         table4=str(BASEDIR / "resources/published/table4_accuracy.csv"),
         table5=str(BASEDIR / "resources/published/table5_variant_delta.csv"),
         scored=[scored_path(m, EX1_PROMPT, "gsm_variants") for m in GSM_MODELS],

@@ -82,9 +82,51 @@ rule glmm_summary:
         "../workflow/scripts/glmm_summary.py"
 
 
-rule stats_tables:
+rule summaries:
     input:
         summaries=summary_files,
+        ex2_decision=ex2_decision_file,
+    output:
+        SUMMARIES,
+    log:
+        "logs/summaries.log",
+    params:
+        prompt_labels=PROMPT_LABELS,
+        alpha=STATS["alpha"],
+        ex2_models=lambda wc: ex2_models(),
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
+    conda:
+        "../envs/stats.yaml"
+    script:
+        "../workflow/scripts/summaries.py"
+
+
+# the Ex1 rows alone (GLMM 1, the Ex1 prompt, every model), for the Ex1 -> Ex2 checkpoint
+rule ex1_summaries:
+    input:
+        summaries=[summary_path("all", 1, m, EX1_PROMPT) for m in GSM_MODELS],
+    output:
+        EX1_SUMMARIES,
+    log:
+        "logs/ex1_summaries.log",
+    params:
+        prompt_labels=PROMPT_LABELS,
+        alpha=STATS["alpha"],
+        ex2_models=[],
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
+    conda:
+        "../envs/stats.yaml"
+    script:
+        "../workflow/scripts/summaries.py"
+
+
+rule stats_tables:
+    input:
+        summaries=SUMMARIES,
         refits=refit_files,
         glmm_inputs=glmm_input_files,
     output:
@@ -99,9 +141,7 @@ rule stats_tables:
     params:
         models=list(MODELS),
         prompts=list(FORMATS),
-        prompt_labels={p: FORMATS[p].paper_name for p in FORMATS},
         code_prompts=CODE_PROMPTS,
-        alpha=STATS["alpha"],
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,

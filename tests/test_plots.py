@@ -1,5 +1,6 @@
-"""Figures drawn from small hand-made results tables: files exist and are not trivial, hatching
-follows the table's P column, degenerate values do not crash, missing columns name file and column."""
+"""Figures drawn from small hand-made summaries tables (earnest.stats.summaries.build_summaries):
+files exist and are not trivial, hatching follows the table's significant column, degenerate values
+do not crash, missing columns are named."""
 
 import math
 
@@ -8,14 +9,17 @@ import pandas as pd
 import pytest
 
 from earnest import plots
+from earnest.error_table import ERROR_TABLE_COLUMNS, error_class_table, write_error_class_table
+from earnest.stats.summaries import build_summaries, figure2_models, read_summaries, write_summaries
+from earnest.tables import TableColumnError, read_table
 
 PROMPTS = ["gsm", "simple_nl", "structured_nl", "simple_code", "structured_code"]
 STYLES = {"gsm": "text", "simple_nl": "text", "structured_nl": "text", "simple_code": "code",
           "structured_code": "code"}
 
 
-def summary_rows(models, prompts, p=0.2, est=-0.4):
-    """Summary rows as the statistics engine writes them (GLMM 1 variant; GLMM 2 variant, gamma_c)."""
+def summary_rows(models, prompts, p=0.2, est=-0.4, ex2=()):
+    """The summaries table of these models x prompts (GLMM 1 variant; GLMM 2 variant, gamma_c)."""
     rows = []
     for i, m in enumerate(models):
         for j, pr in enumerate(prompts):
@@ -25,8 +29,11 @@ def summary_rows(models, prompts, p=0.2, est=-0.4):
                                  n_clean=195, n_errors=0, n_singular=5, median_log_or=e, odds_ratio=math.exp(e),
                                  ci_low_log=e - 0.5, ci_high_log=e + 0.5, ci_low=math.exp(e - 0.5),
                                  ci_high=math.exp(e + 0.5), p_boot=p, acc_base=60.0 - i, acc_variants=55.0 - i,
-                                 delta_var=-5.0, n_base=100, n_variants=5000))
-    return pd.DataFrame(rows)
+                                 delta_var=-5.0, n_base=100, n_variants=5000, ranef_var_mean=1.0,
+                                 ranef_var_sd=0.2, wald_estimate=np.nan, wald_se=np.nan, wald_p=np.nan,
+                                 wald_converged=None, wald_singular=None, wald_max_grad=np.nan, wald_tol=np.nan,
+                                 wald_messages=""))
+    return build_summaries(pd.DataFrame(rows), {"gsm": "GSM prompt (Ex1)"}, ex2_models=ex2)
 
 
 def assert_figure(paths, min_png=8000):
@@ -38,29 +45,23 @@ def assert_figure(paths, min_png=8000):
 
 
 # ---------------------------------------------------------------- significance / hatching
-def test_hatch_mask_follows_p_column():
-    p = pd.Series([0.001, 0.0499, 0.05, 0.2, np.nan, 1.0])
-    assert plots.hatch_mask(p, 0.05).tolist() == [False, False, True, True, True, True]
-    assert plots.hatch_mask(p, 0.01).tolist() == [False, True, True, True, True, True]
-
-
 def test_bars_are_hatched_exactly_where_the_table_says_not_significant():
     plt = plots._plt()
-    table = pd.DataFrame({"delta_var": [-7.0, -2.0, 3.0], "p_boot": [0.01, 0.30, 0.049]})
+    table = summary_rows(["a", "b", "c"], ["gsm"]).query("glmm == 1")
+    table["significant"] = [True, False, True]
     fig, ax = plt.subplots()
-    plots._hbars(ax, np.arange(3), table["delta_var"].to_numpy(), plots.hatch_mask(table["p_boot"]), "red")
+    plots._hbars(ax, np.arange(3), table["delta_var"].to_numpy(), plots._hatch(table), "red")
     hatches = [bar.get_hatch() for bar in ax.patches]
     plt.close(fig)
     assert hatches == [None, plots._HATCH, None]
 
 
 # ---------------------------------------------------------------- Figure 1
-def test_figure_variant_effect_one_model_from_csv(tmp_path):
-    csv = tmp_path / "stats" / "summaries.csv"
-    csv.parent.mkdir()
-    summary_rows(["SmolLM2-135M"], ["gsm"], p=0.03).to_csv(csv, index=False)
-    s = plots.read_summaries(csv.parent)  # a directory means summaries.csv inside
-    assert_figure(plots.figure_variant_effect(s, "gsm", tmp_path / "fig1", prompt_label="GSM"))
+def test_figure_variant_effect_one_model_from_the_written_table(tmp_path):
+    path = write_summaries(summary_rows(["SmolLM2-135M"], ["gsm"], p=0.03), tmp_path / "stats" / "summaries.parquet")
+    s = read_summaries(path)
+    assert s["significant"].all() and set(s["prompt_label"]) == {"GSM prompt (Ex1)"}
+    assert_figure(plots.figure_variant_effect(s, "gsm", tmp_path / "fig1"))
 
 
 def test_figure_variant_effect_twenty_models_with_degenerate_rows(tmp_path):
@@ -72,9 +73,8 @@ def test_figure_variant_effect_twenty_models_with_degenerate_rows(tmp_path):
     s.loc[g1 & (s.model == "model-5"), ["median_log_or", "ci_low_log", "ci_high_log"]] = [np.inf, 3.0, np.inf]
     s.loc[g1 & (s.model == "model-6"), ["median_log_or", "ci_low_log", "ci_high_log"]] = [-40.0, -80.0, -1.0]
     s.loc[g1 & (s.model == "model-7"), "delta_var"] = np.nan
-    csv = tmp_path / "summaries.csv"
-    s.to_csv(csv, index=False)  # inf survives the CSV round trip
-    back = plots.read_summaries(csv)
+    s.loc[g1 & (s.model == "model-8"), "degenerate"] = True
+    back = read_summaries(write_summaries(s, tmp_path / "summaries.parquet"))
     assert np.isinf(back.loc[(back.glmm == 1) & (back.model == "model-5"), "median_log_or"]).all()
     assert_figure(plots.figure_variant_effect(back, "gsm", tmp_path / "fig1_20", models=models[::-1]),
                   min_png=30000)
@@ -89,20 +89,38 @@ def test_figure_for_a_prompt_without_results_says_so(tmp_path):
 @pytest.mark.parametrize("n_models", [1, 8])
 def test_figures_2_and_3(tmp_path, n_models):
     models = [f"m{i}" for i in range(n_models)]
-    s = summary_rows(models, PROMPTS, p=0.01)
+    s = summary_rows(models, PROMPTS, p=0.01, ex2=models)
     s = pd.concat([s, summary_rows(["gsm-only"], ["gsm"])])  # an Ex1-only model stays out of Figures 2-3
     s.loc[(s.model == "m0") & (s.prompt == "simple_code") & (s.glmm == 2), "median_log_or"] = np.nan
     s.loc[(s.model == "m0") & (s.prompt == "simple_nl") & (s.glmm == 2) & (s.term == "variant"),
           "median_log_or"] = 25.0
-    shown = plots.ex2_models(s, PROMPTS[1:])
+    s.loc[(s.model == "m0") & (s.prompt == "structured_nl"), ["degenerate", "significant"]] = [True, False]
+    shown = figure2_models(s)
     assert shown == models
     assert_figure(plots.figure_prompt_comparison(s, PROMPTS, tmp_path / "fig2", models=shown))
     assert_figure(plots.figure_number_effect(s, PROMPTS, tmp_path / "fig3", models=shown))
 
 
+def test_degenerate_fits_are_marked_in_figure_2(tmp_path):
+    s = summary_rows(["a", "b"], ["gsm", "simple_nl"], p=0.01, ex2=["a", "b"])
+    s.loc[s.model == "a", ["degenerate", "significant"]] = [True, False]
+    plt = plots._plt()
+    fig, ax = plt.subplots()
+    sub = plots._select(s, glmm=1, term="variant")
+    plots._grouped(ax, ["a", "b"], ["gsm", "simple_nl"], plots._cells(sub, "delta_var"),
+                   dict(zip(zip(sub.model, sub.prompt), plots._hatch(sub))), {"gsm": "red", "simple_nl": "blue"},
+                   marks=plots._flags(sub, "degenerate"))
+    marks = [t for t in ax.texts if t.get_text() == plots.DEGENERATE_MARK]
+    hatches = [bar.get_hatch() for bar in ax.patches]
+    plt.close(fig)
+    assert len(marks) == 2                                    # both prompts of model a
+    assert hatches == [plots._HATCH, plots._HATCH, None, None]  # degenerate = not significant
+
+
 def test_ex2_models_fall_back_to_all_models_without_ex2_results():
     s = summary_rows(["b", "a"], ["gsm"])
-    assert plots.ex2_models(s, ["simple_nl"], models=["a", "b"]) == ["a", "b"]
+    assert figure2_models(s) == ["b", "a"]
+    assert figure2_models(summary_rows(["b", "a"], ["gsm"], ex2=["a"])) == ["a"]
 
 
 def test_figure_3_with_only_glmm1_results(tmp_path):
@@ -113,16 +131,16 @@ def test_figure_3_with_only_glmm1_results(tmp_path):
 
 # ---------------------------------------------------------------- missing columns
 def test_missing_column_names_file_and_column(tmp_path):
-    csv = tmp_path / "summaries.csv"
-    summary_rows(["m"], ["gsm"]).drop(columns=["p_boot"]).to_csv(csv, index=False)
-    with pytest.raises(plots.TableColumnError, match=r"summaries\.csv.*p_boot"):
-        plots.read_summaries(csv)
-    with pytest.raises(FileNotFoundError, match="nowhere.csv"):
-        plots.read_table(tmp_path / "nowhere.csv")
+    path = tmp_path / "summaries.parquet"
+    summary_rows(["m"], ["gsm"]).drop(columns=["significant"]).to_parquet(path)
+    with pytest.raises(ValueError, match=r"summaries\.parquet: missing column\(s\) significant"):
+        read_summaries(path)
+    with pytest.raises(FileNotFoundError, match="nowhere.parquet"):
+        read_summaries(tmp_path / "nowhere.parquet")
 
 
 def test_figure_functions_check_columns():
-    with pytest.raises(plots.TableColumnError, match="delta_var"):
+    with pytest.raises(TableColumnError, match="delta_var"):
         plots.figure_prompt_comparison(summary_rows(["m"], ["gsm"]).drop(columns=["delta_var"]), PROMPTS, "x")
 
 
@@ -141,8 +159,8 @@ def scored(models):
 
 
 def test_error_class_table_counts():
-    t = plots.error_class_table(scored(["a"]), STYLES)
-    assert list(t.columns) == list(plots.ERROR_TABLE_COLUMNS)
+    t = error_class_table(scored(["a"]), STYLES)
+    assert list(t.columns) == list(ERROR_TABLE_COLUMNS)
     cell = t.set_index(["prompt", "dataset", "error_class"])
     assert cell.loc[("gsm", "gsm_variants", "wrong_answer"), "count"] == 2
     assert cell.loc[("gsm", "gsm_variants", "wrong_answer"), "n_responses"] == 6
@@ -156,20 +174,20 @@ def test_error_class_table_counts():
 
 def test_error_class_table_needs_styles_and_columns():
     with pytest.raises(ValueError, match="simple_code"):
-        plots.error_class_table(scored(["a"]), {"gsm": "text"})
-    with pytest.raises(plots.TableColumnError, match="error_class"):
-        plots.error_class_table(scored(["a"]).drop(columns=["error_class"]), STYLES)
+        error_class_table(scored(["a"]), {"gsm": "text"})
+    with pytest.raises(TableColumnError, match="error_class"):
+        error_class_table(scored(["a"]).drop(columns=["error_class"]), STYLES)
 
 
 @pytest.mark.parametrize("n_models", [1, 20])
 def test_error_figures_from_the_written_table(tmp_path, n_models):
     models = [f"model-{i}" for i in range(n_models)]
-    table = plots.error_class_table(scored(models), STYLES)
-    paths = plots.write_error_class_table(table, tmp_path / "error_classes")
+    table = error_class_table(scored(models), STYLES)
+    paths = write_error_class_table(table, tmp_path / "error_classes")
     assert set(paths) == {"csv", "md", "tex"}
     md = paths["md"].read_text()
     assert "Syntax error" in md and "Wrong answer — last number" in md
-    back = plots.read_table(paths["csv"], plots.ERROR_TABLE_COLUMNS)
+    back = read_table(paths["csv"], ERROR_TABLE_COLUMNS)
     assert back["count"].sum() == table["count"].sum()
     assert_figure(plots.figure_error_classes(back, ["gsm", "simple_nl"], tmp_path / "fig9"))
     assert_figure(plots.figure_error_classes(back, ["simple_code", "structured_code"], tmp_path / "fig10",
@@ -179,11 +197,11 @@ def test_error_figures_from_the_written_table(tmp_path, n_models):
 
 
 def test_error_figure_without_code_prompts_says_so(tmp_path):
-    table = plots.error_class_table(scored(["a"])[lambda d: d.prompt == "gsm"], STYLES)
+    table = error_class_table(scored(["a"])[lambda d: d.prompt == "gsm"], STYLES)
     assert_figure(plots.figure_error_classes(table, ["simple_code"], tmp_path / "fig10"), min_png=3000)
 
 
 def test_empty_error_table_is_written(tmp_path):
-    table = plots.error_class_table(pd.DataFrame(columns=["model", "prompt", "dataset", "error_class"]), STYLES)
-    paths = plots.write_error_class_table(table, tmp_path / "error_classes")
+    table = error_class_table(pd.DataFrame(columns=["model", "prompt", "dataset", "error_class"]), STYLES)
+    paths = write_error_class_table(table, tmp_path / "error_classes")
     assert "No scored answers" in paths["md"].read_text()

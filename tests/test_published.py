@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from earnest import plots
+from earnest.tables import TableColumnError
 from earnest.published import COMPARISON_COLUMNS, compare_published, load_published, variant_sd, write_comparison
 
 
@@ -75,7 +75,7 @@ def test_errors_name_the_file_and_column(repo, tmp_path):
     pd.read_csv(repo / "resources/published/table4_accuracy.csv").drop(columns=["gsm_base_o"]).to_csv(
         bad / "table4_accuracy.csv", index=False)
     (bad / "table5_variant_delta.csv").write_bytes((repo / "resources/published/table5_variant_delta.csv").read_bytes())
-    with pytest.raises(plots.TableColumnError, match=r"table4_accuracy\.csv.*gsm_base_o"):
+    with pytest.raises(TableColumnError, match=r"table4_accuracy\.csv.*gsm_base_o"):
         load_published(bad)
 
 

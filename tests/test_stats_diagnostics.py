@@ -7,6 +7,7 @@ import pytest
 from earnest.stats import diagnostics, reasoning
 from earnest.stats.glmm import GLMMInputError
 from earnest.stats.inputs import code_error_mask, glmm_input_from_scored
+from earnest.stats.summaries import build_summaries
 
 
 def _rows(template, base, variants):
@@ -30,7 +31,11 @@ def test_separation_check_counts_templates():
 def _summary(**kw):
     base = {"analysis": "all", "glmm": 1, "model": "m", "prompt": "gsm", "term": "variant", "p_boot": 0.2,
             "wald_p": 0.2, "wald_converged": True, "wald_messages": "", "wald_max_grad": 1e-5,
-            "wald_tol": 0.002, "wald_singular": False}
+            "wald_tol": 0.002, "wald_singular": False, "n_resamples": 100, "n_clean": 100, "n_errors": 0,
+            "n_singular": 0, "n_base": 10, "n_variants": 40, "acc_base": 50.0, "acc_variants": 40.0,
+            "delta_var": -10.0, "median_log_or": -0.4, "odds_ratio": 0.67, "ci_low_log": -1.0, "ci_high_log": 0.2,
+            "ci_low": 0.37, "ci_high": 1.2, "ranef_var_mean": 1.0, "ranef_var_sd": 0.1, "wald_estimate": -0.4,
+            "wald_se": 0.2}
     base.update(kw)
     return base
 
@@ -42,11 +47,14 @@ def test_wald_mismatch_and_nonconvergent():
                  wald_messages="Model failed to converge with max|grad| = 0.160006 (tol = 0.002, component 1)"),
         _summary(model="c", p_boot=0.01, wald_p=0.02),
         _summary(model="d", glmm=2, term="gamma_c", p_boot=0.5, wald_p=0.04),
+        # a degenerate fit (no correct answer) is significant by neither call, so it is no mismatch
+        _summary(model="e", p_boot=0.01, wald_p=0.2, acc_base=0.0, acc_variants=0.0),
     ])
+    s = build_summaries(s)
     mm = diagnostics.wald_mismatches(s)
     assert mm["model"].tolist() == ["a", "d", "b"]      # bootstrap-significant first, non-convergent last
     assert mm["bootstrap_significant"].tolist() == [True, False, False]
-    assert diagnostics.mismatch_flags(s).tolist() == [True, True, False, True]
+    assert s.set_index("model")["wald_mismatch"].to_dict() == {"a": True, "b": True, "c": False, "d": True, "e": False}
     nc = diagnostics.nonconvergent_fits(s, 1)
     assert nc["model"].tolist() == ["b"]
     assert nc["diagnostics"].iloc[0] == "max|grad| = 0.160006 (tol = 0.002, component 1)"
@@ -87,9 +95,10 @@ def test_scored_errors_name_source_and_column():
 
 def test_reasoning_only_comparison():
     cols = dict(glmm=1, model="m", prompt="simple_code", term="variant", n_base=100, n_clean=50)
-    all_s = pd.DataFrame([{**cols, "delta_var": -4.4, "p_boot": 0.04, "median_log_or": -0.60, "n_variants": 5000}])
+    all_s = pd.DataFrame([{**cols, "delta_var": -4.4, "p_boot": 0.04, "median_log_or": -0.60, "n_variants": 5000,
+                           "significant": True}])
     ro_s = pd.DataFrame([{**cols, "delta_var": -4.2, "p_boot": 0.067, "median_log_or": -0.565, "n_variants": 4975,
-                          "n_base": 100}])
+                          "n_base": 100, "significant": False}])
     r = reasoning.reasoning_only_comparison(all_s, ro_s).iloc[0]
     assert r.exclusion_rate == pytest.approx(0.5)
     assert r.estimate_delta == pytest.approx(0.035)

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from earnest.stats import paper_tables as PT
+from earnest.stats.summaries import build_summaries
 
 
 def _row(model, prompt, glmm, term, p, wald_p, analysis="all", **kw):
@@ -19,7 +20,7 @@ def _row(model, prompt, glmm, term, p, wald_p, analysis="all", **kw):
     return r
 
 
-def _summaries():
+def _summaries(labels=None):
     rows = [
         _row("gemma-2b", "gsm", 1, "variant", 0.030, 0.01),
         _row("phi-2", "gsm", 1, "variant", 0.0004, 0.0001),
@@ -33,11 +34,11 @@ def _summaries():
     rows.append(_row("gemma-2b", "simple_code", 1, "variant", 0.0496, 0.04))
     rows.append(_row("gemma-2b", "simple_code", 1, "variant", 0.067, 0.04, analysis="reasoning_only",
                      n_variants=4975, median_log_or=-0.465))
-    return pd.DataFrame(rows)
+    return build_summaries(pd.DataFrame(rows), labels)
 
 
 def test_variant_effect_table_layout():
-    s = PT.prepare(_summaries())
+    s = _summaries()
     d, raw, bold = PT.variant_effect_table(s, "gsm", models=["phi-2"])
     assert list(d.columns) == ["Model", "Ā GSM-Base", "Ā GSM-Variants", "Δvar", "P value", "Corrected P value"]
     assert d["Model"].tolist() == ["phi-2", "gemma-2b", "gemma-2-2b"]
@@ -50,15 +51,14 @@ def test_variant_effect_table_layout():
 
 
 def test_all_tables_written(tmp_path):
-    s = _summaries()
+    s = _summaries({"gsm": "GSM prompt (Ex1)", "simple_code": "code-simple"})
     glmm_input = pd.DataFrame({"model": "phi-2", "prompt": "gsm", "template": [0, 0, 1, 1],
                                "variant": [0, 1, 0, 1], "correct": [1, 0, 1, 1]})
     refits = pd.DataFrame({"analysis": "all", "glmm": 1, "model": "gemma-2-2b", "prompt": "gsm",
                            "optimiser": ["bobyqa", "bobyqa", "Nelder_Mead", "Nelder_Mead"],
                            "term": ["(Intercept)", "variant"] * 2, "estimate": [-2.358318, -0.3157934, -2.358322, -0.3157909],
                            "converged": [True, True, False, False], "singular": False, "messages": "", "error": ""})
-    paths = PT.write_stats_tables(s, tmp_path, refits=refits, glmm_input=glmm_input, code_prompts=["simple_code"],
-                                  prompt_labels={"gsm": "GSM prompt (Ex1)", "simple_code": "code-simple"})
+    paths = PT.write_stats_tables(s, tmp_path, refits=refits, glmm_input=glmm_input, code_prompts=["simple_code"])
     names = {p.name for p in paths}
     for stem in ("glmm1_variant_gsm", "glmm1_bootstrap_gsm", "glmm2_gamma_c", "glmm2_variant", "wald_mismatch",
                  "nonconvergent_glmm1", "nonconvergent_glmm2", "optimiser_refits", "separation_gsm",

@@ -71,7 +71,10 @@ def test_end_to_end_outputs(tiny_run):
             assert {"extracted", "extraction_pattern", "error_class", "correct", "gamma_c"} <= set(scored.columns)
     summary = pd.read_parquet(wd / "results/stats/all/glmm1/tiny/gsm/summary.parquet")
     assert summary.n_resamples.iloc[0] == TINY["stats"]["resamples"]
-    assert (wd / "results/tables/stats/summaries.csv").exists()
+    table = pd.read_parquet(wd / "results/stats/summaries.parquet")
+    assert {"p_holm", "significant", "degenerate", "wald_mismatch", "prompt_label", "ex2"} <= set(table.columns)
+    assert set(table.prompt) == {"gsm", "simple_code"} and table.ex2.all()
+    assert set(table.prompt_label) == {"GSM prompt (Ex1)", "Ex2.C simple code prompt"}
     assert "Finished" in (wd / "logs/generate/tiny/gsm/gsm_base.log").read_text() or \
         "progress:" in (wd / "logs/generate/tiny/gsm/gsm_base.log").read_text()
     # nothing left to do
@@ -251,7 +254,8 @@ def test_ex1_checkpoint_decides_ex2(tiny_run):
     assert any("no correct answer" in s for s in tiny["problems"])
     import pandas as pd
 
-    summaries = pd.read_csv(tiny_run / "results/tables/stats/summaries.csv")
+    summaries = pd.read_parquet(tiny_run / "results/stats/summaries.parquet")
     assert set(summaries["prompt"]) == {"gsm"}     # Ex2 prompts were not planned for anyone
+    assert not summaries["ex2"].any() and not summaries["significant"].any()
     problems = pd.read_csv(tiny_run / "results/tables/stats/fit_problems.csv")
     assert (problems["verdict"] == "degenerate").all()

@@ -1,19 +1,20 @@
-"""The figures of the GSM-Symbolic re-evaluation, each drawn from a results table file.
+"""The figures of the GSM-Symbolic re-evaluation. This module draws, and only draws: every
+function takes an already-read results table and writes ``stem.png`` and ``stem.pdf``.
 
-Nothing here recomputes a statistic: the GLMM figures read the bootstrap summaries table
-(``summaries.csv`` of the statistics tables, one row per analysis x GLMM x model x prompt x term),
-the failure-mode figures read the error-class count table (:func:`error_class_table`, written
-with :func:`earnest.tables.write_table`). Every figure is written as ``stem.png`` and ``stem.pdf``.
+* The GLMM figures take the summaries table (:mod:`earnest.stats.summaries`), whose columns
+  ``significant``, ``degenerate``, ``prompt_label`` and ``alpha`` decide hatching, marks and
+  labels; nothing here recomputes a statistic or a decision.
+* The failure-mode figures take the error-class count table (:mod:`earnest.error_table`).
 
 * Figure 1 (and Figures 4-7, the same layout for the other prompts): :func:`figure_variant_effect`.
 * Figure 2: :func:`figure_prompt_comparison`.
 * Figure 3: :func:`figure_number_effect`.
 * Figures 9-11: :func:`figure_error_classes`.
 
-Significance in every figure is the uncorrected bootstrap P value against alpha (the paper's
-"hatching marks non-significance", p > 0.05 prior to Holm-Bonferroni); see :func:`hatch_mask`.
-Missing or degenerate values (no clean bootstrap estimate, an infinite or runaway log odds ratio)
-are drawn as a marker with a note, never dropped silently.
+A bar or interval is hatched (open marker) where the effect is not ``significant``; a degenerate
+fit is marked with a section sign and a note. Missing or extreme values (no clean bootstrap
+estimate, an infinite or runaway log odds ratio) are drawn as a marker with a note, never dropped
+silently.
 
 Matplotlib runs on the Agg backend; importing this module does not import matplotlib.
 """
@@ -22,108 +23,31 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
-ALPHA = 0.05
+from earnest import failure_classes as fc
+from earnest.error_table import DATASET_LABELS, ERROR_TABLE_COLUMNS
+from earnest.prompts import prompt_noun
+from earnest.tables import require_columns
 
 #: Log odds ratios beyond +-CLIP_LOG_OR (OR ~ 1:3000) are drawn at the axis edge with their value.
 #: lme4 returns such estimates only for (quasi-)separated data, and one of them would otherwise
 #: squeeze every other model's interval into a dot.
 CLIP_LOG_OR = 8.0
 
-#: Columns of the summaries table each figure needs.
-SUMMARY_COLUMNS = ("analysis", "glmm", "model", "prompt", "term", "median_log_or", "ci_low_log",
-                   "ci_high_log", "p_boot", "acc_base", "acc_variants", "delta_var", "n_clean",
-                   "n_resamples")
+#: Columns of the summaries table the GLMM figures draw from.
+FIGURE_COLUMNS = ("analysis", "glmm", "model", "prompt", "prompt_label", "term", "median_log_or", "ci_low_log",
+                  "ci_high_log", "p_boot", "acc_base", "acc_variants", "delta_var", "n_clean", "n_resamples",
+                  "alpha", "significant", "degenerate")
 
-#: Columns of the error-class count table (:func:`error_class_table`).
-ERROR_TABLE_COLUMNS = ("model", "prompt", "style", "dataset", "error_class", "label", "count",
-                       "n_responses", "percent_of_responses")
-
-#: Appendix F's class names, in the order the legends list them. Classes of the scored table
-#: (``earnest.extraction``, ``earnest.scoring``, ``earnest.sandbox``) -> paper wording.
-ERROR_LABELS = {
-    "wrong_answer": "Wrong answer",
-    "wrong_answer_last_number": "Wrong answer — last number",
-    "empty_response": "Empty response",
-    "empty_after_trimming": "Empty (after trimming)",
-    "no_number_found": "No number found",
-    "no_function": "No function",
-    "forbidden_construct": "Forbidden string",
-    "syntax_error": "Syntax error",
-    "name_error": "Name error",
-    "type_value_error": "Type/Value error",
-    "zero_division_error": "Zero division error",
-    "attribute_error": "Attribute error",
-    "none_returned": "None returned",
-    "not_a_number": "Not a number",
-    "unclassified": "Unclassified",
-    "timeout": "Timeout",
-    "resource_limit": "Resource limit",
-}
-TEXT_CLASSES = ("wrong_answer", "wrong_answer_last_number", "empty_response", "empty_after_trimming",
-                "no_number_found")
-CODE_CLASSES = ("wrong_answer", "no_function", "forbidden_construct", "syntax_error", "name_error",
-                "type_value_error", "zero_division_error", "attribute_error", "none_returned",
-                "not_a_number", "unclassified", "timeout", "resource_limit")
-STYLE_CLASSES = {"text": TEXT_CLASSES, "code": CODE_CLASSES}
-#: The paper's short names of its five prompt formats (used where no label is given).
-PROMPT_LABELS = {"gsm": "GSM", "simple_nl": "simple NL", "structured_nl": "structured NL",
-                 "simple_code": "simple code", "structured_code": "structured code"}
-DATASET_LABELS = {"gsm_base": "GSM-Base", "gsm_variants": "GSM-Variants"}
-
+DEGENERATE_MARK = "§"
+DEGENERATE_NOTE = ("§ degenerate fit (no correct or no wrong answers, or complete separation): its estimate, "
+                   "interval and p value carry no information; see the fit_problems table.")
 _HATCH = "///"
 _NOTE_COLOUR = "#b2182b"
-
-
-class TableColumnError(ValueError):
-    """A results table lacks columns a figure or comparison needs."""
-
-
-# ---------------------------------------------------------------- reading tables
-def require_columns(df: pd.DataFrame, columns: Iterable[str], source: str) -> pd.DataFrame:
-    """``df`` unchanged when it has every column in ``columns``; else TableColumnError naming
-    ``source`` (the file) and the missing columns."""
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise TableColumnError(f"{source}: missing column(s) {', '.join(missing)} "
-                               f"(has: {', '.join(map(str, df.columns))})")
-    return df
-
-
-def read_table(path: str | Path, columns: Iterable[str] = ()) -> pd.DataFrame:
-    """Read a CSV or Parquet results table and check it has ``columns`` (clear error otherwise)."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: results table not found")
-    if path.suffix == ".parquet":
-        df = pd.read_parquet(path)
-    elif path.suffix == ".csv":
-        # model and prompt names such as "1" or "NA" stay text
-        df = pd.read_csv(path, dtype={"model": str, "prompt": str, "error_class": str},
-                         keep_default_na=False, na_values=[""])
-    else:
-        raise ValueError(f"{path}: unknown table format (expected .csv or .parquet)")
-    return require_columns(df, columns, str(path))
-
-
-def read_summaries(path: str | Path) -> pd.DataFrame:
-    """The bootstrap summaries table (``summaries.csv``; a directory means the file inside it)."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "summaries.csv"
-    return read_table(path, SUMMARY_COLUMNS)
-
-
-# ---------------------------------------------------------------- significance
-def hatch_mask(p, alpha: float = ALPHA) -> np.ndarray:
-    """True where a bar is hatched: the effect is not significant, i.e. the P value is not below
-    ``alpha`` or is missing (no clean bootstrap estimate gives no evidence either way)."""
-    p = np.asarray(p, dtype=float)
-    return ~(np.nan_to_num(p, nan=np.inf) < alpha)
 
 
 def _order(values: Iterable[str], preferred: Sequence[str] | None) -> list[str]:
@@ -148,6 +72,21 @@ def _select(s: pd.DataFrame, *, glmm: int, term: str, analysis: str = "all") -> 
     sub["model"] = sub["model"].astype(str)
     sub["prompt"] = sub["prompt"].astype(str)
     return sub
+
+
+def _alpha(s: pd.DataFrame) -> float:
+    """The significance level the table's ``significant`` column was decided at."""
+    values = sorted(set(s["alpha"].astype(float)))
+    return values[0] if values else 0.05
+
+
+def _labels(s: pd.DataFrame) -> dict[str, str]:
+    return dict(zip(s["prompt"].astype(str), s["prompt_label"].astype(str)))
+
+
+def _hatch(sub: pd.DataFrame) -> np.ndarray:
+    """True where a bar is hatched: the effect is not significant (the table's decision)."""
+    return ~sub["significant"].astype(bool).to_numpy()
 
 
 # ---------------------------------------------------------------- matplotlib helpers
@@ -206,32 +145,31 @@ def _axis_limit(values: Iterable[float], clip: float, pad: float = 0.15) -> floa
 
 # ---------------------------------------------------------------- Figure 1 (and 4-7)
 def figure_variant_effect(summaries: pd.DataFrame, prompt: str, stem: str | Path, *,
-                          models: Sequence[str] | None = None, alpha: float = ALPHA,
-                          prompt_label: str | None = None, analysis: str = "all",
+                          models: Sequence[str] | None = None, analysis: str = "all",
                           clip: float = CLIP_LOG_OR) -> list[Path]:
-    """Figure 1 layout for one prompt, from GLMM 1's variant rows of ``summaries``.
+    """Figure 1 layout for one prompt, from GLMM 1's variant rows of the summaries table.
 
     Top: median log odds ratio of Variant with its 95% bootstrap interval per model, dashed line
     at 0 (OR = 1), and the number of clean bootstrap estimates. Bottom left: Delta_var (pp),
     hatched where not significant. Bottom right: bootstrap P values (uncorrected), dashed line at
     ``alpha``. Returns the PNG and PDF paths.
     """
-    require_columns(summaries, SUMMARY_COLUMNS, "summaries")
-    label = prompt_label or PROMPT_LABELS.get(prompt, prompt)
+    require_columns(summaries, FIGURE_COLUMNS, "summaries")
+    alpha = _alpha(summaries)
+    label = prompt_noun(_labels(summaries).get(str(prompt), str(prompt)))
     sub = _select(summaries, glmm=1, term="variant", analysis=analysis)
     sub = sub[sub["prompt"] == str(prompt)]
-    title = f"Variant effect, {label} prompt (GLMM 1)"
+    title = f"Variant effect, {label} (GLMM 1)"
     if sub.empty:
-        return _empty_figure(stem, title, f"No GLMM 1 results for the {label} prompt in this run.")
+        return _empty_figure(stem, title, f"No GLMM 1 results for the {label} in this run.")
     order = _order(sub["model"], models)
     sub = sub.drop_duplicates("model").set_index("model").loc[order].reset_index()
     n = len(sub)
     y = np.arange(n)[::-1]  # first model on top
-    hatch = hatch_mask(sub["p_boot"], alpha)
+    hatch = _hatch(sub)
     # degenerate fits (see the fit_problems table) are labelled so that no one reads their numbers
-    degenerate = sub["degenerate"].fillna(False).astype(bool) if "degenerate" in sub else pd.Series(False, index=sub.index)
-    hatch = hatch | degenerate.to_numpy()
-    ylabels = [f"{m} §" if d else m for m, d in zip(sub["model"], degenerate)]
+    degenerate = sub["degenerate"].astype(bool)
+    ylabels = [f"{m} {DEGENERATE_MARK}" if d else m for m, d in zip(sub["model"], degenerate)]
 
     plt = _plt()
     panel_h = 0.5 + 0.32 * n  # inches per panel; the gap between them is fixed in inches
@@ -292,7 +230,7 @@ def figure_variant_effect(summaries: pd.DataFrame, prompt: str, stem: str | Path
                Line2D([], [], color=ns_c, marker="o", mfc="white", lw=2, label="not significant"),
                Line2D([], [], color="black", ls="--", lw=1, label="null effect (OR = 1)"),
                Patch(facecolor="white", edgecolor="black", hatch=_HATCH,
-                     label=f"hatched bar: not significant (p ≥ {alpha:g})")]
+                     label=f"hatched bar: not significant (p ≥ {alpha:g} or degenerate)")]
     top.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4,
                fontsize=8, frameon=False)
     top.set_title(title, pad=22)
@@ -315,8 +253,7 @@ def figure_variant_effect(summaries: pd.DataFrame, prompt: str, stem: str | Path
     right.set_title(f"P value (dashed: α = {alpha:g})", fontsize=10)
     left.set_ylim(-0.7, n - 0.3)
     if degenerate.any():
-        fig.text(0.01, -0.04, "§ degenerate fit (no correct answers, or complete separation): its estimate, interval "
-                 "and p value carry no information; see the fit_problems table.", fontsize=7, color=_NOTE_COLOUR)
+        fig.text(0.01, -0.04, DEGENERATE_NOTE, fontsize=7, color=_NOTE_COLOUR)
     return _save(fig, stem)
 
 
@@ -352,12 +289,13 @@ def _bar_x(i: int, j: int, k: int) -> float:
 
 
 def _grouped(ax, models, prompts, values, hatch, colours, *, lows=None, highs=None,
-             clip: float | None = None, lim: float | None = None) -> None:
+             clip: float | None = None, lim: float | None = None, marks=None) -> None:
     """Bars of ``values[(model, prompt)]`` grouped by model, one colour per prompt.
 
     ``hatch[(m, p)]`` hatches a bar; ``lows``/``highs`` add interval whiskers; values beyond
     ``lim`` are drawn at the edge with a triangle and their value; missing cells get "n/a" only
-    where the pair was run (present in ``values`` as NaN).
+    where the pair was run (present in ``values`` as NaN); ``marks[(m, p)]`` puts the degenerate-fit
+    sign above (or below) the bar.
     """
     k = len(prompts)
     width = _bar_width(k)
@@ -389,6 +327,9 @@ def _grouped(ax, models, prompts, values, hatch, colours, *, lows=None, highs=No
                 if lim is not None:
                     lo, hi = _clip(lo, lim), _clip(hi, lim)
                 ax.vlines(x, lo, hi, color="black", lw=0.8)
+            if marks is not None and marks.get((m, p)):
+                ax.annotate(DEGENERATE_MARK, (x, shown), xytext=(0, 2 if shown >= 0 else -9),
+                            textcoords="offset points", ha="center", fontsize=8, color=_NOTE_COLOUR)
     ax.set_xticks(np.arange(len(models)), models, rotation=30 if len(models) > 3 else 0,
                   ha="right" if len(models) > 3 else "center", fontsize=8)
     ax.set_xlim(-0.6, len(models) - 0.4)
@@ -397,7 +338,8 @@ def _grouped(ax, models, prompts, values, hatch, colours, *, lows=None, highs=No
 def _prompt_legend(ax, prompts, colours, labels, alpha, extra=()):
     from matplotlib.patches import Patch
     handles = [Patch(facecolor=colours[p], edgecolor=colours[p], label=labels.get(p, p)) for p in prompts]
-    handles.append(Patch(facecolor="white", edgecolor="black", hatch=_HATCH, label=f"not significant (p ≥ {alpha:g})"))
+    handles.append(Patch(facecolor="white", edgecolor="black", hatch=_HATCH,
+                         label=f"not significant (p ≥ {alpha:g} or degenerate)"))
     handles.extend(extra)
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
@@ -406,24 +348,23 @@ def _cells(sub: pd.DataFrame, column: str) -> dict:
     return {(r.model, r.prompt): float(getattr(r, column)) for r in sub.itertuples(index=False)}
 
 
-def ex2_models(summaries: pd.DataFrame, ex2_prompts: Sequence[str], models: Sequence[str] | None = None,
-               analysis: str = "all") -> list[str]:
-    """Models with GLMM 1 results on at least one of ``ex2_prompts`` (the Ex2 models of the run),
-    in ``models`` order; all models with GLMM 1 results when none has any."""
-    sub = _select(summaries, glmm=1, term="variant", analysis=analysis)
-    chosen = sub[sub["prompt"].isin([str(p) for p in ex2_prompts])]["model"]
-    return _order(chosen if len(chosen) else sub["model"], models)
+def _flags(sub: pd.DataFrame, column: str) -> dict:
+    return {(r.model, r.prompt): bool(getattr(r, column)) for r in sub.itertuples(index=False)}
+
+
+def _degenerate_note(fig, marks: dict) -> None:
+    if any(marks.values()):
+        fig.text(0.01, 0.0, DEGENERATE_NOTE, fontsize=7, color=_NOTE_COLOUR, va="top")
 
 
 def figure_prompt_comparison(summaries: pd.DataFrame, prompts: Sequence[str], stem: str | Path, *,
-                             models: Sequence[str] | None = None, alpha: float = ALPHA,
-                             prompt_labels: Mapping[str, str] | None = None,
-                             analysis: str = "all") -> list[Path]:
+                             models: Sequence[str] | None = None, analysis: str = "all") -> list[Path]:
     """Figure 2: accuracies (top) and Delta_var (bottom, hatched where GLMM 1's Variant is not
     significant) across ``prompts`` for ``models`` (default: every model with results on them).
     Bars: mean accuracy on GSM-Variants; black ticks: accuracy on GSM-Base."""
-    require_columns(summaries, SUMMARY_COLUMNS, "summaries")
-    labels = {**PROMPT_LABELS, **(prompt_labels or {})}
+    require_columns(summaries, FIGURE_COLUMNS, "summaries")
+    alpha = _alpha(summaries)
+    labels = _labels(summaries)
     sub = _select(summaries, glmm=1, term="variant", analysis=analysis)
     sub = sub[sub["prompt"].isin([str(p) for p in prompts])].drop_duplicates(["model", "prompt"])
     title = "Accuracy and variant performance delta across prompt formats (GLMM 1)"
@@ -434,7 +375,8 @@ def figure_prompt_comparison(summaries: pd.DataFrame, prompts: Sequence[str], st
     models = _order(sub["model"], models)
     prompts = [p for p in _order(sub["prompt"], [str(p) for p in prompts])]
     colours = _prompt_colours(prompts)
-    hatch = dict(zip(zip(sub["model"], sub["prompt"]), hatch_mask(sub["p_boot"], alpha)))
+    hatch = dict(zip(zip(sub["model"], sub["prompt"]), _hatch(sub)))
+    marks = _flags(sub, "degenerate")
     plt = _plt()
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(6.5, 1.2 + 0.25 * len(prompts) * len(models) + 0.4 * len(models)), 7.5),
                                       sharex=True)
@@ -457,25 +399,26 @@ def figure_prompt_comparison(summaries: pd.DataFrame, prompts: Sequence[str], st
                + [Line2D([], [], color="black", lw=2, label="Ā GSM-Base")],
                loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     delta = _cells(sub, "delta_var")
-    _grouped(bottom, models, prompts, delta, hatch, colours)
+    _grouped(bottom, models, prompts, delta, hatch, colours, marks=marks)
     bottom.axhline(0, color="black", lw=0.8)
     bottom.set_ylim(*_bar_limits(delta.values()))
     bottom.set_ylabel("Δvar (pp)")
     bottom.set_title("Variant performance delta Δvar = Ā(GSM-Variants) − Ā(GSM-Base)", fontsize=10)
     _prompt_legend(bottom, prompts, colours, labels, alpha)
     fig.tight_layout()
+    _degenerate_note(fig, marks)
     return _save(fig, stem)
 
 
 def figure_number_effect(summaries: pd.DataFrame, prompts: Sequence[str], stem: str | Path, *,
-                         models: Sequence[str] | None = None, alpha: float = ALPHA,
-                         prompt_labels: Mapping[str, str] | None = None, analysis: str = "all",
+                         models: Sequence[str] | None = None, analysis: str = "all",
                          clip: float = CLIP_LOG_OR) -> list[Path]:
     """Figure 3: log odds ratios with 95% intervals of the raw variant effect (Variant, GLMM 1,
     top), the large-number effect (gamma_c, GLMM 2, middle) and the corrected variant effect
     (Variant, GLMM 2, bottom), per model and prompt; hatched where not significant."""
-    require_columns(summaries, SUMMARY_COLUMNS, "summaries")
-    labels = {**PROMPT_LABELS, **(prompt_labels or {})}
+    require_columns(summaries, FIGURE_COLUMNS, "summaries")
+    alpha = _alpha(summaries)
+    labels = _labels(summaries)
     panels = [(1, "variant", "Variant effect (Variant in GLMM 1)"),
               (2, "gamma_c", "Large-number effect (γc in GLMM 2, per unit of γ)"),
               (2, "variant", "Variant effect corrected for the large-number effect (Variant in GLMM 2)")]
@@ -496,15 +439,18 @@ def figure_number_effect(summaries: pd.DataFrame, prompts: Sequence[str], stem: 
     plt = _plt()
     fig, axes = plt.subplots(3, 1, figsize=(max(6.5, 1.2 + 0.25 * len(prompts) * len(models) + 0.4 * len(models)), 10),
                              sharex=True)
+    any_marks = False
     for ax, (glmm, term, name), s in zip(axes, panels, subs):
         if s.empty:
             ax.text(0.5, 0.5, f"no GLMM {glmm} results", transform=ax.transAxes, ha="center",
                     color=_NOTE_COLOUR)
         values = _cells(s, "median_log_or")
         lim = _axis_limit(list(values.values()) + list(s["ci_low_log"]) + list(s["ci_high_log"]), clip)
-        hatch = dict(zip(zip(s["model"], s["prompt"]), hatch_mask(s["p_boot"], alpha)))
+        hatch = dict(zip(zip(s["model"], s["prompt"]), _hatch(s)))
+        marks = _flags(s, "degenerate")
+        any_marks = any_marks or any(marks.values())
         _grouped(ax, models, prompts, values, hatch, colours, lows=_cells(s, "ci_low_log"),
-                 highs=_cells(s, "ci_high_log"), lim=lim)
+                 highs=_cells(s, "ci_high_log"), lim=lim, marks=marks)
         ax.axhline(0, color="black", lw=0.8, ls="--")
         ax.set_ylim(-lim, lim)
         ax.set_ylabel("log odds ratio")
@@ -515,83 +461,20 @@ def figure_number_effect(summaries: pd.DataFrame, prompts: Sequence[str], stem: 
                    extra=[Line2D([], [], color="black", lw=0.8, label="95% bootstrap interval"),
                           Line2D([], [], color="black", lw=0.8, ls="--", label="null effect (OR = 1)")])
     fig.tight_layout()
+    _degenerate_note(fig, {"any": any_marks})
     return _save(fig, stem)
 
 
 # ---------------------------------------------------------------- Figures 9-11
-def error_class_table(scored: pd.DataFrame, styles: Mapping[str, str], *,
-                      source: str = "scored tables") -> pd.DataFrame:
-    """Counts of each error class per model, prompt and dataset from the scored tables.
-
-    ``scored`` needs model, prompt, dataset, error_class (CONTRACTS.md; "" = correct);
-    ``styles`` maps each prompt to ``text`` or ``code`` and decides which classes are listed
-    (with zero counts where absent, so every figure row has the same classes; a class outside
-    the style's list, if the scorer ever writes one, is kept too). Correct answers count in
-    ``n_responses`` only. Columns: :data:`ERROR_TABLE_COLUMNS`.
-    """
-    require_columns(scored, ("model", "prompt", "dataset", "error_class"), source)
-    df = scored[["model", "prompt", "dataset", "error_class"]].copy()
-    for c in ("model", "prompt", "dataset"):
-        df[c] = df[c].astype(str)
-    df["error_class"] = df["error_class"].fillna("").astype(str)
-    unknown = sorted(set(df["prompt"]) - set(styles))
-    if unknown:
-        raise ValueError(f"{source}: prompt(s) {unknown} have no answer style (known: {sorted(styles)})")
-    rows = []
-    for (model, prompt, dataset), g in df.groupby(["model", "prompt", "dataset"], sort=False):
-        style = styles[prompt]
-        if style not in STYLE_CLASSES:
-            raise ValueError(f"style of prompt {prompt!r} must be text or code, not {style!r}")
-        counts = g.loc[g["error_class"] != "", "error_class"].value_counts()
-        classes = list(STYLE_CLASSES[style]) + sorted(set(counts.index) - set(STYLE_CLASSES[style]))
-        n = len(g)
-        for cls in classes:
-            cnt = int(counts.get(cls, 0))
-            rows.append({"model": model, "prompt": prompt, "style": style, "dataset": dataset,
-                         "error_class": cls, "label": ERROR_LABELS.get(cls, cls), "count": cnt,
-                         "n_responses": n, "percent_of_responses": 100.0 * cnt / n if n else float("nan")})
-    return pd.DataFrame(rows, columns=list(ERROR_TABLE_COLUMNS))
-
-
-def write_error_class_table(table: pd.DataFrame, stem: str | Path) -> dict[str, Path]:
-    """Write the error-class counts with :func:`earnest.tables.write_table` (CSV raw, MD/LaTeX
-    with only the non-zero rows shown wide: one row per model x prompt x dataset, one column per class)."""
-    from earnest.tables import write_table
-
-    caption = ("Counts of error classes (Appendix F of the GSM-Symbolic re-evaluation) per model, prompt "
-               "format and dataset, from the scored answers; 'Wrong answer' is an extracted but incorrect "
-               "number, the other classes are failures to produce a number. N = responses scored.")
-    if table.empty:
-        display = pd.DataFrame({"Model": [], "Prompt": [], "Dataset": [], "N": []})
-        return write_table(display, stem, caption + " (No scored answers in this run.)", csv=table)
-    # a class outside a prompt's style (a code error for a text prompt) stays an empty cell
-    wide = table.pivot_table(index=["model", "prompt", "dataset", "n_responses"], columns="label",
-                             values="count", aggfunc="sum", sort=False)
-    order = [ERROR_LABELS[c] for c in ERROR_LABELS if ERROR_LABELS[c] in wide.columns]
-    order += [c for c in wide.columns if c not in order]
-    wide = wide[order]
-    keep = [c for c in wide.columns if (wide[c].fillna(0) != 0).any()] or order[:1]
-    errors = wide.fillna(0).sum(axis=1)
-    wide = wide[keep].reset_index()
-    display = pd.DataFrame({"Model": wide["model"], "Prompt": wide["prompt"],
-                            "Dataset": [DATASET_LABELS.get(d, d) for d in wide["dataset"]],
-                            "N": wide["n_responses"].astype(int),
-                            "Correct": (wide["n_responses"] - errors.to_numpy()).astype(int)})
-    for c in keep:
-        display[c] = ["" if pd.isna(v) else str(int(v)) for v in wide[c]]
-    return write_table(display, stem, caption + " Empty cells: the class does not apply to the prompt's "
-                       "answer style.", csv=table)
-
-
 def _class_colours(classes: Sequence[str]) -> dict[str, object]:
     plt = _plt()
     # tab20 without its two greys: grey is reserved for "Wrong answer"
     palette = [c for i, c in enumerate(plt.get_cmap("tab20").colors) if i not in (14, 15)]
-    fixed = [c for c in ERROR_LABELS if c != "wrong_answer"]
+    fixed = [c for c in fc.FAILURE_CLASSES if c != fc.WRONG_ANSWER]
     colours = {}
     extra = 0
     for c in classes:
-        if c == "wrong_answer":
+        if c == fc.WRONG_ANSWER:
             colours[c] = "#bdbdbd"
             continue
         if c in fixed:
@@ -606,17 +489,16 @@ def _class_colours(classes: Sequence[str]) -> dict[str, object]:
 def figure_error_classes(table: pd.DataFrame, prompts: Sequence[str], stem: str | Path, *,
                          datasets: Sequence[str] | None = None, proportions: bool = False,
                          exclude: Sequence[str] = (), models: Sequence[str] | None = None,
-                         prompt_labels: Mapping[str, str] | None = None,
                          title: str = "Error classes") -> list[Path]:
     """Figures 9-11: per-model stacked bars of error classes, one panel per prompt (top to bottom
-    in ``prompts`` order), from the error-class count table.
+    in ``prompts`` order), from the error-class count table (:mod:`earnest.error_table`).
 
     ``datasets``: which datasets to pool (default all); ``exclude``: classes left out (Figure 11
     leaves out ``wrong_answer``); ``proportions``: bars show each class's share (%) of the
     model's remaining errors instead of counts.
     """
     require_columns(table, ERROR_TABLE_COLUMNS, "error class table")
-    labels = {**PROMPT_LABELS, **(prompt_labels or {})}
+    labels = dict(zip(table["prompt"].astype(str), table["prompt_label"].astype(str)))
     t = table.copy()
     for c in ("model", "prompt", "dataset", "error_class"):
         t[c] = t[c].astype(str)
@@ -628,7 +510,7 @@ def figure_error_classes(table: pd.DataFrame, prompts: Sequence[str], stem: str 
     if t.empty:
         return _empty_figure(stem, title, "No scored answers for these prompt formats in this run.")
     present = _order(t["prompt"], [str(p) for p in prompts])
-    classes = [c for c in ERROR_LABELS if c in set(t["error_class"])]
+    classes = [c for c in fc.FAILURE_CLASSES if c in set(t["error_class"])]
     classes += [c for c in _order(t["error_class"], None) if c not in classes]
     colours = _class_colours(classes)
     all_models = _order(t["model"], models)
@@ -654,7 +536,7 @@ def figure_error_classes(table: pd.DataFrame, prompts: Sequence[str], stem: str 
         for j, cls in enumerate(counts.columns):
             if data[:, j].sum() == 0:
                 continue
-            ax.barh(y, data[:, j], left=left, height=0.65, color=colours[cls], label=ERROR_LABELS.get(cls, cls),
+            ax.barh(y, data[:, j], left=left, height=0.65, color=colours[cls], label=fc.label(cls),
                     edgecolor="white", lw=0.5)
             left += data[:, j]
         for yi, tot in zip(y, totals):
@@ -667,15 +549,15 @@ def figure_error_classes(table: pd.DataFrame, prompts: Sequence[str], stem: str 
         ax.set_ylim(-0.7, len(models_here) - 0.3)
         if proportions:
             ax.set_xlim(0, 100)
-            what = " and ".join(ERROR_LABELS.get(c, c).lower() for c in exclude)
+            what = " and ".join(fc.label(c).lower() for c in exclude)
             ax.set_xlabel(f"share of the model's errors other than {what} (%)" if what
                           else "share of the model's errors (%)")
         else:
             ax.set_xlim(0, max(1.0, totals.max()) * 1.12)
             ax.set_xlabel("number of responses")
-        ax.set_title(f"{labels.get(prompt, prompt)} prompt ({ds_note})", fontsize=10)
+        ax.set_title(f"{prompt_noun(labels.get(prompt, prompt))} ({ds_note})", fontsize=10)
     from matplotlib.patches import Patch
-    handles = [Patch(color=colours[c], label=ERROR_LABELS.get(c, c)) for c in classes]
+    handles = [Patch(color=colours[c], label=fc.label(c)) for c in classes]
     fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=11)
     return _save(fig, stem)

@@ -275,3 +275,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--prompts-dir", default=None,
                    help="folder with formats.yaml (default: this source tree's resources/prompts)")
     p.set_defaults(func=_cmd_prompt)
+
+
+def prompt_noun(label: str) -> str:
+    """A prompt label as a noun phrase for captions and titles: "GSM prompt (Ex1)" stays as it is,
+    "simple code" becomes "simple code prompt" (the word is never doubled)."""
+    return label if "prompt" in label.lower() else f"{label} prompt"

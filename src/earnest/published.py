@@ -17,12 +17,13 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from earnest.plots import read_table, require_columns
+from earnest.prompts import prompt_noun
+from earnest.tables import read_table, require_columns
 
 TABLE4_COLUMNS = ("model", "gsm_base_m", "gsm_variants_m", "gsm_variants_m_sd", "gsm_base_o",
                   "gsm_variants_o", "gsm_variants_o_sd")
 TABLE5_COLUMNS = ("model", "delta_var_mirzadeh", "delta_var_ours")
-#: Summary columns the comparison reads (the statistics engine's ``summaries.csv``).
+#: Columns of the summaries table (:mod:`earnest.stats.summaries`) the comparison reads.
 SUMMARY_COLUMNS = ("analysis", "glmm", "model", "prompt", "term", "acc_base", "acc_variants", "delta_var")
 
 COMPARISON_COLUMNS = [
@@ -128,7 +129,7 @@ def write_comparison(comparison: pd.DataFrame, stem: str | Path, prompt_label: s
         "Drop / run": [_f(x) for x in comparison["drop_run"]],
     })
     display["Model"] = [m if m == p else f"{m} (= {p})" for m, p in zip(comparison["model"], comparison["paper_model"])]
-    caption = (f"Accuracies (%) with the {prompt_label} prompt (8-shot) reported in the GSM-Symbolic study "
+    caption = (f"Accuracies (%) with the {prompt_noun(prompt_label)} (8-shot) reported in the GSM-Symbolic study "
                "(Mirzadeh et al., 2025; '/ M'), in the re-evaluation's reproduction ('/ O'; Tables 4 and 5 of "
                "the re-evaluation) and in this run ('/ run'). '(± …)' is the standard deviation of the "
                "accuracy over the GSM-Variants instance sets. Drop = Ā(GSM-Base) − Ā(GSM-Variants) in "

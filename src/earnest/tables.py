@@ -146,3 +146,34 @@ def write_table(df: pd.DataFrame, stem: str | Path, caption: str, *,
     paths["md"].write_text(to_markdown(display, caption, bold), encoding="utf-8")
     paths["tex"].write_text(to_latex(display, caption, label, bold), encoding="utf-8")
     return paths
+
+
+# ---------------------------------------------------------------- reading results tables back
+class TableColumnError(ValueError):
+    """A results table lacks columns a figure or comparison needs."""
+
+
+def require_columns(df: pd.DataFrame, columns, source: str) -> pd.DataFrame:
+    """``df`` unchanged when it has every column in ``columns``; else TableColumnError naming
+    ``source`` (the file) and the missing columns."""
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise TableColumnError(f"{source}: missing column(s) {', '.join(missing)} "
+                               f"(has: {', '.join(map(str, df.columns))})")
+    return df
+
+
+def read_table(path: str | Path, columns=()) -> pd.DataFrame:
+    """Read a CSV or Parquet results table and check it has ``columns`` (clear error otherwise)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: results table not found")
+    if path.suffix == ".parquet":
+        df = pd.read_parquet(path)
+    elif path.suffix == ".csv":
+        # model and prompt names such as "1" or "NA" stay text
+        df = pd.read_csv(path, dtype={"model": str, "prompt": str, "error_class": str, "prompt_label": str},
+                         keep_default_na=False, na_values=[""])
+    else:
+        raise ValueError(f"{path}: unknown table format (expected .csv or .parquet)")
+    return require_columns(df, columns, str(path))

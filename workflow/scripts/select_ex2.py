@@ -1,35 +1,27 @@
-"""Ex1 -> Ex2: the models whose variant effect (GLMM 1, Ex1 prompt) has an uncorrected bootstrap
-p below alpha go on to the alternative prompt formats. A degenerate fit (no correct answers, or
-complete separation: see earnest.stats.diagnostics.fit_problems) is not counted as significant,
-whatever its p value, and the decision file says why.
+"""Ex1 -> Ex2 (section 3.6): the models whose variant effect (GLMM 1, the Ex1 prompt) is
+significant in the Ex1 summaries table go on to the alternative prompt formats
+(earnest.stats.summaries.ex2_selection: the table's one definition of significant, which never
+counts a degenerate fit); the decision file says why for each model.
 
-snakemake.input.summaries: Ex1 GLMM 1 summary parquets; snakemake.params.alpha;
-snakemake.output[0]: YAML {ex2_models: [...], alpha, decisions: {model: {p_boot, selected}}}.
+snakemake.input[0]: the Ex1 summaries table (rule ex1_summaries); snakemake.params.ex1_prompt;
+snakemake.output[0]: YAML {ex2_models: [...], alpha, decisions: {model: {p_boot, verdict, problems,
+  selected}}}; snakemake.log[0]: log file.
 """
 
-import pandas as pd
 import yaml
 
-from earnest.joblog import job_logger  # noqa: E402
+from earnest.joblog import job_logger
 
 log = job_logger(snakemake.log[0], "select_ex2")  # noqa: F821
-from earnest.stats.diagnostics import fit_problems  # noqa: E402
 
-alpha = float(snakemake.params.alpha)  # noqa: F821
-decisions = {}
-for path in snakemake.input.summaries:  # noqa: F821
-    s = pd.read_parquet(path)
-    row = s[s["term"] == "variant"]
-    if len(row) != 1:
-        raise ValueError(f"{path}: expected one 'variant' row, found {len(row)}")
-    r = row.iloc[0]
-    p = float(r["p_boot"])
-    verdict, statements = fit_problems(r)
-    selected = bool(p < alpha) and verdict != "degenerate"
-    decisions[str(r["model"])] = {"p_boot": None if pd.isna(p) else p, "verdict": verdict,
-                                  "problems": statements, "selected": selected}
-    log.info("%s: variant effect p_boot=%s, fit %s -> %s", r["model"], p, verdict,
-             "Ex2" if selected else "stops after Ex1")
-chosen = [m for m, d in decisions.items() if d["selected"]]
-with open(snakemake.output[0], "w") as fh:  # noqa: F821
+from earnest.stats.summaries import ex2_selection, read_summaries  # noqa: E402
+
+sm = snakemake  # noqa: F821
+table = read_summaries(sm.input[0])
+chosen, decisions = ex2_selection(table, sm.params.ex1_prompt)
+for model, d in decisions.items():
+    log.info("%s: variant effect p_boot=%s, fit %s -> %s", model, d["p_boot"], d["verdict"],
+             "Ex2" if d["selected"] else "stops after Ex1")
+alpha = float(table["alpha"].iloc[0]) if len(table) else None
+with open(sm.output[0], "w") as fh:
     yaml.safe_dump({"ex2_models": chosen, "alpha": alpha, "decisions": decisions}, fh, sort_keys=False)

@@ -1,55 +1,38 @@
 """Write every statistics table across models and prompts (Tables 2, 3, 6-23 of the GSM-Symbolic
-re-evaluation) as CSV, Markdown and LaTeX, plus the combined summary.
+re-evaluation) as CSV, Markdown and LaTeX, from the summaries table.
 
-snakemake.input.summaries: summary parquets (all GLMMs, models, prompts, analyses);
-snakemake.input.refits: optimiser-refit parquets (optional); snakemake.input.glmm_inputs: GLMM
-  input parquets of the all-errors analysis (optional; for the separation check, Table 19);
-snakemake.params: models (display order), prompts (display order), prompt_labels (optional dict
-  prompt -> label), code_prompts (prompts with a reasoning-only analysis), alpha (default 0.05);
-snakemake.output[0]: directory of tables (summaries.csv inside); snakemake.log[0]: log file.
+snakemake.input.summaries: the summaries table (results/stats/summaries.parquet);
+snakemake.input.refits: optimiser-refit parquets; snakemake.input.glmm_inputs: GLMM input parquets
+  of the all-errors analysis (for the separation check, Table 19);
+snakemake.params: models (display order), prompts (display order), code_prompts (prompts with a
+  reasoning-only analysis);
+snakemake.output[0]: directory of tables; snakemake.log[0]: log file.
 """
-
-import logging
-from pathlib import Path
 
 import pandas as pd
 
-from earnest.stats.diagnostics import fit_problems
-from earnest.stats.paper_tables import write_stats_tables
+from earnest.joblog import job_logger
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO,  # noqa: F821
-                    format="%(asctime)s %(levelname)s %(message)s", force=True)
-log = logging.getLogger("stats_tables")
+log = job_logger(snakemake.log[0], "stats_tables")  # noqa: F821
 
-
-def _paths(name):
-    value = snakemake.input.get(name, [])  # noqa: F821
-    return [value] if isinstance(value, str) else list(value)
+from earnest.stats.paper_tables import write_stats_tables  # noqa: E402
+from earnest.stats.summaries import read_summaries  # noqa: E402
 
 
-def _concat(paths):
-    frames = [pd.read_parquet(p) for p in paths]
+def _concat(value):
+    """The non-empty tables of one input, concatenated; None when there are none."""
+    frames = [pd.read_parquet(p) for p in ([value] if isinstance(value, str) else list(value))]
     frames = [f for f in frames if len(f)]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return pd.concat(frames, ignore_index=True) if frames else None
 
 
 try:
-    p = snakemake.params  # noqa: F821
-    out = Path(snakemake.output[0])  # noqa: F821
-    out.mkdir(parents=True, exist_ok=True)
-    summaries = _concat(_paths("summaries"))
-    refits = _concat(_paths("refits"))
-    inputs = _concat(_paths("glmm_inputs"))
-    if len(summaries):  # the figures mark what the tables mark
-        summaries["fit_verdict"] = [fit_problems(r)[0] for _, r in summaries.iterrows()]
-        summaries["degenerate"] = summaries["fit_verdict"] == "degenerate"
-    summaries.to_csv(out / "summaries.csv", index=False)
+    sm = snakemake  # noqa: F821
+    summaries = read_summaries(sm.input.summaries)
     written = write_stats_tables(
-        summaries, out, refits=refits if len(refits) else None, glmm_input=inputs if len(inputs) else None,
-        models=list(p.get("models", []) or []), prompts=list(p.get("prompts", []) or []),
-        prompt_labels=dict(p.get("prompt_labels", {}) or {}), code_prompts=list(p.get("code_prompts", []) or []),
-        alpha=float(p.get("alpha", 0.05)))
-    log.info("wrote %d table files to %s", len(written), out)
+        summaries, sm.output[0], refits=_concat(sm.input.refits), glmm_input=_concat(sm.input.glmm_inputs),
+        models=list(sm.params.models), prompts=list(sm.params.prompts), code_prompts=list(sm.params.code_prompts))
+    log.info("wrote %d table files to %s", len(written), sm.output[0])
 except Exception:
     log.exception("writing the statistics tables failed")
     raise

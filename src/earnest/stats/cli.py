@@ -43,6 +43,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from earnest.stats import paper_tables, run as R
+    from earnest.stats.summaries import build_summaries
 
     if args.resamples < 1:
         print(f"earnest glmm: --resamples must be positive, not {args.resamples}", file=sys.stderr)
@@ -72,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
               f"rerunning the same command reuses them.", file=sys.stderr)
         return 1
     out.mkdir(parents=True, exist_ok=True)
-    summaries.to_csv(out / f"summary_glmm{args.glmm}.csv", index=False)
+    table = build_summaries(summaries)  # with Holm, verdicts and significance (earnest.stats.summaries)
+    table.to_csv(out / f"summary_glmm{args.glmm}.csv", index=False)
     if len(refits):
         refits.to_csv(out / f"optimiser_refits_glmm{args.glmm}.csv", index=False)
     if len(checks):
@@ -84,6 +86,6 @@ def run(args: argparse.Namespace) -> int:
             f"{int(checks['clean_agree_default'].sum())}/{n} (lme4's defaults) -> {out / f'engine_check_glmm{args.glmm}.csv'}")
         for w in checks.loc[checks["warning"] != "", "warning"]:
             log(f"WARNING: {w}")
-    paths = paper_tables.write_stats_tables(summaries, out / "tables", refits=refits, glmm_input=df)
+    paths = paper_tables.write_stats_tables(table, out / "tables", refits=refits, glmm_input=df)
     log(f"wrote {out / f'summary_glmm{args.glmm}.csv'} and {len(paths)} table files under {out / 'tables'}")
     return 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from earnest.stats.summary import ALPHA, accuracies, significant
+from earnest.stats.summary import accuracies
 
 LARGE_SPLIT_PP = 80.0
 
@@ -42,28 +42,22 @@ def separation_table(glmm_input: pd.DataFrame, threshold_pp: float = LARGE_SPLIT
     return out.reset_index(drop=True)
 
 
-def wald_mismatches(summaries: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
-    """Table 16: every (GLMM, effect, prompt, model) whose bootstrap and Wald significance calls differ.
+def wald_mismatches(summaries: pd.DataFrame) -> pd.DataFrame:
+    """Table 16: every (GLMM, effect, prompt, model) of the summaries table
+    (:mod:`earnest.stats.summaries`) whose bootstrap and Wald significance calls differ (its
+    ``wald_mismatch`` column).
 
     Columns glmm, term, prompt, model, bootstrap_significant, wald_significant, wald_converged,
     p_boot, wald_p. Uses the uncorrected P values, as the paper's tables mark them.
     """
-    s = summaries[summaries["wald_p"].notna() & summaries["p_boot"].notna()].copy()
-    s["bootstrap_significant"] = significant(s["p_boot"], alpha)
-    s["wald_significant"] = significant(s["wald_p"], alpha)
-    out = s[s["bootstrap_significant"] != s["wald_significant"]]
+    s = summaries[summaries["wald_mismatch"].astype(bool)].copy()
+    s["bootstrap_significant"] = s["significant"].astype(bool)
+    out = s
     cols = ["analysis", "glmm", "term", "prompt", "model", "bootstrap_significant", "wald_significant",
             "wald_converged", "p_boot", "wald_p"]
     # the paper lists bootstrap-significant cases first, convergent ones before non-convergent
     out = out.sort_values(["bootstrap_significant", "wald_converged"], ascending=[False, False], kind="stable")
     return out[cols].reset_index(drop=True)
-
-
-def mismatch_flags(summaries: pd.DataFrame, alpha: float = ALPHA) -> pd.Series:
-    """True where Wald and bootstrap significance disagree (the paper's double dagger)."""
-    has = summaries["wald_p"].notna() & summaries["p_boot"].notna()
-    return pd.Series(has & (significant(summaries["p_boot"], alpha) != significant(summaries["wald_p"], alpha)),
-                     index=summaries.index)
 
 
 def nonconvergent_fits(summaries: pd.DataFrame, glmm: int) -> pd.DataFrame:

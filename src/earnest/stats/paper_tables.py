@@ -1,6 +1,8 @@
-"""The statistics tables of the GSM-Symbolic re-evaluation, built from bootstrap summaries and
-written through :func:`earnest.tables.write_table` (CSV with raw numbers, Markdown and LaTeX with
-the paper's formatting: bold P values below alpha, a double dagger where Wald disagrees).
+"""The statistics tables of the GSM-Symbolic re-evaluation, built from the summaries table
+(:mod:`earnest.stats.summaries`: its ``significant``, ``significant_holm``, ``degenerate``,
+``wald_mismatch`` and ``prompt_label`` columns are the only definitions used here) and written
+through :func:`earnest.tables.write_table` (CSV with raw numbers, Markdown and LaTeX with the
+paper's formatting: bold significant P values, a double dagger where Wald disagrees).
 
 Layouts: Tables 2, 6, 8, 10, 12 (variant effect per prompt, GLMM 1); Tables 3, 7, 9, 11, 13
 (bootstrap statistics); Tables 14-15 (GLMM 2, effect x prompt grid); Table 16 (Wald mismatch);
@@ -16,8 +18,9 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
+from earnest.prompts import prompt_noun
 from earnest.stats import diagnostics, reasoning
-from earnest.stats.summary import ALPHA, HOLM_FAMILY_TEXT, add_holm, ranef_column, significant
+from earnest.stats.summary import HOLM_FAMILY_TEXT, ranef_column
 from earnest.tables import write_table
 
 DAGGER = "‡"
@@ -54,23 +57,13 @@ def _label(prompt: str, labels: Mapping[str, str] | None) -> str:
 
 
 def _prompt_phrase(prompt: str, labels: Mapping[str, str] | None) -> str:
-    """"the <label> prompt" for a caption, without doubling the word when the label has it
-    ("GSM prompt (Ex1)")."""
-    lab = _label(prompt, labels)
-    return f"the {lab}" if "prompt" in lab.lower() else f"the {lab} prompt"
-
-
-def prepare(summaries: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
-    """Summaries with Holm-corrected P values (``p_holm``) and the Wald-mismatch flag (``wald_mismatch``)."""
-    s = add_holm(summaries)
-    s["wald_mismatch"] = diagnostics.mismatch_flags(s, alpha)
-    s["degenerate"] = [diagnostics.fit_problems(r)[0] == "degenerate" for _, r in s.iterrows()]
-    return s
+    """"the <label> prompt" for a caption (:func:`earnest.prompts.prompt_noun`)."""
+    return f"the {prompt_noun(_label(prompt, labels))}"
 
 
 # ---------------------------------------------------------------- Tables 2, 6, 8, 10, 12
 def variant_effect_table(s: pd.DataFrame, prompt: str, models: Sequence[str] | None = None,
-                         alpha: float = ALPHA, glmm: int = 1, analysis: str = "all"):
+                         glmm: int = 1, analysis: str = "all"):
     """(display, raw, bold) of the variant-effect table of one prompt (Table 2 layout)."""
     sub = s[(s["analysis"] == analysis) & (s["glmm"] == glmm) & (s["prompt"] == prompt) & (s["term"] == "variant")]
     sub = sub.set_index("model").loc[_order(sub["model"].tolist(), models)].reset_index()
@@ -86,9 +79,8 @@ def variant_effect_table(s: pd.DataFrame, prompt: str, models: Sequence[str] | N
     raw = sub[["model", "prompt", "acc_base", "acc_variants", "delta_var", "p_boot", "p_holm", "wald_p",
                "wald_mismatch", "degenerate", "n_clean", "n_resamples"]]
     bold = pd.DataFrame(False, index=display.index, columns=display.columns)
-    # a degenerate fit's p value carries no information: never shown as significant
-    bold["P value"] = significant(sub["p_boot"], alpha) & ~sub["degenerate"].to_numpy()
-    bold["Corrected P value"] = significant(sub["p_holm"], alpha) & ~sub["degenerate"].to_numpy()
+    bold["P value"] = sub["significant"].astype(bool).to_numpy()
+    bold["Corrected P value"] = sub["significant_holm"].astype(bool).to_numpy()
     return display, raw.reset_index(drop=True), bold
 
 
@@ -118,7 +110,7 @@ def bootstrap_stats_table(s: pd.DataFrame, prompt: str, term: str = "variant", g
 # ---------------------------------------------------------------- Tables 14-15
 def glmm2_grid_table(s: pd.DataFrame, term: str, prompts: Sequence[str] | None = None,
                      models: Sequence[str] | None = None, prompt_labels: Mapping[str, str] | None = None,
-                     alpha: float = ALPHA, analysis: str = "all"):
+                     analysis: str = "all"):
     """(display, raw, bold) of GLMM 2's ``term`` across models (rows) and prompts (columns).
 
     A cell reads 'OR; p / p_holm' with a double dagger after p where Wald disagrees; Holm is
@@ -142,7 +134,7 @@ def glmm2_grid_table(s: pd.DataFrame, term: str, prompts: Sequence[str] | None =
             dag = f" {DAGGER}" if c["wald_mismatch"] else ""
             dag += f" {DEGENERATE}" if c["degenerate"] else ""
             col.append(f"{_f(c['odds_ratio'], 2)}; {fmt_p(c['p_boot'])}{dag} / {fmt_p(c['p_holm'])}")
-            b.append(bool(significant([c["p_boot"]], alpha)[0]) and not c["degenerate"])
+            b.append(bool(c["significant"]))
         display[_label(prompt, prompt_labels)] = col
         bold_cols[_label(prompt, prompt_labels)] = b
     raw = sub[["model", "prompt", "term", "odds_ratio", "median_log_or", "p_boot", "p_holm", "wald_p",
@@ -152,9 +144,9 @@ def glmm2_grid_table(s: pd.DataFrame, term: str, prompts: Sequence[str] | None =
 
 # ---------------------------------------------------------------- Table 16
 def wald_mismatch_table(s: pd.DataFrame, prompt_labels: Mapping[str, str] | None = None,
-                        alpha: float = ALPHA, analysis: str = "all"):
+                        analysis: str = "all"):
     """(display, raw) of Table 16: cases where Wald and bootstrap significance calls differ."""
-    mm = diagnostics.wald_mismatches(s[s["analysis"] == analysis], alpha)
+    mm = diagnostics.wald_mismatches(s[s["analysis"] == analysis])
     tick = {True: "✓", False: "✘"}
     display = pd.DataFrame({
         "Test": [f"GLMM {g}" for g in mm["glmm"]],
@@ -214,9 +206,9 @@ def separation_display(sep: pd.DataFrame):
 
 # ---------------------------------------------------------------- Tables 20-23
 def reasoning_only_table(all_s: pd.DataFrame, ro_s: pd.DataFrame, prompt: str, glmm: int,
-                         models: Sequence[str] | None = None, alpha: float = ALPHA):
+                         models: Sequence[str] | None = None):
     """(display, raw, bold) of Tables 20-21 (GLMM 1) or 22-23 (GLMM 2) for one code prompt."""
-    cmp = reasoning.reasoning_only_comparison(all_s, ro_s, alpha)
+    cmp = reasoning.reasoning_only_comparison(all_s, ro_s)
     sub = cmp[(cmp["prompt"] == prompt) & (cmp["glmm"] == glmm)]
     model_order = _order(sub["model"].tolist(), models)
     term_order = {"gamma_c": 0, "variant": 1}
@@ -248,8 +240,8 @@ def reasoning_only_table(all_s: pd.DataFrame, ro_s: pd.DataFrame, prompt: str, g
         })
     display = display.reset_index(drop=True)
     bold = pd.DataFrame(False, index=display.index, columns=display.columns)
-    bold["P value (all errors)"] = significant(sub["p_boot_all"], alpha)
-    bold["P value (reasoning-only)"] = significant(sub["p_boot_ro"], alpha)
+    bold["P value (all errors)"] = sub["significant_all"].astype(bool).to_numpy()
+    bold["P value (reasoning-only)"] = sub["significant_ro"].astype(bool).to_numpy()
     return display, sub.reset_index(drop=True), bold
 
 
@@ -281,19 +273,20 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
                        glmm_input: pd.DataFrame | None = None,
                        models: Sequence[str] | None = None,
                        prompts: Sequence[str] | None = None,
-                       prompt_labels: Mapping[str, str] | None = None,
-                       code_prompts: Sequence[str] = (),
-                       alpha: float = ALPHA) -> list[Path]:
+                       code_prompts: Sequence[str] = ()) -> list[Path]:
     """Write every statistics table that ``summaries`` (and the optional inputs) allow into ``out_dir``.
 
-    ``summaries``: concatenated :func:`earnest.stats.summary.summarise` rows (analysis 'all' and
-    optionally 'reasoning_only'); ``refits``: optimiser refits with glmm/model/prompt columns;
+    ``summaries``: the summaries table (:func:`earnest.stats.summaries.build_summaries`; analysis
+    'all' and optionally 'reasoning_only'); ``refits``: optimiser refits with glmm/model/prompt columns;
     ``glmm_input``: the GLMM input rows for the separation check (Table 19); ``code_prompts``:
     prompts that get the reasoning-only tables when both analyses are present. Returns the paths.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    s = prepare(summaries, alpha)
+    s = summaries
+    prompt_labels = dict(zip(s["prompt"], s["prompt_label"]))
+    alphas = sorted(set(s["alpha"]))
+    alpha = " / ".join(f"{a:g}" for a in alphas)
     allr = s[s["analysis"] == "all"]
     written: list[Path] = []
 
@@ -302,12 +295,12 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
                             bold=bold, csv=raw)
         written.extend(paths.values())
 
-    dag_note = (f" P values below α = {alpha} in bold; {DAGGER} marks cases where the Wald "
+    dag_note = (f" Significant P values (below α = {alpha}, fit not degenerate) in bold; {DAGGER} marks cases where the Wald "
                 f"significance call differs from the bootstrap; {DEGENERATE} marks degenerate fits (no correct "
                 "answers or complete separation: the estimate carries no information; see fit_problems).")
     for prompt in _order(allr.loc[allr["glmm"] == 1, "prompt"].tolist(), prompts):
         lab = _prompt_phrase(prompt, prompt_labels)
-        d, raw, bold = variant_effect_table(s, prompt, models, alpha)
+        d, raw, bold = variant_effect_table(s, prompt, models)
         emit(f"glmm1_variant_{prompt}", d, raw,
              f"Variant effect testing with {lab}, as returned by GLMM 1 (layout of Tables 2, 6, 8, "
              f"10, 12). Accuracies in %, Δvar in percentage points; corrected P values by Holm-Bonferroni "
@@ -321,7 +314,7 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
     if len(g2):
         for term, name, what, tab in (("gamma_c", "glmm2_gamma_c", "the large-number effect", "14"),
                                       ("variant", "glmm2_variant", "the large-number-effect-corrected variant effect", "15")):
-            d, raw, bold = glmm2_grid_table(s, term, prompts, models, prompt_labels, alpha)
+            d, raw, bold = glmm2_grid_table(s, term, prompts, models, prompt_labels)
             emit(name, d, raw,
                  f"Odds ratios and significance of {what} across models and prompt formats, as returned by "
                  f"GLMM 2 (layout of Table {tab}). Cells: odds ratio; raw P value / Holm-Bonferroni-corrected "
@@ -334,7 +327,9 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
                      f"Bootstrap statistics of {TERM_LABEL[term]} with {_prompt_phrase(prompt, prompt_labels)}, "
                      f"GLMM 2. N estimates is the number of cleanly converged bootstrap resamples. " + RANEF_NOTE,
                      rows=g2[g2["prompt"] == prompt])
-    problems = diagnostics.fit_problems_table(s)
+    problems = s[["analysis", "glmm", "model", "prompt", "term", "fit_verdict", "fit_problems"]].rename(
+        columns={"fit_verdict": "verdict", "fit_problems": "statement"})
+    problems = problems.assign(statement=[t or "no problem found" for t in problems["statement"]])
     shown = problems[problems["verdict"] != "ok"].rename(columns={
         "analysis": "Analysis", "glmm": "GLMM", "model": "Model", "prompt": "Prompt", "term": "Effect",
         "verdict": "Verdict", "statement": "What is wrong"})
@@ -346,7 +341,7 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
          "'caution': few clean bootstrap resamples, singular resamples or a non-convergent full-data fit. "
          "The CSV lists every fit, including those without problems.")
     if allr["wald_p"].notna().any():
-        d, raw = wald_mismatch_table(s, prompt_labels, alpha)
+        d, raw = wald_mismatch_table(s, prompt_labels)
         emit("wald_mismatch", d, raw,
              "Wald-to-bootstrap mismatch cases (layout of Table 16). Bootstrap and Wald columns indicate whether "
              "the respective estimate is statistically significant; Convergent marks whether the Wald fit "
@@ -376,7 +371,7 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
         for glmm in (1, 2):
             if not ((ro["prompt"] == prompt) & (ro["glmm"] == glmm)).any():
                 continue
-            d, raw, bold = reasoning_only_table(allr, ro, prompt, glmm, models, alpha)
+            d, raw, bold = reasoning_only_table(allr, ro, prompt, glmm, models)
             emit(f"reasoning_only_glmm{glmm}_{prompt}", d, raw,
                  f"Reasoning-only-errors GLMM {glmm} analysis for {_prompt_phrase(prompt, prompt_labels)} "
                  f"(layout of Tables {'20-21' if glmm == 1 else '22-23'}). * marks cases where the all-errors "

@@ -1,0 +1,148 @@
+"""The bootstrap summaries table: the one contract downstream of the statistics.
+
+One row per analysis x GLMM x model x prompt x term, built by :func:`build_summaries` from the
+per-group summaries of :func:`earnest.stats.summary.summarise` (``results/stats/<analysis>/glmm<g>/
+<model>/<prompt>/summary.parquet``) and written by the workflow's rule ``summaries`` to
+``results/stats/summaries.parquet`` (the Ex1 rows alone, for the Ex1 -> Ex2 checkpoint, to
+``results/stats/ex1/summaries.parquet`` by the rule ``ex1_summaries``). The statistics tables, the
+figures, the comparison with the published numbers and the Ex2 checkpoint read only this table;
+nothing downstream recomputes a P value, a correction or a verdict.
+
+The decisions made here, once:
+
+* ``degenerate``: the fit's verdict (:func:`earnest.stats.diagnostics.fit_problems`) is
+  "degenerate": no correct or no wrong answers, complete separation on the variant indicator, or
+  no clean resample. Its estimate, interval and P value carry no information.
+* ``significant``: the uncorrected bootstrap P value is below ``alpha`` and the fit is not
+  degenerate (the paper's bold P values and hatching, and the Ex1 -> Ex2 rule of section 3.6).
+* ``significant_holm``: the same with the Holm-Bonferroni P value (across models, per analysis,
+  GLMM, prompt and term).
+* ``wald_significant``: the full-data Wald P value below ``alpha``, not degenerate;
+  ``wald_mismatch``: the bootstrap and Wald calls differ (the paper's double dagger, Table 16).
+* ``prompt_label``: the prompt format's ``paper_name`` in ``formats.yaml`` (its name when empty).
+* ``ex2``: the model went on to Ex2 (the config's ``experiments.ex2_models``, else the checkpoint's
+  decision by :func:`ex2_selection`); Figures 2-3 show these models.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import pandas as pd
+
+from earnest.stats.diagnostics import fit_problems
+from earnest.stats.summary import ALPHA, add_holm, significant
+
+#: Columns added to the per-group summary columns.
+DECISION_COLUMNS = ("prompt_label", "ex2", "alpha", "p_holm", "fit_verdict", "fit_problems", "degenerate",
+                    "significant", "significant_holm", "wald_significant", "wald_mismatch")
+#: Columns every reader of the table may rely on (the per-group columns readers use, and the decisions).
+SUMMARIES_COLUMNS = ("analysis", "glmm", "model", "prompt", "term", "n_resamples", "n_clean", "n_errors",
+                     "n_singular", "median_log_or", "odds_ratio", "ci_low_log", "ci_high_log", "ci_low", "ci_high",
+                     "p_boot", "ranef_var_mean", "ranef_var_sd", "acc_base", "acc_variants", "delta_var", "n_base",
+                     "n_variants", "wald_estimate", "wald_se", "wald_p", "wald_converged", "wald_singular",
+                     "wald_max_grad", "wald_tol", "wald_messages") + DECISION_COLUMNS
+
+KEY = ["analysis", "glmm", "model", "prompt", "term"]
+
+
+class SummariesError(ValueError):
+    """The summaries table (or a per-group summary) is malformed; the message names the file."""
+
+
+def build_summaries(rows: pd.DataFrame, prompt_labels: Mapping[str, str] | None = None, *,
+                    alpha: float = ALPHA, ex2_models: Sequence[str] = (),
+                    source: str = "summaries") -> pd.DataFrame:
+    """The summaries table from concatenated per-group summary rows (any analyses, GLMMs, models,
+    prompts). ``prompt_labels``: prompt -> label (formats.yaml ``paper_name``); prompts without one
+    are labelled by their name. ``ex2_models``: the models that went on to Ex2. Raises :class:`SummariesError` naming ``source`` when a column is
+    missing or a row appears twice."""
+    missing = [c for c in SUMMARIES_COLUMNS if c not in DECISION_COLUMNS and c not in rows.columns]
+    if missing:
+        raise SummariesError(f"{source}: missing column(s) {', '.join(missing)}")
+    s = rows.copy()
+    for c in ("analysis", "model", "prompt", "term"):
+        s[c] = s[c].astype(str)
+    s["glmm"] = s["glmm"].astype(int)
+    dup = s.duplicated(KEY)
+    if dup.any():
+        r = s.loc[dup].iloc[0]
+        raise SummariesError(f"{source}: more than one row for analysis {r['analysis']}, GLMM {r['glmm']}, "
+                             f"model {r['model']}, prompt {r['prompt']}, term {r['term']}")
+    labels = dict(prompt_labels or {})
+    s["prompt_label"] = [labels.get(p) or p for p in s["prompt"]]
+    s["ex2"] = s["model"].isin([str(m) for m in ex2_models])
+    s["alpha"] = float(alpha)
+    s = add_holm(s)
+    verdicts = [fit_problems(r) for _, r in s.iterrows()]
+    s["fit_verdict"] = [v for v, _ in verdicts]
+    s["fit_problems"] = ["; ".join(st) for _, st in verdicts]
+    s["degenerate"] = s["fit_verdict"] == "degenerate"
+    ok = ~s["degenerate"].to_numpy()
+    s["significant"] = significant(s["p_boot"], alpha) & ok
+    s["significant_holm"] = significant(s["p_holm"], alpha) & ok
+    s["wald_significant"] = significant(s["wald_p"], alpha) & ok
+    both = s["p_boot"].notna() & s["wald_p"].notna()
+    s["wald_mismatch"] = both & (s["significant"] != s["wald_significant"])
+    extra = [c for c in s.columns if c not in SUMMARIES_COLUMNS]
+    return s[list(SUMMARIES_COLUMNS) + extra].reset_index(drop=True)
+
+
+def read_summary_files(paths: Sequence[str | Path]) -> pd.DataFrame:
+    """Concatenate per-group summary Parquet files (empty ones are skipped)."""
+    frames = [pd.read_parquet(p) for p in paths]
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(SUMMARIES_COLUMNS))
+
+
+def write_summaries(table: pd.DataFrame, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table.to_parquet(path, index=False)
+    return path
+
+
+def read_summaries(path: str | Path) -> pd.DataFrame:
+    """Read the summaries table and check it has every contract column (error names the file)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: summaries table not found")
+    table = pd.read_parquet(path)
+    missing = [c for c in SUMMARIES_COLUMNS if c not in table.columns]
+    if missing:
+        raise SummariesError(f"{path}: missing column(s) {', '.join(missing)} "
+                             f"(written by an older version? rerun the rule summaries)")
+    return table
+
+
+def select(table: pd.DataFrame, *, glmm: int, term: str, analysis: str = "all",
+           prompts: Sequence[str] | None = None, models: Sequence[str] | None = None) -> pd.DataFrame:
+    """The rows of one GLMM and term (and optionally some prompts and models)."""
+    sub = table[(table["analysis"] == analysis) & (table["glmm"] == glmm) & (table["term"] == term)]
+    if prompts is not None:
+        sub = sub[sub["prompt"].isin([str(p) for p in prompts])]
+    if models is not None:
+        sub = sub[sub["model"].isin([str(m) for m in models])]
+    return sub.reset_index(drop=True)
+
+
+def figure2_models(table: pd.DataFrame) -> list[str]:
+    """The models Figures 2-3 compare across prompts: the Ex2 models (column ``ex2``), in table
+    order; every model when none went on to Ex2 (the figures then show the Ex1 prompt alone)."""
+    models = list(dict.fromkeys(table["model"]))
+    ex2 = list(dict.fromkeys(table.loc[table["ex2"].astype(bool), "model"]))
+    return ex2 or models
+
+
+def ex2_selection(table: pd.DataFrame, ex1_prompt: str) -> tuple[list[str], dict]:
+    """Section 3.6's Ex1 -> Ex2 rule: the models whose variant effect (GLMM 1, all errors, the Ex1
+    prompt) is ``significant``. Returns (models, decisions) with decisions[model] = {p_boot,
+    verdict, problems, selected}, in the table's model order."""
+    rows = select(table, glmm=1, term="variant", prompts=[ex1_prompt])
+    decisions = {}
+    for r in rows.itertuples(index=False):
+        decisions[r.model] = {"p_boot": None if pd.isna(r.p_boot) else float(r.p_boot), "verdict": r.fit_verdict,
+                              "problems": [x for x in str(r.fit_problems).split("; ") if x],
+                              "selected": bool(r.significant)}
+    return [m for m, d in decisions.items() if d["selected"]], decisions

@@ -1,0 +1,26 @@
+"""Figure 2: accuracies and Delta_var across the prompt formats for the Ex2 models (the summaries
+table's ex2 column; earnest.plots.figure_prompt_comparison).
+
+snakemake.input.summaries: results/stats/summaries.parquet; snakemake.params.prompts: prompts in
+display order (Ex1 first); snakemake.output.png / .pdf (same stem); snakemake.log[0].
+"""
+
+from pathlib import Path
+
+from earnest.joblog import job_logger
+
+log = job_logger(snakemake.log[0], "fig_prompts")  # noqa: F821
+
+from earnest import plots  # noqa: E402
+from earnest.stats.summaries import figure2_models, read_summaries  # noqa: E402
+
+try:
+    sm = snakemake  # noqa: F821
+    table = read_summaries(sm.input.summaries)
+    png = Path(sm.output.png)
+    paths = plots.figure_prompt_comparison(table, list(sm.params.prompts), png.parent / png.stem,
+                                           models=figure2_models(table))
+    log.info("wrote %s", ", ".join(map(str, paths)))
+except Exception:
+    log.exception("drawing the figure failed")
+    raise
