@@ -89,7 +89,7 @@ def test_glmm2_grid_corrects_across_the_prompts_of_each_model():
         for prompt, p in zip(("gsm", "simple_nl", "simple_code"), ps):
             rows.append(_row(model, prompt, 2, "gamma_c", p, p))
             rows.append(_row(model, prompt, 2, "variant", 0.5, 0.5))
-    s = PT.prepare(pd.DataFrame(rows))
+    s = build_summaries(pd.DataFrame(rows))
     _, raw, _ = PT.glmm2_grid_table(s, "gamma_c")
     got = raw.set_index(["model", "prompt"])["p_holm"]
     assert got[("a", "gsm")] == pytest.approx(0.03)            # 3 x 0.01 within model a
