@@ -85,10 +85,20 @@ if SENS["enabled"]:
             fidelity=OTHER,
             rows=OTHER_ROWS,
 
+    # the other mode's summaries table: the same contract (earnest.stats.summaries) as the main one
+    use rule summaries as sensitivity_summaries with:
+        input:
+            summaries=sensitivity_summary_files,
+            ex2_decision=ex2_decision_file,
+        output:
+            f"{SENS_DIR}/{{mode}}/stats/summaries.parquet",
+        log:
+            "logs/sensitivity/{mode}/summaries.log",
+
     rule sensitivity_table:
         input:
-            main=summary_files,
-            other=sensitivity_summary_files,
+            main=SUMMARIES,
+            other=f"{SENS_DIR}/{OTHER}/stats/summaries.parquet",
         output:
             table=report("results/tables/sensitivity.md", caption="../report/sensitivity.rst", category="Tables"),
             csv="results/tables/sensitivity.csv",
@@ -98,9 +108,7 @@ if SENS["enabled"]:
         params:
             modes=[FIDELITY, OTHER],
             regenerate=SENS["regenerate"],
-            alpha=STATS["alpha"],
             models=list(MODELS),
-            prompt_labels={p: FORMATS[p].paper_name for p in FORMATS},
         resources:
             slurm_partition=CPU_PARTITION,
             slurm_account=SLURM_ACCOUNT,

@@ -4,7 +4,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from earnest.stats.sensitivity import compare_modes, write_sensitivity
+from earnest.stats.sensitivity import compare_modes as _compare_modes
+from earnest.stats.sensitivity import write_sensitivity
+from earnest.stats.summaries import build_summaries
+
+
+def compare_modes(by_mode):
+    """compare_modes on the summaries tables built from these summary rows."""
+    return _compare_modes({m: build_summaries(rows) for m, rows in by_mode.items()})
 
 
 def _row(model, prompt, glmm, term, p, log_or=-0.5, fidelity="reference", **kw):

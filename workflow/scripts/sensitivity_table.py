@@ -1,8 +1,8 @@
 """The sensitivity table: this run's fidelity mode and the other one, side by side.
 
-snakemake.input.main: summary parquets of this run (config fidelity); snakemake.input.other: summary
-parquets of the other mode (results/sensitivity/<mode>/stats/...); snakemake.params: modes ([this
-run's, other]), regenerate (bool), alpha, models (display order), prompt_labels;
+snakemake.input.main: the summaries table of this run (config fidelity); snakemake.input.other: the
+summaries table of the other mode (results/sensitivity/<mode>/stats/summaries.parquet);
+snakemake.params: modes ([this run's, other]), regenerate (bool), models (display order);
 snakemake.output.table/csv/tex: results/tables/sensitivity.{md,csv,tex}; snakemake.log[0].
 """
 
@@ -11,22 +11,15 @@ from earnest.joblog import job_logger  # noqa: E402
 log = job_logger(snakemake.log[0], "sensitivity_table")  # noqa: F821
 from pathlib import Path  # noqa: E402
 
-import pandas as pd  # noqa: E402
-
 from earnest.stats.sensitivity import compare_modes, write_sensitivity  # noqa: E402
+from earnest.stats.summaries import read_summaries  # noqa: E402
 
 sm = snakemake  # noqa: F821
-
-
-def _concat(paths):
-    paths = [paths] if isinstance(paths, str) else list(paths)
-    return pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
-
-
 modes = list(sm.params.modes)
-table = compare_modes({modes[0]: _concat(sm.input.main), modes[1]: _concat(sm.input.other)},
-                      alpha=float(sm.params.alpha))
+main, other = read_summaries(sm.input.main), read_summaries(sm.input.other)
+alpha = float(main["alpha"].iloc[0]) if len(main) else 0.05
+table = compare_modes({modes[0]: main, modes[1]: other})
 stem = Path(sm.output.table).with_suffix("")
-write_sensitivity(table, stem, modes, regenerated=bool(sm.params.regenerate), alpha=float(sm.params.alpha),
-                  prompt_labels=dict(sm.params.prompt_labels), models=list(sm.params.models))
+write_sensitivity(table, stem, modes, regenerated=bool(sm.params.regenerate), alpha=alpha,
+                  prompt_labels=dict(zip(main["prompt"], main["prompt_label"])), models=list(sm.params.models))
 log.info("%d rows, %d with a changed conclusion -> %s", len(table), int((table["changed"] != "").sum()), stem)

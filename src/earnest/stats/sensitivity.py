@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from earnest import fidelity as F
-from earnest.stats.summary import ALPHA, significant
+from earnest.stats.summary import ALPHA
 
 KEYS = ["glmm", "term", "model", "prompt"]
 #: Per-mode columns of the comparison (suffixed ``_<mode>``).
@@ -29,15 +29,10 @@ CHANGES = ("significance", "significance after Holm", "direction")
 EFFECT_LABEL = {(1, "variant"): "GLMM 1 variant", (2, "gamma_c"): "GLMM 2 γc", (2, "variant"): "GLMM 2 variant"}
 
 
-def _per_mode(summaries: pd.DataFrame, mode: str, alpha: float, analysis: str) -> pd.DataFrame:
-    from earnest.stats.paper_tables import prepare
-
-    s = prepare(summaries, alpha)  # the tables' own Holm families and degenerate flags
-    s = s[s["analysis"] == analysis].copy()
+def _per_mode(summaries: pd.DataFrame, mode: str, analysis: str) -> pd.DataFrame:
+    # the summaries table's own Holm families, degenerate flags and significance (earnest.stats.summaries)
+    s = summaries[summaries["analysis"] == analysis].copy()
     s["glmm"] = s["glmm"].astype(int)
-    # a degenerate fit's p carries no information: never a significant conclusion, as in the tables
-    s["significant"] = significant(s["p_boot"], alpha) & ~s["degenerate"].to_numpy(dtype=bool)
-    s["significant_holm"] = significant(s["p_holm"], alpha) & ~s["degenerate"].to_numpy(dtype=bool)
     if "rows" not in s.columns:
         s["rows"] = ""
     out = s[KEYS + MODE_COLUMNS].rename(columns={c: f"{c}_{mode}" for c in MODE_COLUMNS})
@@ -60,11 +55,12 @@ def _changes(row, a: str, b: str) -> str:
     return "; ".join(out)
 
 
-def compare_modes(summaries: Mapping[str, pd.DataFrame], alpha: float = ALPHA,
-                  analysis: str = "all") -> pd.DataFrame:
+def compare_modes(summaries: Mapping[str, pd.DataFrame], analysis: str = "all") -> pd.DataFrame:
     """Side-by-side comparison of the bootstrap summaries of two fidelity modes.
 
-    ``summaries`` maps each mode (the run's first) to its concatenated summary rows. Returns one row
+    ``summaries`` maps each mode (the run's first) to its summaries table
+    (:func:`earnest.stats.summaries.build_summaries`, whose ``significant`` and ``significant_holm``
+    are the conclusions compared). Returns one row
     per glmm x term x model x prompt found in either, with :data:`MODE_COLUMNS` suffixed by mode and
     ``changed``: the conclusions that differ (:data:`CHANGES`; empty when none does).
     """
@@ -72,8 +68,7 @@ def compare_modes(summaries: Mapping[str, pd.DataFrame], alpha: float = ALPHA,
     if len(modes) != 2 or set(modes) != set(F.MODES):
         raise ValueError(f"compare_modes needs the summaries of both modes ({', '.join(F.MODES)}), got {modes}")
     a, b = modes
-    t = _per_mode(summaries[a], a, alpha, analysis).merge(
-        _per_mode(summaries[b], b, alpha, analysis), on=KEYS, how="outer")
+    t = _per_mode(summaries[a], a, analysis).merge(_per_mode(summaries[b], b, analysis), on=KEYS, how="outer")
     for m in modes:
         for c in ("significant", "significant_holm"):
             t[f"{c}_{m}"] = t[f"{c}_{m}"].astype("boolean").fillna(False).astype(bool)
