@@ -160,6 +160,8 @@ rule ks_test:
         figure=report("results/figures/fig8_integers.png", caption="../report/fig8.rst", category="Figures"),
     log:
         "logs/ks_test.log",
+    params:
+        fidelity=config["fidelity"],
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,

@@ -106,3 +106,70 @@ def test_earnest_extract_in_reference_mode(tmp_path):
     assert [o["extracted"] for o in ref] == [_value(r["reference_value"]) for r in rows]
     ear = [json.loads(line) for line in (tmp_path / "earnest.jsonl").read_text().splitlines()]
     assert [o["correct"] for o in ear] != [o["correct"] for o in ref]
+
+
+# ---------------------------------------------------------------- gamma and the K-S integers
+
+GAMMA = json.loads((GOLDEN / "gamma.json").read_text(encoding="utf-8"))
+
+
+def _items(dataset):
+    import pandas as pd
+
+    from earnest.gamma import gamma
+
+    rows = [r for r in GAMMA["questions"] if r["dataset"] == dataset]
+    return pd.DataFrame({"item_id": [f"{dataset}-{i}" for i in range(len(rows))], "dataset": dataset,
+                         "template_id": range(len(rows)), "instance": -1 if dataset == "gsm_base" else 0,
+                         "question": [r["question"] for r in rows], "answer": "1",
+                         "gamma": [gamma(r["question"]) for r in rows]}), rows
+
+
+def test_reference_gamma_and_its_centring_match_the_reference_code():
+    """gamma_c of every question equals the reference analyser's sum_logs_c (its own centring over
+    GSM-Base + GSM-Variants, questions without digits NaN and left out of the mean)."""
+    import pandas as pd
+
+    from earnest.scoring import gamma_mean, score_table
+
+    assert len(GAMMA["questions"]) >= 20
+    tables = [_items("gsm_base"), _items("gsm_variants")]
+    mean = gamma_mean([t for t, _ in tables], fidelity="reference")
+    assert mean != gamma_mean([t for t, _ in tables])
+    nan_seen = 0
+    for items, rows in tables:
+        gens = pd.DataFrame({"item_id": items.item_id, "model": "m", "prompt": "gsm", "dataset": items.dataset,
+                             "response": "The final answer is 1.", "prompt_tokens": 1, "new_tokens": 1,
+                             "stop_reason": "eos", "seconds": 0.0})
+        scored = score_table(gens, items, "text", mean, fidelity="reference")
+        for got, row in zip(scored["gamma_c"], rows):
+            if row["reference_gamma_c"] is None:
+                assert math.isnan(got)
+                nan_seen += 1
+            else:
+                assert got == pytest.approx(row["reference_gamma_c"], rel=1e-12, abs=1e-12), row["question"]
+        assert scored["correct"].all()
+    assert nan_seen == 1
+
+
+def test_reference_ks_integers_match_the_reference_counts():
+    from collections import Counter
+
+    from earnest.stats.ks import integers_of
+
+    for dataset, label in (("gsm_base", "GSM-Base"), ("gsm_variants", "GSM-Variants")):
+        _, rows = _items(dataset)
+        got = Counter(integers_of([r["question"] for r in rows], fidelity="reference").tolist())
+        expected = {float(k): v[label] for k, v in GAMMA["ks_integer_counts"].items() if v[label]}
+        assert dict(got) == expected, dataset
+
+
+def test_reference_number_reading_differs_from_earnest_as_documented():
+    from earnest.gamma import gamma, integers_in
+
+    q = "A farm has 12,500 chickens and sells 3/4 of them for $2.5 each, .5 kg and 12.00 kg."
+    assert integers_in(q) == [12500]
+    assert integers_in(q, fidelity="reference") == [12, 500, 3, 4, 5, 12]
+    assert gamma(q, fidelity="reference") == pytest.approx(math.log10(12 * 500 * 3 * 4 * 12))
+    assert gamma(q) == pytest.approx(math.log10(12500))
+    assert math.isnan(gamma("No digits here.", fidelity="reference")) and gamma("No digits here.") == 0.0

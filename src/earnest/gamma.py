@@ -3,12 +3,26 @@
 gamma(question) = sum over every integer written in digits in the question of log10(|n|),
 with 0 counted as 1 (log10 1 = 0). Number words ("three", "twice") are not integers written in
 digits; fractions ("1/2") and decimals ("2.5") are not integers; "1,000" is one integer.
+
+``fidelity="reference"`` (``earnest.fidelity``) reads numbers as the authors' released code does
+(the-mysh/gsm-symbolic-benchmarking @ d063998, ``results_analyser/multi_variant_multi_model.py``;
+resources/FIDELITY.md, point 6), which uses two patterns:
+
+* gamma (``get_number_effect_glmm_data``): every match of ``\\d*\\.?\\d+`` read as a float; the
+  integral ones count (``log10(n)``, 0 for 0). So "12,500" is 12 and 500, "3/4" is 3 and 4,
+  "2.5" and ".5" count nothing, "-3" is 3. A question without any digit has gamma NaN (it
+  leaves the GLMM), not 0.
+* the K-S integers (``get_number_counts``, ``NUMBER_PATTERN``): every match of
+  ``\\d+(?:\\.\\d+)?`` read as a float, the integral ones kept: "12,500" is 12 and 500, "3/4" is
+  3 and 4, "12.0" is 12, ".5" is 5.
 """
 
 from __future__ import annotations
 
 import math
 import re
+
+from earnest.fidelity import EARNEST, REFERENCE, check_mode
 
 # A run of digits with optional thousands groups ("1,000", "12,345,678"), optionally signed.
 # Look-arounds keep us from starting inside a longer number or a word ("x2", "A4").
@@ -21,12 +35,20 @@ _NUMBER = re.compile(
 )
 
 
-def integers_in(text: str) -> list[int]:
-    """Every integer written in digits in ``text``, in order, signed.
+# the reference's two number patterns (see the module docstring)
+_REFERENCE_GAMMA_NUMBER = re.compile(r"\d*\.?\d+")
+_REFERENCE_KS_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
-    Decimals (``2.5``) and fractions (``1/2``, ``3/4``) are skipped whole; ``$1,200`` gives 1200;
-    a sentence-final period after an integer ("... 12.") does not make it a decimal.
+
+def integers_in(text: str, *, fidelity: str = EARNEST) -> list[int]:
+    """Every integer written in digits in ``text``, in order, signed (earnest) or unsigned (reference).
+
+    earnest: decimals (``2.5``) and fractions (``1/2``, ``3/4``) are skipped whole; ``$1,200``
+    gives 1200; a sentence-final period after an integer ("... 12.") does not make it a decimal.
+    reference: the K-S integers of the authors' code (module docstring).
     """
+    if check_mode(fidelity) == REFERENCE:
+        return [int(v) for v in (float(m) for m in _REFERENCE_KS_NUMBER.findall(text)) if v % 1 == 0]
     out: list[int] = []
     for m in _NUMBER.finditer(text):
         if m.group("tail"):
@@ -45,6 +67,16 @@ def _is_minus_sign(text: str, pos: int) -> bool:
     return pos == 0 or not text[pos - 1].isalnum()
 
 
-def gamma(text: str) -> float:
-    """Sum of log10 of every integer written in digits (|n|, 0 counted as 1)."""
+def gamma(text: str, *, fidelity: str = EARNEST) -> float:
+    """Sum of log10 of every integer written in digits (|n|, 0 counted as 1).
+
+    reference: the authors' sum over the integral matches of their gamma pattern; NaN when the
+    text has no digit at all (module docstring).
+    """
+    if check_mode(fidelity) == REFERENCE:
+        matches = _REFERENCE_GAMMA_NUMBER.findall(text)
+        if not matches:
+            return math.nan
+        values = (float(m) for m in matches)
+        return float(sum(math.log10(v) if v > 0 else 0 for v in values if v % 1 == 0))
     return float(sum(math.log10(max(abs(n), 1)) for n in integers_in(text)))

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Iterable
 from earnest.extraction import Extraction, extract_code_many, extract_text, parse_number
 from earnest.failure_classes import CORRECT, WRONG_ANSWER, WRONG_ANSWER_LAST_NUMBER
 from earnest.fidelity import EARNEST, MODES, REFERENCE, check_mode
+from earnest.gamma import gamma
 from earnest.jsonl import iter_jsonl
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -108,16 +109,25 @@ def extract_many(responses: list[str], style: str, sandbox: "Sandbox | None" = N
     return extract_code_many(responses, sandbox, fidelity=fidelity)
 
 
-def gamma_mean(item_tables: Iterable["pd.DataFrame"]) -> float:
-    """Mean gamma over the union of item tables (GSM-Base and GSM-Variants), each item once."""
+def gamma_mean(item_tables: Iterable["pd.DataFrame"], *, fidelity: str = EARNEST) -> float:
+    """Mean gamma over the union of item tables (GSM-Base and GSM-Variants), each item once.
+
+    ``fidelity="reference"``: gamma as the reference computes it from each question
+    (``earnest.gamma.gamma``); questions without digits (NaN) are left out of the mean, as
+    pandas' mean in the reference leaves them out.
+    """
     import pandas as pd
 
-    frames = [t[["item_id", "gamma"]] for t in item_tables]
+    check_mode(fidelity)
+    columns = ["item_id", "gamma"] + (["question"] if fidelity == REFERENCE else [])
+    frames = [t[columns] for t in item_tables]
     if not frames:
         raise ValueError("gamma_mean needs at least one item table")
     union = pd.concat(frames, ignore_index=True).drop_duplicates("item_id")
     if union.empty:
         raise ValueError("gamma_mean: the item tables are empty")
+    if fidelity == REFERENCE:
+        return float(pd.Series([gamma(str(q), fidelity=REFERENCE) for q in union["question"]]).mean())
     return float(union["gamma"].astype(float).mean())
 
 
@@ -137,7 +147,9 @@ def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str, 
                 sandbox: "Sandbox | None" = None, *, fidelity: str = EARNEST) -> "pd.DataFrame":
     """Score one generations table against its items: one row per item, columns SCORED_COLUMNS.
 
-    ``gamma_mean`` is the mean gamma over GSM-Base and GSM-Variants (``gamma_c = gamma - gamma_mean``).
+    ``gamma_mean`` is the mean gamma over GSM-Base and GSM-Variants (``gamma_c = gamma - gamma_mean``;
+    :func:`gamma_mean` with the same ``fidelity``). ``fidelity="reference"``: the reference's
+    extraction, correctness and gamma (recomputed from the question; NaN without digits).
     Raises ValueError when a column is missing, an item id repeats, or generations and items do
     not cover the same items, and when a gold answer is not a number.
     """
@@ -168,7 +180,7 @@ def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str, 
         except ValueError as exc:
             raise ValueError(f"item {item_id}: {exc}") from None
 
-    merged = items[["item_id", "template_id", "instance", "answer", "gamma"]].merge(
+    merged = items[["item_id", "template_id", "instance", "question", "answer", "gamma"]].merge(
         generations[GENERATION_COLUMNS], on="item_id", how="left", validate="one_to_one")
     extractions = extract_many(merged["response"].tolist(), style, sandbox, fidelity=fidelity)
     extracted, patterns, classes, correct = [], [], [], []
@@ -182,6 +194,8 @@ def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str, 
     merged["extraction_pattern"] = patterns
     merged["error_class"] = classes
     merged["correct"] = pd.Series(correct, index=merged.index, dtype="bool")
+    if fidelity == REFERENCE:   # the reference's gamma (NaN for a question without digits)
+        merged["gamma"] = [gamma(str(q), fidelity=REFERENCE) for q in merged["question"]]
     merged["gamma"] = merged["gamma"].astype(float)
     merged["gamma_c"] = merged["gamma"] - float(gamma_mean)
     return merged[SCORED_COLUMNS].reset_index(drop=True)

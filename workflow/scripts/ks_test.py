@@ -3,6 +3,7 @@
 snakemake.input.base, snakemake.input.variants: item parquets (column question);
 snakemake.output.table: CSV path of the result table (.md and .tex are written beside it, same stem);
 snakemake.output.figure: PNG path of the figure (the .pdf is written beside it);
+snakemake.params.fidelity (optional, default "earnest"): how numbers are read (earnest.gamma);
 snakemake.log[0]: log file.
 """
 
@@ -21,7 +22,8 @@ log = logging.getLogger("ks_test")
 try:
     base = pd.read_parquet(snakemake.input.base)["question"]  # noqa: F821
     variants = pd.read_parquet(snakemake.input.variants)["question"]  # noqa: F821
-    res = ks_test(base, variants)
+    fidelity = getattr(snakemake.params, "fidelity", "earnest")  # noqa: F821
+    res = ks_test(base, variants, fidelity=fidelity)
     log.info("K-S D = %.4f, p = %.3g (%d / %d integers)", res.statistic, res.pvalue, res.n_base, res.n_variants)
     table = pd.DataFrame([{"D": res.statistic, "p": res.pvalue, "integers GSM-Base": res.n_base,
                            "integers GSM-Variants": res.n_variants}])
@@ -29,7 +31,7 @@ try:
     write_table(table, stem, "Two-sample Kolmogorov-Smirnov test of the integers written in GSM-Base "
                 "against GSM-Variants questions (section 4.3).",
                 formatters={"D": lambda x: f"{x:.4f}", "p": lambda x: "<0.001" if x < 0.001 else f"{x:.3f}"})
-    plot_integer_distributions(integers_of(base), integers_of(variants),
+    plot_integer_distributions(integers_of(base, fidelity=fidelity), integers_of(variants, fidelity=fidelity),
                                Path(snakemake.output.figure).with_suffix(""), ks=res)  # noqa: F821
 except Exception:
     log.exception("K-S test failed")

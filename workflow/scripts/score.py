@@ -23,11 +23,11 @@ try:
     items = pd.read_parquet(snakemake.input.dataset_items)  # noqa: F821
     all_items = snakemake.input.all_items  # noqa: F821
     all_items = [all_items] if isinstance(all_items, str) else list(all_items)
-    g_mean = gamma_mean(pd.read_parquet(p) for p in all_items)
+    fidelity = getattr(snakemake.params, "fidelity", "earnest")  # noqa: F821
+    g_mean = gamma_mean((pd.read_parquet(p) for p in all_items), fidelity=fidelity)
     style = snakemake.params.style  # noqa: F821
     log.info("scoring %s (%d rows, style %s, gamma mean %.4f)",
              snakemake.input.generations, len(generations), style, g_mean)  # noqa: F821
-    fidelity = getattr(snakemake.params, "fidelity", "earnest")  # noqa: F821
     scored = score_table(generations, items, style, g_mean, fidelity=fidelity)
     counts = scored["error_class"].replace("", "correct").value_counts().to_dict()
     log.info("accuracy %.4f; classes %s", scored["correct"].mean(), counts)

@@ -14,6 +14,7 @@ from typing import Iterable
 import numpy as np
 from scipy import stats
 
+from earnest.fidelity import EARNEST
 from earnest.gamma import integers_in
 
 
@@ -29,19 +30,22 @@ class KSResult:
         return asdict(self)
 
 
-def integers_of(questions: Iterable[str]) -> np.ndarray:
+def integers_of(questions: Iterable[str], *, fidelity: str = EARNEST) -> np.ndarray:
     """Every integer written in digits in every question, unrolled, as |n| (the magnitude is what
-    gamma measures; signs are rare and would only mirror the distribution)."""
+    gamma measures; signs are rare and would only mirror the distribution). ``fidelity``:
+    which numbers count (``earnest.gamma.integers_in``)."""
     out: list[int] = []
     for q in questions:
-        out.extend(abs(n) for n in integers_in(str(q)))
+        out.extend(abs(n) for n in integers_in(str(q), fidelity=fidelity))
     return np.asarray(out, dtype=float)
 
 
-def ks_test(base_questions: Iterable[str], variant_questions: Iterable[str]) -> KSResult:
-    """Two-sample K-S test of the integers in GSM-Base against those in GSM-Variants questions."""
-    a = integers_of(base_questions)
-    b = integers_of(variant_questions)
+def ks_test(base_questions: Iterable[str], variant_questions: Iterable[str], *,
+            fidelity: str = EARNEST) -> KSResult:
+    """Two-sample K-S test of the integers in GSM-Base against those in GSM-Variants questions
+    (numbers read as fidelity mode ``fidelity`` reads them)."""
+    a = integers_of(base_questions, fidelity=fidelity)
+    b = integers_of(variant_questions, fidelity=fidelity)
     if a.size == 0 or b.size == 0:
         raise ValueError(f"K-S test needs integers in both datasets (found {a.size} in GSM-Base, "
                          f"{b.size} in GSM-Variants)")
