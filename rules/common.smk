@@ -4,16 +4,37 @@
 # jobs import the installed earnest package (pip install -e .; the conda envs install it too).
 import os
 import re
+import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
 from earnest.backends.hf import resolve_gguf
-from earnest.config import BUILT_BENCHMARK, ConfigError, check_config, resolve_path, validate_schema
+from earnest.config import (BUILT_BENCHMARK, ConfigError, check_config, check_config_files, resolve_path,
+                            validate_schema)
 from earnest.datasets import DATASETS, release_path
 from earnest.prompts import PromptFormatError, load_formats
 from earnest.fidelity import other as other_mode
 from earnest.stats.glmm import resolve_rows
+from earnest.runlock import clear_stale_locks, record_owner, release_owner
+
+# After a killed Snakemake (kill -9, a lost login session) its locks stay in .snakemake/locks and
+# the next run would refuse to start: remove them when the run that took them is gone
+# (earnest.runlock). Only the main Snakemake process does this, never a job started by it.
+if workflow.exec_mode.name == "DEFAULT":
+    _stale = clear_stale_locks(Path(".snakemake"))
+    if _stale:
+        print(f"earnest: {_stale}", file=sys.stderr)
+
+    onstart:
+        record_owner(Path(".snakemake"))
+
+    onsuccess:
+        release_owner(Path(".snakemake"))
+
+    onerror:
+        release_owner(Path(".snakemake"))
+
 
 BASEDIR = Path(workflow.basedir)
 # the conda environments (envs/*.yaml) pip-install the package from here: `-e ${EARNEST_SOURCE}`
@@ -26,6 +47,7 @@ def _repo_path(p):
 
 
 try:
+    check_config_files(workflow.configfiles)   # duplicate keys, bytes that are not UTF-8
     validate_schema(config, BASEDIR / "config" / "schema.yaml")
     FORMATS = load_formats(_repo_path(config["prompts_dir"]), fidelity=config["fidelity"])
     CHECKED = check_config(config, FORMATS, base_dir=BASEDIR)

@@ -105,9 +105,9 @@ def test_release_jsonl_templates_and_bad_lines(tmp_path):
     with pytest.raises(ConfigError, match=r"bad\.jsonl:2"):
         checked(lambda c: c["gsm_symbolic"].update(source="jsonl", jsonl=str(bad), templates=[3]))
     # a relative path is found next to the workflow (base_dir) when it is not in the working directory
-    _, res = checked(lambda c: c["gsm_symbolic"].update(source="jsonl", jsonl="release.jsonl", templates=[7]),
+    _, res = checked(lambda c: c["gsm_symbolic"].update(source="jsonl", jsonl="release.jsonl", templates=[7, 3]),
                      base_dir=tmp_path)
-    assert res.templates == [7]
+    assert res.templates == [3, 7]
 
 
 def test_resolve_path(tmp_path, monkeypatch):
@@ -116,3 +116,56 @@ def test_resolve_path(tmp_path, monkeypatch):
     assert resolve_path("here.txt", "/elsewhere") == Path("here.txt")
     assert resolve_path("there.txt", "/elsewhere") == Path("/elsewhere/there.txt")
     assert resolve_path("/abs/file", "/elsewhere") == Path("/abs/file")
+
+
+# ---------------------------------------------------------------- issue 17: input errors found before any job
+
+@pytest.mark.parametrize("mutate, expect", [
+    (lambda c: c["gsm_symbolic"].update(templates=[4]),
+     r"^gsm_symbolic\.templates: \[4\] is a single template; .*need at least 2"),
+    (lambda c: c["stats"].update(resamples=3, shards=4),
+     r"^stats\.shards: 4 shards for 3 resamples would plan shards without a resample"),
+    (lambda c: c["models"].update(api={"backend": "openai"}),
+     r"^models\.api\.base_url: the openai backend needs the server's http\(s\) API root, got None"),
+    (lambda c: c["statform"].update(enabled=False, colour="red"),
+     r"^statform: Additional properties are not allowed \('colour'"),
+    (lambda c: c["statform"].update(strategies={"fs": {"kind": "few_shot", "k": 0}}),
+     r"^statform\.strategies\.fs\.k: 0 is less than the minimum of 1"),
+    (lambda c: c["statform"].update(strategies={"x": {"kind": "guess"}}),
+     r"^statform\.strategies\.x\.kind: 'guess' is not one of"),
+])
+def test_config_errors_found_up_front(mutate, expect):
+    with pytest.raises(ConfigError, match=expect):
+        checked(mutate)
+
+
+def test_documented_openai_keys_pass_the_schema():
+    from earnest.backends import openai_http
+
+    api = {"backend": "openai", "base_url": "http://127.0.0.1:8000/v1", "model": "m", "api_key_env": None,
+           "concurrency": 2, "max_retries": 1, "timeout_s": 30, "backoff_s": 0.5, "max_backoff_s": 10,
+           "cache_dir": "results/cache/openai", "temperature": 0, "request_params": {"seed": 1}}
+    documented = {line.split(":")[0].strip() for line in openai_http.__doc__.split("::", 1)[1].split("\n\n")[1]
+                  .splitlines() if ":" in line}
+    assert documented <= set(api), documented - set(api)   # every key the backend documents is tried here
+    checked(lambda c: c["models"].update(api=api))
+
+
+def test_duplicate_yaml_keys_and_bad_bytes_are_named(tmp_path):
+    from earnest.config import check_config_files, load_yaml_strict
+
+    path = tmp_path / "my.yaml"
+    path.write_text("stats:\n  resamples: 10\n  seed: 1\n  resamples: 2000\nmodels: {}\n")
+    with pytest.raises(ConfigError, match=r"my\.yaml:4: key 'resamples' is given twice in the same mapping "
+                                          r"\(first on line 2\)"):
+        check_config_files([path])
+    path.write_text("a: {x: 1, x: 2}\n")
+    with pytest.raises(ConfigError, match=r"my\.yaml:1: key 'x' is given twice"):
+        load_yaml_strict(path)
+    path.write_bytes(b"models:\n  caf\xe9: {}\n")
+    with pytest.raises(ConfigError, match=r"my\.yaml:2: not UTF-8 text \(byte 0xe9 at column 6\)"):
+        load_yaml_strict(path)
+    path.write_text("same: 1\nnested: {same: 2}\nlist: [{k: 1}, {k: 2}]\n")   # equal keys in different mappings
+    assert load_yaml_strict(path) == {"same": 1, "nested": {"same": 2}, "list": [{"k": 1}, {"k": 2}]}
+    for name in ("config.yaml", "paper.yaml"):
+        check_config_files([REPO / "config" / name])

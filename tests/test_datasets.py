@@ -79,3 +79,44 @@ def test_release_jsonl_errors_name_file_and_line(tmp_path):
         read_release_jsonl(path)
     with pytest.raises(DatasetError, match="not found"):
         read_release_jsonl(tmp_path / "missing.jsonl")
+
+
+def _release_record(**kw):
+    rec = {"id": 0, "instance": 0, "question": "q?", "answer": "x\n#### 1", "original_id": 1,
+           "original_question": "oq?", "original_answer": "y\n#### 2"}
+    rec.update(kw)
+    return json.dumps(rec)
+
+
+@pytest.mark.parametrize("line, message", [
+    (_release_record(answer=None), r":2: field 'answer' must be non-empty text, got None"),
+    (_release_record(question=None), r":2: field 'question' must be non-empty text, got None"),
+    (_release_record(answer="so\n#### nan"), r":2: field 'answer': final answer 'nan' is not a finite number"),
+    (_release_record(original_answer="#### inf"),
+     r":2: field 'original_answer': final answer 'inf' is not a finite number"),
+    (_release_record(answer="#### 1e400"), r":2: field 'answer': final answer '1e400' is not a finite number"),
+    (_release_record(instance=0), r":2: duplicate item \(id 0, instance 0\); first at .*r\.jsonl:1"),
+    (_release_record(instance=True), r":2: field 'instance' must be an integer"),
+])
+def test_release_records_are_checked_when_read(tmp_path, line, message):
+    """Found when the file is read (at DAG time, before any generation), not when a job meets them."""
+    path = tmp_path / "r.jsonl"
+    path.write_text(_release_record() + "\n" + line + "\n")
+    with pytest.raises(DatasetError, match=message):
+        read_release_jsonl(path)
+
+
+def test_non_utf8_bytes_are_named_with_line_and_column(tmp_path):
+    path = tmp_path / "r.jsonl"
+    good = _release_record().encode()
+    path.write_bytes(good + b"\n" + good.replace(b'"q?"', b'"caf\xe9?"') + b"\n")
+    with pytest.raises(DatasetError, match=r"r\.jsonl:2: not UTF-8 text \(byte 0xe9 at column \d+\)"):
+        read_release_jsonl(path)
+    path.write_bytes(b"\xef\xbb\xbf" + good + b"\n")        # a byte order mark is fine
+    assert len(read_release_jsonl(path)) == 1
+
+
+def test_gold_answer_must_be_finite():
+    for bad in ("#### nan", "#### -inf", "#### Infinity"):
+        with pytest.raises(DatasetError, match="not a finite number"):
+            gold_answer(bad, "w")

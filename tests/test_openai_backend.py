@@ -48,9 +48,11 @@ class FakeOpenAI:
     request's text to the answer text (default "echo:<text>").
     """
 
-    def __init__(self, plan=None, delay_s: float = 0.0, always=None, honour_stop: bool = True, answer=None):
+    def __init__(self, plan=None, delay_s: float = 0.0, always=None, honour_stop: bool = True, answer=None,
+                 status_of=None):
         self.plan = {k: list(v) for k, v in (plan or {}).items()}
         self.always = always or {}   # content -> status returned every time
+        self.status_of = status_of   # or a function content -> status (200 = answer)
         self.delay_s = delay_s
         self.honour_stop = honour_stop
         self.answer = answer or (lambda content: f"echo:{content}")
@@ -78,6 +80,8 @@ class FakeOpenAI:
                     with outer.lock:
                         queue = outer.plan.get(content, [])
                         status = queue.pop(0) if queue else outer.always.get(content, 200)
+                        if outer.status_of is not None and status == 200:
+                            status = outer.status_of(content)
                     if isinstance(status, str):
                         return self.misbehave(status, body, content)
                     if status != 200:

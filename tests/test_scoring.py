@@ -193,6 +193,15 @@ def test_cli_extract_code(tmp_path):
     assert out[2]["error_class"] == "forbidden_construct"
 
 
+def test_cli_names_a_non_utf8_line(tmp_path):
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_bytes(b'{"response": "The final answer is 1."}\n{"response": "caf\xe9"}\n')
+    proc = run_cli("--style", "text", str(src), str(dst))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert f"{src}:2: not UTF-8 text (byte 0xe9 at column 18)" in proc.stderr
+    assert not dst.exists()
+
+
 @pytest.mark.parametrize("bad_line, message", [
     ("{not json", "not valid JSON"),
     ('["a list"]', "expected a JSON object"),

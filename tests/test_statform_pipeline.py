@@ -205,3 +205,32 @@ def test_confusion_diagonal_holds_every_true_label():
     assert list(cm.index) == ["A", "B"] and list(cm.columns)[:2] == ["A", "B"]
     assert cm.loc["A", "A"] == 0.0 and cm.loc["A", "B"] == 1.0
     assert cm.loc["B", "B"] == 0.5 and cm.loc["B", "(unparsed)"] == 0.5
+
+
+def test_http_errors_are_not_stored_as_model_answers(tmp_path):
+    """HTTP 500s that outlast the retries used to become empty answers scored as model failures;
+    now the generation fails after checkpointing the answers it got, and a rerun asks only for the
+    missing ones."""
+    from earnest.generation import GenerationError
+    from test_openai_backend import FakeOpenAI
+
+    prepare_data(RES / "sample.jsonl", RES / "fewshot_pool.jsonl", RES / "taxonomy.yaml",
+                 tmp_path / "samples.parquet", tmp_path / "pool.parquet", tmp_path / "taxonomy.yaml")
+    failing = {s.question for s in SAMPLES[:3]}
+
+    def question(content):
+        return json.loads(content)["question"]
+
+    cfg = {"backend": "openai", "model": "m", "concurrency": 2, "max_retries": 1, "backoff_s": 0.01,
+           "max_backoff_s": 0.02}
+    args = (tmp_path / "samples.parquet", tmp_path / "pool.parquet", tmp_path / "taxonomy.yaml", "m")
+    out = tmp_path / "gen.parquet"
+    with FakeOpenAI(status_of=lambda c: 500 if question(c) in failing else 200) as srv:
+        with pytest.raises(GenerationError, match=r"3 of \d+ requests got no answer \(error:http_500 x3"):
+            generate(*args, {**cfg, "base_url": srv.url}, "zero_shot", {"kind": "zero_shot"}, 64, out)
+    assert not out.exists()
+    with FakeOpenAI() as srv:
+        gen = generate(*args, {**cfg, "base_url": srv.url}, "zero_shot", {"kind": "zero_shot"}, 64, out)
+        assert sorted(question(r["body"]["messages"][-1]["content"]) for r in srv.received) == sorted(failing)
+    assert len(gen) == len(SAMPLES) and gen.item_id.is_unique
+    assert (gen.stop_reason == "eos").all() and gen.response.str.startswith("echo:").all()

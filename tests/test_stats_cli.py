@@ -49,16 +49,43 @@ def test_glmm_cli_bad_input(tmp_path, capsys):
     assert str(bad) in err and "column 'correct' must be 0/1" in err
 
 
+def test_one_template_or_one_variant_level_is_refused_up_front(tmp_path, capsys):
+    """Such data used to run every resample (NaN estimates, or lme4 refusing every fit) before
+    failing; now `earnest glmm` refuses it before any fit and says why."""
+    one = tmp_path / "one.csv"
+    simulate_glmm_input(1, 8, seed=3).to_csv(one, index=False)
+    assert main(["glmm", str(one), "--glmm", "1", "--resamples", "2", "--seed", "1", "--out", str(tmp_path / "o")]) == 2
+    assert "every row is template 0; the GLMMs' random intercept per template" in capsys.readouterr().err
+    variants_only = tmp_path / "variants.csv"
+    df = simulate_glmm_input(4, 3, seed=3)
+    df[df["variant"] == 1].to_csv(variants_only, index=False)
+    assert main(["glmm", str(variants_only), "--glmm", "1", "--resamples", "2", "--seed", "1",
+                 "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "column 'variant' is 1 in every row" in err and str(variants_only) in err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "empty file; expected a header line"),
+    (b"model,prompt,template,variant,correct\n", "no data rows (columns: model, prompt, template, variant, correct)"),
+    (b"model,prompt,template,variant,correct\nm,gsm,0,0,1\nm,gsm,1,1,0,7\n", ":3: 6 fields, but the header (line 1) has 5"),
+    (b"model,prompt,template,variant,correct\nm,gsm,0,0,1\nm\xe9,gsm,1,1,0\n", ":3: not UTF-8 text (byte 0xe9 at column 2)"),
+])
+def test_glmm_cli_unreadable_csv_is_named(tmp_path, capsys, content, message):
+    path = tmp_path / "in.csv"
+    path.write_bytes(content)
+    assert main(["glmm", str(path), "--glmm", "1", "--resamples", "2", "--seed", "1", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert f"earnest glmm: {path}" in err and message in err and "Traceback" not in err
+
+
 @pytest.mark.slow
-def test_failed_fits_are_recorded_not_fatal(tmp_path):
+def test_failed_fits_are_recorded_not_fatal():
     # one template only: lme4 refuses every fit ("grouping factors must have > 1 sampled level");
-    # the engine keeps the error text per resample and the run still finishes
-    df = simulate_glmm_input(1, 8, seed=3)
-    path = tmp_path / "one.csv"
-    df.to_csv(path, index=False)
-    assert main(["glmm", str(path), "--glmm", "1", "--resamples", "2", "--seed", "1", "--out", str(tmp_path / "o"),
-                 "--cores", "1"]) == 0
-    shard = pd.read_parquet(tmp_path / "o" / "shards" / "glmm1" / "sim" / "gsm" / "shard-0.parquet")
+    # the engine keeps the error text per resample and the shard still finishes
+    from earnest.stats import glmm as G
+
+    df = G.validate_glmm_input(simulate_glmm_input(1, 8, seed=3), 1)
+    shard = G.run_shard(df, 1, 2, 1)
     assert shard["error"].str.contains("grouping factors").all() and not shard["converged"].any()
-    summary = pd.read_csv(tmp_path / "o" / "summary_glmm1.csv")
-    assert summary["n_clean"].tolist() == [0] and summary["n_errors"].tolist() == [2]

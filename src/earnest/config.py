@@ -26,7 +26,8 @@ import yaml
 
 from earnest.prompts import PromptFormat, PromptFormatError, validate_format_names
 
-__all__ = ["ConfigError", "Checked", "validate_schema", "check_config", "resolve_path"]
+__all__ = ["ConfigError", "Checked", "validate_schema", "check_config", "resolve_path", "load_yaml_strict",
+           "check_config_files"]
 
 
 class ConfigError(ValueError):
@@ -53,6 +54,58 @@ def resolve_path(p: str | Path, base_dir: str | Path | None = None) -> Path:
     if path.is_absolute() or path.exists() or base_dir is None:
         return path
     return Path(base_dir) / path
+
+
+# ---------------------------------------------------------------- config files
+class _StrictLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (plain YAML keeps the last)."""
+
+
+def _unique_mapping(loader: _StrictLoader, node, deep=False):
+    seen: dict = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            if key not in seen:
+                seen[key] = key_node.start_mark.line + 1
+                continue
+        except TypeError:   # an unhashable key: the base constructor reports it
+            continue
+        raise ConfigError(f"{loader.name}:{key_node.start_mark.line + 1}: key {key!r} is given twice "
+                          f"in the same mapping (first on line {seen[key]}); YAML would silently keep the last")
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
+def load_yaml_strict(path: str | Path):
+    """A YAML file's content; ConfigError naming ``path:line`` for text that is not UTF-8, invalid
+    YAML or a duplicate key."""
+    path = Path(path)
+    raw = path.read_bytes()
+    for lineno, line in enumerate(raw.split(b"\n"), 1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}:{lineno}: not UTF-8 text (byte 0x{line[exc.start]:02x} at column "
+                              f"{exc.start + 1})") from None
+    loader = _StrictLoader(raw.decode("utf-8"))
+    loader.name = str(path)
+    try:
+        return loader.get_single_data()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise ConfigError(f"{path}:{mark.line + 1 if mark else '?'}: invalid YAML ({exc.problem})") from None
+    finally:
+        loader.dispose()
+
+
+def check_config_files(paths) -> None:
+    """Read every config file as :func:`load_yaml_strict` does (Snakemake's own reading keeps the
+    last of two equal keys without a word); raises ConfigError naming file and line."""
+    for path in paths:
+        load_yaml_strict(path)
 
 
 # ---------------------------------------------------------------- schema
@@ -108,6 +161,11 @@ def _check_models(config: dict, base_dir) -> None:
         if backend not in BACKENDS:
             raise ConfigError(f"models.{name}.backend: unknown backend {backend!r} "
                               f"(known: {', '.join(sorted(BACKENDS))})")
+        if backend == "openai":
+            url = m.get("base_url")
+            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                raise ConfigError(f"models.{name}.base_url: the openai backend needs the server's http(s) API root, "
+                                  f"got {url!r}")
         if backend == "transformers":
             sources = [k for k in ("gguf", "path", "hub") if m.get(k)]
             if len(sources) != 1:
@@ -162,7 +220,17 @@ def _gsm_templates(config: dict, base_dir) -> list[int]:
     if unknown:
         raise ConfigError(f"gsm_symbolic.templates: ids {unknown} do not exist "
                           f"(available: {available[0]}..{available[-1]})")
+    if len(templates) < 2:
+        raise ConfigError(f"gsm_symbolic.templates: {templates} is a single template; the GLMMs' random intercept "
+                          "per template and the bootstrap over templates need at least 2")
     return templates
+
+
+def _check_stats(config: dict) -> None:
+    stats = config["stats"]
+    if stats["shards"] > stats["resamples"]:
+        raise ConfigError(f"stats.shards: {stats['shards']} shards for {stats['resamples']} resamples would plan "
+                          "shards without a resample; use at most stats.resamples shards")
 
 
 def _check_statform(config: dict, base_dir) -> None:
@@ -242,6 +310,7 @@ def check_config(config: dict, formats: Mapping[str, PromptFormat], *,
     _check_prompts(config, formats)
     _check_models(config, base_dir)
     templates = _gsm_templates(config, base_dir)
+    _check_stats(config)
     _check_statform(config, base_dir)
     entries, cases, excluded = _check_statform_build(config, base_dir)
     return Checked(templates=templates, build_entries=entries, build_cases=cases, build_excluded=excluded)

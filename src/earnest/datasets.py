@@ -16,6 +16,7 @@ Two sources give the same items table (columns in CONTRACTS.md):
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from pathlib import Path
 from typing import Iterable
@@ -42,10 +43,14 @@ def gold_answer(answer_text: str, where: str) -> str:
     if not m:
         raise DatasetError(f"{where}: answer has no '#### <number>' line: {answer_text[-80:]!r}")
     value = m.group(1).replace(",", "").replace("$", "").strip()
+    from .scoring import parse_gold   # the one definition of a valid gold answer (scoring compares with it)
+
     try:
-        float(value)
-    except ValueError as exc:
-        raise DatasetError(f"{where}: final answer {value!r} is not a number") from exc
+        parse_gold(value)
+        if not math.isfinite(float(value)):
+            raise ValueError("not finite")
+    except (ValueError, OverflowError):
+        raise DatasetError(f"{where}: final answer {value!r} is not a finite number") from None
     return value
 
 
@@ -127,13 +132,23 @@ def read_release_jsonl(path: str | Path) -> list[dict]:
     if not path.exists():
         raise DatasetError(f"{path}: GSM-Symbolic release file not found (config key gsm_symbolic.jsonl)")
     records = []
+    seen: dict[tuple[int, int], str] = {}
     for where, _, rec in iter_jsonl(path, error=DatasetError):
         missing = [f for f in JSONL_FIELDS if f not in rec]
         if missing:
             raise DatasetError(f"{where}: missing field(s) {', '.join(missing)}")
         for f in ("id", "instance", "original_id"):
-            if not isinstance(rec[f], int):
+            if not isinstance(rec[f], int) or isinstance(rec[f], bool):
                 raise DatasetError(f"{where}: field {f!r} must be an integer, got {rec[f]!r}")
+        for f in ("question", "answer", "original_question", "original_answer"):
+            if not isinstance(rec[f], str) or not rec[f].strip():
+                raise DatasetError(f"{where}: field {f!r} must be non-empty text, got {rec[f]!r}")
+        gold_answer(rec["answer"], f"{where}: field 'answer'")
+        gold_answer(rec["original_answer"], f"{where}: field 'original_answer'")
+        key = (rec["id"], rec["instance"])
+        if key in seen:
+            raise DatasetError(f"{where}: duplicate item (id {key[0]}, instance {key[1]}); first at {seen[key]}")
+        seen[key] = where
         rec["_where"] = where
         records.append(rec)
     if not records:

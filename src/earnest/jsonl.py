@@ -19,11 +19,18 @@ def iter_jsonl(path: str | Path, *, objects_only: bool = True,
     ``path:line`` for invalid JSON, and (with ``objects_only``) for a record that is not a JSON
     object.
     """
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            where = f"{path}:{lineno}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise error(f"{where}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+                            "save the file as UTF-8") from None
+            if lineno == 1:
+                line = line.removeprefix("\ufeff")   # a UTF-8 byte order mark
             if not line.strip():
                 continue
-            where = f"{path}:{lineno}"
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as exc:

@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         raw = G.read_glmm_input(args.input)
         df = G.validate_glmm_input(raw, args.glmm, source=str(args.input))
+        G.check_estimable(df, source=str(args.input))
     except (G.GLMMInputError, OSError) as exc:
         print(f"earnest glmm: {exc}", file=sys.stderr)
         return 2

@@ -68,10 +68,44 @@ def read_glmm_input(path: str | Path) -> pd.DataFrame:
     """Read a GLMM input table from CSV or Parquet (by suffix)."""
     path = Path(path)
     if path.suffix == ".parquet":
-        return pd.read_parquet(path)
-    if path.suffix in (".csv", ".txt"):
-        return pd.read_csv(path)
-    raise GLMMInputError(f"{path}: GLMM input must be .csv or .parquet")
+        df = pd.read_parquet(path)
+    elif path.suffix in (".csv", ".txt"):
+        df = _read_csv_checked(path)
+    else:
+        raise GLMMInputError(f"{path}: GLMM input must be .csv or .parquet")
+    if df.empty:
+        raise GLMMInputError(f"{path}: no data rows (columns: {', '.join(map(str, df.columns)) or 'none'})")
+    return df
+
+
+def _read_csv_checked(path: Path) -> pd.DataFrame:
+    """A CSV file as a table; GLMMInputError naming ``path:line`` for text that is not UTF-8, a row
+    whose number of fields differs from the header's, or a file without header or rows."""
+    import csv
+    import io
+
+    raw = path.read_bytes()
+    for lineno, line in enumerate(raw.split(b"\n"), 1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise GLMMInputError(f"{path}:{lineno}: not UTF-8 text (byte 0x{line[exc.start]:02x} at column "
+                                 f"{exc.start + 1}); save the file as UTF-8") from None
+    text = raw.decode("utf-8").removeprefix("\ufeff")
+    if not text.strip():
+        raise GLMMInputError(f"{path}: empty file; expected a header line "
+                             f"({','.join(GLMM_INPUT_COLUMNS)}[,gamma]) and one line per item")
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = next(reader)
+        width = len(header)
+        for row in reader:
+            if row and len(row) != width:
+                raise GLMMInputError(f"{path}:{reader.line_num}: {len(row)} fields, but the header "
+                                     f"(line 1) has {width}")
+    except csv.Error as exc:
+        raise GLMMInputError(f"{path}:{reader.line_num}: {exc}") from None
+    return pd.read_csv(io.StringIO(text))
 
 
 def validate_glmm_input(df: pd.DataFrame, glmm: int, source: str = "GLMM input") -> pd.DataFrame:
@@ -116,6 +150,27 @@ def validate_glmm_input(df: pd.DataFrame, glmm: int, source: str = "GLMM input")
     for col in ("model", "prompt"):
         out[col] = out[col].astype(str)
     return out.reset_index(drop=True)
+
+
+def check_estimable(df: pd.DataFrame, source: str = "GLMM input") -> None:
+    """Refuse data whose variant effect cannot be estimated, before any fit: per model x prompt,
+    both values of ``variant`` and at least two templates are needed (GLMMInputError with the reason).
+
+    ``earnest glmm`` applies it to its input; the workflow refuses such data in its config
+    (:func:`earnest.config.check_config`) and keeps its own handling of model x prompt pairs whose
+    items were excluded by an analysis."""
+    for (model, prompt), g in df.groupby(["model", "prompt"], sort=False):
+        where = f"{source}: model {model!r}, prompt {prompt!r}"
+        levels = sorted(g["variant"].unique().tolist())
+        if len(levels) < 2:
+            raise GLMMInputError(
+                f"{where}: column 'variant' is {levels[0]} in every row; the variant effect compares "
+                "GSM-Base (variant 0) with GSM-Variants (variant 1), so both are needed")
+        templates = g["template"].unique()
+        if len(templates) < 2:
+            raise GLMMInputError(
+                f"{where}: every row is template {templates[0]}; the GLMMs' random intercept per template "
+                "and the bootstrap over templates need at least 2 templates")
 
 
 def groups(df: pd.DataFrame):
