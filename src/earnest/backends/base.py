@@ -13,11 +13,10 @@ from typing import Callable, Sequence
 
 # Why an answer ended: the one set of names every backend uses (column ``stop_reason``).
 EOS = "eos"                        # the model ended its answer (EOS token; an API's "stop" without a stop string)
-STOP_STRING = "stop_string"        # one of the request's stop strings appeared (cut off before it)
-NEXT_QUESTION = "next_question"    # the model began the next few-shot question ("Q:" at a line start)
+STOP_STRING = "stop_string"        # one of the request's stop strings appeared (e.g. the next "Q:")
 MAX_NEW_TOKENS = "max_new_tokens"  # the token cap was hit (an API's "length")
 CONTENT_FILTER = "content_filter"  # an API withheld the rest of the answer
-STOP_REASONS = (EOS, STOP_STRING, NEXT_QUESTION, MAX_NEW_TOKENS, CONTENT_FILTER)
+STOP_REASONS = (EOS, STOP_STRING, MAX_NEW_TOKENS, CONTENT_FILTER)
 # A request that got no answer at all (transport failure after every retry): "error:<kind>".
 # Such a result is not a model answer: it is never checkpointed or scored, and the job fails so that
 # a rerun asks again.
