@@ -70,6 +70,21 @@ def test_bad_records_name_file_line_and_field(tmp_path):
         load_samples(path)
 
 
+def test_non_utf8_bytes_are_named_by_line_and_column(tmp_path):
+    good = json.dumps(GOOD).encode()
+    for name in ("s.jsonl", "s.json"):
+        path = tmp_path / name
+        body = good + b"\n" + b'  {"question": "caf\xe9"}' if name.endswith("jsonl") else \
+            b"[" + good + b',\n  {"question": "caf\xe9"}]'
+        path.write_bytes(body)
+        with pytest.raises(DataError, match=rf"{re.escape(name)}:2: not UTF-8 text \(byte 0xe9 at column 20\)"):
+            load_samples(path)
+    tax = tmp_path / "t.yaml"
+    tax.write_bytes(b"Regression:\n  - Linear R\xe9gression\n")
+    with pytest.raises(TaxonomyError, match=r"t\.yaml:2: not UTF-8 text \(byte 0xe9 at column 13\)"):
+        load_taxonomy(tax)
+
+
 def test_release_layouts_json_and_parquet(tmp_path):
     # nested layout of the authors' release: fine name only, role codes, object of records
     nested = {"7": {"case_id": "book3\\07.json", "input": {"background": "b", "question": "q?", "data": None},

@@ -1,4 +1,5 @@
-"""The one JSON-lines reader: every record with the ``path:line`` it came from."""
+"""The one JSON-lines reader (every record with the ``path:line`` it came from), and the one reader
+of a whole text file that names the line and column of a byte that is not UTF-8."""
 
 from __future__ import annotations
 
@@ -38,3 +39,16 @@ def iter_jsonl(path: str | Path, *, objects_only: bool = True,
             if objects_only and not isinstance(rec, dict):
                 raise error(f"{where}: expected a JSON object, got {type(rec).__name__}")
             yield where, lineno, rec
+
+
+def read_utf8(path: str | Path, *, error: type[Exception] = JSONLError) -> str:
+    """The text of ``path``; ``error`` naming ``path:line`` and the column of the first byte that is
+    not UTF-8 (instead of Python's byte offset). A leading byte order mark is dropped."""
+    raw = Path(path).read_bytes()
+    try:
+        return raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        line_start = raw.rfind(b"\n", 0, exc.start) + 1
+        lineno = raw.count(b"\n", 0, exc.start) + 1
+        raise error(f"{path}:{lineno}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
+                    f"{exc.start - line_start + 1}); save the file as UTF-8") from None

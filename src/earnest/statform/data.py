@@ -35,7 +35,7 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
-from earnest.jsonl import iter_jsonl
+from earnest.jsonl import iter_jsonl, read_utf8
 
 SOURCES = ("textbook", "case")
 _SOURCE_ALIASES = {"textbook": "textbook", "book": "textbook", "case": "case",
@@ -270,7 +270,7 @@ def _iter_json_records(path: Path) -> Iterable[tuple[str, Any]]:
         for where, _, rec in iter_jsonl(path, objects_only=False, error=DataError):
             yield where, rec
         return
-    text = path.read_text(encoding="utf-8")
+    text = read_utf8(path, error=DataError)
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:

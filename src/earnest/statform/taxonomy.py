@@ -152,7 +152,9 @@ def load_taxonomy(path: str | Path) -> Taxonomy:
     path = Path(path)
     if not path.exists():
         raise TaxonomyError(f"{path}: no such file")
-    text = path.read_text(encoding="utf-8")
+    from earnest.jsonl import read_utf8
+
+    text = read_utf8(path, error=TaxonomyError)
     try:
         obj = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
