@@ -72,9 +72,12 @@ def test_gsm_workflow_with_the_openai_backend(tmp_path):
         n_requests = len(srv.received)
     assert n_requests == len(gold) == 3 + 3 * 2
     assert all(r["path"] == "/v1/completions" and r["body"]["model"] == "served-model" for r in srv.received)
+    # the prompt format's stop strings (formats.yaml) travel with every request
+    assert all("\nQ:" in r["body"]["stop"] for r in srv.received)
     for ds, n in (("gsm_base", 3), ("gsm_variants", 6)):
         gen = pd.read_parquet(tmp_path / f"results/generations/api/gsm/{ds}.parquet")
         assert len(gen) == n and gen.item_id.is_unique and not gen.stop_reason.str.startswith("error").any()
+        assert not gen.response.str.contains("next question").any()
         scored = pd.read_parquet(tmp_path / f"results/scored/api/gsm/{ds}.parquet")
         expected = [hashlib.sha256(q.encode()).digest()[0] % 3 != 0 for q in
                     pd.read_parquet(tmp_path / f"results/data/{ds}.parquet").set_index("item_id")
