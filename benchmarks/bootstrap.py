@@ -3,7 +3,9 @@
 Same simulated data (100 templates x 51 items: 1 GSM-Base + 50 GSM-Variants), same resamples
 (the baseline rebuilds exactly the template draws the engine makes from each resample's seed).
 The baseline is what the paper did: a Python loop building a new pymer4 ``Lmer`` per resample on
-row-level data. The engine runs the loop inside R (one rpy2 call), on aggregated binomial rows,
+row-level data. The engine runs the loop inside R (one rpy2 call), on aggregated binomial rows
+(``--rows aggregated``, earnest mode's default) or, as reference mode and the paper fit, one row
+per answer (``--rows answers``),
 over ``--cores`` forked workers (and, for comparison, on one core). The machine's speed drifts from minute to minute, so each of
 ``--rounds`` rounds times the pymer4 loop and then the engine back to back on new resamples, and
 the speed-up reported is the median of the rounds' ratios.
@@ -13,6 +15,7 @@ the projected time for 2,000 resamples x 92 model x prompt x GLMM combinations (
 20 models on the GSM prompt + 8 models x 4 prompts; 40 GLMM 2 fits: 8 models x 5 prompts).
 
     python benchmarks/bootstrap.py [--baseline-resamples 12] [--engine-resamples 120 36] [--rounds 5] [--cores 2]
+                                   [--rows aggregated|answers]
 """
 
 from __future__ import annotations
@@ -77,8 +80,9 @@ def parallel_scaling(cores: int) -> float:
     return float(t[0])
 
 
-def engine(df: pd.DataFrame, glmm: int, resamples, base_seed: int, cores: int) -> tuple[pd.DataFrame, float]:
-    frame = G.model_frame(df, glmm, aggregate=True)
+def engine(df: pd.DataFrame, glmm: int, resamples, base_seed: int, cores: int,
+           rows: str = "aggregated") -> tuple[pd.DataFrame, float]:
+    frame = G.model_frame(df, glmm, aggregate=rows == "aggregated")
     t0 = time.perf_counter()
     out = G.run_bootstrap(frame, glmm, resamples, base_seed, cores)
     secs = time.perf_counter() - t0
@@ -96,11 +100,13 @@ def main() -> None:
                     help="rounds of (pymer4 loop, engine) timings; the speed-up is the median over rounds")
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--seed", type=int, default=2024)
+    ap.add_argument("--rows", choices=G.ROWS, default="aggregated",
+                    help="rows the engine fits: aggregated (earnest mode) or answers (reference mode, as pymer4)")
     args = ap.parse_args()
 
     df = G.validate_glmm_input(simulate_glmm_input(100, 50, variant_effect=-0.5, gamma_effect=-0.2, seed=7), 2)
     rbridge.r()  # start R outside the timings
-    print(f"data: {len(df)} rows, {df['template'].nunique()} templates; {args.rounds} rounds, each timing the "
+    print(f"data: {len(df)} rows, {df['template'].nunique()} templates, engine on {args.rows} rows; {args.rounds} rounds, each timing the "
           f"pymer4 loop and then the engine back to back (the machine's speed drifts between minutes); "
           f"load average {os.getloadavg()}")
     print(f"{args.cores} CPU-bound R processes run {parallel_scaling(args.cores):.2f}x as fast as one on this "
@@ -109,7 +115,7 @@ def main() -> None:
     for glmm in (1, 2):
         # warm both paths once so neither pays R or pymer4 start-up inside the timing
         pymer4_loop(df, glmm, [10_000], args.seed)
-        engine(df, glmm, [10_000], args.seed, 1)
+        engine(df, glmm, [10_000], args.seed, 1, args.rows)
         n_base, n_engine = args.baseline_resamples, max(args.engine_resamples[glmm - 1], args.baseline_resamples)
         # the engine on one core as well: its own speed-up, apart from the machine's parallel scaling
         n_one = n_engine if glmm == 1 else n_base
@@ -118,8 +124,8 @@ def main() -> None:
             # each round fits new resamples; the engine's first n_base are the pymer4 loop's
             first = k * n_engine
             py, py_s = pymer4_loop(df, glmm, range(first, first + n_base), args.seed)
-            out, eng_s = engine(df, glmm, range(first, first + n_engine), args.seed, args.cores)
-            _, one_s = engine(df, glmm, range(first, first + n_one), args.seed, 1)
+            out, eng_s = engine(df, glmm, range(first, first + n_engine), args.seed, args.cores, args.rows)
+            _, one_s = engine(df, glmm, range(first, first + n_one), args.seed, 1, args.rows)
             py_rate, eng_rate, one_rate = n_base / py_s, n_engine / eng_s, n_one / one_s
             ratios.append(eng_rate / py_rate)
             one_ratios.append(one_rate / py_rate)
