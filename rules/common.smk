@@ -99,7 +99,10 @@ wildcard_constraints:
 N_SHARDS = int(config["stats"]["shards"])
 # the fidelity mode (earnest.fidelity) and the rows the bootstrap fits (stats.rows, else the mode's)
 FIDELITY = config["fidelity"]
-STATS_ROWS = resolve_rows(config["stats"].get("rows"), FIDELITY)
+try:
+    STATS_ROWS = resolve_rows(config["stats"].get("rows"), FIDELITY, engine=config["stats"]["engine"])
+except ValueError as exc:
+    raise WorkflowError(f"config error: {exc}") from None
 STATS_DIR = "results/stats"
 # the summaries table: the one contract downstream of the statistics (earnest.stats.summaries)
 SUMMARIES = f"{STATS_DIR}/summaries.parquet"

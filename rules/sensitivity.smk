@@ -9,6 +9,8 @@ SENS = config["sensitivity"]
 SENS_DIR = "results/sensitivity"
 OTHER = other_mode(FIDELITY)
 OTHER_ROWS = resolve_rows(None, OTHER)
+# the laplace engine fits aggregated rows only: the other mode's answers are fitted by lme4
+OTHER_ENGINE = STATS["engine"] if OTHER_ROWS == "aggregated" else "lme4"
 
 
 def sensitivity_summary_files(wildcards=None):
@@ -64,6 +66,8 @@ if SENS["enabled"]:
         params:
             rows=OTHER_ROWS,
             n_shards=SENS["shards"],
+            fidelity=OTHER,
+            engine=OTHER_ENGINE,
 
     use rule glmm_summary as sensitivity_glmm_summary with:
         input:
@@ -84,6 +88,7 @@ if SENS["enabled"]:
         params:
             fidelity=OTHER,
             rows=OTHER_ROWS,
+            engine=OTHER_ENGINE,
 
     # the other mode's summaries table: the same contract (earnest.stats.summaries) as the main one
     use rule summaries as sensitivity_summaries with:

@@ -37,6 +37,7 @@ rule bootstrap_shard:
         shard=lambda wc: int(wc.shard),
         n_shards=N_SHARDS,
         rows=STATS_ROWS,
+        fidelity=FIDELITY,
         engine=STATS["engine"],
         check_resamples=STATS["check_resamples"],
     threads: STATS["threads"]

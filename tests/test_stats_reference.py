@@ -68,7 +68,7 @@ def test_rows_follow_the_fidelity_mode():
 
 def test_reference_bootstrap_on_answers_is_the_reference_loop(low_accuracy, tmp_path):
     B, seed = 24, 5
-    summary, _ = run_glmm(low_accuracy, 1, B, seed, tmp_path, fidelity="reference", cores=1, log=lambda m: None)
+    summary = run_glmm(low_accuracy, 1, B, seed, tmp_path, fidelity="reference", cores=1, log=lambda m: None)[0]
     ref = _reference_loop(low_accuracy, range(B), seed)
     shards = pd.read_parquet(tmp_path / "glmm1" / "sim" / "gsm" / "shard-0.parquet")
     assert shards.attrs["rows"] == "answers"
@@ -114,3 +114,28 @@ def test_clean_rule_per_mode():
     assert clean_mask(sh, "earnest").tolist() == [True, False, False, False, False]
     with pytest.raises(ValueError, match="lme4_messages"):
         clean_mask(sh.drop(columns="lme4_messages"), "reference")
+
+
+def test_reference_glmm2_leaves_out_questions_without_digits(low_accuracy):
+    """The reference's gamma of a question without digits is missing; its GLMM 2 fits drop the row
+    (lme4's na.action), GLMM 1 keeps it. Earnest mode refuses a missing gamma."""
+    df = low_accuracy.assign(gamma=np.linspace(1.0, 3.0, len(low_accuracy)))
+    df.loc[[0, 5, 17], "gamma"] = np.nan
+    with pytest.raises(G.GLMMInputError, match="'gamma' must be a finite number, found nan in data row 1"):
+        G.validate_glmm_input(df, 2)
+    ok = G.validate_glmm_input(df, 2, fidelity="reference")
+    frame = G.model_frame(ok, 2, aggregate=False)
+    assert len(frame) == len(df) - 3
+    kept = df["gamma"].dropna()
+    np.testing.assert_allclose(frame["gamma_c"], kept - kept.mean())
+    assert len(G.model_frame(ok, 1, aggregate=False)) == len(df)
+    bad = df.astype({"gamma": object})
+    bad.loc[3, "gamma"] = "many"
+    with pytest.raises(G.GLMMInputError, match="found 'many' in data row 4"):
+        G.validate_glmm_input(bad, 2, fidelity="reference")
+
+
+def test_laplace_engine_cannot_fit_answers():
+    with pytest.raises(ValueError, match="laplace fits aggregated rows only"):
+        G.resolve_rows(None, "reference", engine="laplace")
+    assert G.resolve_rows("aggregated", "reference", engine="laplace") == "aggregated"

@@ -28,7 +28,8 @@ log = logging.getLogger("bootstrap_shard")
 try:
     p = snakemake.params  # noqa: F821
     src = str(snakemake.input[0])  # noqa: F821
-    df = validate_glmm_input(pd.read_parquet(src), int(p.glmm), source=src)
+    df = validate_glmm_input(pd.read_parquet(src), int(p.glmm), source=src,
+                             fidelity=str(p.get("fidelity", "earnest")))
     t0 = time.time()
     engine = str(p.get("engine", "lme4"))
     table = run_shard(df, int(p.glmm), int(p.resamples), int(p.seed), shard=int(p.shard),

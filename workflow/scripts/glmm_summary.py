@@ -28,7 +28,7 @@ try:
     p = snakemake.params  # noqa: F821
     glmm = int(p.glmm)
     src = str(snakemake.input.glmm_input)  # noqa: F821
-    data = validate_glmm_input(pd.read_parquet(src), glmm, source=src)
+    data = validate_glmm_input(pd.read_parquet(src), glmm, source=src, fidelity=str(p.get("fidelity", "earnest")))
     shard_paths = snakemake.input.shards  # noqa: F821
     shard_paths = [shard_paths] if isinstance(shard_paths, str) else list(shard_paths)
     shards = read_shards(shard_paths)

@@ -53,10 +53,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         raw = G.read_glmm_input(args.input)
-        df = G.validate_glmm_input(raw, args.glmm, source=str(args.input))
+        df = G.validate_glmm_input(raw, args.glmm, source=str(args.input), fidelity=args.fidelity)
         G.check_estimable(df, source=str(args.input))
     except (G.GLMMInputError, OSError) as exc:
         print(f"earnest glmm: {exc}", file=sys.stderr)
+        return 2
+    try:
+        G.resolve_rows("answers" if args.row_level else args.rows, args.fidelity, engine=args.engine)
+    except ValueError as exc:
+        print(f"earnest glmm: {str(exc).replace('stats.engine: ', '--engine: ')}", file=sys.stderr)
         return 2
     out = args.out
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731

@@ -108,12 +108,15 @@ def _read_csv_checked(path: Path) -> pd.DataFrame:
     return pd.read_csv(io.StringIO(text))
 
 
-def validate_glmm_input(df: pd.DataFrame, glmm: int, source: str = "GLMM input") -> pd.DataFrame:
+def validate_glmm_input(df: pd.DataFrame, glmm: int, source: str = "GLMM input", *,
+                        fidelity: str = fidelity.DEFAULT) -> pd.DataFrame:
     """Check the columns of the GLMM input contract and return a clean copy.
 
     Raises :class:`GLMMInputError` naming ``source`` and the offending column when a column is
     missing, ``correct`` or ``variant`` hold anything but 0/1, ``template`` is not integral, or
-    (GLMM 2) ``gamma`` is missing or not finite. Booleans are accepted for ``correct``.
+    (GLMM 2) ``gamma`` is missing or not finite. Booleans are accepted for ``correct``. With
+    ``fidelity="reference"`` an empty ``gamma`` is allowed: the reference's gamma of a question
+    without digits, a row GLMM 2 leaves out (:func:`model_frame`), as the reference's fits do.
     """
     glmm = _check_glmm(glmm)
     needed = list(GLMM_INPUT_COLUMNS) + (["gamma"] if glmm == 2 else [])
@@ -142,8 +145,11 @@ def validate_glmm_input(df: pd.DataFrame, glmm: int, source: str = "GLMM input")
     out["template"] = tmpl.astype(np.int64)
     if glmm == 2:
         g = pd.to_numeric(out["gamma"], errors="coerce")
-        if not np.all(np.isfinite(g.to_numpy(dtype=float))):
-            bad = int(np.flatnonzero(~np.isfinite(g.to_numpy(dtype=float)))[0])
+        wrong = ~np.isfinite(g.to_numpy(dtype=float))
+        if fidelity == "reference":
+            wrong &= ~out["gamma"].isna().to_numpy()
+        if wrong.any():
+            bad = int(np.flatnonzero(wrong)[0])
             raise GLMMInputError(f"{source}: column 'gamma' must be a finite number, found "
                                  f"{_show(out['gamma'].iloc[bad])} in {_row(bad)}")
         out["gamma"] = g.astype(float)
@@ -186,7 +192,8 @@ def _single_group(df: pd.DataFrame) -> None:
 
 
 def centre_gamma(df: pd.DataFrame) -> pd.Series:
-    """gamma_c: gamma minus its mean over all rows (GSM-Base and GSM-Variants) of the group."""
+    """gamma_c: gamma minus its mean over all rows (GSM-Base and GSM-Variants) of the group
+    (rows without gamma are not counted and stay without)."""
     return df["gamma"] - df["gamma"].mean()
 
 
@@ -196,10 +203,14 @@ def model_frame(df: pd.DataFrame, glmm: int, aggregate: bool = True) -> pd.DataF
     Columns template, variant, succ, fail (and gamma_c for GLMM 2). With ``aggregate``, answers
     sharing (template, variant[, gamma_c]) collapse into one binomial row; the likelihood is the
     same up to a constant, so estimates and diagnostics agree with the row-level fit. Without it,
-    each answer is one row (succ + fail = 1).
+    each answer is one row (succ + fail = 1). GLMM 2 leaves out rows without gamma (only reference
+    mode has them: a question without digits), as lme4's default na.action drops them from the
+    reference's fits; gamma is centred over the rows it keeps.
     """
     glmm = _check_glmm(glmm)
     _single_group(df)
+    if glmm == 2:
+        df = df[df["gamma"].notna()]
     d = pd.DataFrame({"template": df["template"].astype(np.int64), "variant": df["variant"].astype(np.int64),
                       "succ": df["correct"].astype(np.int64)})
     d["fail"] = 1 - d["succ"]
@@ -213,13 +224,18 @@ def model_frame(df: pd.DataFrame, glmm: int, aggregate: bool = True) -> pd.DataF
     return d[cols].reset_index(drop=True)
 
 
-def resolve_rows(rows: str | None, fidelity_mode: str = fidelity.DEFAULT) -> str:
+def resolve_rows(rows: str | None, fidelity_mode: str = fidelity.DEFAULT, *, engine: str = "lme4") -> str:
     """The rows the bootstrap fits: ``rows`` if given (``answers`` | ``aggregated``), else the
-    fidelity mode's (:data:`ROWS_BY_FIDELITY`)."""
+    fidelity mode's (:data:`ROWS_BY_FIDELITY`). The laplace engine fits aggregated rows only, so
+    answers with it is a ValueError that says what to change."""
     if rows in (None, "", "auto"):
-        return ROWS_BY_FIDELITY[fidelity.check_mode(fidelity_mode)]
-    if rows not in ROWS:
+        rows = ROWS_BY_FIDELITY[fidelity.check_mode(fidelity_mode)]
+    elif rows not in ROWS:
         raise ValueError(f"stats.rows: {rows!r} is not one of {', '.join(ROWS)}")
+    if engine == "laplace" and rows == "answers":
+        raise ValueError(f"stats.engine: laplace fits aggregated rows only, but the bootstrap is to fit one row "
+                         f"per answer (fidelity {fidelity_mode!r}, stats.rows {rows!r}); use stats.engine: lme4 "
+                         f"(the faithful path) or stats.rows: aggregated (the labelled speed path)")
     return rows
 
 

@@ -133,7 +133,7 @@ def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_
     """
     G.check_engine(engine)
     cores = cores or default_cores()
-    rows = G.resolve_rows(rows, fidelity)
+    rows = G.resolve_rows(rows, fidelity, engine=engine)
     aggregate = rows == "aggregated"
     summaries, refits, checks = [], [], []
     for model, prompt, sub in G.groups(df):

@@ -15,8 +15,9 @@ The decisions made here, once:
   no clean resample. Its estimate, interval and P value carry no information.
 * ``significant``: the uncorrected bootstrap P value is below ``alpha`` and the fit is not
   degenerate (the paper's bold P values and hatching, and the Ex1 -> Ex2 rule of section 3.6).
-* ``significant_holm``: the same with the Holm-Bonferroni P value (across models, per analysis,
-  GLMM, prompt and term).
+* ``significant_holm``: the same with the Holm-Bonferroni P value, in the published tables'
+  families (:data:`earnest.stats.summary.HOLM_FAMILY`: GLMM 1 across the models of a prompt,
+  GLMM 2 across the prompts of a model, per analysis and term).
 * ``wald_significant``: the full-data Wald P value below ``alpha``, not degenerate;
   ``wald_mismatch``: the bootstrap and Wald calls differ (the paper's double dagger, Table 16).
 * ``prompt_label``: the prompt format's ``paper_name`` in ``formats.yaml`` (its name when empty).
