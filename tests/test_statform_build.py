@@ -327,3 +327,39 @@ def test_config_checks_read_entries_and_cases_before_any_job(tmp_path):
         _config(lambda c: (c["statform_build"].update(enabled=False),
                            c.setdefault("statform", {}).update(enabled=True, models=["tiny"],
                                                                dataset="results/statform_build/statformbench.jsonl")))
+
+
+def test_request_cache_serves_any_backend_and_never_stores_errors(tmp_path):
+    from earnest.backends import GenerationRequest, load_backend
+    from earnest.backends.cache import CachedBackend, model_identity
+
+    state = {"down": True}
+
+    def respond(body):
+        text = body["messages"][-1]["content"]
+        return 503 if (text == "b" and state["down"]) else f"answer to {text}"
+
+    with ScriptedOpenAI(respond) as srv:
+        cfg = {"backend": "openai", "base_url": srv.url, "model": "m", "max_retries": 0, "concurrency": 2}
+        built_backends = []
+
+        def factory():
+            built_backends.append(load_backend("m", cfg))
+            return built_backends[-1]
+
+        reqs = [GenerationRequest(key=k, messages=[{"role": "user", "content": k}]) for k in ("a", "b")]
+        cache = CachedBackend(factory, tmp_path / "cache", model_identity("m", {**cfg, "concurrency": 9}))
+        first = cache.generate(reqs, 16)
+        assert first[0].response == "answer to a" and first[1].stop_reason.startswith("error:")
+        state["down"] = False
+        cache2 = CachedBackend(factory, tmp_path / "cache", model_identity("m", cfg))  # concurrency is not identity
+        second = cache2.generate(reqs, 16)
+        assert [r.response for r in second] == ["answer to a", "answer to b"]
+        assert (cache2.hits, cache2.misses) == (1, 1) and len(srv.received) == 3
+        cache3 = CachedBackend(factory, tmp_path / "cache", model_identity("m", cfg))
+        seen = []
+        third = cache3.generate(reqs, 16, on_result=seen.append)
+        assert [r.response for r in third] == ["answer to a", "answer to b"] and len(seen) == 2
+        assert len(built_backends) == 2 and len(srv.received) == 3  # all cached: no backend built, nothing sent
+        # another token cap is another request
+        assert CachedBackend(factory, tmp_path / "cache", model_identity("m", cfg)).generate(reqs[:1], 17)[0].extra.get("cached") is not True

@@ -10,11 +10,11 @@ import re
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
-import yaml
 
 from scripted_openai import ScriptedOpenAI
-from sfb_script import ENTRIES, Annotator, stage_of
+from sfb_script import ENTRIES, Annotator
 from test_workflow import TINY, planned, snakemake
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,53 +46,36 @@ def _units(proc) -> set[str]:
     return set(re.findall(r"wildcards: unit=(\S+)", proc.stdout + proc.stderr))
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    wd = tmp_path_factory.mktemp("sfb-wf")
+@pytest.mark.slow
+def test_dag_evaluation_and_incremental_planning(tmp_path):
+    wd = tmp_path
     shutil.copytree(REPO / "resources" / "statform" / "build_example" / "cases", wd / "cases")
     _write_entries(wd, FIRST)
     script = Annotator()
     script.state["fail500"] = False
-    srv = ScriptedOpenAI(script).__enter__()
-    cfg = _config(srv.url)
-    proc = snakemake(wd, cfg, *TARGETS)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
-    yield wd, cfg, srv
-    srv.__exit__(None, None, None)
+    with ScriptedOpenAI(script) as srv:
+        cfg = _config(srv.url)
+        proc = snakemake(wd, cfg, *TARGETS)
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+        lines = (wd / BUILT).read_text().splitlines()
+        ids = {json.loads(x)["sample_id"] for x in lines}
+        assert ids == {"two-q1", "two-q2", "broken-q1", "clinic-waits-q1", "clinic-waits-q2"}
+        # the evaluation rules read the built benchmark
+        main = pd.read_csv(wd / "results" / "statform" / "tables" / "main.csv")
+        assert int(main["N"].iloc[0]) == 5
+        stages = pd.read_csv(wd / "results" / "statform_build" / "stats" / "stages.csv").set_index("stage")
+        assert stages.at["filter", "discarded"] == 1 and stages.at["review", "passed"] == 5
+        assert (wd / "results" / "statform_build" / "review" / "batch-001.csv").exists()
 
-
-@pytest.mark.slow
-def test_the_dag_builds_and_the_evaluation_reads_the_result(built):
-    wd, cfg, srv = built
-    lines = (wd / BUILT).read_text().splitlines()
-    ids = {json.loads(x)["sample_id"] for x in lines}
-    assert ids == {"two-q1", "two-q2", "broken-q1", "clinic-waits-q1", "clinic-waits-q2"}
-    import pandas as pd
-
-    main = pd.read_csv(wd / "results" / "statform" / "tables" / "main.csv")
-    assert int(main["N"].iloc[0]) == 5
-    stages = pd.read_csv(wd / "results" / "statform_build" / "stats" / "stages.csv").set_index("stage")
-    assert stages.at["filter", "discarded"] == 1 and stages.at["review", "passed"] == 5
-    assert (wd / "results" / "statform_build" / "review" / "batch-001.csv").exists()
-    assert planned(snakemake(wd, cfg, "-n", *TARGETS)) == {}
-
-
-@pytest.mark.slow
-def test_adding_an_entry_plans_only_its_jobs_and_asks_only_its_questions(built):
-    wd, cfg, srv = built
-    _write_entries(wd, FIRST + ["drops"])
-    proc = snakemake(wd, cfg, "-n", *TARGETS)
-    jobs = planned(proc)
-    assert _units(proc) == {"drops"}
-    assert {k: v for k, v in jobs.items() if k.startswith("sfb_")} == {
-        "sfb_entry": 1, "sfb_split": 1, "sfb_filter": 1, "sfb_label": 1, "sfb_variables": 1, "sfb_rewrite": 1,
-        "sfb_review": 1, "sfb_final": 1}
-    before = len(srv.received)
-    proc = snakemake(wd, cfg, *TARGETS)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    build_requests = [b for b in srv.received[before:] if stage_of(b) != "formulate"]
-    assert build_requests and all("TAG:drops" in b["messages"][1]["content"] for b in build_requests)
-    # editing one entry replans that entry alone
-    _write_entries(wd, FIRST + ["drops"], edit={"broken": "z = 2.108 > 1.645, so we reject H0."})
-    proc = snakemake(wd, cfg, "-n", *TARGETS)
-    assert _units(proc) == {"broken"}
+        # adding an entry plans only its jobs (and the aggregates over every unit)
+        _write_entries(wd, FIRST + ["drops"])
+        proc = snakemake(wd, cfg, "-n", *TARGETS)
+        jobs = planned(proc)
+        assert _units(proc) == {"drops"}
+        assert {k: v for k, v in jobs.items() if k.startswith("sfb_")} == {
+            "sfb_entry": 1, "sfb_split": 1, "sfb_filter": 1, "sfb_label": 1, "sfb_variables": 1, "sfb_rewrite": 1,
+            "sfb_review": 1, "sfb_final": 1}
+        # editing one entry replans that entry alone
+        _write_entries(wd, FIRST, edit={"broken": "z = 2.108 > 1.645, so we reject H0."})
+        proc = snakemake(wd, cfg, "-n", *TARGETS)
+        assert _units(proc) == {"broken"}

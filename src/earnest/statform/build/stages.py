@@ -194,7 +194,8 @@ def induce_project(project: str, report: str, dictionary: dict, cfg: StageConfig
         messages = messages + [{"role": "assistant", "content": json.dumps(current, ensure_ascii=False)},
                                {"role": "user", "content": cfg.prompts.render("induce_revise", feedback=feedback)}]
     rec = new_record(project, f"{project}-q0", entry, (current or {}).get("overview", ""),
-                     json.dumps((current or {}).get("questions", []), ensure_ascii=False) or "(none)", "", dictionary)
+                     json.dumps(current["questions"], ensure_ascii=False) if current else "(no questions induced)", "",
+                     dictionary)
     why = ("no version passed the checker" if current is not None else "no valid induction answer")
     _fail(rec, "induce", f"{why} after {len([h for h in history if h['step'] != 'check'])} version(s)")
     rec["log"]["induce"] = {"ok": False, "history": history}
