@@ -204,7 +204,9 @@ def test_final_samples_statistics_and_review_sheets(built):
     assert stages.at["split", "entered"] == 7 and stages.at["split", "passed"] == 7
     assert stages.at["samples created", "entered"] == 10
     assert stages.at["filter", "discarded"] == 1 and stages.at["variables", "failed"] == 1
+    assert (stages.at["rewrite", "entered"], stages.at["rewrite", "passed"]) == (8, 8)
     assert stages.at["review", "entered"] == 8 and stages.at["review", "passed"] == 6
+    assert stages.at["review", "pending"] == 2 and stages.at["review", "lost"] == 2
     assert stages.at["selection (case projects)", "discarded"] == 1
     cats = pd.read_csv(out / "stats" / "categories.csv").set_index("category")
     assert cats.at["Hypothesis Testing & Interval Estimation\\Mean Test", "final"] == 3

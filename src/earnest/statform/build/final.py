@@ -88,7 +88,8 @@ def finalize(samples: list[dict], decisions: dict[str, dict], taxonomy: Taxonomy
 
 def build_statistics(samples: list[dict], status: pd.DataFrame, units: dict[str, str],
                      excluded_projects: list[dict]) -> dict[str, pd.DataFrame]:
-    """Tables of a build: ``stages`` (per stage: entered, passed, discarded, failed, lost, loss %),
+    """Tables of a build: ``stages`` (per stage: entered, passed, discarded, failed, pending review,
+    lost, loss %),
     ``categories`` (per category: labelled, final), ``failures`` (every failed or discarded sample
     with its stage, reason and number of model answers), ``sources`` (per source and outcome).
 
@@ -109,28 +110,29 @@ def build_statistics(samples: list[dict], status: pd.DataFrame, units: dict[str,
     created = [r for r in samples if not (r["status"] == "failed" and r["stage"] in ("split", "induce"))]
     rows.append({"stage": "samples created", "unit": "sample", "entered": len(created), "passed": len(created),
                  "discarded": 0, "failed": 0})
-    alive = created
-    for stage in ("filter", "label", "variables", "rewrite"):
-        if stage == "variables":
-            # labelling and extraction run side by side on the filter's output
-            alive_in = [r for r in created if not (r["status"] != "active" and r["stage"] == "filter")]
-        else:
-            alive_in = alive
-        lost_here = [r for r in alive_in if r["status"] != "active" and r["stage"] == stage]
+
+    def lost_at(r, stages_):
+        return r["status"] != "active" and r["stage"] in stages_
+
+    # labelling and extraction run side by side on the filter's output; rewriting takes what both passed
+    before = {"filter": (), "label": ("filter",), "variables": ("filter",), "rewrite": ("filter", "label", "variables")}
+    for stage, earlier in before.items():
+        alive_in = [r for r in created if not lost_at(r, earlier)]
+        lost_here = [r for r in alive_in if lost_at(r, (stage,))]
         rows.append({"stage": stage, "unit": "sample", "entered": len(alive_in),
                      "passed": len(alive_in) - len(lost_here),
                      "discarded": sum(1 for r in lost_here if r["status"] == "discarded"),
                      "failed": sum(1 for r in lost_here if r["status"] == "failed")})
-        if stage != "label":
-            alive = [r for r in alive_in if r not in lost_here and r["status"] == "active"]
     alive = [r for r in created if r["status"] == "active"]
     rev = Counter(outcome[r["sample_id"]] for r in alive)
     rows.append({"stage": "review", "unit": "sample", "entered": len(alive), "passed": rev.get("final", 0),
-                 "discarded": rev.get("rejected", 0), "failed": rev.get("pending_review", 0) + rev.get("no_category", 0)})
+                 "discarded": rev.get("rejected", 0), "failed": 0,
+                 "pending": rev.get("pending_review", 0) + rev.get("no_category", 0)})
     stages = pd.DataFrame(rows)
+    stages["pending"] = stages["pending"].fillna(0).astype(int) if "pending" in stages else 0
     stages["lost"] = stages["entered"] - stages["passed"]
     stages["loss_pct"] = (100.0 * stages["lost"] / stages["entered"].where(stages["entered"] > 0)).round(1)
-    stages = stages[["stage", "unit", "entered", "passed", "discarded", "failed", "lost", "loss_pct"]]
+    stages = stages[["stage", "unit", "entered", "passed", "discarded", "failed", "pending", "lost", "loss_pct"]]
 
     cat_rows: dict[str, dict] = {}
     for _, row in status.iterrows():
