@@ -16,6 +16,14 @@ the projected time for 2,000 resamples x 92 model x prompt x GLMM combinations (
 
     python benchmarks/bootstrap.py [--baseline-resamples 12] [--engine-resamples 120 36] [--rounds 5] [--cores 2]
                                    [--rows aggregated|answers]
+
+``--paper-scale`` instead runs the laplace engine on the paper's grid (92 simulated model x prompt x
+GLMM fits in the paper's proportions, 100 templates x 51 items, --resamples each), end to end
+(bootstrap and full-data fit), with peak memory, and the lme4 engine on the first --lme4-resamples
+resamples of one fit per GLMM: the speed ratio per resample, the projected grid time of both, the
+largest estimate difference and how often (and why) the clean flags differ.
+
+    python benchmarks/bootstrap.py --paper-scale [--resamples 2000] [--fits 92] [--cores 2]
 """
 
 from __future__ import annotations
@@ -90,8 +98,113 @@ def engine(df: pd.DataFrame, glmm: int, resamples, base_seed: int, cores: int,
     return v.rename(columns={"estimate": "variant", "converged": "clean"}).reset_index(drop=True), secs
 
 
+def _reason(lme4_msgs: str, laplace_msgs: str, lme4_clean: bool) -> str:
+    """Why the two engines' clean flags differ on one resample, in a few words."""
+    msgs = lme4_msgs if not lme4_clean else laplace_msgs
+    who = "lme4" if not lme4_clean else "laplace"
+    for key, what in (("max|grad|", "gradient check (max|grad|)"), ("singular", "singular fit"),
+                      ("very large eigenvalue", "Hessian: very large eigenvalue"),
+                      ("eigenvalue ratio", "Hessian: large eigenvalue ratio"),
+                      ("negative eigenvalues", "Hessian: negative eigenvalue"), ("did not converge", "optimiser")):
+        if key in msgs:
+            return f"only {who} flags: {what}"
+    return f"only {who} flags: {msgs[:60]}"
+
+
+def paper_scale(args) -> None:
+    """The paper's grid with the laplace engine end to end, lme4 on a sample of the same resamples."""
+    import resource
+
+    from earnest.stats import laplace
+
+    rng = np.random.default_rng(args.seed)
+    grid = [(1, k) for k in range(COMBOS[1])] + [(2, k) for k in range(COMBOS[2])]
+    if args.fits:
+        # the same proportions as the paper's 52 GLMM 1 and 40 GLMM 2 fits
+        n1 = max(1, round(args.fits * COMBOS[1] / 92))
+        grid = [(1, k) for k in range(n1)] + [(2, k) for k in range(max(1, args.fits - n1))]
+    datasets = {}
+    for glmm, k in grid:
+        # accuracies from about 15% to 90% across "models", random-intercept SD 1-2.5
+        raw = simulate_glmm_input(100, 50, variant_effect=-0.4, gamma_effect=-0.2 if glmm == 2 else 0.0,
+                                  intercept=float(rng.uniform(-1.5, 2.5)), ranef_sd=float(rng.uniform(1.0, 2.5)),
+                                  seed=1000 * glmm + k)
+        datasets[(glmm, k)] = G.validate_glmm_input(raw, glmm)
+    print(f"paper-scale grid: {sum(g == 1 for g, _ in grid)} GLMM 1 + {sum(g == 2 for g, _ in grid)} GLMM 2 fits x "
+          f"{args.resamples} resamples, 100 templates x 51 items each, laplace engine on {args.cores} cores; "
+          f"load average {os.getloadavg()}")
+    secs = {1: 0.0, 2: 0.0}
+    count = {1: 0, 2: 0}
+    shards = {}
+    t_all = time.perf_counter()
+    for (glmm, k), df in datasets.items():
+        t0 = time.perf_counter()
+        shards[(glmm, k)] = laplace.bootstrap(df, glmm, range(args.resamples), args.seed, workers=args.cores)
+        laplace.full_fit(df, glmm)
+        secs[glmm] += time.perf_counter() - t0
+        count[glmm] += 1
+    wall = time.perf_counter() - t_all
+    peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            + resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+    per = {g: secs[g] / (count[g] * args.resamples) for g in (1, 2) if count[g]}
+    proj = sum(COMBOS[g] * args.resamples * per[g] for g in per) / 60
+    clean = {g: np.mean([s.drop_duplicates("resample")["converged"].mean() for (gg, _), s in shards.items() if gg == g])
+             for g in per}
+    print(f"laplace: {wall / 60:.1f} min for these {len(grid)} fits end to end (bootstrap + full-data fit); "
+          + "; ".join(f"GLMM {g} {1000 * per[g]:.2f} ms per resample, {100 * clean[g]:.1f}% clean" for g in per)
+          + f"; peak memory {peak:.0f} MB (this process + its workers)")
+    print(f"laplace: projected time for the paper's grid (52 GLMM 1 + 40 GLMM 2 fits x {args.resamples} "
+          f"resamples): {proj:.1f} min")
+    # lme4 on the same resamples of the first datasets of each GLMM, same cores
+    rates, diffs, agree, total, reasons = {}, [], 0, 0, {}
+    for glmm in per:
+        (g, k) = next(key for key in datasets if key[0] == glmm)
+        df = datasets[(g, k)]
+        n = args.lme4_resamples
+        for rows in ("aggregated", "answers") if glmm == 1 else ("answers",):
+            t0 = time.perf_counter()
+            lme = G.run_bootstrap(G.model_frame(df, glmm, aggregate=rows == "aggregated"), glmm, range(n), args.seed,
+                                  args.cores)
+            rates[(glmm, rows)] = (time.perf_counter() - t0) / n
+            lap = shards[(g, k)]
+            m = lap.merge(lme, on=["resample", "term"], suffixes=("_laplace", "_lme4"))
+            m = m[m["term"] != "(Intercept)"]
+            both = m["converged_laplace"] & m["converged_lme4"]
+            if both.any():
+                diffs.append(float((m.loc[both, "estimate_laplace"] - m.loc[both, "estimate_lme4"]).abs().max()))
+            pr = m.drop_duplicates("resample")
+            total += len(pr)
+            agree += int((pr["converged_laplace"] == pr["converged_lme4"]).sum())
+            for r in pr[pr["converged_laplace"] != pr["converged_lme4"]].itertuples():
+                why = _reason(r.messages_lme4, r.messages_laplace, r.converged_lme4)
+                reasons[why] = reasons.get(why, 0) + 1
+            print(f"lme4 engine, GLMM {glmm}, {rows} rows: {1000 * rates[(glmm, rows)]:.0f} ms per resample on "
+                  f"{args.cores} cores ({n} resamples); laplace {1000 * per[glmm]:.2f} ms: "
+                  f"{rates[(glmm, rows)] / per[glmm]:.0f}x")
+        chk = G.cross_check(df, glmm, shards[(g, k)], args.check_resamples, args.seed)
+        v = G.check_summary(chk)
+        print(f"GLMM {glmm}: against lme4 with its PIRLS converged (tolPwrss 1e-12) on {v['checked']} resamples: largest "
+              f"difference {v['max_abs_diff']:.1e} where both are clean, clean flags agree on {v['clean_agree_tight']}/"
+              f"{v['checked']}")
+    print(f"against the lme4 engine's defaults on the same resamples: largest difference where both are clean "
+          f"{max(diffs) if diffs else float('nan'):.1e}; clean flags agree on {agree}/{total}; disagreements: "
+          + (", ".join(f"{v} x {k}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])) or "none"))
+    lme4_proj = sum(COMBOS[g] * args.resamples * rates[(g, "aggregated" if g == 1 else "answers")] for g in per) / 3600
+    ratio = lme4_proj * 60 / proj
+    print(f"projected paper grid with the lme4 engine (GLMM 1 aggregated rows, GLMM 2): {lme4_proj:.1f} h; "
+          f"laplace {proj:.1f} min: {ratio:.0f}x; load average now {os.getloadavg()}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--paper-scale", action="store_true",
+                    help="the laplace engine on the paper's grid (92 fits x --resamples), lme4 on a sample of the "
+                         "same resamples")
+    ap.add_argument("--resamples", type=int, default=2000, help="--paper-scale: resamples per fit")
+    ap.add_argument("--fits", type=int, default=0, help="--paper-scale: fit only this many of the 92 (same proportions)")
+    ap.add_argument("--lme4-resamples", type=int, default=20, help="--paper-scale: resamples lme4 fits per GLMM")
+    ap.add_argument("--check-resamples", type=int, default=5,
+                    help="--paper-scale: resamples refitted with converged-PIRLS lme4 per GLMM")
     ap.add_argument("--baseline-resamples", type=int, default=12,
                     help="resamples the pymer4 loop fits per round (the engine fits the same ones first)")
     ap.add_argument("--engine-resamples", type=int, nargs=2, default=[120, 36], metavar=("GLMM1", "GLMM2"),
@@ -103,6 +216,9 @@ def main() -> None:
     ap.add_argument("--rows", choices=G.ROWS, default="aggregated",
                     help="rows the engine fits: aggregated (earnest mode) or answers (reference mode, as pymer4)")
     args = ap.parse_args()
+    if args.paper_scale:
+        paper_scale(args)
+        return
 
     df = G.validate_glmm_input(simulate_glmm_input(100, 50, variant_effect=-0.5, gamma_effect=-0.2, seed=7), 2)
     rbridge.r()  # start R outside the timings

@@ -84,6 +84,16 @@ def test_check_conv_gives_lme4s_messages(g, H):
     assert ours == theirs
 
 
+def test_very_large_eigenvalue_test_is_left_out_above_ten_thousand_answers():
+    """The absolute eigenvalue test grows with n; above 10,000 answers only the scale-free tests run."""
+    H = np.diag([4.0, 3e6, 2.0])
+    g = np.array([1e-5, 1e-5, 1e-5])
+    assert any("very large eigenvalue" in m for m in L.check_conv(g, H, np.ones(3)))
+    assert L.check_conv(g, H, np.ones(3), absolute_eigen=False) == []
+    H[0, 0] = 1e-3                                       # the ratio test still runs
+    assert any("large eigenvalue ratio" in m for m in L.check_conv(g, H, np.ones(3), absolute_eigen=False))
+
+
 SCENARIOS = {
     "high accuracy": dict(intercept=2.0),
     "low accuracy": dict(intercept=-1.8),

@@ -57,6 +57,9 @@ from earnest.stats.rdraws import template_counts
 
 SINGULAR_TOL = 1e-4          # check.conv.singular
 BOUNDARY_TOL = 1e-5          # glmerControl's boundary.tol
+# Above this many observations (answers) the absolute "very large eigenvalue" Hessian test is not
+# applied (see check_conv); lme4 >= 1.1-38 skips all its derivative checks above the same number.
+LARGE_N = 10_000
 GRAD_TOL = 0.002             # check.conv.grad
 HESS_TOL = 1e-6              # check.conv.hess
 DERIV_DELTA = 1e-4           # lme4:::deriv12's step
@@ -316,7 +319,7 @@ def _solve_modes(batch: _Batch, P, U, *, tol: float = 1e-10, maxit: int = 300):
         hi = np.where(pos, np.minimum(hi, U), hi)
         lo = np.where(pos, lo, np.maximum(lo, U))
         new = U - np.clip(fu / (1.0 + theta ** 2 * W), -3.0, 3.0)
-        out = (new <= lo) | (new >= hi)
+        out = (new < lo) | (new > hi)
         if out.any():
             mid = 0.5 * (lo + hi)
             new = np.where(out & np.isfinite(mid), mid, new)
@@ -477,7 +480,7 @@ def _deriv12_combine(fx, f, q, delta=DERIV_DELTA):
     return g, H
 
 
-def _check_hess(H, tol, hesstype=""):
+def _check_hess(H, tol, hesstype="", absolute: bool = True):
     """lme4:::checkHess: messages for one Hessian."""
     try:
         evd = np.sort(np.linalg.eigvalsh(H))[::-1]
@@ -497,7 +500,7 @@ def _check_hess(H, tol, hesstype=""):
     if zero or not chol_ok:
         return [f"{hesstype} Hessian is numerically singular: parameters are not uniquely determined"]
     out = []
-    if evd.max() * tol > 1:
+    if absolute and evd.max() * tol > 1:
         out.append("Model is nearly unidentifiable: very large eigenvalue\n - Rescale variables?")
     if evd.min() / evd.max() < tol:
         out.append("Model is nearly unidentifiable: large eigenvalue ratio\n - Rescale variables?")
@@ -509,8 +512,14 @@ def _r_g(x: float) -> str:
     return "%g" % x
 
 
-def check_conv(g, H, par, *, grad_tol=GRAD_TOL, hess_tol=HESS_TOL) -> list[str]:
-    """lme4's checkConv messages (one random-effect parameter first in ``par``) for a non-singular fit."""
+def check_conv(g, H, par, *, grad_tol=GRAD_TOL, hess_tol=HESS_TOL, absolute_eigen: bool = True) -> list[str]:
+    """lme4's checkConv messages (one random-effect parameter first in ``par``) for a non-singular fit.
+
+    ``absolute_eigen=False`` leaves out checkHess's "very large eigenvalue" test (largest eigenvalue
+    of the deviance Hessian above 1/tol = 1e6). That test is not scale-free: the Hessian grows in
+    proportion to the number of observations, so beyond some 10^5-10^6 answers it flags every fit,
+    converged or not. The other tests (scaled gradient, negative or zero eigenvalues, eigenvalue
+    ratio) do not depend on n."""
     msgs = []
     if np.any(np.isnan(g)):
         return ["Gradient contains NAs"]
@@ -527,8 +536,8 @@ def check_conv(g, H, par, *, grad_tol=GRAD_TOL, hess_tol=HESS_TOL) -> list[str]:
         if maxmingrad > grad_tol:
             msgs.append(f"Model failed to converge with max|grad| = {_r_g(maxmingrad)} (tol = {_r_g(grad_tol)}, component 1)")
     if len(par) > 1:
-        msgs += _check_hess(H[1:, 1:], hess_tol, "fixed-effect")
-    msgs += _check_hess(H, hess_tol)
+        msgs += _check_hess(H[1:, 1:], hess_tol, "fixed-effect", absolute_eigen)
+    msgs += _check_hess(H, hess_tol, absolute=absolute_eigen)
     return list(dict.fromkeys(msgs))
 
 
@@ -661,8 +670,9 @@ def _fit_serial(des: Design, weights, *, y=None, chunk=None, start=None, deriv_c
     start[0] = max(abs(start[0]), 0.1)                   # theta = 0 is a stationary point: start off it
     R = len(des.y)
     npts = 2 * q + 2 * q * (q - 1)
-    chunk = chunk or max(1, min(256, int(4 * _CACHE_ELEMENTS // R)))
+    chunk = chunk or max(1, min(256, int(_CACHE_ELEMENTS // R)))
     scale_msgs = _scale_messages(des, K)
+    nobs = K @ np.add.reduceat(des.trials, des.starts)     # answers per resample
     idx_all = np.flatnonzero(ok)
     Ustart = _solve_modes(_Batch(des, None), start[None, :], np.zeros((1, T)))
     for lo in range(0, idx_all.size, chunk):
@@ -709,7 +719,7 @@ def _fit_serial(des: Design, weights, *, y=None, chunk=None, start=None, deriv_c
         for k, j in enumerate(todo):
             b = idx[j]
             hess[b], grads[b] = H[k], g[k]
-            cm = check_conv(g[k], H[k], P[j])
+            cm = check_conv(g[k], H[k], P[j], absolute_eigen=nobs[b] <= LARGE_N)
             msgs[b] += cm
             conv_msgs[b] += cm
     msgs = [list(dict.fromkeys(m)) for m in msgs]

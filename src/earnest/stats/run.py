@@ -156,9 +156,13 @@ def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_
                     f"({engine} engine), {n_clean} clean -> {path}"
                     + (f"; lme4's fast path refused: {fallback} resamples fitted by glmer()" if fallback else ""))
                 if engine == "laplace" and check_resamples > 0:
-                    write_shard(G.cross_check(sub, glmm, table, check_resamples, base_seed), check_path(path))
+                    chk = G.cross_check(sub, glmm, table, check_resamples, base_seed)
+                    if not len(chk):
+                        log(f"{model} / {prompt}: no lme4 check of this shard: lme4's model frame would have more "
+                            f"than {G.CHECK_MAX_ROWS} rows (minutes per glmer() fit)")
+                    write_shard(chk, check_path(path))
             cpath = check_path(path)
-            if engine == "laplace" and cpath.exists():
+            if engine == "laplace" and cpath.exists() and len(pd.read_parquet(cpath)):
                 verdict = G.check_summary(pd.read_parquet(cpath))
                 checks.append({"glmm": glmm, "model": model, "prompt": prompt, "shard": shard, **verdict})
                 if verdict["warning"]:
