@@ -22,22 +22,30 @@ matrix of weights (resamples x templates) at once:
   (negative or zero eigenvalues, "very large eigenvalue" above 1e6, eigenvalue ratio below 1e-6),
   with lme4's message texts; plus lme4's ``checkScaleX`` warning. An optimiser that does not
   converge is a warning too. A fit is clean when it has no message and no error, as with lme4.
+  Above :data:`LARGE_N` (10,000) answers the absolute "very large eigenvalue" test is left out
+  (see :func:`check_conv`): the deviance Hessian grows with n, so that test flags every fit of a
+  large data set whether or not it converged.
+
+lme4 itself stops its inner PIRLS iterations at a relative change of 1e-7 (``tolPwrss``), so its
+deviance carries an error of about 1e-3 that moves its optimum by up to ~1e-2; with
+``glmerControl(tolPwrss = 1e-12)`` lme4 and this engine agree within 1e-5 (tests/test_stats_laplace.py).
 
 Library API (what ``run.py``, the CLI and the power analysis call):
 
 ``Design.from_input(df, glmm)``
     The per-template design of one model x prompt from validated GLMM input (rows aggregated to
     binomial counts per template x variant [x gamma_c]; the likelihood is unchanged).
-``fit_weighted(data, glmm, weights, *, y=None, resamples=None, seeds=None, chunk=None) -> DataFrame``
+``fit_weighted(data, glmm, weights, *, y=None, resamples=None, seeds=None, chunk=None, workers=1) -> DataFrame``
     Fit every row of ``weights`` (shape (B, T): how often each template, in ascending template
     order, is in resample b; a row of ones is the full data) and return shard records with the
     columns of :data:`earnest.stats.glmm.SHARD_COLUMNS`. ``data`` is validated GLMM input or a
     :class:`Design`. ``y`` (shape (B, rows of the design)) replaces the successes per resample:
     simulated outcomes on the same design, e.g. for a power analysis (``Design.rows`` gives the
     design's rows; ``Design.trials`` the trials per row).
-``fit_arrays(design, weights, y=None) -> Fits``
-    The same as arrays (estimates (B, p), theta, singular, clean, messages, errors, Hessians).
-``bootstrap(data, glmm, resamples, base_seed) -> DataFrame``
+``fit_arrays(design, weights, *, y=None, workers=1) -> Fits``
+    The same as arrays (``par`` (B, 1 + p): theta then beta; ``clean``, ``singular``, ``messages``,
+    ``lme4_messages``, ``errors``, deriv12's ``gradient`` and ``hessian``).
+``bootstrap(data, glmm, resamples, base_seed, *, workers=1) -> DataFrame``
     The shard of a template bootstrap: the resamples' template draws are R's (see
     :mod:`earnest.stats.rdraws`), so the lme4 engine fits exactly the same resamples.
 ``full_fit(data, glmm) -> WaldFit``
@@ -319,7 +327,7 @@ def _solve_modes(batch: _Batch, P, U, *, tol: float = 1e-10, maxit: int = 300):
         hi = np.where(pos, np.minimum(hi, U), hi)
         lo = np.where(pos, lo, np.maximum(lo, U))
         new = U - np.clip(fu / (1.0 + theta ** 2 * W), -3.0, 3.0)
-        out = (new < lo) | (new > hi)
+        out = ((new <= lo) | (new >= hi)) & (new != U)
         if out.any():
             mid = 0.5 * (lo + hi)
             new = np.where(out & np.isfinite(mid), mid, new)
@@ -699,7 +707,8 @@ def _fit_serial(des: Design, weights, *, y=None, chunk=None, start=None, deriv_c
         if todo.size == 0:
             continue
         # lme4:::deriv12 at the optimum: its points, each mode predicted linearly and refined
-        offs = _deriv12_points(np.zeros(q))
+        # the centre first: deriv12's fx, computed the same way as the other points
+        offs = np.vstack([np.zeros((1, q)), _deriv12_points(np.zeros(q))])
         m = offs.shape[0]
         Pp = (P[todo][:, None, :] + offs[None]).reshape(-1, q)
         Up = (U[todo][:, None, :] + np.einsum("ntq,mq->nmt", dU[todo], offs)).reshape(-1, T)
@@ -715,7 +724,7 @@ def _fit_serial(des: Design, weights, *, y=None, chunk=None, start=None, deriv_c
                 dev_t, _ = _deviance_near(batch, Pp[sl], _solve_modes(batch, Pp[sl], Up[sl]))
             f[sl] = np.einsum("nt,nt->n", Kp[sl], dev_t)
         f = f.reshape(-1, m)
-        g, H = _deriv12_combine(D[todo], f, q)
+        g, H = _deriv12_combine(f[:, 0], f[:, 1:], q)
         for k, j in enumerate(todo):
             b = idx[j]
             hess[b], grads[b] = H[k], g[k]
