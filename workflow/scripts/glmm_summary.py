@@ -46,6 +46,7 @@ try:
         summary["engine_check_resamples"] = verdict["checked"]
         summary["engine_check_max_diff"] = verdict["max_abs_diff"]
         summary["engine_check_clean_agree"] = verdict["clean_agree_tight"]
+        summary["engine_check_lme4_short"] = verdict["lme4_short"]
         summary["engine_check_warning"] = verdict["warning"]
         log.info("laplace engine checked against lme4 on %d resamples: largest difference %.2g, clean flags agree "
                  "on %d", verdict["checked"], verdict["max_abs_diff"], verdict["clean_agree_tight"])
