@@ -227,6 +227,10 @@ def test_review_decisions_adopt_a_category_and_reject(built, tmp_path):
             r.update(decision="accept", category_final=NEW_CATEGORY, note="adopted")
         if r["sample_id"] == "drops-q1":
             r.update(decision="reject")
+        if r["sample_id"] == "two-q1":
+            r.update(decision="accept", question_final="How likely is it that all 4 booked patients come?",
+                     variables_final=json.dumps({"p_show": {"id": "p_show", "value": 0.88, "class": "numerical",
+                                                            "role": "N/A", "description": "show-up rate"}}))
     filled = tmp_path / "filled.csv"
     with open(filled, "w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
@@ -238,6 +242,8 @@ def test_review_decisions_adopt_a_category_and_reject(built, tmp_path):
     assert counts == {"final": 7, "discarded": 1, "failed": 1, "rejected": 1}
     final = {s.sample_id: s for s in load_samples(dst / "statformbench.jsonl")}
     assert final["newcat-q1"].category == NEW_CATEGORY
+    assert final["two-q1"].question.startswith("How likely is it that all 4")
+    assert [v.id for v in final["two-q1"].variables] == ["p_show"]
     assert "Survival Analysis" in (dst / "taxonomy.yaml").read_text()
     # a bad decision names file, line and column
     rows[0]["decision"] = "maybe"
