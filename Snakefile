@@ -26,10 +26,11 @@ include: "rules/experiments.smk"
 include: "rules/figures.smk"
 include: "rules/sensitivity.smk"
 include: "rules/statform.smk"
+include: "rules/statform_build_common.smk"
 include: "rules/statform_build.smk"
 
 
 rule all:
+    default_target: True
     input:
         all_targets,
-    default_target: True

@@ -58,7 +58,7 @@ def pymer4_loop(df: pd.DataFrame, glmm: int, resamples, base_seed: int) -> tuple
         pd.DataFrame.applymap = pd.DataFrame.map
     from pymer4.models import Lmer
 
-    data = df.assign(gamma_c=df["gamma"] - df["gamma"].mean())
+    data = df.assign(gamma_c=G.centre_gamma(df))
     templates = np.sort(data["template"].unique())
     blocks = [data[data["template"] == t] for t in templates]
     draws = {b: template_draws(len(templates), G.resample_seed(base_seed, b)) for b in resamples}

@@ -216,9 +216,11 @@ PROMPT_STYLES = {p: FORMATS[p].style for p in FORMATS}
 def figure_targets(wildcards=None):
     """Every figure and result table this file makes (PNG and PDF, CSV/Markdown/LaTeX)."""
     out = []
-    for stem in [f"fig1_variant_effect_{p}" for p in FIG_PROMPTS] + [
-        "fig2_prompts", "fig3_number_effect", "fig9_errors_nl"
-    ] + (["fig10_errors_code", "fig11_errors_code_share"] if FIG_CODE_PROMPTS else []):
+    for stem in (
+        [f"fig1_variant_effect_{p}" for p in FIG_PROMPTS]
+        + ["fig2_prompts", "fig3_number_effect", "fig9_errors_nl"]
+        + (["fig10_errors_code", "fig11_errors_code_share"] if FIG_CODE_PROMPTS else [])
+    ):
         out += [f"{FIG_DIR}/{stem}.png", f"{FIG_DIR}/{stem}.pdf"]
     for stem in ("published_comparison", "error_classes"):
         out += [f"results/tables/{stem}.{ext}" for ext in ("csv", "md", "tex")]
@@ -235,6 +237,7 @@ SF_DIR = "results/statform"
 def statform_dataset():
     """statform.dataset; the benchmark built by rules/statform_build.smk is made, not read."""
     return BUILT_BENCHMARK if SF["dataset"] == BUILT_BENCHMARK else _repo_path(SF["dataset"])
+
 
 wildcard_constraints:
     strategy=_alternatives(SF_STRATEGIES) if SF_STRATEGIES else "zero_shot",

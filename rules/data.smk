@@ -14,14 +14,14 @@ if GSM["source"] == "hub":
             RELEASE_FILE,
         log:
             "logs/fetch_gsm_symbolic.log",
+        localrule: True
+        conda:
+            "../envs/generate.yaml"
         params:
             repo=GSM["hub"]["repo"],
             revision=GSM["hub"]["revision"],
             file=GSM["hub"]["file"],
             cache_dir=GSM["hub"]["cache_dir"],
-        localrule: True
-        conda:
-            "../envs/generate.yaml"
         script:
             "../workflow/scripts/fetch_gsm_symbolic.py"
 
@@ -35,14 +35,14 @@ if GSM["source"] in ("jsonl", "hub"):
             "results/data/{dataset}.parquet",
         log:
             "logs/release_items/{dataset}.log",
-        params:
-            templates=TEMPLATES,
-            variants=GSM["variants"],
+        conda:
+            "../envs/score.yaml"
         resources:
             slurm_partition=CPU_PARTITION,
             slurm_account=SLURM_ACCOUNT,
-        conda:
-            "../envs/score.yaml"
+        params:
+            templates=TEMPLATES,
+            variants=GSM["variants"],
         script:
             "../workflow/scripts/items_release.py"
 
@@ -53,13 +53,13 @@ else:
             "results/data/gsm_base.parquet",
         log:
             "logs/base_items.log",
-        params:
-            templates=TEMPLATES,
+        conda:
+            "../envs/score.yaml"
         resources:
             slurm_partition=CPU_PARTITION,
             slurm_account=SLURM_ACCOUNT,
-        conda:
-            "../envs/score.yaml"
+        params:
+            templates=TEMPLATES,
         script:
             "../workflow/scripts/items_base.py"
 
@@ -68,14 +68,14 @@ else:
             f"{VARIANTS_DIR}/t{{template}}.parquet",
         log:
             f"logs/template_variants/seed{GSM['seed']}-n{GSM['variants']}/t{{template}}.log",
-        params:
-            variants=GSM["variants"],
-            seed=GSM["seed"],
+        conda:
+            "../envs/score.yaml"
         resources:
             slurm_partition=CPU_PARTITION,
             slurm_account=SLURM_ACCOUNT,
-        conda:
-            "../envs/score.yaml"
+        params:
+            variants=GSM["variants"],
+            seed=GSM["seed"],
         script:
             "../workflow/scripts/items_variants.py"
 
@@ -86,11 +86,10 @@ else:
             "results/data/gsm_variants.parquet",
         log:
             "logs/variant_items.log",
-        params:
+        conda:
+            "../envs/score.yaml"
         resources:
             slurm_partition=CPU_PARTITION,
             slurm_account=SLURM_ACCOUNT,
-        conda:
-            "../envs/score.yaml"
         script:
             "../workflow/scripts/items_concat.py"

@@ -8,12 +8,12 @@ checkpoint ex2_selection:
         EX2_DECISION,
     log:
         "logs/ex2_selection.log",
-    params:
-        ex1_prompt=EX1_PROMPT,
+    conda:
+        "../envs/stats.yaml"
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/stats.yaml"
+    params:
+        ex1_prompt=EX1_PROMPT,
     script:
         "../workflow/scripts/select_ex2.py"

@@ -4,6 +4,7 @@
 # one script per kind of output. Needs from rules/common.smk: MODELS, EX1_PROMPT, GSM_MODELS,
 # BASEDIR, SUMMARIES (rule summaries in rules/stats.smk), PROMPT_LABELS, scored_path(), scored_files().
 
+
 rule fig_variant_effect:
     input:
         summaries=SUMMARIES,
@@ -16,15 +17,15 @@ rule fig_variant_effect:
             labels={"figure": "variant effect", "prompt": "{prompt}"},
         ),
         pdf="results/figures/fig1_variant_effect_{prompt}.pdf",
-    params:
-        models=list(MODELS),
     log:
         "logs/figures/fig1_variant_effect_{prompt}.log",
+    conda:
+        "../envs/plots.yaml"
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/plots.yaml"
+    params:
+        models=list(MODELS),
     script:
         "../workflow/scripts/fig_variant_effect.py"
 
@@ -41,15 +42,15 @@ rule fig_prompts:
             labels={"figure": "Figure 2"},
         ),
         pdf="results/figures/fig2_prompts.pdf",
-    params:
-        prompts=FIG_PROMPTS,
     log:
         "logs/figures/fig2_prompts.log",
+    conda:
+        "../envs/plots.yaml"
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/plots.yaml"
+    params:
+        prompts=FIG_PROMPTS,
     script:
         "../workflow/scripts/fig_prompts.py"
 
@@ -66,15 +67,15 @@ rule fig_number_effect:
             labels={"figure": "Figure 3"},
         ),
         pdf="results/figures/fig3_number_effect.pdf",
-    params:
-        prompts=FIG_PROMPTS,
     log:
         "logs/figures/fig3_number_effect.log",
+    conda:
+        "../envs/plots.yaml"
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/plots.yaml"
+    params:
+        prompts=FIG_PROMPTS,
     script:
         "../workflow/scripts/fig_number_effect.py"
 
@@ -92,17 +93,17 @@ rule error_class_table:
         ),
         md="results/tables/error_classes.md",
         tex="results/tables/error_classes.tex",
+    log:
+        "logs/figures/error_classes.log",
+    conda:
+        "../envs/plots.yaml"
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     params:
         styles=PROMPT_STYLES,
         prompt_labels=PROMPT_LABELS,
         fidelity=config["fidelity"],
-    log:
-        "logs/figures/error_classes.log",
-    resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/plots.yaml"
     script:
         "../workflow/scripts/error_class_table.py"
 
@@ -119,6 +120,13 @@ rule fig_errors_nl:
             labels={"figure": "Figure 9"},
         ),
         pdf="results/figures/fig9_errors_nl.pdf",
+    log:
+        "logs/figures/fig9_errors_nl.log",
+    conda:
+        "../envs/plots.yaml"
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     params:
         prompts=FIG_TEXT_PROMPTS,
         datasets=[],
@@ -126,13 +134,6 @@ rule fig_errors_nl:
         proportions=False,
         models=list(MODELS),
         title="Error classes with the natural-language prompts (GSM-Base + GSM-Variants)",
-    log:
-        "logs/figures/fig9_errors_nl.log",
-    resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/plots.yaml"
     script:
         "../workflow/scripts/fig_error_classes.py"
 
@@ -149,6 +150,13 @@ rule fig_errors_code:
             labels={"figure": "Figure 10"},
         ),
         pdf="results/figures/fig10_errors_code.pdf",
+    log:
+        "logs/figures/fig10_errors_code.log",
+    conda:
+        "../envs/plots.yaml"
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     params:
         prompts=FIG_CODE_PROMPTS,
         datasets=["gsm_variants"],
@@ -156,13 +164,6 @@ rule fig_errors_code:
         proportions=False,
         models=list(MODELS),
         title="Error classes with the code prompts (GSM-Variants)",
-    log:
-        "logs/figures/fig10_errors_code.log",
-    resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/plots.yaml"
     script:
         "../workflow/scripts/fig_error_classes.py"
 
@@ -179,6 +180,13 @@ rule fig_errors_code_share:
             labels={"figure": "Figure 11"},
         ),
         pdf="results/figures/fig11_errors_code_share.pdf",
+    log:
+        "logs/figures/fig11_errors_code_share.log",
+    conda:
+        "../envs/plots.yaml"
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     params:
         prompts=FIG_CODE_PROMPTS,
         datasets=["gsm_variants"],
@@ -186,13 +194,6 @@ rule fig_errors_code_share:
         proportions=True,
         models=list(MODELS),
         title="Errors other than wrong answer with the code prompts (GSM-Variants), share per model",
-    log:
-        "logs/figures/fig11_errors_code_share.log",
-    resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/plots.yaml"
     script:
         "../workflow/scripts/fig_error_classes.py"
 
@@ -213,15 +214,15 @@ rule published_comparison:
         ),
         md="results/tables/published_comparison.md",
         tex="results/tables/published_comparison.tex",
-    params:
-        prompt=EX1_PROMPT,
-        paper_names={m: MODELS[m].get("paper_name") or m for m in MODELS},
     log:
         "logs/figures/published_comparison.log",
+    conda:
+        "../envs/plots.yaml"
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/plots.yaml"
+    params:
+        prompt=EX1_PROMPT,
+        paper_names={m: MODELS[m].get("paper_name") or m for m in MODELS},
     script:
         "../workflow/scripts/published_table.py"

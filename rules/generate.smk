@@ -6,13 +6,13 @@ rule fetch_model:
         touch("results/models/{model}.fetched"),
     log:
         "logs/fetch_model/{model}.log",
+    localrule: True
+    conda:
+        "../envs/generate.yaml"
     params:
         hub=lambda wc: MODELS[wc.model]["hub"],
         revision=lambda wc: MODELS[wc.model].get("revision"),
         cache_dir=lambda wc: model_cfg(wc.model)["cache_dir"],
-    localrule: True
-    conda:
-        "../envs/generate.yaml"
     script:
         "../workflow/scripts/fetch_model.py"
 
@@ -24,17 +24,17 @@ rule convert_gguf:
         directory("results/models/gguf/{model}"),
     log:
         "logs/convert_gguf/{model}.log",
-    params:
-        gguf=lambda wc: MODELS[wc.model]["gguf"],
-        dtype=lambda wc: MODELS[wc.model].get("dtype", "float32"),
+    conda:
+        "../envs/generate.yaml"
     threads: 1
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
         mem_mb=lambda wc: model_resources(wc.model)["mem_mb"],
         runtime=60,
-    conda:
-        "../envs/generate.yaml"
+    params:
+        gguf=lambda wc: MODELS[wc.model]["gguf"],
+        dtype=lambda wc: MODELS[wc.model].get("dtype", "float32"),
     script:
         "../workflow/scripts/convert_gguf.py"
 
@@ -47,6 +47,15 @@ rule generate:
         "results/generations/{model}/{prompt}/{dataset}.parquet",
     log:
         "logs/generate/{model}/{prompt}/{dataset}.log",
+    conda:
+        "../envs/generate.yaml"
+    threads: config["generation"]["threads"]
+    resources:
+        slurm_partition=GPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
+        gpu=gpus,
+        mem_mb=lambda wc: model_resources(wc.model)["mem_mb"],
+        runtime=lambda wc: model_resources(wc.model)["runtime"],
     params:
         model=lambda wc: wc.model,
         model_cfg=lambda wc: model_cfg(wc.model),
@@ -55,14 +64,5 @@ rule generate:
         fidelity=config["fidelity"],
         max_new_tokens=config["generation"]["max_new_tokens"],
         checkpoint_every=config["generation"]["checkpoint_every"],
-    threads: config["generation"]["threads"]
-    resources:
-        slurm_partition=GPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
-        gpu=gpus,
-        mem_mb=lambda wc: model_resources(wc.model)["mem_mb"],
-        runtime=lambda wc: model_resources(wc.model)["runtime"],
-    conda:
-        "../envs/generate.yaml"
     script:
         "../workflow/scripts/generate.py"

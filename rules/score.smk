@@ -5,18 +5,17 @@ rule score:
     input:
         generations="results/generations/{model}/{prompt}/{dataset}.parquet",
         dataset_items="results/data/{dataset}.parquet",
-        all_items=expand("results/data/{dataset}.parquet", dataset=DATASETS),
     output:
         "results/scored/{model}/{prompt}/{dataset}.parquet",
     log:
         "logs/score/{model}/{prompt}/{dataset}.log",
-    params:
-        style=lambda wc: FORMATS[wc.prompt].style,
-        fidelity=config["fidelity"],
+    conda:
+        "../envs/score.yaml"
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/score.yaml"
+    params:
+        style=lambda wc: FORMATS[wc.prompt].style,
+        fidelity=config["fidelity"],
     script:
         "../workflow/scripts/score.py"

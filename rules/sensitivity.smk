@@ -13,11 +13,6 @@ OTHER_ROWS = resolve_rows(None, OTHER)
 OTHER_ENGINE = STATS["engine"] if OTHER_ROWS == "aggregated" else "lme4"
 
 
-def sensitivity_summary_files(wildcards=None):
-    return [f"{SENS_DIR}/{OTHER}/stats/all/glmm{g}/{m}/{p}/summary.parquet"
-            for m, p in model_prompts() for g in (1, 2)]
-
-
 if SENS["enabled"]:
 
     wildcard_constraints:
@@ -35,10 +30,12 @@ if SENS["enabled"]:
 
     use rule score as sensitivity_score with:
         input:
-            generations=(f"{SENS_DIR}/{{mode}}/generations/{{model}}/{{prompt}}/{{dataset}}.parquet"
-                         if SENS["regenerate"] else "results/generations/{model}/{prompt}/{dataset}.parquet"),
+            generations=(
+                f"{SENS_DIR}/{{mode}}/generations/{{model}}/{{prompt}}/{{dataset}}.parquet"
+                if SENS["regenerate"]
+                else "results/generations/{model}/{prompt}/{dataset}.parquet"
+            ),
             dataset_items="results/data/{dataset}.parquet",
-            all_items=expand("results/data/{dataset}.parquet", dataset=DATASETS),
         output:
             f"{SENS_DIR}/{{mode}}/scored/{{model}}/{{prompt}}/{{dataset}}.parquet",
         log:
@@ -48,8 +45,9 @@ if SENS["enabled"]:
 
     use rule glmm_input as sensitivity_glmm_input with:
         input:
-            scored=expand(f"{SENS_DIR}/{{{{mode}}}}/scored/{{{{model}}}}/{{{{prompt}}}}/{{dataset}}.parquet",
-                          dataset=DATASETS),
+            scored=expand(
+                f"{SENS_DIR}/{{{{mode}}}}/scored/{{{{model}}}}/{{{{prompt}}}}/{{dataset}}.parquet", dataset=DATASETS
+            ),
         output:
             f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
         log:
@@ -93,7 +91,12 @@ if SENS["enabled"]:
     # the other mode's summaries table: the same contract (earnest.stats.summaries) as the main one
     use rule summaries as sensitivity_summaries with:
         input:
-            summaries=sensitivity_summary_files,
+            # the other mode's per-group summaries of every model x prompt of this run
+            summaries=lambda wc: [
+                f"{SENS_DIR}/{OTHER}/stats/all/glmm{g}/{m}/{p}/summary.parquet"
+                for m, p in model_prompts()
+                for g in (1, 2)
+            ],
             ex2_decision=ex2_decision_file,
         output:
             f"{SENS_DIR}/{{mode}}/stats/summaries.parquet",
@@ -110,14 +113,14 @@ if SENS["enabled"]:
             tex="results/tables/sensitivity.tex",
         log:
             "logs/sensitivity_table.log",
+        conda:
+            "../envs/stats.yaml"
+        resources:
+            slurm_partition=CPU_PARTITION,
+            slurm_account=SLURM_ACCOUNT,
         params:
             modes=[FIDELITY, OTHER],
             regenerate=SENS["regenerate"],
             models=list(MODELS),
-        resources:
-            slurm_partition=CPU_PARTITION,
-            slurm_account=SLURM_ACCOUNT,
-        conda:
-            "../envs/stats.yaml"
         script:
             "../workflow/scripts/sensitivity_table.py"

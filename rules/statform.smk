@@ -1,5 +1,6 @@
 # StatFormBench (second paper): model x prompting strategy -> generation -> parsing -> scoring -> analyses.
 
+
 rule statform_data:
     input:
         dataset=statform_dataset(),
@@ -10,14 +11,14 @@ rule statform_data:
         taxonomy=f"{SF_DIR}/data/taxonomy.yaml",
     log:
         "logs/statform_data.log",
-    params:
-        taxonomy=str(_repo_path(SF["taxonomy"])) if SF["taxonomy"] else "",
-        limit=SF["limit"],
+    conda:
+        "../envs/statform.yaml"
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/statform.yaml"
+    params:
+        taxonomy=str(_repo_path(SF["taxonomy"])) if SF["taxonomy"] else "",
+        limit=SF["limit"],
     script:
         "../workflow/scripts/statform_data.py"
 
@@ -32,13 +33,8 @@ rule statform_generate:
         f"{SF_DIR}/generations/{{model}}/{{strategy}}.parquet",
     log:
         "logs/statform_generate/{model}/{strategy}.log",
-    params:
-        model=lambda wc: wc.model,
-        model_cfg=lambda wc: model_cfg(wc.model),
-        strategy=lambda wc: wc.strategy,
-        strategy_cfg=lambda wc: SF_STRATEGIES[wc.strategy],
-        max_new_tokens=SF["max_new_tokens"],
-        prompt_template=str(_repo_path(SF["prompt_template"])) if SF["prompt_template"] else "",
+    conda:
+        "../envs/statform.yaml"
     threads: config["generation"]["threads"]
     resources:
         slurm_partition=lambda wc: GPU_PARTITION if MODELS[wc.model]["backend"] == "transformers" else CPU_PARTITION,
@@ -46,8 +42,13 @@ rule statform_generate:
         gpu=gpus,
         mem_mb=lambda wc: model_resources(wc.model)["mem_mb"],
         runtime=lambda wc: model_resources(wc.model)["runtime"],
-    conda:
-        "../envs/statform.yaml"
+    params:
+        model=lambda wc: wc.model,
+        model_cfg=lambda wc: model_cfg(wc.model),
+        strategy=lambda wc: wc.strategy,
+        strategy_cfg=lambda wc: SF_STRATEGIES[wc.strategy],
+        max_new_tokens=SF["max_new_tokens"],
+        prompt_template=str(_repo_path(SF["prompt_template"])) if SF["prompt_template"] else "",
     script:
         "../workflow/scripts/statform_generate.py"
 
@@ -61,11 +62,11 @@ rule statform_score:
         f"{SF_DIR}/scored/{{model}}/{{strategy}}.parquet",
     log:
         "logs/statform_score/{model}/{strategy}.log",
+    conda:
+        "../envs/statform.yaml"
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/statform.yaml"
     script:
         "../workflow/scripts/statform_score.py"
 
@@ -88,16 +89,16 @@ rule statform_analysis:
         ),
     log:
         "logs/statform_analysis.log",
+    conda:
+        "../envs/statform.yaml"
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     params:
         main_strategy=SF["main_strategy"],
         baseline=SF["main_strategy"],
         n_boot=SF["resamples"],
         seed=SF["seed"],
         glmm=len(SF_MODELS) > 1,
-    resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/statform.yaml"
     script:
         "../workflow/scripts/statform_analysis.py"

@@ -2,62 +2,7 @@
 # split / induce -> quality filter -> category + variables -> rewrite + self-check -> review -> samples.
 # One job per unit (textbook entry or case project) and stage, so adding entries reruns only theirs:
 # an entry's job depends on its own record (params), not on the whole input file.
-import json as _json
-
-SFB = config["statform_build"]
-SFB_DIR = "results/statform_build"
-# read and checked by earnest.config.check_config (rules/common.smk)
-SFB_ENTRIES, SFB_CASES, SFB_EXCLUDED = CHECKED.build_entries, CHECKED.build_cases, CHECKED.build_excluded
-SFB_UNITS = {**{u: e["source"] for u, e in SFB_ENTRIES.items()}, **{u: "case" for u in SFB_CASES}}
-SFB_REVIEW = SFB["review"]
-
-
-wildcard_constraints:
-    unit=_alternatives(SFB_UNITS) if SFB_UNITS else "no-unit",
-
-
-def sfb_model(stage):
-    return (SFB.get("stage_models") or {}).get(stage) or SFB.get("model")
-
-
-def sfb_llm(stage):
-    m = sfb_model(stage)
-    return {"model": m, "model_cfg": model_cfg(m), "cache_dir": SFB["cache_dir"],
-            "max_new_tokens": SFB["max_new_tokens"], "max_retries": SFB["max_retries"],
-            "prompts_dir": str(_repo_path(SFB["prompts_dir"]))}
-
-
-def sfb_model_inputs(stage):
-    class _W:
-        model = sfb_model(stage)
-    return model_inputs(_W) if _W.model else []
-
-
-def sfb_samples_of(wc):
-    """What the quality filter reads: the split entry, or the questions induced from a case project."""
-    return f"{SFB_DIR}/split/{wc.unit}.jsonl" if wc.unit in SFB_ENTRIES else f"{SFB_DIR}/induce/{wc.unit}.jsonl"
-
-
-def sfb_decisions():
-    return [str(_repo_path(d)) for d in SFB_REVIEW["decisions"]]
-
-
-def statform_build_targets():
-    return [BUILT_BENCHMARK, f"{SFB_DIR}/stats", f"{SFB_DIR}/review"]
-
-
-SFB_PROMPTS = str(_repo_path(SFB["prompts_dir"]))
-SFB_STAGE_PROMPTS = {"split": ["split"], "induce": ["induce", "induce_check", "induce_revise"],
-                     "filter": ["quality_filter"], "label": ["category"], "variables": ["variables"],
-                     "rewrite": ["rewrite", "rewrite_check", "rewrite_correct"]}
-
-
-def sfb_prompts(stage):
-    """The prompt files a stage sends: editing one reruns only the stages that use it."""
-    return [f"{SFB_PROMPTS}/{n}.txt" for n in SFB_STAGE_PROMPTS[stage] + ["retry"]]
-
-
-SFB_TAXONOMY = str(_repo_path(SFB["taxonomy"]))
+# Its configuration and input functions: rules/statform_build_common.smk.
 
 
 localrules:
@@ -67,13 +12,15 @@ localrules:
 rule sfb_entry:
     output:
         f"{SFB_DIR}/entries/{{unit}}.json",
+    log:
+        "logs/sfb_entry/{unit}.log",
+    conda:
+        "../envs/statform.yaml"
     params:
         # the entry itself: editing one entry, or adding others, reruns only this entry's jobs
         record=lambda wc: _json.dumps(SFB_ENTRIES[wc.unit], sort_keys=True, ensure_ascii=False),
-    run:
-        from earnest.statform.build.files import write_entry
-
-        write_entry(_json.loads(params.record), output[0])
+    script:
+        "../workflow/scripts/sfb_entry.py"
 
 
 rule sfb_split:
@@ -85,14 +32,14 @@ rule sfb_split:
         f"{SFB_DIR}/split/{{unit}}.jsonl",
     log:
         "logs/statform_build/split/{unit}.log",
-    params:
-        llm=lambda wc: sfb_llm("split"),
+    conda:
+        "../envs/statform.yaml"
     threads: config["generation"].get("threads", 2)
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/statform.yaml"
+    params:
+        llm=lambda wc: sfb_llm("split"),
     script:
         "../workflow/scripts/statform_build.py"
 
@@ -104,14 +51,14 @@ rule sfb_datadict:
         f"{SFB_DIR}/datadict/{{unit}}.json",
     log:
         "logs/statform_build/datadict/{unit}.log",
-    params:
-        project_dir=lambda wc: str(Path(SFB_CASES[wc.unit]["report"]).parent),
-        seed=SFB["seed"],
+    conda:
+        "../envs/statform.yaml"
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/statform.yaml"
+    params:
+        project_dir=lambda wc: str(Path(SFB_CASES[wc.unit]["report"]).parent),
+        seed=SFB["seed"],
     script:
         "../workflow/scripts/statform_build.py"
 
@@ -126,17 +73,17 @@ rule sfb_induce:
         f"{SFB_DIR}/induce/{{unit}}.jsonl",
     log:
         "logs/statform_build/induce/{unit}.log",
+    conda:
+        "../envs/statform.yaml"
+    threads: config["generation"].get("threads", 2)
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     params:
         llm=lambda wc: sfb_llm("induce"),
         max_questions=SFB["max_questions"],
         max_rounds=SFB["max_rounds"],
         report_chars=SFB["report_chars"],
-    threads: config["generation"].get("threads", 2)
-    resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/statform.yaml"
     script:
         "../workflow/scripts/statform_build.py"
 
@@ -150,14 +97,14 @@ rule sfb_filter:
         f"{SFB_DIR}/filter/{{unit}}.jsonl",
     log:
         "logs/statform_build/filter/{unit}.log",
-    params:
-        llm=lambda wc: sfb_llm("filter"),
+    conda:
+        "../envs/statform.yaml"
     threads: config["generation"].get("threads", 2)
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/statform.yaml"
+    params:
+        llm=lambda wc: sfb_llm("filter"),
     script:
         "../workflow/scripts/statform_build.py"
 
@@ -172,14 +119,14 @@ rule sfb_label:
         f"{SFB_DIR}/label/{{unit}}.jsonl",
     log:
         "logs/statform_build/label/{unit}.log",
-    params:
-        llm=lambda wc: sfb_llm("label"),
+    conda:
+        "../envs/statform.yaml"
     threads: config["generation"].get("threads", 2)
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/statform.yaml"
+    params:
+        llm=lambda wc: sfb_llm("label"),
     script:
         "../workflow/scripts/statform_build.py"
 
@@ -193,14 +140,14 @@ rule sfb_variables:
         f"{SFB_DIR}/variables/{{unit}}.jsonl",
     log:
         "logs/statform_build/variables/{unit}.log",
-    params:
-        llm=lambda wc: sfb_llm("variables"),
+    conda:
+        "../envs/statform.yaml"
     threads: config["generation"].get("threads", 2)
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/statform.yaml"
+    params:
+        llm=lambda wc: sfb_llm("variables"),
     script:
         "../workflow/scripts/statform_build.py"
 
@@ -216,14 +163,14 @@ rule sfb_rewrite:
         f"{SFB_DIR}/rewrite/{{unit}}.jsonl",
     log:
         "logs/statform_build/rewrite/{unit}.log",
-    params:
-        llm=lambda wc: sfb_llm("rewrite"),
+    conda:
+        "../envs/statform.yaml"
     threads: config["generation"].get("threads", 2)
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/statform.yaml"
+    params:
+        llm=lambda wc: sfb_llm("rewrite"),
     script:
         "../workflow/scripts/statform_build.py"
 
@@ -235,13 +182,13 @@ rule sfb_review:
         directory(f"{SFB_DIR}/review"),
     log:
         "logs/statform_build/review.log",
-    params:
-        batch_size=SFB_REVIEW["batch_size"],
+    conda:
+        "../envs/statform.yaml"
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/statform.yaml"
+    params:
+        batch_size=SFB_REVIEW["batch_size"],
     script:
         "../workflow/scripts/statform_build.py"
 
@@ -263,14 +210,14 @@ rule sfb_final:
         ),
     log:
         "logs/statform_build/final.log",
+    conda:
+        "../envs/statform.yaml"
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     params:
         require_review=bool(SFB_REVIEW["require"]),
         units=SFB_UNITS,
         excluded=SFB_EXCLUDED,
-    resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/statform.yaml"
     script:
         "../workflow/scripts/statform_build.py"

@@ -11,13 +11,13 @@ rule glmm_input:
         f"{STATS_DIR}/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
     log:
         "logs/glmm_input/{analysis}/{model}/{prompt}.log",
-    params:
-        reasoning_only=lambda wc: wc.analysis == "reasoning_only",
+    conda:
+        "../envs/stats.yaml"
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/stats.yaml"
+    params:
+        reasoning_only=lambda wc: wc.analysis == "reasoning_only",
     script:
         "../workflow/scripts/glmm_input.py"
 
@@ -30,6 +30,13 @@ rule bootstrap_shard:
         check=f"{STATS_DIR}/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/shard-{{shard}}.check.parquet",
     log:
         "logs/bootstrap_shard/{analysis}/glmm{glmm}/{model}/{prompt}/shard-{shard}.log",
+    conda:
+        "../envs/stats.yaml"
+    threads: STATS["threads"]
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
+        runtime=STATS["shard_runtime"],
     params:
         glmm=lambda wc: int(wc.glmm),
         resamples=STATS["resamples"],
@@ -40,13 +47,6 @@ rule bootstrap_shard:
         fidelity=FIDELITY,
         engine=STATS["engine"],
         check_resamples=STATS["check_resamples"],
-    threads: STATS["threads"]
-    resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
-        runtime=STATS["shard_runtime"],
-    conda:
-        "../envs/stats.yaml"
     script:
         "../workflow/scripts/bootstrap_shard.py"
 
@@ -67,6 +67,11 @@ rule glmm_summary:
         refits=f"{STATS_DIR}/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/refits.parquet",
     log:
         "logs/glmm_summary/{analysis}/glmm{glmm}/{model}/{prompt}.log",
+    conda:
+        "../envs/stats.yaml"
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     params:
         glmm=lambda wc: int(wc.glmm),
         resamples=STATS["resamples"],
@@ -74,11 +79,6 @@ rule glmm_summary:
         fidelity=FIDELITY,
         rows=STATS_ROWS,
         engine=STATS["engine"],
-    resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/stats.yaml"
     script:
         "../workflow/scripts/glmm_summary.py"
 
@@ -91,15 +91,15 @@ rule summaries:
         SUMMARIES,
     log:
         "logs/summaries.log",
+    conda:
+        "../envs/stats.yaml"
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     params:
         prompt_labels=PROMPT_LABELS,
         alpha=STATS["alpha"],
         ex2_models=lambda wc: ex2_models(),
-    resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/stats.yaml"
     script:
         "../workflow/scripts/summaries.py"
 
@@ -112,15 +112,15 @@ rule ex1_summaries:
         EX1_SUMMARIES,
     log:
         "logs/ex1_summaries.log",
+    conda:
+        "../envs/stats.yaml"
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     params:
         prompt_labels=PROMPT_LABELS,
         alpha=STATS["alpha"],
         ex2_models=[],
-    resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/stats.yaml"
     script:
         "../workflow/scripts/summaries.py"
 
@@ -139,15 +139,15 @@ rule stats_tables:
         ),
     log:
         "logs/stats_tables.log",
+    conda:
+        "../envs/stats.yaml"
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     params:
         models=list(MODELS),
         prompts=list(FORMATS),
         code_prompts=CODE_PROMPTS,
-    resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/stats.yaml"
     script:
         "../workflow/scripts/stats_tables.py"
 
@@ -161,12 +161,12 @@ rule ks_test:
         figure=report("results/figures/fig8_integers.png", caption="../report/fig8.rst", category="Figures"),
     log:
         "logs/ks_test.log",
+    conda:
+        "../envs/stats.yaml"
     params:
         fidelity=config["fidelity"],
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/stats.yaml"
     script:
         "../workflow/scripts/ks_test.py"

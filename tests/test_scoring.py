@@ -17,7 +17,7 @@ import pytest
 
 from earnest.extraction import Extraction
 from earnest.sandbox import Limits, Sandbox
-from earnest.scoring import (SCORED_COLUMNS, gamma_mean, is_correct, numbers_match, parse_gold,
+from earnest.scoring import (SCORED_COLUMNS, is_correct, numbers_match, parse_gold,
                              score_table)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,7 +95,7 @@ def test_score_table_text():
         "t004-base": "The final answer is $1,200.",
         "t005-base": "The final answer is 8.",           # wrong, final answer pattern
     })
-    scored = score_table(gens, items, "text", gamma_mean=2.5)
+    scored = score_table(gens, items, "text")
     assert list(scored.columns) == SCORED_COLUMNS
     assert list(scored["item_id"]) == list(items["item_id"])  # item order
     by = scored.set_index("item_id")
@@ -105,7 +105,8 @@ def test_score_table_text():
     assert by.loc["t004-base", "correct"] and by.loc["t004-base", "extracted"] == 1200.0
     assert by.loc["t005-base", "error_class"] == "wrong_answer"
     assert by.loc["t005-base", "extraction_pattern"] == "final_answer"
-    assert scored["gamma_c"].tolist() == pytest.approx([-0.5, 0.5, -1.5, 1.5, -2.5])
+    # gamma is carried as the items have it; only the GLMM input centres it (earnest.stats.glmm.centre_gamma)
+    assert scored["gamma"].tolist() == pytest.approx([2.0, 3.0, 1.0, 4.0, 0.0]) and "gamma_c" not in scored
     assert scored["correct"].dtype == bool and scored["extracted"].dtype == "float64"
 
 
@@ -118,7 +119,7 @@ def test_score_table_code_batch_carries_on(box):
         "t003-v01": "    import os\n    return os.getpid()\n",
         "t004-v01": "    return 9.999999999999998\n",
     }, dataset="gsm_variants", prompt="simple_code")
-    scored = score_table(gens, items, "code", gamma_mean=0.0, sandbox=box).set_index("item_id")
+    scored = score_table(gens, items, "code", sandbox=box).set_index("item_id")
     assert scored.loc["t001-v01", "correct"]
     assert scored.loc["t002-v01", "error_class"] == "timeout"
     assert scored.loc["t003-v01", "error_class"] == "forbidden_construct"
@@ -129,28 +130,21 @@ def test_score_table_code_batch_carries_on(box):
 def test_score_table_rejects_bad_inputs():
     items = make_items([("t001-base", "1", 1.0), ("t002-base", "2", 1.0)])
     with pytest.raises(ValueError, match="miss 1 item.*t002-base"):
-        score_table(make_generations({"t001-base": "1"}), items, "text", 0.0)
+        score_table(make_generations({"t001-base": "1"}), items, "text")
     dup = pd.concat([make_generations({"t001-base": "1", "t002-base": "2"}),
                      make_generations({"t001-base": "1"})])
     with pytest.raises(ValueError, match="repeat item id.*t001-base"):
-        score_table(dup, items, "text", 0.0)
+        score_table(dup, items, "text")
     extra = make_generations({"t001-base": "1", "t002-base": "2", "t009-base": "3"})
     with pytest.raises(ValueError, match="not in the items.*t009-base"):
-        score_table(extra, items, "text", 0.0)
+        score_table(extra, items, "text")
     with pytest.raises(ValueError, match="lacks column.*response"):
-        score_table(make_generations({"t001-base": "1"}).drop(columns="response"), items, "text", 0.0)
+        score_table(make_generations({"t001-base": "1"}).drop(columns="response"), items, "text")
     with pytest.raises(ValueError, match="style"):
-        score_table(make_generations({"t001-base": "1", "t002-base": "2"}), items, "prose", 0.0)
+        score_table(make_generations({"t001-base": "1", "t002-base": "2"}), items, "prose")
     bad_gold = items.assign(answer=["1", "two"])
     with pytest.raises(ValueError, match="t002-base"):
-        score_table(make_generations({"t001-base": "1", "t002-base": "2"}), bad_gold, "text", 0.0)
-
-
-def test_gamma_mean_over_the_union():
-    base = make_items([("t001-base", "1", 1.0), ("t002-base", "1", 3.0)])
-    variants = make_items([("t001-v01", "1", 5.0), ("t001-v02", "1", 7.0)], "gsm_variants")
-    assert gamma_mean([base, variants]) == pytest.approx(4.0)
-    assert gamma_mean([base, base, variants]) == pytest.approx(4.0)  # each item once
+        score_table(make_generations({"t001-base": "1", "t002-base": "2"}), bad_gold, "text")
 
 
 # ------------------------------------------------------------------------- earnest extract (CLI)
@@ -236,9 +230,9 @@ def test_score_script_under_snakemake(tmp_path):
             input:
                 generations="gens.parquet",
                 dataset_items="gsm_variants.parquet",
-                all_items=["gsm_base.parquet", "gsm_variants.parquet"],
             params:
                 style="code",
+                fidelity="earnest",
             output: "scored.parquet"
             log: "score.log"
             script: "{ROOT / 'workflow' / 'scripts' / 'score.py'}"
@@ -248,5 +242,5 @@ def test_score_script_under_snakemake(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     scored = pd.read_parquet(tmp_path / "scored.parquet").set_index("item_id")
     assert scored.loc["t001-v01", "correct"] and scored.loc["t002-v01", "error_class"] == "none_returned"
-    assert scored["gamma_c"].tolist() == pytest.approx([3.0 - 3.0, 6.0 - 3.0])
+    assert scored["gamma"].tolist() == pytest.approx([3.0, 6.0])
     assert "accuracy 0.5000" in (tmp_path / "score.log").read_text()

@@ -68,7 +68,7 @@ def test_end_to_end_outputs(tiny_run):
             gen = pd.read_parquet(wd / f"results/generations/tiny/{prompt}/{ds}.parquet")
             assert len(gen) == n and gen.item_id.is_unique
             scored = pd.read_parquet(wd / f"results/scored/tiny/{prompt}/{ds}.parquet")
-            assert {"extracted", "extraction_pattern", "error_class", "correct", "gamma_c"} <= set(scored.columns)
+            assert {"extracted", "extraction_pattern", "error_class", "correct", "gamma"} <= set(scored.columns)
     summary = pd.read_parquet(wd / "results/stats/all/glmm1/tiny/gsm/summary.parquet")
     assert summary.n_resamples.iloc[0] == TINY["stats"]["resamples"]
     table = pd.read_parquet(wd / "results/stats/summaries.parquet")

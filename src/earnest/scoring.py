@@ -23,7 +23,7 @@ import math
 import os
 import sys
 from fractions import Fraction
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from earnest.extraction import Extraction, extract_code_many, extract_text, parse_number
 from earnest.failure_classes import CORRECT, WRONG_ANSWER, WRONG_ANSWER_LAST_NUMBER
@@ -45,7 +45,7 @@ GENERATION_COLUMNS = ["item_id", "model", "prompt", "dataset", "response", "prom
                       "new_tokens", "stop_reason", "seconds"]
 ITEM_COLUMNS = ["item_id", "dataset", "template_id", "instance", "question", "answer", "gamma"]
 SCORED_COLUMNS = GENERATION_COLUMNS + ["template_id", "instance", "answer", "gamma", "extracted",
-                                       "extraction_pattern", "error_class", "correct", "gamma_c"]
+                                       "extraction_pattern", "error_class", "correct"]
 
 
 def parse_gold(answer) -> Fraction:
@@ -109,28 +109,6 @@ def extract_many(responses: list[str], style: str, sandbox: "Sandbox | None" = N
     return extract_code_many(responses, sandbox, fidelity=fidelity)
 
 
-def gamma_mean(item_tables: Iterable["pd.DataFrame"], *, fidelity: str = EARNEST) -> float:
-    """Mean gamma over the union of item tables (GSM-Base and GSM-Variants), each item once.
-
-    ``fidelity="reference"``: gamma as the reference computes it from each question
-    (``earnest.gamma.gamma``); questions without digits (NaN) are left out of the mean, as
-    pandas' mean in the reference leaves them out.
-    """
-    import pandas as pd
-
-    check_mode(fidelity)
-    columns = ["item_id", "gamma"] + (["question"] if fidelity == REFERENCE else [])
-    frames = [t[columns] for t in item_tables]
-    if not frames:
-        raise ValueError("gamma_mean needs at least one item table")
-    union = pd.concat(frames, ignore_index=True).drop_duplicates("item_id")
-    if union.empty:
-        raise ValueError("gamma_mean: the item tables are empty")
-    if fidelity == REFERENCE:
-        return float(pd.Series([gamma(str(q), fidelity=REFERENCE) for q in union["question"]]).mean())
-    return float(union["gamma"].astype(float).mean())
-
-
 def _require_columns(frame: "pd.DataFrame", columns: list[str], what: str) -> None:
     missing = [c for c in columns if c not in frame.columns]
     if missing:
@@ -143,13 +121,13 @@ def _examples(values, n: int = 5) -> str:
     return shown + (f", ... ({len(values)} in all)" if len(values) > n else "")
 
 
-def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str, gamma_mean: float,
+def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str,
                 sandbox: "Sandbox | None" = None, *, fidelity: str = EARNEST) -> "pd.DataFrame":
     """Score one generations table against its items: one row per item, columns SCORED_COLUMNS.
 
-    ``gamma_mean`` is the mean gamma over GSM-Base and GSM-Variants (``gamma_c = gamma - gamma_mean``;
-    :func:`gamma_mean` with the same ``fidelity``). ``fidelity="reference"``: the reference's
-    extraction, correctness and gamma (recomputed from the question; NaN without digits).
+    ``fidelity="reference"``: the reference's extraction, correctness and gamma (recomputed from
+    the question; NaN without digits). ``gamma`` is not centred here: only the GLMM input centres it
+    (:func:`earnest.stats.glmm.centre_gamma`), so no table stores a centred gamma.
     Raises ValueError when a column is missing, an item id repeats, or generations and items do
     not cover the same items, and when a gold answer is not a number.
     """
@@ -197,7 +175,6 @@ def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str, 
     if fidelity == REFERENCE:   # the reference's gamma (NaN for a question without digits)
         merged["gamma"] = [gamma(str(q), fidelity=REFERENCE) for q in merged["question"]]
     merged["gamma"] = merged["gamma"].astype(float)
-    merged["gamma_c"] = merged["gamma"] - float(gamma_mean)
     return merged[SCORED_COLUMNS].reset_index(drop=True)
 
 

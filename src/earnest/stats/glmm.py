@@ -192,9 +192,14 @@ def _single_group(df: pd.DataFrame) -> None:
 
 
 def centre_gamma(df: pd.DataFrame) -> pd.Series:
-    """gamma_c: gamma minus its mean over all rows (GSM-Base and GSM-Variants) of the group
-    (rows without gamma are not counted and stay without)."""
-    return df["gamma"] - df["gamma"].mean()
+    """gamma_c, the covariate of GLMM 2: gamma minus its mean over the rows of one model x prompt
+    (GSM-Base and GSM-Variants together; in the reasoning-only analysis, the rows it keeps). Rows
+    without gamma (reference fidelity: a question without digits) are not counted and stay without.
+
+    The one place gamma is centred: :func:`model_frame` (the rows the R engine fits) calls it, and
+    no table upstream stores a centred gamma. Centring moves only the intercept, never the
+    estimates of variant or gamma_c."""
+    return df["gamma"].astype(float) - float(df["gamma"].astype(float).mean())
 
 
 def model_frame(df: pd.DataFrame, glmm: int, aggregate: bool = True) -> pd.DataFrame:

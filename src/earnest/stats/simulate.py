@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from earnest.stats.glmm import centre_gamma
+
 
 def simulate_glmm_input(n_templates: int = 100, n_variants: int = 50, *, variant_effect: float = -0.5,
                         gamma_effect: float = 0.0, intercept: float = 0.5, ranef_sd: float = 2.0,
@@ -22,7 +24,7 @@ def simulate_glmm_input(n_templates: int = 100, n_variants: int = 50, *, variant
     template = np.repeat(np.arange(n_templates), n_items)
     variant = np.tile(np.r_[0, np.ones(n_variants, dtype=int)], n_templates)
     gamma = rng.normal(5.0, 1.5, template.size) + gamma_shift * variant
-    gamma_c = gamma - gamma.mean()
+    gamma_c = centre_gamma(pd.DataFrame({"gamma": gamma})).to_numpy()
     u = rng.normal(0.0, ranef_sd, n_templates)
     eta = intercept + u[template] + variant_effect * variant + gamma_effect * gamma_c
     correct = (rng.random(template.size) < 1.0 / (1.0 + np.exp(-eta))).astype(np.int64)
