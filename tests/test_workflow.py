@@ -75,6 +75,11 @@ def test_end_to_end_outputs(tiny_run):
     assert {"p_holm", "significant", "degenerate", "wald_mismatch", "prompt_label", "ex2"} <= set(table.columns)
     assert set(table.prompt) == {"gsm", "simple_code"} and table.ex2.all()
     assert set(table.prompt_label) == {"GSM prompt (Ex1)", "Ex2.C simple code prompt"}
+    # StatFormBench ran end to end on the tiny model: generations, scored rows, tables and figures
+    sf = pd.read_parquet(wd / "results/statform/scored/tiny/zero_shot.parquet")
+    assert len(sf) == TINY["statform"]["limit"] and {"parse_status", "correct_cg", "jcv"} <= set(sf.columns)
+    assert (wd / "results/statform/tables/main.md").exists()
+    assert any((wd / "results/statform/figures").glob("confusion_coarse_tiny.png"))
     assert "Finished" in (wd / "logs/generate/tiny/gsm/gsm_base.log").read_text() or \
         "progress:" in (wd / "logs/generate/tiny/gsm/gsm_base.log").read_text()
     # nothing left to do

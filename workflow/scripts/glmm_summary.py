@@ -1,5 +1,7 @@
 """Gather the bootstrap shards of one GLMM x model x prompt into its summary, with the full-data
 Wald fit and, if that fit does not converge, the refits with every lme4 optimiser (Listing 6).
+The odds ratio, interval and p value are computed by earnest.stats.summary.summarise (called through
+earnest.stats.run.summarise_group, which adds the Wald fit and the refits).
 
 snakemake.input.glmm_input: GLMM input parquet; snakemake.input.shards: shard parquets;
 snakemake.params: glmm (1|2), resamples (B, checked against the shards), analysis (optional,
