@@ -1,0 +1,65 @@
+"""The summaries table (earnest.stats.summaries): one definition of significant, degenerate, Holm,
+the Wald disagreement, prompt labels and Ex2 membership, and the Ex1 -> Ex2 rule read from it."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from earnest.stats.summaries import (SUMMARIES_COLUMNS, SummariesError, build_summaries, ex2_selection,
+                                     figure2_models, read_summaries, write_summaries)
+
+
+def _row(model, p, *, prompt="gsm", glmm=1, term="variant", wald_p=np.nan, acc_base=50.0, acc_variants=40.0):
+    return {"analysis": "all", "glmm": glmm, "model": model, "prompt": prompt, "term": term, "n_resamples": 100,
+            "n_clean": 98, "n_errors": 0, "n_singular": 0, "median_log_or": -0.4, "odds_ratio": float(np.exp(-0.4)),
+            "ci_low_log": -0.8, "ci_high_log": -0.1, "ci_low": 0.45, "ci_high": 0.9, "p_boot": p,
+            "ranef_var_mean": 1.0, "ranef_var_sd": 0.3, "acc_base": acc_base, "acc_variants": acc_variants,
+            "delta_var": acc_variants - acc_base, "n_base": 10, "n_variants": 50, "wald_estimate": -0.4,
+            "wald_se": 0.1, "wald_p": wald_p, "wald_converged": True, "wald_singular": False,
+            "wald_max_grad": 1e-5, "wald_tol": 0.002, "wald_messages": ""}
+
+
+def test_one_definition_of_significant_and_degenerate():
+    rows = pd.DataFrame([
+        _row("a", 0.01, wald_p=0.01),
+        _row("b", 0.02, wald_p=0.30),                              # Wald disagrees
+        _row("c", 0.01, acc_base=0.0, acc_variants=0.0),            # no correct answer: degenerate
+        _row("d", 0.40, wald_p=0.01),
+        _row("e", np.nan),                                          # no clean estimate: no p
+    ])
+    table = build_summaries(rows, {"gsm": "GSM prompt (Ex1)"}, alpha=0.05, ex2_models=["a"])
+    assert list(table.columns[:len(SUMMARIES_COLUMNS)]) == list(SUMMARIES_COLUMNS)
+    t = table.set_index("model")
+    assert t["significant"].to_dict() == {"a": True, "b": True, "c": False, "d": False, "e": False}
+    assert t["degenerate"].to_dict() == {"a": False, "b": False, "c": True, "d": False, "e": False}
+    assert t.loc["c", "fit_verdict"] == "degenerate" and "no correct answer" in t.loc["c", "fit_problems"]
+    # Holm across the models of the prompt (4 P values; NaN is not a test)
+    assert t["p_holm"].tolist()[:4] == pytest.approx([0.04, 0.04, 0.04, 0.4])
+    assert t["significant_holm"].to_dict() == {"a": True, "b": True, "c": False, "d": False, "e": False}
+    assert t["wald_mismatch"].to_dict() == {"a": False, "b": True, "c": False, "d": True, "e": False}
+    assert set(t["prompt_label"]) == {"GSM prompt (Ex1)"} and t["ex2"].to_dict()["a"] and not t.loc["b", "ex2"]
+    assert (t["alpha"] == 0.05).all()
+
+
+def test_ex1_to_ex2_rule_reads_the_table(tmp_path):
+    rows = pd.DataFrame([_row("a", 0.01), _row("b", 0.3), _row("c", 0.01, acc_base=0.0, acc_variants=0.0),
+                         _row("a", 0.001, prompt="simple_nl")])
+    path = write_summaries(build_summaries(rows), tmp_path / "ex1" / "summaries.parquet")
+    chosen, decisions = ex2_selection(read_summaries(path), "gsm")
+    assert chosen == ["a"]
+    assert decisions["c"]["verdict"] == "degenerate" and decisions["c"]["selected"] is False
+    assert decisions["b"] == {"p_boot": 0.3, "verdict": "ok", "problems": [], "selected": False}
+
+
+def test_labels_default_to_the_prompt_name_and_figure_models():
+    t = build_summaries(pd.DataFrame([_row("a", 0.5), _row("b", 0.5, prompt="simple_nl")]), {"gsm": ""},
+                        ex2_models=["b"])
+    assert dict(zip(t["prompt"], t["prompt_label"])) == {"gsm": "gsm", "simple_nl": "simple_nl"}
+    assert figure2_models(t) == ["b"]
+
+
+def test_bad_rows_are_named():
+    with pytest.raises(SummariesError, match=r"3 files: missing column\(s\) p_boot"):
+        build_summaries(pd.DataFrame([_row("a", 0.1)]).drop(columns="p_boot"), source="3 files")
+    with pytest.raises(SummariesError, match="more than one row for analysis all, GLMM 1, model a"):
+        build_summaries(pd.DataFrame([_row("a", 0.1), _row("a", 0.2)]))
