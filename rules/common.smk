@@ -10,8 +10,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from earnest.backends.hf import resolve_gguf
-from earnest.config import (BUILT_BENCHMARK, ConfigError, check_config, check_config_files, resolve_path,
-                            validate_schema)
+from earnest.config import BUILT_BENCHMARK, ConfigError, check_config, check_config_files, resolve_path, validate_schema
 from earnest.datasets import DATASETS, release_path
 from earnest.prompts import PromptFormatError, load_formats
 from earnest.fidelity import other as other_mode
@@ -47,7 +46,7 @@ def _repo_path(p):
 
 
 try:
-    check_config_files(workflow.configfiles)   # duplicate keys, bytes that are not UTF-8
+    check_config_files(workflow.configfiles)  # duplicate keys, bytes that are not UTF-8
     validate_schema(config, BASEDIR / "config" / "schema.yaml")
     FORMATS = load_formats(_repo_path(config["prompts_dir"]), fidelity=config["fidelity"])
     CHECKED = check_config(config, FORMATS, base_dir=BASEDIR)

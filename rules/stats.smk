@@ -163,10 +163,10 @@ rule ks_test:
         "logs/ks_test.log",
     conda:
         "../envs/stats.yaml"
-    params:
-        fidelity=config["fidelity"],
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
+    params:
+        fidelity=config["fidelity"],
     script:
         "../workflow/scripts/ks_test.py"

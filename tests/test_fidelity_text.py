@@ -11,6 +11,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from earnest.extraction import extract_text
@@ -127,28 +128,38 @@ def _items(dataset):
 
 def test_reference_gamma_and_its_centring_match_the_reference_code():
     """gamma_c of every question equals the reference analyser's sum_logs_c (its own centring over
-    GSM-Base + GSM-Variants, questions without digits NaN and left out of the mean)."""
+    GSM-Base + GSM-Variants, questions without digits NaN and left out of the mean): scoring gives
+    the reference's gamma, the GLMM input centres it (earnest.stats.glmm.centre_gamma)."""
     import pandas as pd
 
-    from earnest.scoring import gamma_mean, score_table
+    from earnest.scoring import score_table
+    from earnest.stats.glmm import centre_gamma
+    from earnest.stats.inputs import glmm_input_from_scored
 
     assert len(GAMMA["questions"]) >= 20
     tables = [_items("gsm_base"), _items("gsm_variants")]
-    mean = gamma_mean([t for t, _ in tables], fidelity="reference")
-    assert mean != gamma_mean([t for t, _ in tables])
-    nan_seen = 0
-    for items, rows in tables:
+    scored, rows = [], []
+    for items, item_rows in tables:
         gens = pd.DataFrame({"item_id": items.item_id, "model": "m", "prompt": "gsm", "dataset": items.dataset,
                              "response": "The final answer is 1.", "prompt_tokens": 1, "new_tokens": 1,
                              "stop_reason": "eos", "seconds": 0.0})
-        scored = score_table(gens, items, "text", mean, fidelity="reference")
-        for got, row in zip(scored["gamma_c"], rows):
-            if row["reference_gamma_c"] is None:
-                assert math.isnan(got)
-                nan_seen += 1
-            else:
-                assert got == pytest.approx(row["reference_gamma_c"], rel=1e-12, abs=1e-12), row["question"]
-        assert scored["correct"].all()
+        one = score_table(gens, items, "text", fidelity="reference")
+        assert one["correct"].all()
+        scored.append(one.assign(model="m", prompt="gsm"))
+        rows += item_rows
+    gamma_c = centre_gamma(glmm_input_from_scored(scored))
+    earnest_c = centre_gamma(glmm_input_from_scored([score_table(
+        pd.DataFrame({"item_id": t.item_id, "model": "m", "prompt": "gsm", "dataset": t.dataset,
+                      "response": "1", "prompt_tokens": 1, "new_tokens": 1, "stop_reason": "eos", "seconds": 0.0}),
+        t, "text").assign(model="m", prompt="gsm") for t, _ in tables]))
+    assert not np.allclose(gamma_c.fillna(0), earnest_c.fillna(0))   # the modes' gammas differ
+    nan_seen = 0
+    for got, row in zip(gamma_c, rows):
+        if row["reference_gamma_c"] is None:
+            assert math.isnan(got)
+            nan_seen += 1
+        else:
+            assert got == pytest.approx(row["reference_gamma_c"], rel=1e-12, abs=1e-12), row["question"]
     assert nan_seen == 1
 
 
