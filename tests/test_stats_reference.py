@@ -139,3 +139,18 @@ def test_laplace_engine_cannot_fit_answers():
     with pytest.raises(ValueError, match="laplace fits aggregated rows only"):
         G.resolve_rows(None, "reference", engine="laplace")
     assert G.resolve_rows("aggregated", "reference", engine="laplace") == "aggregated"
+
+
+def test_cli_reference_mode(low_accuracy, tmp_path, capsys):
+    """earnest glmm --fidelity reference fits answers and says so; with the laplace engine it refuses."""
+    from earnest.cli import main
+
+    src = tmp_path / "in.csv"
+    low_accuracy.to_csv(src, index=False)
+    args = ["glmm", str(src), "--glmm", "1", "--resamples", "4", "--seed", "1", "--cores", "1",
+            "--fidelity", "reference"]
+    assert main(args + ["--out", str(tmp_path / "o"), "--engine", "laplace"]) == 2
+    assert "--engine laplace fits aggregated rows only" in capsys.readouterr().err
+    assert main(args + ["--out", str(tmp_path / "o")]) == 0
+    s = pd.read_csv(tmp_path / "o" / "summary_glmm1.csv")
+    assert s["fidelity"].tolist() == ["reference"] and s["rows"].tolist() == ["answers"]

@@ -61,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         G.resolve_rows("answers" if args.row_level else args.rows, args.fidelity, engine=args.engine)
     except ValueError as exc:
-        print(f"earnest glmm: {str(exc).replace('stats.engine: ', '--engine: ')}", file=sys.stderr)
+        msg = str(exc).replace("stats.engine: laplace", "--engine laplace").replace("stats.engine: lme4", "--engine lme4")
+        print(f"earnest glmm: {msg.replace('stats.rows: ', '--rows ').replace('stats.rows ', '--rows ')}", file=sys.stderr)
         return 2
     out = args.out
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
