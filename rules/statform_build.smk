@@ -41,7 +41,7 @@ rule sfb_split:
     params:
         llm=lambda wc: sfb_llm("split"),
     script:
-        "../workflow/scripts/statform_build.py"
+        "../workflow/scripts/sfb_split.py"
 
 
 rule sfb_datadict:
@@ -60,7 +60,7 @@ rule sfb_datadict:
         project_dir=lambda wc: str(Path(SFB_CASES[wc.unit]["report"]).parent),
         seed=SFB["seed"],
     script:
-        "../workflow/scripts/statform_build.py"
+        "../workflow/scripts/sfb_datadict.py"
 
 
 rule sfb_induce:
@@ -85,7 +85,7 @@ rule sfb_induce:
         max_rounds=SFB["max_rounds"],
         report_chars=SFB["report_chars"],
     script:
-        "../workflow/scripts/statform_build.py"
+        "../workflow/scripts/sfb_induce.py"
 
 
 rule sfb_filter:
@@ -106,7 +106,7 @@ rule sfb_filter:
     params:
         llm=lambda wc: sfb_llm("filter"),
     script:
-        "../workflow/scripts/statform_build.py"
+        "../workflow/scripts/sfb_filter.py"
 
 
 rule sfb_label:
@@ -128,7 +128,7 @@ rule sfb_label:
     params:
         llm=lambda wc: sfb_llm("label"),
     script:
-        "../workflow/scripts/statform_build.py"
+        "../workflow/scripts/sfb_label.py"
 
 
 rule sfb_variables:
@@ -149,7 +149,7 @@ rule sfb_variables:
     params:
         llm=lambda wc: sfb_llm("variables"),
     script:
-        "../workflow/scripts/statform_build.py"
+        "../workflow/scripts/sfb_variables.py"
 
 
 rule sfb_rewrite:
@@ -172,7 +172,7 @@ rule sfb_rewrite:
     params:
         llm=lambda wc: sfb_llm("rewrite"),
     script:
-        "../workflow/scripts/statform_build.py"
+        "../workflow/scripts/sfb_rewrite.py"
 
 
 rule sfb_review:
@@ -190,7 +190,7 @@ rule sfb_review:
     params:
         batch_size=SFB_REVIEW["batch_size"],
     script:
-        "../workflow/scripts/statform_build.py"
+        "../workflow/scripts/sfb_review.py"
 
 
 rule sfb_final:
@@ -220,4 +220,4 @@ rule sfb_final:
         units=SFB_UNITS,
         excluded=SFB_EXCLUDED,
     script:
-        "../workflow/scripts/statform_build.py"
+        "../workflow/scripts/sfb_final.py"
