@@ -445,8 +445,8 @@ def _newton(des, y, K, P, U, *, maxit=60):
                 arr[near[keep]] = val[keep]
         P[act], U[act], D[act], G[act], H[act], dU[act] = new
         its[act] += 1
-        # a full Newton step that was tiny: converged
-        done[act[small | stuck | ((alpha == 1.0) & (np.abs(step) <= 1e-7 * np.maximum(1.0, np.abs(Pa))).all(axis=1))]] = True
+        # a full Newton step below 1e-5: the error left is of the order of its square
+        done[act[small | stuck | ((alpha == 1.0) & (np.abs(step) <= 1e-5 * np.maximum(1.0, np.abs(Pa))).all(axis=1))]] = True
     return P, U, D, G, H, dU, its, done
 
 
