@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 TINY = yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text())
 
 
-def snakemake(workdir: Path, config: dict, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+def snakemake(workdir: Path, config: dict, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
     cfg = workdir / f"config-{abs(hash(json.dumps(config, sort_keys=True)))}.yaml"
     cfg.write_text(yaml.safe_dump(config))
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
@@ -160,7 +160,9 @@ def test_paper_grid_dry_run_without_weights(tmp_path):
     # 20 models x GSM prompt + 8 Ex2 models x 4 prompts, each on GSM-Base and GSM-Variants
     assert jobs["generate"] == (20 + 8 * 4) * 2
     assert jobs["fetch_model"] == 20
-    assert jobs["template_variants"] == 100
+    # the paper's items: the official release, fetched once from the hub, read into both datasets
+    assert jobs["fetch_gsm_symbolic"] == 1 and jobs["release_items"] == 2
+    assert jobs["summaries"] == 1 and jobs["stats_tables"] == 1
     assert not (tmp_path / "results").exists()
 
 
