@@ -13,17 +13,15 @@ snakemake.output.shard: shard parquet (resample, seed, term, estimate, ranef_var
 Resample b always uses a seed derived from (seed, b), so the shard count does not change results.
 """
 
-import logging
 import time
 
 import pandas as pd
 
 from earnest.stats.glmm import CHECK_COLUMNS, check_summary, cross_check, run_shard, validate_glmm_input
 from earnest.stats.run import write_shard
+from earnest.joblog import job_logger
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO,  # noqa: F821
-                    format="%(asctime)s %(levelname)s %(message)s", force=True)
-log = logging.getLogger("bootstrap_shard")
+log = job_logger(snakemake.log[0], "bootstrap_shard")  # noqa: F821
 
 try:
     p = snakemake.params  # noqa: F821

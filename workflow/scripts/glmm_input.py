@@ -6,13 +6,10 @@ snakemake.output[0]: GLMM input parquet (model, prompt, template, variant, corre
 snakemake.log[0]: log file.
 """
 
-import logging
-
 from earnest.stats.inputs import glmm_input_from_scored, read_scored
+from earnest.joblog import job_logger
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO,  # noqa: F821
-                    format="%(asctime)s %(levelname)s %(message)s", force=True)
-log = logging.getLogger("glmm_input")
+log = job_logger(snakemake.log[0], "glmm_input")  # noqa: F821
 
 try:
     paths = snakemake.input.scored  # noqa: F821

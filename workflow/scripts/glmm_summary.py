@@ -14,17 +14,14 @@ snakemake.output.summary: summary parquet (one row per effect); snakemake.output
   refits parquet (no rows when the fit converged); snakemake.log[0]: log file.
 """
 
-import logging
-
 import pandas as pd
 
 from earnest.stats.glmm import check_summary, validate_glmm_input
 from earnest.stats.run import read_shards, summarise_group
 from earnest.stats.summary import check_shards
+from earnest.joblog import job_logger
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO,  # noqa: F821
-                    format="%(asctime)s %(levelname)s %(message)s", force=True)
-log = logging.getLogger("glmm_summary")
+log = job_logger(snakemake.log[0], "glmm_summary")  # noqa: F821
 
 try:
     p = snakemake.params  # noqa: F821

@@ -7,17 +7,15 @@ snakemake.params.fidelity (optional, default "earnest"): how numbers are read (e
 snakemake.log[0]: log file.
 """
 
-import logging
 from pathlib import Path
 
 import pandas as pd
 
 from earnest.stats.ks import integers_of, ks_test, plot_integer_distributions
 from earnest.tables import write_table
+from earnest.joblog import job_logger
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO,  # noqa: F821
-                    format="%(asctime)s %(levelname)s %(message)s", force=True)
-log = logging.getLogger("ks_test")
+log = job_logger(snakemake.log[0], "ks_test")  # noqa: F821
 
 try:
     base = pd.read_parquet(snakemake.input.base)["question"]  # noqa: F821

@@ -9,12 +9,11 @@ snakemake.output.tables: directory (main, by_source, category_coarse, category_f
   (confusion_coarse_<model>, confusion_fine_<model> as .png/.pdf); snakemake.log[0]: log file.
 """
 
-import logging
-
 from earnest.statform.pipeline import analyse
+from earnest.joblog import job_logger
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO,  # noqa: F821
-                    format="%(asctime)s %(levelname)s %(message)s", force=True)
+log = job_logger(snakemake.log[0], "statform_analysis")  # noqa: F821
+
 try:
     sm = snakemake  # noqa: F821
     p = sm.params
@@ -23,7 +22,7 @@ try:
                     n_boot=int(p.get("n_boot", 1000)), seed=int(p.get("seed", 0)),
                     min_category_n=int(p.get("min_category_n", 0)), top_fine=int(p.get("top_fine", 15)),
                     glmm=bool(p.get("glmm", True)))
-    logging.info("wrote %d files", len(files))
+    log.info("wrote %d files", len(files))
 except Exception:
-    logging.exception("statform analysis failed")
+    log.exception("statform analysis failed")
     raise

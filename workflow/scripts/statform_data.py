@@ -8,17 +8,16 @@ snakemake.output.samples, snakemake.output.pool: parquet tables (earnest.statfor
 snakemake.output.taxonomy: resolved taxonomy YAML; snakemake.log[0]: log file.
 """
 
-import logging
-
 from earnest.statform.pipeline import prepare_data
+from earnest.joblog import job_logger
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO,  # noqa: F821
-                    format="%(asctime)s %(levelname)s %(message)s", force=True)
+log = job_logger(snakemake.log[0], "statform_data")  # noqa: F821
+
 try:
     sm = snakemake  # noqa: F821
     counts = prepare_data(sm.input.dataset, sm.input.pool, sm.params.taxonomy or None, sm.output.samples,
                           sm.output.pool, sm.output.taxonomy, limit=sm.params.get("limit") or None)
-    logging.info("prepared %s", counts)
+    log.info("prepared %s", counts)
 except Exception:
-    logging.exception("statform data prep failed")
+    log.exception("statform data prep failed")
     raise

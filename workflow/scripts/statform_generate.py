@@ -11,13 +11,13 @@ snakemake.output[0]: generations parquet (item_id, model, prompt, dataset, respo
   new_tokens, stop_reason, seconds); snakemake.log[0]: log file.
 """
 
-import logging
 import time
 
 from earnest.statform.pipeline import generate
+from earnest.joblog import job_logger
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO,  # noqa: F821
-                    format="%(asctime)s %(levelname)s %(message)s", force=True)
+log = job_logger(snakemake.log[0], "statform_generate")  # noqa: F821
+
 try:
     sm = snakemake  # noqa: F821
     p = sm.params
@@ -26,7 +26,7 @@ try:
                      dict(p.strategy_cfg or {}), int(p.max_new_tokens), sm.output[0],
                      prompt_template=p.get("prompt_template") or None)
     errors = frame["stop_reason"].str.startswith("error").sum()
-    logging.info("%d generations (%d errors) in %.1f s", len(frame), errors, time.time() - t0)
+    log.info("%d generations (%d errors) in %.1f s", len(frame), errors, time.time() - t0)
 except Exception:
-    logging.exception("statform generation failed")
+    log.exception("statform generation failed")
     raise

@@ -7,17 +7,16 @@ snakemake.output[0]: scored parquet (generation columns + source, category_cg, c
   n_pred, n_ref, n_matched, n_role_correct, jcv, pv, rv, vri); snakemake.log[0]: log file.
 """
 
-import logging
-
 from earnest.statform.pipeline import score
+from earnest.joblog import job_logger
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO,  # noqa: F821
-                    format="%(asctime)s %(levelname)s %(message)s", force=True)
+log = job_logger(snakemake.log[0], "statform_score")  # noqa: F821
+
 try:
     sm = snakemake  # noqa: F821
     gens = sm.input.generations
     scored = score(gens if isinstance(gens, str) else list(gens), sm.input.samples, sm.input.taxonomy, sm.output[0])
-    logging.info("scored %d rows; parse status %s", len(scored), scored["parse_status"].value_counts().to_dict())
+    log.info("scored %d rows; parse status %s", len(scored), scored["parse_status"].value_counts().to_dict())
 except Exception:
-    logging.exception("statform scoring failed")
+    log.exception("statform scoring failed")
     raise
