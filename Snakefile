@@ -28,6 +28,7 @@ include: "rules/sensitivity.smk"
 include: "rules/statform.smk"
 include: "rules/statform_build_common.smk"
 include: "rules/statform_build.smk"
+include: "rules/power.smk"
 
 
 rule all:

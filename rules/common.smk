@@ -263,4 +263,5 @@ def all_targets(wildcards=None):
         targets += statform_targets()
     if config["statform_build"]["enabled"]:
         targets += statform_build_targets()
+    targets += power_targets()
     return targets

@@ -80,6 +80,12 @@ def test_end_to_end_outputs(tiny_run):
     assert len(sf) == TINY["statform"]["limit"] and {"parse_status", "correct_cg", "jcv"} <= set(sf.columns)
     assert (wd / "results/statform/tables/main.md").exists()
     assert any((wd / "results/statform/figures").glob("confusion_coarse_tiny.png"))
+    # every GLMM 1 result beside the MDE of its design, and the power study of the config
+    mde = pd.read_csv(wd / "results/tables/power/results_mde.csv")
+    assert set(mde.prompt) == set(summary.prompt) | set(mde.prompt) and len(mde) >= 1
+    assert mde["mde_or"].notna().all() or mde["mde_note"].fillna("").str.len().gt(0).all()
+    power = pd.read_csv(wd / "results/power/paper_design/power.csv")
+    assert len(power) == len(TINY["power"]["odds_ratios"]) and (power.n_sims == TINY["power"]["sims"]).all()
     assert "Finished" in (wd / "logs/generate/tiny/gsm/gsm_base.log").read_text() or \
         "progress:" in (wd / "logs/generate/tiny/gsm/gsm_base.log").read_text()
     # nothing left to do

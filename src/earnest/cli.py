@@ -15,6 +15,7 @@ SUBCOMMAND_MODULES = [
     "earnest.prompts",          # earnest prompt
     "earnest.scoring",          # earnest extract
     "earnest.stats.cli",        # earnest glmm
+    "earnest.stats.power_cli",  # earnest power
 ]
 
 

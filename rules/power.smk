@@ -1,0 +1,93 @@
+# Power of the template-bootstrap test: the study at a stated design (embedded default: the paper's
+# 100 templates x 50 variants, scenarios from its published Tables 2-3) and, beside every GLMM 1
+# result of the run, the minimum detectable odds ratio of its design. Statistics live in
+# earnest.stats.power; these rules only wire files.
+# Needs from rules/common.smk: BASEDIR, CPU_PARTITION, SLURM_ACCOUNT, summary_files().
+
+from earnest.stats.power import PowerError, published_scenarios
+
+POWER = config["power"]  # defaults: config/schema.yaml
+POWER_DIR = "results/power"
+POWER_PUBLISHED = BASEDIR / "resources/published"
+try:  # a scenario that names no paper model stops the run before any job
+    published_scenarios(POWER_PUBLISHED, POWER["scenarios"])
+except PowerError as exc:
+    raise WorkflowError(f"config error: power.scenarios: {exc}") from None
+
+
+rule power_paper_design:
+    input:
+        published=str(POWER_PUBLISHED),
+    output:
+        power=report(
+            f"{POWER_DIR}/paper_design/power.csv",
+            caption="../report/power_study.rst",
+            category="Power",
+            labels={"table": "power at the paper's design"},
+        ),
+        mde=f"{POWER_DIR}/paper_design/mde.csv",
+        png=report(
+            f"{POWER_DIR}/paper_design/power_curves.png",
+            caption="../report/power_study.rst",
+            category="Power",
+            labels={"figure": "power curves"},
+        ),
+        pdf=f"{POWER_DIR}/paper_design/power_curves.pdf",
+    log:
+        "logs/power/paper_design.log",
+    params:
+        scenarios=POWER["scenarios"],
+        templates=POWER["templates"],
+        variants=POWER["variants"],
+        odds_ratios=POWER["odds_ratios"],
+        effects=POWER["effects"],
+        sims=POWER["sims"],
+        resamples=POWER["resamples"],
+        alpha=config["stats"]["alpha"],
+        seed=POWER["seed"],
+        engine=POWER["engine"],
+        cores=POWER["threads"],
+    threads: POWER["threads"]
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
+    conda:
+        "../envs/stats.yaml"
+    script:
+        "../workflow/scripts/power_study.py"
+
+
+def _glmm1_summaries(wildcards=None):
+    return [s for s in summary_files() if "/all/glmm1/" in s]
+
+
+rule power_results:
+    input:
+        summaries=_glmm1_summaries,
+    output:
+        csv=report(
+            "results/tables/power/results_mde.csv",
+            caption="../report/power_results.rst",
+            category="Power",
+            labels={"table": "results beside their MDE"},
+        ),
+        md="results/tables/power/results_mde.md",
+        tex="results/tables/power/results_mde.tex",
+    log:
+        "logs/power/results_mde.log",
+    params:
+        alpha=config["stats"]["alpha"],
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
+    conda:
+        "../envs/stats.yaml"
+    script:
+        "../workflow/scripts/power_results.py"
+
+
+def power_targets(wildcards=None):
+    out = ["results/tables/power/results_mde.csv"]
+    if POWER["enabled"]:
+        out += [f"{POWER_DIR}/paper_design/power.csv", f"{POWER_DIR}/paper_design/power_curves.png"]
+    return out

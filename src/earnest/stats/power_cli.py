@@ -1,0 +1,97 @@
+"""``earnest power``: simulated power and minimum detectable odds ratio of the template-bootstrap test."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "power", help="power and minimum detectable odds ratio of the template-bootstrap GLMM test",
+        description="Simulate data sets from a binomial GLMM with template intercepts over a grid of templates x "
+                    "variants per template x true odds ratio, run the project's test on each (B template "
+                    "resamples, Eq. 4 bootstrap P value < alpha) and write power with Monte Carlo standard "
+                    "errors, the minimum detectable OR at 80%% power and a power-curve figure. Scenarios "
+                    "(GSM-Base accuracy and template-intercept variance) come from --baseline-acc/--ranef-var, "
+                    "the paper's published tables (--paper-scenario), a bootstrap summaries table "
+                    "(--from-summary) or lm-evaluation-harness samples (--lm-eval).")
+    p.add_argument("--templates", type=int, nargs="+", help="template counts (default: 100, or the design of the results read)")
+    p.add_argument("--variants", type=int, nargs="+", help="GSM-Variants items per template (default: 50, or the results' design)")
+    p.add_argument("--odds-ratios", type=float, nargs="+", default=[1.0, 0.7, 0.5, 0.35, 0.25],
+                   help="true odds ratios (include 1 for the false-positive rate)")
+    p.add_argument("--baseline-acc", type=float, help="GSM-Base accuracy, a fraction in (0, 1)")
+    p.add_argument("--ranef-var", type=float, help="template-intercept variance on the log-odds scale")
+    p.add_argument("--paper-scenario", nargs="+", default=[],
+                   help="scenarios from the paper's Tables 2-3: median, lower_quartile, upper_quartile or a model name")
+    p.add_argument("--published", type=Path, default=None, help="directory of the published tables (default: resources/published)")
+    p.add_argument("--from-summary", type=Path, help="a bootstrap summaries table (CSV/Parquet): one scenario per model x prompt")
+    p.add_argument("--effects", nargs="+", default=["variant"], choices=["variant", "gamma"])
+    p.add_argument("--sims", type=int, default=20, help="simulated data sets per grid point")
+    p.add_argument("--resamples", type=int, default=100, help="bootstrap resamples B per data set (paper: 2000)")
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--engine", default="lme4")
+    p.add_argument("--cores", type=int, default=1, help="R worker processes per bootstrap")
+    p.add_argument("--out", type=Path, required=True, help="output directory")
+    from earnest import lmeval
+    lmeval.add_arguments(p)
+    p.set_defaults(func=run)
+    return p
+
+
+def _fail(msg: str) -> int:
+    print(f"earnest power: {msg}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    from earnest.stats import power as P
+
+    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    scenarios, design = [], None
+    try:
+        if args.baseline_acc is not None or args.ranef_var is not None:
+            if args.baseline_acc is None or args.ranef_var is None:
+                return _fail("--baseline-acc and --ranef-var go together")
+            P.intercept_for_accuracy(args.baseline_acc, args.ranef_var)  # checks both
+            scenarios.append(P.Scenario("stated", args.baseline_acc, args.ranef_var))
+        if args.paper_scenario:
+            published = args.published or P.default_published_dir()
+            scenarios += P.published_scenarios(published, args.paper_scenario)
+        if args.from_summary or args.lm_eval:
+            glmm_input = None
+            if args.lm_eval:
+                from earnest import lmeval
+                glmm_input = lmeval.to_glmm_input(lmeval.samples_from_args(args))
+            found, design = P.scenarios_from_results(summary=args.from_summary, glmm_input=glmm_input, log=log)
+            scenarios += found
+        if not scenarios:
+            return _fail("no scenario: give --baseline-acc and --ranef-var, --paper-scenario, --from-summary or --lm-eval")
+        templates = args.templates or ([design[0]] if design else [P.PAPER_DESIGN[0]])
+        variants = args.variants or ([design[1]] if design else [P.PAPER_DESIGN[1]])
+        if args.sims < 1 or args.resamples < 1:
+            return _fail("--sims and --resamples must be positive")
+        if not 0 < args.alpha < 1:
+            return _fail(f"--alpha must lie in (0, 1), not {args.alpha}")
+        P.check_engine(args.engine)
+        n_points = len(scenarios) * len(args.effects) * len(templates) * len(variants) * len(set(args.odds_ratios))
+        log(f"earnest power: {n_points} grid points x {args.sims} data sets x {args.resamples} resamples = "
+            f"{n_points * args.sims * args.resamples} GLMM fits (engine {args.engine})")
+        t0 = time.perf_counter()
+        power = P.power_study(scenarios, templates, variants, args.odds_ratios, effects=args.effects,
+                              n_sims=args.sims, n_resamples=args.resamples, alpha=args.alpha, seed=args.seed,
+                              engine=args.engine, cores=args.cores, log=log)
+    except (P.PowerError, OSError, ValueError) as exc:
+        return _fail(str(exc))
+    seconds = time.perf_counter() - t0
+    mde = P.minimum_detectable_or(power)
+    paths = P.write_power_tables(power, mde, args.out)
+    from earnest.plots_power import figure_power_curves
+    figure_power_curves(power, mde, args.out / "power_curves")
+    fits = int(power["fits"].sum())
+    log(f"earnest power: {fits} fits in {seconds:.1f} s ({fits / max(seconds, 1e-9):.1f} fits/s); wrote "
+        f"{paths['power']['csv']}, {paths['mde']['csv']} and {args.out / 'power_curves.png'}")
+    return 0

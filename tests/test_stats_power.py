@@ -1,0 +1,124 @@
+"""Power of the template-bootstrap test, the minimum detectable OR, and the paper's scenarios."""
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from earnest.stats import power as P
+
+
+def test_intercept_gives_the_stated_accuracy_over_templates():
+    for acc, var in [(0.5, 7.0), (0.19, 6.53), (0.9, 17.4), (0.3, 0.0)]:
+        b0 = P.intercept_for_accuracy(acc, var)
+        assert P.marginal_accuracy(b0, var) == pytest.approx(acc, abs=1e-9)
+    # the simulated GSM-Base answers have that accuracy (many templates, no effect on base items)
+    df = P.simulate_design(4000, 1, odds_ratio=0.5, baseline_acc=0.3, ranef_var=6.0, seed=3)
+    base = df[df["variant"] == 0]["correct"].mean()
+    assert base == pytest.approx(0.3, abs=0.025)
+    with pytest.raises(P.PowerError, match="strictly between 0 and 1"):
+        P.intercept_for_accuracy(0.0, 5.0)
+
+
+def test_simulation_uses_the_same_random_numbers_for_every_odds_ratio():
+    a = P.simulate_design(30, 4, odds_ratio=1.0, baseline_acc=0.5, ranef_var=4.0, seed=11)
+    b = P.simulate_design(30, 4, odds_ratio=0.2, baseline_acc=0.5, ranef_var=4.0, seed=11)
+    # base items do not depend on the variant effect: identical; variant items can only get worse
+    assert (a[a.variant == 0]["correct"].to_numpy() == b[b.variant == 0]["correct"].to_numpy()).all()
+    assert (b[b.variant == 1]["correct"].to_numpy() <= a[a.variant == 1]["correct"].to_numpy()).all()
+
+
+def test_wald_approximation_matches_the_papers_bootstrap_spread(repo):
+    """Known answer: at the paper's design the Wald standard error of the variant log OR is close
+    to what the paper's own bootstrap intervals (Table 3) imply, and never larger than them by
+    much (the bootstrap's percentile interval is wider at high accuracy)."""
+    t = P.published_results(repo / "resources" / "published")
+    ratios = []
+    for r in t.itertuples():
+        se = P.wald_se(100, 50, odds_ratio=r.odds_ratio, baseline_acc=r.acc_base / 100, ranef_var=r.ranef_variance)
+        ratios.append(se / ((math.log(r.ci_high) - math.log(r.ci_low)) / 3.92))
+    ratios = np.array(ratios)
+    assert 0.7 < ratios.min() and ratios.max() < 1.05
+    assert np.median(ratios) == pytest.approx(0.9, abs=0.08)
+    # power of the Wald test: alpha at OR 1, increasing in the effect, ~1 for a huge effect
+    kw = dict(baseline_acc=0.5, ranef_var=7.0)
+    assert P.wald_power(100, 50, odds_ratio=1.0, **kw) == pytest.approx(0.05, abs=1e-9)
+    pw = [P.wald_power(100, 50, odds_ratio=o, **kw) for o in (0.9, 0.7, 0.5, 0.3)]
+    assert all(np.diff(pw) > 0) and pw[-1] > 0.98
+    mde = P.wald_mde(100, 50, **kw)
+    assert P.wald_power(100, 50, odds_ratio=mde, **kw) == pytest.approx(0.8, abs=1e-6)
+    assert P.wald_mde(200, 50, **kw) > mde  # more templates, a smaller detectable effect (closer to 1)
+
+
+def _power_table(ors, powers, n=400):
+    rows = []
+    for o, p in zip(ors, powers):
+        k = round(p * n)
+        lo, hi = P.wilson(k, n)
+        rows.append({"scenario": "s", "effect": "variant", "n_templates": 100, "n_variants": 50, "baseline_acc": 0.5,
+                     "ranef_var": 7.0, "odds_ratio": o, "log_or": math.log(o), "n_sims": n, "n_resamples": 100,
+                     "alpha": 0.05, "engine": "lme4", "n_significant": k, "power": k / n,
+                     "mc_se": math.sqrt(k / n * (1 - k / n) / n), "power_ci_low": lo, "power_ci_high": hi})
+    return pd.DataFrame(rows)
+
+
+def test_mde_interpolates_in_log_or_on_a_monotone_curve():
+    t = _power_table([1.0, 0.7, 0.5, 0.35], [0.05, 0.3, 0.7, 0.9])
+    m = P.minimum_detectable_or(t).iloc[0]
+    # between OR 0.5 (power 0.7) and 0.35 (0.9): halfway in log OR
+    assert m["mde_or"] == pytest.approx(math.exp((math.log(0.5) + math.log(0.35)) / 2), rel=1e-9)
+    assert m["mde_bound"] == "" and m["mde_or_mc_low"] < m["mde_or"] < m["mde_or_mc_high"]
+    assert m["wald_mde_or"] == pytest.approx(P.wald_mde(100, 50, baseline_acc=0.5, ranef_var=7.0))
+    # a non-monotone blip is pooled, not read as a crossing
+    t2 = _power_table([1.0, 0.7, 0.5, 0.35], [0.05, 0.85, 0.75, 0.95])
+    assert P.isotonic([0.05, 0.85, 0.75, 0.95]).tolist() == pytest.approx([0.05, 0.8, 0.8, 0.95])
+    assert P.minimum_detectable_or(t2).iloc[0]["mde_or"] == pytest.approx(0.6, abs=0.1)
+    # never reached: a bound at the grid's largest effect, not an extrapolation
+    t3 = _power_table([1.0, 0.7, 0.5], [0.05, 0.2, 0.5])
+    m3 = P.minimum_detectable_or(t3).iloc[0]
+    assert m3["mde_bound"] == "beyond grid" and m3["mde_or"] == pytest.approx(0.5)
+
+
+def test_paper_scenarios_come_from_tables_2_and_3(repo):
+    sc = P.published_scenarios(repo / "resources/published", ["median", "phi-2"])
+    assert sc[0].baseline_acc == pytest.approx(0.535) and sc[0].ranef_var == pytest.approx(7.15)
+    assert sc[1] == P.Scenario("phi-2", 0.60, 6.14)
+    assert len(P.published_tables_2_3(repo / "resources/published")) == 20
+    with pytest.raises(P.PowerError, match="neither a model"):
+        P.published_scenarios(repo / "resources/published", ["gpt-9"])
+
+
+def test_design_mde_of_real_results_says_why_it_is_missing():
+    s = pd.DataFrame([
+        {"analysis": "all", "glmm": 1, "model": "m", "prompt": "gsm", "term": "variant", "n_base": 100,
+         "n_variants": 5000, "acc_base": 50.0, "ranef_var_mean": 7.0, "ci_low_log": -1.0, "ci_high_log": 0.2},
+        {"analysis": "all", "glmm": 1, "model": "z", "prompt": "gsm", "term": "variant", "n_base": 10,
+         "n_variants": 30, "acc_base": 0.0, "ranef_var_mean": float("nan"), "ci_low_log": float("nan"),
+         "ci_high_log": float("nan")},
+    ])
+    t = P.design_mde_table(s)
+    assert t.loc[0, "mde_or"] == pytest.approx(P.wald_mde(100, 50, baseline_acc=0.5, ranef_var=7.0))
+    assert t.loc[0, "n_variants_per_template"] == 50
+    assert t.loc[0, "mde_or_observed"] == pytest.approx(math.exp(-2.8016 * 1.2 / 3.92), rel=1e-3)
+    assert math.isnan(t.loc[1, "mde_or"]) and "no OR is detectable" in t.loc[1, "mde_note"]
+
+
+@pytest.mark.slow
+def test_a_strong_effect_is_always_detected_and_no_effect_rarely():
+    sc = P.Scenario("s", 0.5, 2.0)
+    strong = P.power_point(20, 5, 0.05, sc, n_sims=4, n_resamples=40, seed=2)
+    assert strong["power"] == 1.0 and strong["n_no_p"] == 0 and strong["fits"] == 160
+    null = P.power_point(20, 5, 1.0, sc, n_sims=4, n_resamples=40, seed=2)
+    assert null["n_significant"] <= 1
+
+
+def test_cli_refuses_a_run_without_a_scenario(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "earnest.cli", "power", "--out", str(tmp_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "no scenario" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "earnest.cli", "power", "--baseline-acc", "1.5", "--ranef-var", "2",
+                        "--out", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 2 and "strictly between 0 and 1" in r.stderr
