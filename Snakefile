@@ -29,6 +29,7 @@ include: "rules/statform.smk"
 include: "rules/statform_build_common.smk"
 include: "rules/statform_build.smk"
 include: "rules/power.smk"
+include: "rules/compare.smk"
 
 
 rule all:

@@ -264,4 +264,5 @@ def all_targets(wildcards=None):
     if config["statform_build"]["enabled"]:
         targets += statform_build_targets()
     targets += power_targets()
+    targets += compare_targets()
     return targets

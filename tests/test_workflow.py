@@ -86,6 +86,10 @@ def test_end_to_end_outputs(tiny_run):
     assert mde["mde_or"].notna().all() or mde["mde_note"].fillna("").str.len().gt(0).all()
     power = pd.read_csv(wd / "results/power/paper_design/power.csv")
     assert len(power) == len(TINY["power"]["odds_ratios"]) and (power.n_sims == TINY["power"]["sims"]).all()
+    # the tiny model's two prompts compared on the same items
+    pairs = pd.read_csv(wd / "results/compare/prompts/tiny/pairs.csv")
+    assert len(pairs) == 1 and pairs.n_items.iloc[0] == 9 and pairs.n_resamples.iloc[0] == TINY["stats"]["resamples"]
+    assert (wd / "results/compare/prompts/tiny/matrix.png").exists()
     assert "Finished" in (wd / "logs/generate/tiny/gsm/gsm_base.log").read_text() or \
         "progress:" in (wd / "logs/generate/tiny/gsm/gsm_base.log").read_text()
     # nothing left to do

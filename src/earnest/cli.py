@@ -16,6 +16,7 @@ SUBCOMMAND_MODULES = [
     "earnest.scoring",          # earnest extract
     "earnest.stats.cli",        # earnest glmm
     "earnest.stats.power_cli",  # earnest power
+    "earnest.stats.compare_cli",  # earnest compare
 ]
 
 

@@ -18,7 +18,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         description="Fit GLMM 1 (correct ~ variant + (1|template)) or GLMM 2 (... + gamma_c) per model x "
                     "prompt with a template bootstrap; write shards, summaries and tables. Input columns: "
                     "model, prompt, template, variant (0/1), correct (0/1) and, for GLMM 2, gamma.")
-    p.add_argument("input", type=Path, help="GLMM input, .csv or .parquet")
+    p.add_argument("input", type=Path, nargs="?", help="GLMM input, .csv or .parquet (or give --lm-eval files)")
     p.add_argument("--glmm", type=int, choices=(1, 2), required=True)
     p.add_argument("--resamples", type=int, required=True, help="bootstrap resamples B (paper: 2000)")
     p.add_argument("--seed", type=int, required=True, help="base seed; resample b uses a seed derived from (seed, b)")
@@ -37,6 +37,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "and lme4's convergence checks in numpy, all resamples at once (far faster; README)")
     p.add_argument("--check-resamples", type=int, default=3,
                    help="laplace engine: resamples per shard refitted with lme4 as a check (0: none)")
+    from earnest import lmeval
+    lmeval.add_arguments(p)
+    p.add_argument("--lm-eval-prompt", default=None, help="prompt name of the lm-eval results (default: the tasks)")
     p.set_defaults(func=run)
     return p
 
@@ -51,11 +54,22 @@ def run(args: argparse.Namespace) -> int:
     if args.shards < 1 or args.shards > args.resamples:
         print(f"earnest glmm: --shards must be between 1 and --resamples ({args.resamples})", file=sys.stderr)
         return 2
+    if (args.input is None) == (not getattr(args, "lm_eval", None)):
+        print("earnest glmm: give either a GLMM input table or --lm-eval files", file=sys.stderr)
+        return 2
     try:
-        raw = G.read_glmm_input(args.input)
-        df = G.validate_glmm_input(raw, args.glmm, source=str(args.input), fidelity=args.fidelity)
-        G.check_estimable(df, source=str(args.input))
-    except (G.GLMMInputError, OSError) as exc:
+        if args.input is not None:
+            raw = G.read_glmm_input(args.input)
+            source = str(args.input)
+        else:
+            from earnest import lmeval
+            if args.glmm == 2:
+                raise G.GLMMInputError("GLMM 2 needs gamma (the large-number metric), which lm-eval samples do not carry")
+            raw = lmeval.to_glmm_input(lmeval.samples_from_args(args), prompt=args.lm_eval_prompt)
+            source = "lm-eval samples"
+        df = G.validate_glmm_input(raw, args.glmm, source=source, fidelity=args.fidelity)
+        G.check_estimable(df, source=source)
+    except (G.GLMMInputError, OSError, ValueError) as exc:
         print(f"earnest glmm: {exc}", file=sys.stderr)
         return 2
     try:

@@ -1,0 +1,36 @@
+# Paired comparisons of earnest: two conditions (two models, or two prompts) answering the same items,
+# correct ~ condition + (1 | template) + (1 | item), bootstrapped over templates with the draws of
+# glmm.R (earnest_template_rows, earnest_draw: the same seed draws the same templates). A template
+# drawn twice is two clusters and its items are distinct items in each copy.
+#
+# Data: a data.frame with columns template (int), item (int code), variant (1 = condition a,
+# 0 = condition b), succ, fail (one answer per row). Records are those of glmm.R's bootstrap
+# (earnest_record with GLMM 1's terms: "variant" is the condition's log odds ratio).
+
+earnest_compare_formula <- cbind(succ, fail) ~ variant + (1 | cluster) + (1 | itemc)
+
+earnest_compare_fit <- function(d, rows) {
+  take <- unlist(rows, use.names = FALSE)
+  r <- d[take, , drop = FALSE]
+  r$cluster <- factor(rep.int(seq_along(rows), lengths(rows)))
+  r$itemc <- factor(paste(r$cluster, r$item, sep = ":"))
+  res <- earnest_capture(glmer(earnest_compare_formula, data = r, family = binomial))
+  fit <- res$value
+  if (is.null(fit)) return(earnest_no_fit(1L, res$warnings, res$error))
+  # as earnest_fit: lme4's convergence messages are also raised as warnings; keep each text once
+  warns <- as.character(unique(c(res$warnings, fit@optinfo$conv$lme4$messages, unlist(fit@optinfo$warnings))))
+  earnest_outcome(fixef(fit)[earnest_terms(1L)], VarCorr(fit)$cluster[1, 1], isSingular(fit),
+                  warns, res$error)
+}
+
+earnest_compare_bootstrap <- function(d, resamples, seeds, cores = 1L) {
+  index <- earnest_template_rows(d)
+  one <- function(k) {
+    out <- earnest_compare_fit(d, earnest_draw(index, seeds[k]))
+    earnest_record(out, 1L, resamples[k], seeds[k])
+  }
+  ks <- seq_along(resamples)
+  parts <- if (cores <= 1L || length(ks) <= 1L) lapply(ks, one)
+           else earnest_claim_apply(ks, function(k) one(k), min(cores, length(ks)))
+  do.call(rbind, parts)
+}

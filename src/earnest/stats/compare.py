@@ -1,0 +1,254 @@
+"""Paired comparisons: two models, or two prompts, on the same items.
+
+For a pair (a, b) of one family (the models of one prompt, or the prompts of one model), only the
+items both answered are kept. The GLMM is
+
+    correct ~ condition + (1 | template) [+ (1 | item)]         (condition: 1 = a, 0 = b)
+
+binomial with logit link, bootstrapped over templates exactly as GLMM 1 (the same seeds draw the
+same templates; a template drawn twice is two clusters, its items distinct items in each copy).
+``exp(condition)`` is the odds ratio of a correct answer under a relative to b; its estimate is the
+median of the clean bootstrap estimates, the interval their 2.5th-97.5th percentiles, the P value
+Eq. 4 (:mod:`earnest.stats.summary`). With item intercepts (the default) the OR is conditional
+on the item, as a paired design asks; without them the template intercept alone absorbs the
+pairing (GLMM 1's R code, fast, with ``aggregate`` rows).
+
+Beside it, McNemar's exact test on the discordant items (a right and b wrong: n_ab; the reverse:
+n_ba), the familiar baseline that treats items as independent, and its conditional OR n_ab / n_ba.
+Holm-Bonferroni runs across all pairs of a family, for the bootstrap and for McNemar separately.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from earnest.stats import glmm as G
+from earnest.stats import rbridge
+from earnest.stats.summary import bootstrap_p, clean_mask, holm, percentile_interval, significant
+
+COMPARE_INPUT_COLUMNS = ("model", "prompt", "template", "item", "correct")
+FAMILIES = ("models", "prompts")
+PAIR_COLUMNS = ("family", "fixed", "a", "b", "n_items", "n_templates", "acc_a", "acc_b", "odds_ratio",
+                "median_log_or", "ci_low", "ci_high", "p_boot", "n_resamples", "n_clean", "item_effects",
+                "n_ab", "n_ba", "mcnemar_or", "p_mcnemar", "p_holm", "p_mcnemar_holm", "significant",
+                "significant_mcnemar")
+
+
+def _show(value) -> str:
+    return repr(value.item() if hasattr(value, "item") else value)
+
+
+class CompareInputError(ValueError):
+    """The comparison input is malformed; the message names the source and the column or row."""
+
+
+def validate_compare_input(df: pd.DataFrame, source: str = "compare input") -> pd.DataFrame:
+    """Check the columns (model, prompt, template, item, correct 0/1) and that no item is answered
+    twice by one model x prompt; return a clean copy."""
+    for col in COMPARE_INPUT_COLUMNS:
+        if col not in df.columns:
+            raise CompareInputError(f"{source}: missing column '{col}' (needs {', '.join(COMPARE_INPUT_COLUMNS)})")
+    out = df[list(COMPARE_INPUT_COLUMNS)].copy()
+    c = out["correct"]
+    if pd.api.types.is_bool_dtype(c):
+        c = c.astype(int)
+    num = pd.to_numeric(c, errors="coerce")
+    bad = ~num.isin([0, 1])
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise CompareInputError(f"{source}: column 'correct' must be 0/1, found {_show(df['correct'].iloc[i])} in data row {i + 1}")
+    out["correct"] = num.astype(np.int64)
+    t = pd.to_numeric(out["template"], errors="coerce")
+    if t.isna().any() or not np.all(np.mod(t.to_numpy(), 1) == 0):
+        i = int(np.flatnonzero(t.isna().to_numpy() | (np.mod(t.fillna(0.5).to_numpy(), 1) != 0))[0])
+        raise CompareInputError(f"{source}: column 'template' must hold integer ids, found {_show(df['template'].iloc[i])} "
+                                f"in data row {i + 1}")
+    out["template"] = t.astype(np.int64)
+    for col in ("model", "prompt", "item"):
+        out[col] = out[col].astype(str)
+    dup = out.duplicated(["model", "prompt", "item"])
+    if dup.any():
+        i = int(np.flatnonzero(dup.to_numpy())[0])
+        r = out.iloc[i]
+        raise CompareInputError(f"{source}: item {r['item']!r} answered twice by {r['model']} / {r['prompt']} "
+                                f"(data row {i + 1})")
+    return out.reset_index(drop=True)
+
+
+def compare_input_from_scored(scored: pd.DataFrame) -> pd.DataFrame:
+    """Compare input from scored tables (CONTRACTS.md): template_id -> template, item_id -> item."""
+    need = ("model", "prompt", "template_id", "item_id", "correct")
+    missing = [c for c in need if c not in scored.columns]
+    if missing:
+        raise CompareInputError(f"scored tables: missing columns {missing}")
+    return validate_compare_input(scored.rename(columns={"template_id": "template", "item_id": "item"}),
+                                  "scored tables")
+
+
+def paired_rows(data: pd.DataFrame, family: str, fixed: str, a: str, b: str) -> pd.DataFrame:
+    """The items both a and b answered: columns template, item, correct_a, correct_b."""
+    key = "model" if family == "models" else "prompt"
+    other = "prompt" if family == "models" else "model"
+    sub = data[data[other] == fixed]
+    ra = sub[sub[key] == a][["template", "item", "correct"]]
+    rb = sub[sub[key] == b][["template", "item", "correct"]]
+    both = ra.merge(rb, on="item", suffixes=("_a", "_b"))
+    mismatch = both["template_a"] != both["template_b"]
+    if mismatch.any():
+        raise CompareInputError(f"item {both.loc[mismatch, 'item'].iloc[0]!r} has different templates under {a} and {b}")
+    return both.rename(columns={"template_a": "template"}).drop(columns="template_b").sort_values(
+        ["template", "item"]).reset_index(drop=True)
+
+
+def mcnemar(correct_a, correct_b) -> dict:
+    """Exact McNemar test on paired 0/1 answers: discordant counts, conditional OR, two-sided p."""
+    a = np.asarray(correct_a, dtype=int)
+    b = np.asarray(correct_b, dtype=int)
+    n_ab = int(((a == 1) & (b == 0)).sum())
+    n_ba = int(((a == 0) & (b == 1)).sum())
+    n = n_ab + n_ba
+    p = float(stats.binomtest(n_ab, n, 0.5).pvalue) if n else 1.0
+    ratio = (n_ab / n_ba) if n_ba else (math.inf if n_ab else float("nan"))
+    return {"n_ab": n_ab, "n_ba": n_ba, "mcnemar_or": ratio, "p_mcnemar": p}
+
+
+def compare_frame(pairs: pd.DataFrame) -> pd.DataFrame:
+    """The rows the R engine fits: template, item (int code), variant (1 = a), succ, fail."""
+    codes = pd.factorize(pairs["item"])[0].astype(np.int64)
+    n = len(pairs)
+    return pd.DataFrame({
+        "template": np.r_[pairs["template"].to_numpy(), pairs["template"].to_numpy()].astype(np.int64),
+        "item": np.r_[codes, codes],
+        "variant": np.r_[np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64)],
+        "succ": np.r_[pairs["correct_a"].to_numpy(), pairs["correct_b"].to_numpy()].astype(np.int64),
+    }).assign(fail=lambda d: 1 - d["succ"])
+
+
+def bootstrap_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effects: bool = True,
+                   cores: int = 1) -> pd.DataFrame:
+    """Bootstrap shard table (``SHARD_COLUMNS``) of one pair; term "variant" is the condition."""
+    frame = compare_frame(pairs)
+    resamples = list(range(int(n_resamples)))
+    if not item_effects:
+        agg = frame.groupby(["template", "variant"], as_index=False)[["succ", "fail"]].sum()
+        return G.run_bootstrap(agg, 1, resamples, seed, cores)
+    seeds = [G.resample_seed(seed, b) for b in resamples]
+    ro = rbridge.r()
+    out = rbridge.call("earnest_compare_bootstrap", rbridge.to_r_frame(frame), ro.IntVector(resamples),
+                       ro.IntVector(seeds), int(max(1, cores)))
+    table = rbridge.from_r_frame(out)
+    table["converged"] = table["converged"].astype(bool)
+    return table[list(G.SHARD_COLUMNS)]
+
+
+def compare_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effects: bool = True,
+                 cores: int = 1) -> dict:
+    """The bootstrap GLMM and McNemar statistics of one pair (no Holm yet)."""
+    row = {"n_items": int(len(pairs)), "n_templates": int(pairs["template"].nunique()) if len(pairs) else 0,
+           "acc_a": 100.0 * pairs["correct_a"].mean() if len(pairs) else float("nan"),
+           "acc_b": 100.0 * pairs["correct_b"].mean() if len(pairs) else float("nan"),
+           "n_resamples": int(n_resamples), "item_effects": bool(item_effects)}
+    row.update(mcnemar(pairs["correct_a"], pairs["correct_b"]))
+    theta = np.array([])
+    if len(pairs) and row["n_templates"] >= 2:
+        shards = bootstrap_pair(pairs, n_resamples, seed, item_effects=item_effects, cores=cores)
+        theta = shards.loc[clean_mask(shards) & (shards["term"] == "variant"), "estimate"].to_numpy(dtype=float)
+    med = float(np.median(theta)) if theta.size else float("nan")
+    lo, hi = percentile_interval(theta)
+    row.update(median_log_or=med, odds_ratio=math.exp(med) if theta.size else float("nan"),
+               ci_low=math.exp(lo) if theta.size else float("nan"), ci_high=math.exp(hi) if theta.size else float("nan"),
+               p_boot=bootstrap_p(theta), n_clean=int(theta.size))
+    return row
+
+
+def family_conditions(data: pd.DataFrame, family: str) -> dict[str, list[str]]:
+    """fixed value -> the conditions compared under it (models of a prompt, or prompts of a model)."""
+    if family not in FAMILIES:
+        raise CompareInputError(f"family must be one of {', '.join(FAMILIES)}, not {family!r}")
+    key, other = ("model", "prompt") if family == "models" else ("prompt", "model")
+    return {str(f): sorted(map(str, sub[key].unique())) for f, sub in data.groupby(other, sort=True)}
+
+
+def compare_family(data: pd.DataFrame, family: str, fixed: str, conditions: Sequence[str] | None = None, *,
+                   n_resamples: int, seed: int, alpha: float = 0.05, item_effects: bool = True, cores: int = 1,
+                   log: Callable[[str], None] | None = None) -> pd.DataFrame:
+    """Every pair of ``conditions`` (default: all of ``fixed``) with Holm across the pairs
+    (:data:`PAIR_COLUMNS`). Pair k uses the base seed ``seed + k``."""
+    conds = list(conditions) if conditions is not None else family_conditions(data, family).get(str(fixed), [])
+    rows = []
+    for k, (a, b) in enumerate(itertools.combinations(conds, 2)):
+        pairs = paired_rows(data, family, fixed, a, b)
+        r = compare_pair(pairs, n_resamples, seed + k, item_effects=item_effects, cores=cores)
+        rows.append({"family": family, "fixed": fixed, "a": a, "b": b, **r})
+        if log:
+            log(f"{family} / {fixed}: {a} vs {b}: {r['n_items']} paired items, OR {r['odds_ratio']:.3f} "
+                f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}], p_boot {r['p_boot']:.4f}, McNemar p {r['p_mcnemar']:.4f}")
+    out = pd.DataFrame(rows, columns=[c for c in PAIR_COLUMNS])
+    if len(out):
+        out["p_holm"] = holm(out["p_boot"].to_numpy(dtype=float))
+        out["p_mcnemar_holm"] = holm(out["p_mcnemar"].to_numpy(dtype=float))
+        out["significant"] = significant(out["p_holm"].to_numpy(dtype=float), alpha)
+        out["significant_mcnemar"] = significant(out["p_mcnemar_holm"].to_numpy(dtype=float), alpha)
+    return out
+
+
+def write_pairs_table(pairs: pd.DataFrame, stem, *, alpha: float = 0.05, labels: dict | None = None) -> dict:
+    """``stem.{csv,md,tex}``: one row per pair."""
+    from earnest.tables import write_table
+
+    def f(v, spec=".3f"):
+        return "n/a" if v is None or not (isinstance(v, (int, float)) and math.isfinite(v)) else format(v, spec)
+
+    lab = labels or {}
+    shown = pd.DataFrame({
+        "fixed": [lab.get(x, x) for x in pairs["fixed"]],
+        "a": [lab.get(x, x) for x in pairs["a"]], "b": [lab.get(x, x) for x in pairs["b"]],
+        "items": pairs["n_items"],
+        "acc_a / acc_b": [f"{f(x, '.1f')} / {f(y, '.1f')}" for x, y in zip(pairs["acc_a"], pairs["acc_b"])],
+        "OR [95% CI]": [f"{f(o, '.2f')} [{f(lo, '.2f')}, {f(hi, '.2f')}]"
+                        for o, lo, hi in zip(pairs["odds_ratio"], pairs["ci_low"], pairs["ci_high"])],
+        "p_boot / Holm": [f"{f(p)} / {f(h)}" for p, h in zip(pairs["p_boot"], pairs["p_holm"])],
+        "clean": [f"{c}/{n}" for c, n in zip(pairs["n_clean"], pairs["n_resamples"])],
+        "McNemar n_ab:n_ba": [f"{x}:{y}" for x, y in zip(pairs["n_ab"], pairs["n_ba"])],
+        "McNemar p / Holm": [f"{f(p)} / {f(h)}" for p, h in zip(pairs["p_mcnemar"], pairs["p_mcnemar_holm"])],
+    })
+    bold = pd.DataFrame(False, index=shown.index, columns=shown.columns)
+    if len(pairs):
+        bold["p_boot / Holm"] = pairs["significant"].astype(bool).to_numpy()
+        bold["McNemar p / Holm"] = pairs["significant_mcnemar"].astype(bool).to_numpy()
+    item = "template and item" if len(pairs) and bool(pairs["item_effects"].iloc[0]) else "template"
+    return write_table(shown, stem,
+                       f"Paired comparisons on the items both answered: OR of a correct answer under a vs b from "
+                       f"the GLMM correct ~ condition + {item} random intercepts, bootstrapped over templates "
+                       f"(median, 2.5-97.5th percentiles, Eq. 4 P value); McNemar's exact test beside it. Holm "
+                       f"across the pairs of each family; bold: Holm-adjusted p < {alpha:g}.", bold=bold, csv=pairs)
+
+
+def simulate_paired(n_templates: int, items_per_template: int, *, log_or: float, intercept: float = 0.0,
+                    template_sd: float = 1.5, item_sd: float = 1.0, seed: int = 0, a: str = "a",
+                    b: str = "b", prompt: str = "p") -> pd.DataFrame:
+    """Compare input of two models answering the same items with a known conditional log OR
+    (a vs b): logit P = intercept + u_template + v_item + log_or * [model a]."""
+    rng = np.random.default_rng(seed)
+    template = np.repeat(np.arange(n_templates), items_per_template)
+    u = rng.normal(0, template_sd, n_templates)[template]
+    v = rng.normal(0, item_sd, template.size)
+    rows = []
+    for name, shift in ((a, log_or), (b, 0.0)):
+        p = 1 / (1 + np.exp(-(intercept + u + v + shift)))
+        rows.append(pd.DataFrame({"model": name, "prompt": prompt, "template": template,
+                                  "item": [f"t{t}-i{i}" for i, t in enumerate(template)],
+                                  "correct": (rng.random(template.size) < p).astype(np.int64)}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def safe(name: str) -> str:
+    """A condition name usable in a file name."""
+    from earnest.stats.run import safe_name
+    return safe_name(name)

@@ -1,0 +1,64 @@
+"""Paired comparisons: pairing, McNemar, Holm across pairs, and recovery of a known difference."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from earnest.stats import compare as C
+
+
+def _data():
+    rows = []
+    for model, answers in (("m1", [1, 1, 0, 0, 1, 0]), ("m2", [0, 1, 0, 1, 0, 0])):
+        for i, c in enumerate(answers):
+            rows.append({"model": model, "prompt": "gsm", "template": i // 2, "item": f"x{i}", "correct": c})
+    # m3 answered only four of the items: pairs use what both answered
+    for i, c in enumerate([1, 1, 1, 1]):
+        rows.append({"model": "m3", "prompt": "gsm", "template": i // 2, "item": f"x{i}", "correct": c})
+    return C.validate_compare_input(pd.DataFrame(rows))
+
+
+def test_pairs_keep_only_items_both_answered_and_mcnemar_counts_discordance():
+    d = _data()
+    p = C.paired_rows(d, "models", "gsm", "m1", "m3")
+    assert list(p["item"]) == ["x0", "x1", "x2", "x3"]
+    m = C.mcnemar(*C.paired_rows(d, "models", "gsm", "m1", "m2")[["correct_a", "correct_b"]].T.to_numpy())
+    assert (m["n_ab"], m["n_ba"]) == (2, 1) and m["mcnemar_or"] == 2.0
+    assert m["p_mcnemar"] == pytest.approx(1.0)          # 2 of 3 discordant: exact binomial p = 1
+    assert C.family_conditions(d, "models") == {"gsm": ["m1", "m2", "m3"]}
+
+
+def test_bad_input_names_the_row():
+    d = pd.DataFrame({"model": ["a", "a"], "prompt": ["p", "p"], "template": [1, 1], "item": ["i", "i"],
+                      "correct": [1, 0]})
+    with pytest.raises(C.CompareInputError, match="answered twice by a / p .data row 2"):
+        C.validate_compare_input(d, "x.csv")
+    d2 = d.assign(item=["i", "j"], correct=[1, 2])
+    with pytest.raises(C.CompareInputError, match="x.csv: column 'correct' must be 0/1, found 2 in data row 2"):
+        C.validate_compare_input(d2, "x.csv")
+
+
+@pytest.mark.slow
+def test_paired_glmm_recovers_a_known_difference_and_holm_runs_across_pairs():
+    """Known answer: model a has log OR -1.5 against b and c, b and c do not differ."""
+    sim = C.simulate_paired(30, 6, log_or=-1.5, seed=7, a="a", b="b", item_sd=0.7)
+    # model c: b's answers with a few flipped at random (no systematic difference)
+    c = sim[sim.model == "b"].copy()
+    rng = np.random.default_rng(3)
+    flip = rng.random(len(c)) < 0.1
+    c.loc[flip, "correct"] = 1 - c.loc[flip, "correct"]
+    c["model"] = "c"
+    data = C.validate_compare_input(pd.concat([sim, c], ignore_index=True))
+    t = C.compare_family(data, "models", "p", n_resamples=25, seed=11)
+    assert list(zip(t.a, t.b)) == [("a", "b"), ("a", "c"), ("b", "c")]
+    ab = t.iloc[0]
+    assert ab["n_items"] == 180 and ab["n_clean"] >= 15
+    assert ab["ci_low"] < math.exp(-1.5) < ab["ci_high"]
+    assert abs(ab["median_log_or"] + 1.5) < 0.5
+    assert bool(ab["significant"]) and not bool(t.iloc[2]["significant"])
+    # Holm: adjusted p never below the raw p, and the smallest is multiplied by the number of pairs
+    assert (t["p_holm"] >= t["p_boot"] - 1e-12).all()
+    i = int(np.argmin(t["p_boot"]))
+    assert t["p_holm"].iloc[i] == pytest.approx(min(1.0, 3 * t["p_boot"].iloc[i]))
