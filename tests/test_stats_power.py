@@ -122,3 +122,18 @@ def test_cli_refuses_a_run_without_a_scenario(tmp_path):
     r = subprocess.run([sys.executable, "-m", "earnest.cli", "power", "--baseline-acc", "1.5", "--ranef-var", "2",
                         "--out", str(tmp_path)], capture_output=True, text=True)
     assert r.returncode == 2 and "strictly between 0 and 1" in r.stderr
+
+
+def test_cli_writes_power_and_mde_tables_and_the_figure(tmp_path):
+    """The laplace engine makes a real (tiny) run fast enough for a unit test."""
+    r = subprocess.run([sys.executable, "-m", "earnest.cli", "power", "--paper-scenario", "phi-2", "--templates", "12",
+                        "--variants", "3", "--odds-ratios", "1", "0.05", "--sims", "3", "--resamples", "20",
+                        "--engine", "laplace", "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    power = pd.read_csv(tmp_path / "power.csv")
+    assert list(power.odds_ratio) == [0.05, 1.0] and set(power.scenario) == {"phi-2"}
+    assert (power.fits == 60).all() and power.engine.eq("laplace").all()
+    assert power.loc[0, "power"] >= power.loc[1, "power"]
+    mde = pd.read_csv(tmp_path / "mde.csv")
+    assert len(mde) == 1 and (tmp_path / "power_curves.png").stat().st_size > 10_000
+    assert "GLMM fits" in r.stderr and "fits/s" in r.stderr
