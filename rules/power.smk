@@ -2,7 +2,7 @@
 # 100 templates x 50 variants, scenarios from its published Tables 2-3) and, beside every GLMM 1
 # result of the run, the minimum detectable odds ratio of its design. Statistics live in
 # earnest.stats.power; these rules only wire files.
-# Needs from rules/common.smk: BASEDIR, CPU_PARTITION, SLURM_ACCOUNT, summary_files().
+# Needs from rules/common.smk: BASEDIR, CPU_PARTITION, SLURM_ACCOUNT, SUMMARIES (the summaries table).
 
 from earnest.stats.power import PowerError, published_scenarios
 
@@ -57,13 +57,9 @@ rule power_paper_design:
         "../workflow/scripts/power_study.py"
 
 
-def _glmm1_summaries(wildcards=None):
-    return [s for s in summary_files() if "/all/glmm1/" in s]
-
-
 rule power_results:
     input:
-        summaries=_glmm1_summaries,
+        summaries=SUMMARIES,
     output:
         csv=report(
             "results/tables/power/results_mde.csv",
@@ -75,8 +71,6 @@ rule power_results:
         tex="results/tables/power/results_mde.tex",
     log:
         "logs/power/results_mde.log",
-    params:
-        alpha=config["stats"]["alpha"],
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,

@@ -91,7 +91,7 @@ def test_paper_scenarios_come_from_tables_2_and_3(repo):
         P.published_scenarios(repo / "resources/published", ["gpt-9"])
 
 
-def test_design_mde_of_real_results_says_why_it_is_missing():
+def test_design_mde_of_real_results_says_why_it_is_missing(tmp_path):
     s = pd.DataFrame([
         {"analysis": "all", "glmm": 1, "model": "m", "prompt": "gsm", "term": "variant", "n_base": 100,
          "n_variants": 5000, "acc_base": 50.0, "ranef_var_mean": 7.0, "ci_low_log": -1.0, "ci_high_log": 0.2},
@@ -104,6 +104,15 @@ def test_design_mde_of_real_results_says_why_it_is_missing():
     assert t.loc[0, "n_variants_per_template"] == 50
     assert t.loc[0, "mde_or_observed"] == pytest.approx(math.exp(-2.8016 * 1.2 / 3.92), rel=1e-3)
     assert math.isnan(t.loc[1, "mde_or"]) and "no OR is detectable" in t.loc[1, "mde_note"]
+    # the report's table shows the summaries table's own verdicts, not recomputed ones
+    full = s.assign(alpha=0.05, significant=[False, False], significant_holm=[False, False], p_holm=[1.0, 1.0],
+                    prompt_label="GSM prompt (Ex1)", odds_ratio=[0.6, float("nan")], ci_low=[0.37, float("nan")],
+                    ci_high=[1.22, float("nan")], p_boot=[0.2, float("nan")])
+    paths = P.write_results_mde_table(full, tmp_path / "results_mde")
+    md = paths["md"].read_text()
+    assert "0.60 [0.37, 1.22]" in md and "no (Holm: no)" in md and f"{t.loc[0, 'mde_or']:.2f}" in md
+    with pytest.raises(P.PowerError, match="missing columns"):
+        P.write_results_mde_table(s, tmp_path / "x")
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
 """Every GLMM 1 variant result of the run beside the minimum detectable OR of its design.
 
-snakemake.input.summaries: summary parquet files (one per analysis x GLMM x model x prompt);
-snakemake.params.alpha; snakemake.output.csv (Markdown and LaTeX beside it); snakemake.log[0].
+snakemake.input.summaries: the run's summaries table (results/stats/summaries.parquet);
+snakemake.output.csv (Markdown and LaTeX beside it); snakemake.log[0].
 """
 
 from pathlib import Path
@@ -14,11 +14,9 @@ from earnest.stats import power as P
 log = job_logger(snakemake.log[0], "power_results")  # noqa: F821
 
 try:
-    files = snakemake.input.summaries  # noqa: F821
-    files = [files] if isinstance(files, str) else list(files)
-    summaries = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    summaries = pd.read_parquet(snakemake.input.summaries)  # noqa: F821
     csv = Path(snakemake.output.csv)  # noqa: F821
-    P.write_results_mde_table(summaries, csv.parent / csv.stem, alpha=float(snakemake.params.alpha))  # noqa: F821
+    P.write_results_mde_table(summaries, csv.parent / csv.stem)
     log.info("wrote %s", csv)
 except Exception:
     log.exception("the results' MDE table failed")

@@ -131,13 +131,17 @@ def compare_frame(pairs: pd.DataFrame) -> pd.DataFrame:
 
 
 def bootstrap_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effects: bool = True,
-                   cores: int = 1) -> pd.DataFrame:
-    """Bootstrap shard table (``SHARD_COLUMNS``) of one pair; term "variant" is the condition."""
+                   cores: int = 1, engine: str = "lme4") -> pd.DataFrame:
+    """Bootstrap shard table (``SHARD_COLUMNS``) of one pair; term "variant" is the condition.
+    ``engine`` applies to the template-only model (GLMM 1's code); item intercepts need lme4."""
     frame = compare_frame(pairs)
     resamples = list(range(int(n_resamples)))
     if not item_effects:
         agg = frame.groupby(["template", "variant"], as_index=False)[["succ", "fail"]].sum()
-        return G.run_bootstrap(agg, 1, resamples, seed, cores)
+        return G.run_bootstrap(agg, 1, resamples, seed, cores, engine)
+    if engine != "lme4":
+        raise CompareInputError(f"item random intercepts need the lme4 engine (the {engine} engine fits one "
+                                f"random intercept); use item_effects=False (--no-item-effects) with it")
     seeds = [G.resample_seed(seed, b) for b in resamples]
     ro = rbridge.r()
     out = rbridge.call("earnest_compare_bootstrap", rbridge.to_r_frame(frame), ro.IntVector(resamples),
@@ -148,7 +152,7 @@ def bootstrap_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_eff
 
 
 def compare_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effects: bool = True,
-                 cores: int = 1) -> dict:
+                 cores: int = 1, engine: str = "lme4") -> dict:
     """The bootstrap GLMM and McNemar statistics of one pair (no Holm yet)."""
     row = {"n_items": int(len(pairs)), "n_templates": int(pairs["template"].nunique()) if len(pairs) else 0,
            "acc_a": 100.0 * pairs["correct_a"].mean() if len(pairs) else float("nan"),
@@ -157,7 +161,7 @@ def compare_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effec
     row.update(mcnemar(pairs["correct_a"], pairs["correct_b"]))
     theta = np.array([])
     if len(pairs) and row["n_templates"] >= 2:
-        shards = bootstrap_pair(pairs, n_resamples, seed, item_effects=item_effects, cores=cores)
+        shards = bootstrap_pair(pairs, n_resamples, seed, item_effects=item_effects, cores=cores, engine=engine)
         theta = shards.loc[clean_mask(shards) & (shards["term"] == "variant"), "estimate"].to_numpy(dtype=float)
     med = float(np.median(theta)) if theta.size else float("nan")
     lo, hi = percentile_interval(theta)
@@ -177,14 +181,14 @@ def family_conditions(data: pd.DataFrame, family: str) -> dict[str, list[str]]:
 
 def compare_family(data: pd.DataFrame, family: str, fixed: str, conditions: Sequence[str] | None = None, *,
                    n_resamples: int, seed: int, alpha: float = 0.05, item_effects: bool = True, cores: int = 1,
-                   log: Callable[[str], None] | None = None) -> pd.DataFrame:
+                   engine: str = "lme4", log: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Every pair of ``conditions`` (default: all of ``fixed``) with Holm across the pairs
     (:data:`PAIR_COLUMNS`). Pair k uses the base seed ``seed + k``."""
     conds = list(conditions) if conditions is not None else family_conditions(data, family).get(str(fixed), [])
     rows = []
     for k, (a, b) in enumerate(itertools.combinations(conds, 2)):
         pairs = paired_rows(data, family, fixed, a, b)
-        r = compare_pair(pairs, n_resamples, seed + k, item_effects=item_effects, cores=cores)
+        r = compare_pair(pairs, n_resamples, seed + k, item_effects=item_effects, cores=cores, engine=engine)
         rows.append({"family": family, "fixed": fixed, "a": a, "b": b, **r})
         if log:
             log(f"{family} / {fixed}: {a} vs {b}: {r['n_items']} paired items, OR {r['odds_ratio']:.3f} "

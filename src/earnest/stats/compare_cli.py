@@ -24,6 +24,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--no-item-effects", action="store_true",
                    help="template intercepts only (GLMM 1's fast path; the OR is then marginal over items)")
+    p.add_argument("--engine", choices=("lme4", "laplace"), default="lme4",
+                   help="GLMM engine; laplace only with --no-item-effects (it fits one random intercept)")
     p.add_argument("--cores", type=int, default=1)
     p.add_argument("--out", type=Path, required=True)
     from earnest import lmeval
@@ -48,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
         return fail("give either an input table or --lm-eval files")
     if args.resamples < 1:
         return fail(f"--resamples must be positive, not {args.resamples}")
+    if args.engine != "lme4" and not args.no_item_effects:
+        return fail("--engine laplace fits one random intercept: add --no-item-effects (template intercepts only)")
     try:
         if args.lm_eval:
             from earnest import lmeval
@@ -63,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         for fixed, conds in C.family_conditions(data, args.by).items():
             t = C.compare_family(data, args.by, fixed, conds, n_resamples=args.resamples, seed=args.seed,
-                                 alpha=args.alpha, item_effects=not args.no_item_effects, cores=args.cores, log=log)
+                                 alpha=args.alpha, item_effects=not args.no_item_effects, cores=args.cores,
+                                 engine=args.engine, log=log)
             stem = args.out / f"{args.by}_{C.safe(fixed)}"
             C.write_pairs_table(t, stem, alpha=args.alpha)
             figure_pairwise_matrix(t, args.out / f"{args.by}_{C.safe(fixed)}_matrix", order=conds, alpha=args.alpha,

@@ -62,7 +62,8 @@ MC_Z = 1.96
 
 POWER_COLUMNS = ("scenario", "effect", "n_templates", "n_variants", "baseline_acc", "ranef_var",
                  "odds_ratio", "log_or", "n_sims", "n_resamples", "alpha", "engine", "n_significant",
-                 "power", "mc_se", "power_ci_low", "power_ci_high", "n_no_p", "clean_share", "wald_power", "seconds", "fits")
+                 "power", "mc_se", "power_ci_low", "power_ci_high", "n_no_p", "clean_share", "n_engine_fallback",
+                 "wald_power", "seconds", "fits")
 MDE_COLUMNS = ("scenario", "effect", "n_templates", "n_variants", "baseline_acc", "ranef_var",
                "n_sims", "n_resamples", "alpha", "target_power", "mde_or", "mde_or_mc_low",
                "mde_or_mc_high", "mde_bound", "wald_mde_or", "note")
@@ -280,10 +281,20 @@ def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: 
         boot_seeds.append(int(_seed(seed, 2, scenario_index, effect_key, n_templates, n_variants, k)
                               .generate_state(1, dtype=np.uint32)[0] & 0x7FFFFFFF))
     # (fitting every data set's resamples in one laplace batch was measured no faster: the fits dominate)
-    tables = (bootstrap_table(df, glmm, n_resamples, s, engine=engine, cores=cores)
-              for df, s in zip(data, boot_seeds))
-    n_sig = n_no_p = clean = 0
-    for table in tables:
+    n_sig = n_no_p = clean = n_fallback = 0
+    for df, s in zip(data, boot_seeds):
+        try:
+            table = bootstrap_table(df, glmm, n_resamples, s, engine=engine, cores=cores)
+        except (FloatingPointError, np.linalg.LinAlgError) as exc:
+            if engine != "laplace":
+                raise
+            # the laplace engine gave up on this data set (numerically): lme4 fits the same
+            # resamples (R's draws from the same seed), and the row counts it
+            n_fallback += 1
+            import logging
+            logging.getLogger("earnest.stats.power").warning(
+                "laplace engine failed on a simulated data set (%s); refitted with lme4", exc)
+            table = bootstrap_table(df, glmm, n_resamples, s, engine="lme4", cores=cores)
         p, n_clean = test_p(table, term)
         clean += n_clean
         if math.isnan(p):
@@ -299,7 +310,8 @@ def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: 
             "n_resamples": int(n_resamples), "alpha": float(alpha), "engine": engine, "n_significant": n_sig,
             "power": power, "mc_se": math.sqrt(power * (1 - power) / n_sims),
             **dict(zip(("power_ci_low", "power_ci_high"), wilson(n_sig, n_sims))), "n_no_p": n_no_p,
-            "clean_share": clean / (n_sims * n_resamples), "wald_power": wp, "seconds": seconds,
+            "clean_share": clean / (n_sims * n_resamples), "n_engine_fallback": n_fallback,
+            "wald_power": wp, "seconds": seconds,
             "fits": n_sims * n_resamples}
 
 
@@ -658,34 +670,43 @@ def scenarios_from_results(*, summary=None, glmm_input: pd.DataFrame | None = No
     return scenarios, (designs[0] if designs else None)
 
 
-def write_results_mde_table(summaries: pd.DataFrame, stem, *, alpha: float = 0.05,
-                            target: float = TARGET_POWER) -> dict:
+def write_results_mde_table(summaries: pd.DataFrame, stem, *, target: float = TARGET_POWER) -> dict:
     """Every GLMM 1 variant result of a run beside the minimum detectable OR of its design, as
     ``stem.{csv,md,tex}``: a non-significant result then reads as "could not have detected an OR
-    below X"."""
+    below X". ``summaries`` is the run's summaries table (``earnest.stats.summaries``); its
+    ``significant`` / ``significant_holm`` verdicts and ``alpha`` are shown as they are."""
     from earnest.tables import write_table
 
+    need = ("alpha", "significant", "significant_holm", "p_holm", "prompt_label", "ci_low", "ci_high", "odds_ratio",
+            "p_boot")
+    missing = [c for c in need if c not in summaries.columns]
+    if missing:
+        raise PowerError(f"summaries table: missing columns {missing} (is it results/stats/summaries.parquet?)")
+    alphas = summaries["alpha"].dropna().unique()
+    alpha = float(alphas[0]) if len(alphas) else 0.05
     t = design_mde_table(summaries, alpha=alpha, target=target)
 
     def fmt(v, spec=".2f"):
         return "n/a" if not (isinstance(v, (int, float)) and math.isfinite(v)) else format(v, spec)
 
+    def verdict(sig, sig_holm):
+        return ("yes" if bool(sig) else "no") + (" (Holm: yes)" if bool(sig_holm) else " (Holm: no)")
+
     shown = pd.DataFrame({
-        "model": t["model"], "prompt": t["prompt"],
+        "model": t["model"], "prompt": t["prompt_label"],
         "design": [f"{n} x {v:g}" for n, v in zip(t["n_templates"], t["n_variants_per_template"])],
         "acc_base": [fmt(v, ".1f") for v in t["acc_base"]],
         "odds_ratio": [f"{fmt(o)} [{fmt(lo)}, {fmt(hi)}]" for o, lo, hi in zip(t["odds_ratio"], t["ci_low"], t["ci_high"])],
         "p_boot": [fmt(p, ".3f") for p in t["p_boot"]],
-        "significant": ["yes" if s else "no" for s in significant(t["p_boot"].to_numpy(dtype=float), alpha)],
+        "significant": [verdict(a, b) for a, b in zip(t["significant"], t["significant_holm"])],
         "mde_wald": [fmt(v) for v in t["mde_or"]],
         "mde_observed": [fmt(v) for v in t["mde_or_observed"]],
         "note": t["mde_note"],
     })
-    csv = t.assign(significant=significant(t["p_boot"].to_numpy(dtype=float), alpha))
     return write_table(shown, stem,
                        f"Variant effect (GLMM 1) of every model x prompt beside the minimum detectable odds ratio "
                        f"(OR below 1 detected with {target:.0%} power at alpha = {alpha:g}) of its design "
                        f"(templates x variants per template, its GSM-Base accuracy and template variance). "
                        f"mde_wald: large-sample Wald approximation at the design; mde_observed: from the result's "
                        f"own bootstrap interval (2.80 bootstrap standard errors); a non-significant OR between "
-                       f"the MDE and 1 could not have been detected reliably.", csv=csv)
+                       f"the MDE and 1 could not have been detected reliably.", csv=t)
