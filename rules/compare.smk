@@ -1,44 +1,15 @@
 # Paired comparisons on the same items: the models of each prompt, the prompts of each model
 # (earnest.stats.compare: bootstrap GLMM with template and item intercepts, McNemar beside it,
 # Holm across the pairs of a family). One job per family; a family needs two conditions.
-# Needs from rules/common.smk: MODELS, FORMATS, GSM_MODELS, EX1_PROMPT, EX2_PROMPTS, ex2_models(),
-# scored_path(), _alternatives(), CPU_PARTITION, SLURM_ACCOUNT; DATASETS.
+# Needs from rules/common.smk: MODELS, FORMATS, COMPARE_DIR, compare_scored(), compare_conditions(),
+# _alternatives(), CPU_PARTITION, SLURM_ACCOUNT (targets: compare_targets() there).
 
 COMPARE = config["compare"]  # defaults: config/schema.yaml
-COMPARE_DIR = "results/compare"
 
 
 wildcard_constraints:
     family="models|prompts",
     fixed=_alternatives(set(MODELS) | set(FORMATS)),
-
-
-def compare_conditions(family, fixed):
-    """The conditions of one family: the models with results on prompt ``fixed``, or the prompts
-    model ``fixed`` was run with (Ex1 and Ex2)."""
-    pairs = model_prompts()
-    if family == "models":
-        return sorted({m for m, p in pairs if p == fixed})
-    return sorted({p for m, p in pairs if m == fixed})
-
-
-def compare_families():
-    out = []
-    pairs = model_prompts()
-    for p in sorted({p for _, p in pairs}):
-        if len(compare_conditions("models", p)) >= 2:
-            out.append(("models", p))
-    for m in sorted({m for m, _ in pairs}):
-        if len(compare_conditions("prompts", m)) >= 2:
-            out.append(("prompts", m))
-    return out
-
-
-def compare_scored(wildcards):
-    conds = compare_conditions(wildcards.family, wildcards.fixed)
-    if wildcards.family == "models":
-        return [scored_path(m, wildcards.fixed, d) for m in conds for d in DATASETS]
-    return [scored_path(wildcards.fixed, p, d) for p in conds for d in DATASETS]
 
 
 rule compare_family:
@@ -62,6 +33,12 @@ rule compare_family:
         pdf=f"{COMPARE_DIR}/{{family}}/{{fixed}}/matrix.pdf",
     log:
         "logs/compare/{family}/{fixed}.log",
+    conda:
+        "../envs/stats.yaml"
+    threads: COMPARE["threads"]
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     params:
         family=lambda wc: wc.family,
         fixed=lambda wc: wc.fixed,
@@ -71,17 +48,5 @@ rule compare_family:
         item_effects=COMPARE["item_effects"],
         alpha=config["stats"]["alpha"],
         labels={p: FORMATS[p].paper_name for p in FORMATS},
-    threads: COMPARE["threads"]
-    resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/stats.yaml"
     script:
         "../workflow/scripts/compare_family.py"
-
-
-def compare_targets(wildcards=None):
-    if not COMPARE["enabled"]:
-        return []
-    return [f"{COMPARE_DIR}/{f}/{x}/{name}" for f, x in compare_families() for name in ("pairs.csv", "matrix.png")]

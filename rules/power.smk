@@ -2,12 +2,13 @@
 # 100 templates x 50 variants, scenarios from its published Tables 2-3) and, beside every GLMM 1
 # result of the run, the minimum detectable odds ratio of its design. Statistics live in
 # earnest.stats.power; these rules only wire files.
-# Needs from rules/common.smk: BASEDIR, CPU_PARTITION, SLURM_ACCOUNT, SUMMARIES (the summaries table).
+# Needs from rules/common.smk: BASEDIR, POWER_DIR, CPU_PARTITION, SLURM_ACCOUNT, SUMMARIES (the summaries
+# table); targets: power_targets() there.
 
 from earnest.stats.power import PowerError, published_scenarios
 
 POWER = config["power"]  # defaults: config/schema.yaml
-POWER_DIR = "results/power"
+
 POWER_PUBLISHED = BASEDIR / "resources/published"
 try:  # a scenario that names no paper model stops the run before any job
     published_scenarios(POWER_PUBLISHED, POWER["scenarios"])
@@ -35,6 +36,12 @@ rule power_paper_design:
         pdf=f"{POWER_DIR}/paper_design/power_curves.pdf",
     log:
         "logs/power/paper_design.log",
+    conda:
+        "../envs/stats.yaml"
+    threads: POWER["threads"]
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
     params:
         scenarios=POWER["scenarios"],
         templates=POWER["templates"],
@@ -47,12 +54,6 @@ rule power_paper_design:
         seed=POWER["seed"],
         engine=POWER["engine"],
         cores=POWER["threads"],
-    threads: POWER["threads"]
-    resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/stats.yaml"
     script:
         "../workflow/scripts/power_study.py"
 
@@ -71,17 +72,10 @@ rule power_results:
         tex="results/tables/power/results_mde.tex",
     log:
         "logs/power/results_mde.log",
+    conda:
+        "../envs/stats.yaml"
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
-    conda:
-        "../envs/stats.yaml"
     script:
         "../workflow/scripts/power_results.py"
-
-
-def power_targets(wildcards=None):
-    out = ["results/tables/power/results_mde.csv"]
-    if POWER["enabled"]:
-        out += [f"{POWER_DIR}/paper_design/power.csv", f"{POWER_DIR}/paper_design/power_curves.png"]
-    return out
