@@ -46,6 +46,8 @@ rule compare_family:
         resamples=COMPARE["resamples"] or config["stats"]["resamples"],
         seed=COMPARE["seed"],
         item_effects=COMPARE["item_effects"],
+        # item intercepts need lme4; template intercepts alone use the run's engine
+        engine="lme4" if COMPARE["item_effects"] else config["stats"]["engine"],
         alpha=config["stats"]["alpha"],
         labels={p: FORMATS[p].paper_name for p in FORMATS},
     script:
