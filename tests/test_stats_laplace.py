@@ -211,8 +211,8 @@ def test_earnest_glmm_engine_laplace(tmp_path, capsys):
                  "--engine", "laplace", "--check-resamples", "2", "--cores", "1"]) == 0
     err = capsys.readouterr().err
     assert "(laplace engine)" in err and "checked against lme4 on 2 resamples" in err
-    check = pd.read_csv(out / "engine_check_glmm2.csv")
-    assert check["checked"].tolist() == [2] and check["warning"].fillna("").tolist() == [""]
+    check = pd.read_csv(out / "engine_check_glmm2.csv", keep_default_na=False)
+    assert check["checked"].tolist() == [2] and check["warning"].tolist() == [""]
     # where the estimates differ by more than 1e-4, lme4's point has the higher deviance
     assert check["max_abs_diff"].iloc[0] < 1e-4 or check["lme4_short"].iloc[0] >= 1
     assert (pd.read_csv(out / "summary_glmm2.csv")["engine"] == "laplace").all()
