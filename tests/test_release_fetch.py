@@ -83,12 +83,14 @@ def _config(**gsm) -> dict:
 
 def test_config_defaults_and_checks(tmp_path, monkeypatch):
     cfg = _config()
+    cfg["statform"]["enabled"] = False   # the tiny config's StatFormBench files live in the repository, not in tmp_path
     assert cfg["gsm_symbolic"]["hub"] == {**HUB_RELEASE, "cache_dir": None}   # the schema's pin is the library's
     formats = load_formats(REPO / "resources" / "prompts")
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tiny-model").mkdir()
     assert check_config(cfg, formats, base_dir=tmp_path).templates == list(range(100))   # before the fetch
     paper = _config(hub={"revision": "main"})
+    paper["statform"]["enabled"] = False
     paper["paper_mode"] = True
     with pytest.raises(ConfigError, match="gsm_symbolic.hub.revision: paper_mode needs the release pinned"):
         check_config(paper, formats, base_dir=tmp_path)
