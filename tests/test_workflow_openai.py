@@ -29,6 +29,7 @@ def _config(url: str, **generation) -> dict:
     cfg["models"] = {"api": {"backend": "openai", "base_url": url, "model": "served-model", "concurrency": 2,
                              "max_retries": 1, "timeout_s": 20, "backoff_s": 0.01, "max_backoff_s": 0.05}}
     cfg["experiments"] = {"ex1_prompt": "gsm", "ex2_prompts": [], "ex2_models": []}
+    cfg["statform"] = {**cfg["statform"], "enabled": False}   # its models are the tiny config's, not "api"
     cfg["generation"] = {**cfg["generation"], **generation}
     return cfg
 
