@@ -75,6 +75,7 @@ SCALE_TOL = 1000             # lme4:::checkScaleX
 SINGULAR_MSG = "boundary (singular) fit: see help('isSingular')"
 SCALE_MSG = "Some predictor variables are on very different scales: consider rescaling"
 NO_CONVERGENCE = "laplace: Newton's method did not converge in {n} iterations (optimiser not converged)"
+MAX_STEP = 5.0               # longest outer Newton step in any coordinate (log-odds, theta)
 ONE_LEVEL = "grouping factors must have > 1 sampled level"
 ENGINE = "laplace"
 _CACHE_ELEMENTS = 120_000     # rows x parameter points per numpy batch: arrays of ~1 MB stay in cache
@@ -178,7 +179,8 @@ class _Batch:
         self.pairs = [(j, l) for j in range(m) for l in range(j, m)]
         self.unit = bool(np.all(des.trials == 1))
         self.ymn = self.y - self.ntr
-        self.ysum = np.add.reduceat(self.y, des.starts, axis=1) if self.y.ndim == 2 else None
+        self.ysum = np.add.reduceat(self.y, des.starts, axis=1)
+        self.nsum = np.add.reduceat(des.trials, des.starts)[None, :]
         self.xx = {(j, l): des.X[:, j] * des.X[:, l] for (j, l) in self.pairs}
 
     def _eta(self, P, U):
@@ -315,18 +317,25 @@ def _derivatives(M, P, U, K):
 def _solve_modes(batch: _Batch, P, U, *, tol: float = 1e-10, maxit: int = 300):
     """Newton's method for the conditional modes, safeguarded by bisection: f is strictly convex
     in u, so the sign of f'(u) brackets the mode and a Newton step leaving the bracket is replaced
-    by its midpoint (plain Newton can cycle on logistic terms)."""
+    by its midpoint (plain Newton can cycle on logistic terms).
+
+    The mode solves u = theta * S1(u) with S1 = sum(y - n mu) between sum(y) - sum(n) and sum(y),
+    so it lies in theta times that interval: the bracket starts finite, and bisection alone would
+    reach the tolerance within ~60 halvings, however far out a line search probes (theta in the
+    thousands, every mu saturated)."""
     theta = P[:, :1]
     U = U.copy()
-    lo = np.full(U.shape, -np.inf)
-    hi = np.full(U.shape, np.inf)
+    ends = (theta * batch.ysum, theta * (batch.ysum - batch.nsum))
+    lo = np.minimum(*ends) - 1e-12
+    hi = np.maximum(*ends) + 1e-12
+    U = np.clip(U, lo, hi)
     for _ in range(maxit):
         S1, W = batch.light(P, U)
         fu = U - theta * S1                               # f'(u) / 2
         pos = fu > 0
         hi = np.where(pos, np.minimum(hi, U), hi)
         lo = np.where(pos, lo, np.maximum(lo, U))
-        new = U - np.clip(fu / (1.0 + theta ** 2 * W), -3.0, 3.0)
+        new = U - fu / (1.0 + theta ** 2 * W)
         out = ((new <= lo) | (new >= hi)) & (new != U)
         if out.any():
             mid = 0.5 * (lo + hi)
@@ -413,6 +422,9 @@ def _newton(des, y, K, P, U, *, maxit=60):
         floor = 1e-8 * np.maximum(1.0, np.abs(ev).max(axis=1, keepdims=True))
         ev = np.maximum(np.abs(ev), floor)
         step = -np.einsum("nij,nj,nkj,nk->ni", V, 1.0 / ev, V, Ga)
+        # a step longer than MAX_STEP (an almost flat direction, e.g. near separation) is shortened
+        # to it: the line search then probes no absurd points (theta in the thousands)
+        step *= np.minimum(1.0, MAX_STEP / np.maximum(np.abs(step).max(axis=1, keepdims=True), 1e-300))
         dec = -np.einsum("ni,ni->n", Ga, step)          # Newton decrement (>= 0)
         small = (np.abs(step) <= 1e-10 * np.maximum(1.0, np.abs(Pa))).all(axis=1) | (dec < 1e-15 * np.maximum(1.0, np.abs(Da)))
         alpha = np.ones(act.size)
