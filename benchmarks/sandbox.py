@@ -23,6 +23,7 @@ import random
 import sys
 import time
 
+from earnest import failure_classes as fc
 from earnest.sandbox import Limits, Sandbox
 
 
@@ -77,19 +78,19 @@ def classify_in_process(source: str) -> tuple[str, float | None]:
         exec(compile(source, "<snippet>", "exec"), namespace)
         value = namespace["solution"]()
     except ZeroDivisionError:
-        return "zero_division_error", None
+        return fc.ZERO_DIVISION_ERROR, None
     except NameError:
-        return "name_error", None
+        return fc.NAME_ERROR, None
     except AttributeError:
-        return "attribute_error", None
+        return fc.ATTRIBUTE_ERROR, None
     except (TypeError, ValueError):
-        return "type_value_error", None
+        return fc.TYPE_VALUE_ERROR, None
     except Exception:  # noqa: BLE001
-        return "unclassified", None
+        return fc.UNCLASSIFIED, None
     if value is None:
-        return "none_returned", None
+        return fc.NONE_RETURNED, None
     if isinstance(value, bool) or not isinstance(value, (int, float, Fraction, Decimal)):
-        return "not_a_number", None
+        return fc.NOT_A_NUMBER, None
     return "", float(value)
 
 

@@ -40,3 +40,30 @@ def test_check_names_the_place_of_an_unknown_class():
         fc.check("sintax_error", "scored.csv row 3")
     with pytest.raises(ValueError):
         fc.classes("code", "faithful")
+
+
+def test_sandbox_worker_writes_only_known_class_names():
+    # the worker side of earnest.sandbox runs alone (standard library only) and so writes the class
+    # names as strings; every one of them must be a class of earnest.failure_classes
+    import ast
+    import inspect
+
+    import earnest.sandbox as sandbox
+
+    tree = ast.parse(inspect.getsource(sandbox))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values):
+                if isinstance(key, ast.Constant) and key.value == "error":
+                    names |= {n.value for n in ast.walk(value) if isinstance(n, ast.Constant)
+                              and isinstance(n.value, str)}
+        if isinstance(node, ast.FunctionDef) and node.name == "_classify":
+            for ret in (n for n in ast.walk(node) if isinstance(n, ast.Return)):
+                names |= {n.value for n in ast.walk(ret.value) if isinstance(n, ast.Constant)
+                          and isinstance(n.value, str)}
+            loops = [n for n in ast.walk(node) if isinstance(n, ast.For)]
+            names |= {n.value for loop in loops for n in ast.walk(loop.iter)
+                      if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    assert {"timeout", "not_a_number", "name_error", "forbidden_construct"} <= names
+    assert names <= set(fc.FAILURE_CLASSES) | {fc.CORRECT}

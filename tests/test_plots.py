@@ -172,6 +172,17 @@ def test_error_class_table_counts():
     assert "empty_response" not in set(t[t.prompt == "simple_code"].error_class)
 
 
+@pytest.mark.parametrize("mode, listed, absent", [("reference", "Forbidden string", "Forbidden construct"),
+                                                   ("earnest", "Forbidden construct", "Forbidden string")])
+def test_error_class_table_lists_the_forbidden_label_of_its_mode(mode, listed, absent):
+    # the label comes from earnest.failure_classes, once per class; each mode lists only its own
+    t = error_class_table(scored(["a"]), STYLES, fidelity=mode)
+    code = t[(t.prompt == "simple_code") & (t.dataset == "gsm_variants")]
+    assert list(code["label"]).count(listed) == 1
+    assert absent not in set(t["label"])
+    assert ("Timeout" in set(code["label"])) == (mode == "earnest")
+
+
 def test_error_class_table_needs_styles_and_columns():
     with pytest.raises(ValueError, match="simple_code"):
         error_class_table(scored(["a"]), {"gsm": "text"})

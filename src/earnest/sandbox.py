@@ -144,9 +144,13 @@ _MAX_EXACT_BITS = 1024
 _EARNEST, _REFERENCE = "earnest", "reference"  # = earnest.fidelity's names (standard library only here)
 
 #: Classes a run can end in ("" = it returned a number): ``earnest.failure_classes`` names them
-#: (imported only on the calling side: the worker runs this file alone, standard library only).
+#: (imported only on the calling side: the worker runs this file alone, standard library only, so
+#: the worker's code writes the names as strings; ``validate_reply`` turns any name that is not a
+#: class there into ``unclassified``, and tests/test_failure_classes.py checks the worker's names).
 if __name__ != "__main__":
     from earnest.failure_classes import EARNEST as _FC_EARNEST, FAILURE_CLASSES as _FAILURE_CLASSES
+    from earnest.failure_classes import (FORBIDDEN_CONSTRUCT, FORBIDDEN_STRING, RESOURCE_LIMIT, SYNTAX_ERROR,
+                                         TIMEOUT, TYPE_VALUE_ERROR, UNCLASSIFIED)
     from earnest.failure_classes import classes as _classes
 
     ERROR_CLASSES = _classes("code", _FC_EARNEST, scoring=False)
@@ -275,12 +279,12 @@ def check_source(source: str, fidelity: str = _EARNEST) -> RunResult | None:
     if fidelity not in (_EARNEST, _REFERENCE):
         raise ValueError(f"fidelity: {fidelity!r} is not a fidelity mode")
     if len(source) > MAX_SOURCE_CHARS:
-        return RunResult("unclassified" if reference else "resource_limit",
+        return RunResult(UNCLASSIFIED if reference else RESOURCE_LIMIT,
                          detail=f"resource limit: source of {len(source)} characters (limit {MAX_SOURCE_CHARS})")
     if reference:
         m = REFERENCE_FORBIDDEN.search(source)
         if m is not None:
-            return RunResult("forbidden_string", detail=f"forbidden string {_short(m.group(), 60)!r}")
+            return RunResult(FORBIDDEN_STRING, detail=f"forbidden string {_short(m.group(), 60)!r}")
     try:
         # SyntaxWarnings about model code are not ours to print; the lock keeps concurrent
         # callers from restoring each other's filters
@@ -288,20 +292,20 @@ def check_source(source: str, fidelity: str = _EARNEST) -> RunResult | None:
             warnings.simplefilter("ignore")
             tree = ast.parse(source, filename="<solution>")
     except SyntaxError as exc:  # includes IndentationError
-        return RunResult("syntax_error", detail=_describe(exc))
+        return RunResult(SYNTAX_ERROR, detail=_describe(exc))
     except ValueError as exc:  # a null byte before Python 3.12
-        return RunResult("type_value_error" if reference else "syntax_error", detail=_describe(exc))
+        return RunResult(TYPE_VALUE_ERROR if reference else SYNTAX_ERROR, detail=_describe(exc))
     except (RecursionError, MemoryError, OverflowError) as exc:
         # absurd nesting, literals past the int-string limit
-        return RunResult("unclassified" if reference else "syntax_error",
+        return RunResult(UNCLASSIFIED if reference else SYNTAX_ERROR,
                          detail=f"{type(exc).__name__}: {_short(str(exc))}")
     problems = find_violations(tree, names=not reference)
     if problems:
         if reference:
-            return RunResult("forbidden_string",
+            return RunResult(FORBIDDEN_STRING,
                              detail="refused by earnest's static policy (the reference would run it): "
                                     + "; ".join(problems[:5]))
-        return RunResult("forbidden_construct", detail="; ".join(problems[:5]))
+        return RunResult(FORBIDDEN_CONSTRUCT, detail="; ".join(problems[:5]))
     return None
 
 
@@ -373,18 +377,18 @@ def validate_reply(reply: object, fidelity: str = _EARNEST) -> RunResult:
     """Turn a worker's reply into a RunResult, trusting nothing in it: anything malformed (wrong
     types, an unknown class, a value that is not a number's text) is ``unclassified``."""
     def malformed(why: str) -> RunResult:
-        return RunResult("unclassified", detail=f"malformed result from the sandbox ({why})")
+        return RunResult(UNCLASSIFIED, detail=f"malformed result from the sandbox ({why})")
 
     if not isinstance(reply, dict):
         return malformed("not an object")
-    error = reply.get("error", "unclassified")
+    error = reply.get("error", UNCLASSIFIED)
     detail = reply.get("detail", "")
     detail = _short(detail) if isinstance(detail, str) else ""
     if not isinstance(error, str) or (error and error not in _KNOWN_CLASSES):
         return malformed("unknown class")
-    if fidelity == _REFERENCE and error in ("timeout", "resource_limit"):
+    if fidelity == _REFERENCE and error in (TIMEOUT, RESOURCE_LIMIT):
         # the reference has no limits (it would hang or die): its catch-all class
-        return RunResult("unclassified", detail=f"{error.replace('_', ' ')}: {detail}")
+        return RunResult(UNCLASSIFIED, detail=f"{error.replace('_', ' ')}: {detail}")
     if error:
         return RunResult(error, detail=detail)
     text = reply.get("value")
@@ -484,7 +488,7 @@ class _Worker:
             reply = None
         if reply is None:
             self.stop()
-            return {"error": "unclassified", "detail": "sandbox worker died, hung or sent garbage; restarted"}
+            return {"error": UNCLASSIFIED, "detail": "sandbox worker died, hung or sent garbage; restarted"}
         return reply
 
 

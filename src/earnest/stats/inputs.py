@@ -13,13 +13,13 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
+from earnest.failure_classes import WRONG_ANSWER_CLASSES
 from earnest.stats.glmm import GLMMInputError
 
 DATASET_VARIANT = {"gsm_base": 0, "gsm_variants": 1}
 SCORED_COLUMNS = ("model", "prompt", "dataset", "template_id", "correct", "gamma")
-# Failure classes that are wrong numbers, not failures to produce one: they stay in the
-# reasoning-only analysis. Any other non-empty error_class on a code prompt is a code error.
-WRONG_ANSWER_CLASSES = frozenset({"", "wrong_answer", "wrong_answer_last_number"})
+# WRONG_ANSWER_CLASSES (earnest.failure_classes): wrong numbers, not failures to produce one; they
+# stay in the reasoning-only analysis. Any other non-empty error_class is a code error.
 
 
 def _normalise_class(value) -> str:
