@@ -57,8 +57,14 @@ class ParsedAnswer:
         return self.status not in UNPARSEABLE
 
 
-def _objects_in(text: str) -> list[dict]:
-    """Every top-level JSON object decodable in ``text``, left to right."""
+def fenced_blocks(text: str) -> list[str]:
+    """The contents of the code fences in ``text``, in order."""
+    return [m.group(1) for m in _FENCE.finditer(text)]
+
+
+def json_objects_in(text: str) -> list[dict]:
+    """Every top-level JSON object decodable in ``text``, left to right (also used by
+    :mod:`earnest.statform.build.llm`)."""
     out, i = [], 0
     while True:
         j = text.find("{", i)
@@ -76,9 +82,8 @@ def _objects_in(text: str) -> list[dict]:
 
 def extract_json_object(text: str) -> dict | None:
     """The formulation object in ``text`` (see module doc), or None."""
-    fenced = [m.group(1) for m in _FENCE.finditer(text)]
-    for pool in (fenced, [text]):
-        objs = [o for chunk in pool for o in _objects_in(chunk)]
+    for pool in (fenced_blocks(text), [text]):
+        objs = [o for chunk in pool for o in json_objects_in(chunk)]
         if not objs:
             continue
         keyed = [o for o in objs if "category" in o or "variables" in o]

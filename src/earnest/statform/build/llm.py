@@ -14,15 +14,11 @@ everything answered is already in the cache.
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from earnest.backends.base import GenerationRequest
-
-_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
-_DECODER = json.JSONDecoder()
+from earnest.statform.parsing import fenced_blocks, json_objects_in
 
 
 class InvalidAnswer(ValueError):
@@ -34,25 +30,14 @@ class TransportError(RuntimeError):
 
 
 def json_objects(text: str) -> list[Any]:
-    """Every top-level JSON object in ``text``: inside code fences first, then anywhere, left to right."""
-    out: list[Any] = []
-    for chunk in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
-        i = 0
-        while True:
-            j = chunk.find("{", i)
-            if j < 0:
-                break
-            try:
-                obj, end = _DECODER.raw_decode(chunk, j)
-            except json.JSONDecodeError:
-                i = j + 1
-                continue
-            if isinstance(obj, dict):
-                out.append(obj)
-            i = end
+    """Every top-level JSON object in ``text``, left to right: those of the first code fence that
+    holds any, else those anywhere in the text (the scanning is
+    :func:`earnest.statform.parsing.json_objects_in`)."""
+    for chunk in fenced_blocks(text) + [text]:
+        out = json_objects_in(chunk)
         if out:
             return out
-    return out
+    return []
 
 
 @dataclass
