@@ -1,5 +1,5 @@
 """The scripted annotator of the construction-pipeline tests: a deterministic stand-in for the LLMs
-behind each stage, served over real HTTP by :class:`scripted_openai.ScriptedOpenAI`.
+behind each stage, served over real HTTP by :class:`openai_server.ScriptedOpenAI`.
 
 Entries carry a tag (``TAG:<name>``) in their text; the script answers each stage (recognised by
 the first line of its system prompt) according to the tag and the attempt number (how many turns

@@ -14,7 +14,7 @@ import pytest
 
 from earnest.backends import BACKENDS, STOP_REASONS, Backend, GenerationRequest, load_backend
 from earnest.backends.base import check_stop_reason, cut_at_stop
-from test_openai_backend import FakeOpenAI
+from openai_server import FakeOpenAI
 
 PROMPTS = ["Q: Tom has 3 apples and buys 4 more. How many apples?\nA:",
            "Q: A train travels 60 km in 2 hours. What is its speed?\nA:",

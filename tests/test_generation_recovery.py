@@ -17,7 +17,7 @@ import pytest
 from earnest.backends import load_backend
 from earnest.generation import GenerationError, checkpoint_dir, generate_dataset, load_checkpoints
 from earnest.prompts import load_formats
-from test_openai_backend import FakeOpenAI
+from openai_server import FakeOpenAI
 
 FMT = load_formats()["simple_nl"]
 COMPARED = ["item_id", "model", "prompt", "dataset", "response", "prompt_tokens", "new_tokens", "stop_reason"]

@@ -1,7 +1,7 @@
 """The OpenAI-compatible HTTP backend against real HTTP servers on 127.0.0.1.
 
-* A small OpenAI chat-completions server written here (``http.server``) that fails chosen
-  requests with 429/500 first and counts what it receives: retries, order, cache, keys, errors.
+* A small OpenAI chat-completions server (``openai_server.FakeOpenAI``, ``http.server``) that fails
+  chosen requests with 429/500 first and counts what it receives: retries, order, cache, keys, errors.
 * ``transformers serve`` with a tiny randomly initialised Llama saved as a checkpoint directory
   (tokenizer built locally, no hub): the backend speaks to a real implementation. Slow (model load).
 """
@@ -12,154 +12,18 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from helpers import child_env
+from openai_server import FakeOpenAI
 from tinymodel import build_tiny_model
 
 from earnest.backends import GenerationRequest, load_backend
 from earnest.backends.openai_http import OpenAIBackend
-
-
-# Ways the server misbehaves instead of answering (plan/always entries besides HTTP statuses):
-MISBEHAVIOUR = {
-    "truncate",      # Content-Length promises more than is sent, then the connection closes (IncompleteRead)
-    "choices_abc",   # {"choices": "abc"}
-    "usage_text",    # a valid choice with usage {"prompt_tokens": "seven"}
-    "not_json",      # a body that is not JSON
-    "no_text",       # a choice without text / message
-    "drip",          # the valid answer, one byte every 0.2 s
-}
-
-
-class FakeOpenAI:
-    """An OpenAI-style server: answers "echo:<last user message>"; ``plan`` scripts failures.
-
-    ``plan[content]`` is a list of HTTP statuses or :data:`MISBEHAVIOUR` names to return, one per
-    arriving request for that content, before answering normally (e.g. [429, 500] fails twice,
-    then succeeds). The ``stop`` field is honoured as OpenAI does (the text is cut before the first
-    stop string, finish_reason "stop") unless ``honour_stop`` is false. ``answer`` maps the
-    request's text to the answer text (default "echo:<text>").
-    """
-
-    def __init__(self, plan=None, delay_s: float = 0.0, always=None, honour_stop: bool = True, answer=None,
-                 status_of=None):
-        self.plan = {k: list(v) for k, v in (plan or {}).items()}
-        self.always = always or {}   # content -> status returned every time
-        self.status_of = status_of   # or a function content -> status (200 = answer)
-        self.delay_s = delay_s
-        self.honour_stop = honour_stop
-        self.answer = answer or (lambda content: f"echo:{content}")
-        self.received: list[dict] = []
-        self.headers: list[dict] = []
-        self.inflight = 0
-        self.max_inflight = 0
-        self.lock = threading.Lock()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep test output quiet
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with outer.lock:
-                    outer.received.append({"path": self.path, "body": body})
-                    outer.headers.append(dict(self.headers))
-                    outer.inflight += 1
-                    outer.max_inflight = max(outer.max_inflight, outer.inflight)
-                try:
-                    time.sleep(outer.delay_s)
-                    content = body["messages"][-1]["content"] if "messages" in body else body["prompt"]
-                    with outer.lock:
-                        queue = outer.plan.get(content, [])
-                        status = queue.pop(0) if queue else outer.always.get(content, 200)
-                        if outer.status_of is not None and status == 200:
-                            status = outer.status_of(content)
-                    if isinstance(status, str):
-                        return self.misbehave(status, body, content)
-                    if status != 200:
-                        payload = json.dumps({"error": {"message": f"scripted {status}"}}).encode()
-                        self.send_response(status)
-                        if status == 429:
-                            self.send_header("Retry-After", "0")
-                        self.send_header("Content-Type", "application/json")
-                        self.send_header("Content-Length", str(len(payload)))
-                        self.end_headers()
-                        self.wfile.write(payload)
-                        return
-                    self.wfile.write(self.send_json(self.good(body, content)))
-                finally:
-                    with outer.lock:
-                        outer.inflight -= 1
-
-            def good(self, body, content, usage=None):
-                text = outer.answer(content)
-                finish = "stop" if "messages" in body else "length"
-                cuts = [i for i in (text.find(s) for s in body.get("stop") or []) if i >= 0]
-                if outer.honour_stop and cuts:
-                    text, finish = text[: min(cuts)], "stop"
-                if "messages" in body:
-                    choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
-                else:
-                    choice = {"index": 0, "text": text, "finish_reason": finish}
-                return {"id": "x", "object": "chat.completion", "model": body["model"], "choices": [choice],
-                        "usage": usage or {"prompt_tokens": 7, "completion_tokens": 3}}
-
-            def send_json(self, payload, length=None):
-                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data) if length is None else length))
-                self.end_headers()
-                return data
-
-            def misbehave(self, mode, body, content):
-                assert mode in MISBEHAVIOUR, mode
-                if mode == "truncate":
-                    data = json.dumps(self.good(body, content)).encode()
-                    self.send_json(data, length=len(data) + 50)
-                    self.wfile.write(data[: len(data) // 2])
-                    self.wfile.flush()
-                    self.close_connection = True
-                    return
-                if mode == "drip":
-                    data = self.send_json(self.good(body, content))
-                    try:
-                        for i in range(len(data)):
-                            self.wfile.write(data[i:i + 1])
-                            self.wfile.flush()
-                            time.sleep(0.2)
-                    except OSError:  # the client gave up (its deadline passed)
-                        pass
-                    return
-                payload = {"choices_abc": {"choices": "abc"},
-                           "usage_text": self.good(body, content, usage={"prompt_tokens": "seven"}),
-                           "not_json": b"<html>502 Bad Gateway</html>",
-                           "no_text": {"choices": [{"index": 0, "finish_reason": "stop"}]}}[mode]
-                self.wfile.write(self.send_json(payload))
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
-
-    def count(self, content: str) -> int:
-        return sum(1 for r in self.received
-                   if r["body"].get("messages", [{}])[-1].get("content", r["body"].get("prompt")) == content)
 
 
 def _reqs(*contents):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from scripted_openai import ScriptedOpenAI
+from openai_server import ScriptedOpenAI
 from sfb_script import ENTRIES, NEW_CATEGORY, Annotator
 
 from earnest.statform.build import files as F

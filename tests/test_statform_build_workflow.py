@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from scripted_openai import ScriptedOpenAI
+from openai_server import ScriptedOpenAI
 from sfb_script import ENTRIES, Annotator
 from test_workflow import TINY, planned, snakemake
 

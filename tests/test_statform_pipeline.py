@@ -10,13 +10,13 @@ answers in prose. So every expected number can be counted by hand from the sampl
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+
+from openai_server import FakeOpenAI, ScriptedOpenAI
 
 from earnest.statform.analysis import bootstrap_metrics, confusion_frame, strategy_deltas
 from earnest.statform.data import load_samples
@@ -44,40 +44,10 @@ def _answer(model: str, i: int, s) -> str:
     return "Answer: " + json.dumps({"category": s.category_fg, "variables": variables})
 
 
-class OracleServer:
-    def __init__(self):
-        self.count = 0
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.count += 1
-                q = json.loads(body["messages"][-1]["content"])["question"]
-                i, s = BY_QUESTION[q]
-                text = _answer(body["model"], i, s)
-                payload = json.dumps({"choices": [{"index": 0, "finish_reason": "stop",
-                                                   "message": {"role": "assistant", "content": text}}],
-                                      "usage": {"prompt_tokens": 100, "completion_tokens": 50}}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self):
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+def _oracle(body: dict) -> str:
+    """The answer of model ``body["model"]`` to the sample the request asks about."""
+    i, s = BY_QUESTION[json.loads(body["messages"][-1]["content"])["question"]]
+    return _answer(body["model"], i, s)
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +57,7 @@ def run(tmp_path_factory):
                           tmp / "samples.parquet", tmp / "pool.parquet", tmp / "taxonomy.yaml")
     assert counts["samples"] == len(SAMPLES)
     scored = []
-    with OracleServer() as srv:
+    with ScriptedOpenAI(_oracle, usage={"prompt_tokens": 100, "completion_tokens": 50}) as srv:
         for model in ("good", "weak"):
             cfg = {"backend": "openai", "base_url": srv.url, "model": model, "concurrency": 4,
                    "cache_dir": str(tmp / "cache")}
@@ -101,7 +71,7 @@ def run(tmp_path_factory):
                 out = tmp / f"scored_{model}_{name}.parquet"
                 score(gen, tmp / "samples.parquet", tmp / "taxonomy.yaml", out)
                 scored.append(out)
-        sent = srv.count
+        sent = len(srv.received)
     return tmp, scored, sent
 
 
@@ -212,7 +182,6 @@ def test_http_errors_are_not_stored_as_model_answers(tmp_path):
     now the generation fails after checkpointing the answers it got, and a rerun asks only for the
     missing ones."""
     from earnest.generation import GenerationError
-    from test_openai_backend import FakeOpenAI
 
     prepare_data(RES / "sample.jsonl", RES / "fewshot_pool.jsonl", RES / "taxonomy.yaml",
                  tmp_path / "samples.parquet", tmp_path / "pool.parquet", tmp_path / "taxonomy.yaml")

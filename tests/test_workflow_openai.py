@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from helpers import child_env
-from test_openai_backend import FakeOpenAI
+from openai_server import FakeOpenAI
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text())

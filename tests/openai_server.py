@@ -1,0 +1,190 @@
+"""Real OpenAI-compatible HTTP servers on 127.0.0.1 for tests (``http.server``, a thread a request).
+
+:class:`OpenAIServer` is the one implementation: it answers ``POST .../chat/completions`` and
+``.../completions`` bodies, records every request (``received``: ``{"path", "body"}``; ``headers``;
+``max_inflight``), fails or misbehaves on demand and answers 500 "script error" when the test's own
+answering function raises. What each request gets is decided by :meth:`OpenAIServer.reply`:
+
+* :class:`FakeOpenAI` answers "echo:<last user message>" and scripts failures per message
+  (``plan``/``always``/``status_of``), honouring ``stop`` strings as OpenAI does;
+* :class:`ScriptedOpenAI` answers each request with a Python function of its body (scripted
+  answers, broken JSON, refusals, HTTP errors).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+# Ways the server misbehaves instead of answering (a reply's status may be one of these names):
+MISBEHAVIOUR = {
+    "truncate",      # Content-Length promises more than is sent, then the connection closes (IncompleteRead)
+    "choices_abc",   # {"choices": "abc"}
+    "usage_text",    # a valid choice with usage {"prompt_tokens": "seven"}
+    "not_json",      # a body that is not JSON
+    "no_text",       # a choice without text / message
+    "drip",          # the valid answer, one byte every 0.2 s
+}
+
+
+class OpenAIServer:
+    """The HTTP server. ``reply(body)`` (subclasses) returns ``(status, text, finish_reason)``:
+    status 200 answers ``text``; another int fails with that HTTP status (429 with
+    ``Retry-After: 0``); a :data:`MISBEHAVIOUR` name misbehaves around the valid answer.
+    ``usage`` is the token usage every answer reports; ``delay_s`` delays every answer."""
+
+    def __init__(self, *, delay_s: float = 0.0, usage: dict | None = None, response_id: str = "x"):
+        self.delay_s = delay_s
+        self.usage = usage or {"prompt_tokens": 7, "completion_tokens": 3}
+        self.response_id = response_id
+        self.received: list[dict] = []
+        self.headers: list[dict] = []
+        self.inflight = 0
+        self.max_inflight = 0
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output quiet
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with outer.lock:
+                    outer.received.append({"path": self.path, "body": body})
+                    outer.headers.append(dict(self.headers))
+                    outer.inflight += 1
+                    outer.max_inflight = max(outer.max_inflight, outer.inflight)
+                try:
+                    time.sleep(outer.delay_s)
+                    try:
+                        status, text, finish = outer.reply(body)
+                    except Exception as exc:  # a bug in the test's script: answer 500 and say why
+                        self.wfile.write(self.send_json({"error": {"message": f"script error: {exc!r}"}}, 500))
+                        return
+                    if isinstance(status, str):
+                        return self.misbehave(status, outer.completion(body, text, finish))
+                    if status != 200:
+                        self.wfile.write(self.send_json({"error": {"message": f"scripted {status}"}}, status))
+                        return
+                    self.wfile.write(self.send_json(outer.completion(body, text, finish)))
+                finally:
+                    with outer.lock:
+                        outer.inflight -= 1
+
+            def send_json(self, payload, status: int = 200, length=None) -> bytes:
+                """Send status and headers; return the body bytes to write."""
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                self.send_response(status)
+                if status == 429:
+                    self.send_header("Retry-After", "0")
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data) if length is None else length))
+                self.end_headers()
+                return data
+
+            def misbehave(self, mode, good):
+                assert mode in MISBEHAVIOUR, mode
+                if mode == "truncate":
+                    data = json.dumps(good).encode()
+                    self.send_json(data, length=len(data) + 50)
+                    self.wfile.write(data[: len(data) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
+                if mode == "drip":
+                    data = self.send_json(good)
+                    try:
+                        for i in range(len(data)):
+                            self.wfile.write(data[i:i + 1])
+                            self.wfile.flush()
+                            time.sleep(0.2)
+                    except OSError:  # the client gave up (its deadline passed)
+                        pass
+                    return
+                payload = {"choices_abc": {"choices": "abc"},
+                           "usage_text": {**good, "usage": {"prompt_tokens": "seven"}},
+                           "not_json": b"<html>502 Bad Gateway</html>",
+                           "no_text": {"choices": [{"index": 0, "finish_reason": "stop"}]}}[mode]
+                self.wfile.write(self.send_json(payload))
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def reply(self, body: dict) -> tuple[int | str, str, str]:
+        raise NotImplementedError
+
+    def completion(self, body: dict, text: str, finish: str) -> dict:
+        """The OpenAI completion object answering ``body`` with ``text``."""
+        if "messages" in body:
+            choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
+        else:
+            choice = {"index": 0, "text": text, "finish_reason": finish}
+        return {"id": self.response_id, "object": "chat.completion", "model": body.get("model"),
+                "choices": [choice], "usage": self.usage}
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class FakeOpenAI(OpenAIServer):
+    """An OpenAI-style server: answers "echo:<last user message>"; ``plan`` scripts failures.
+
+    ``plan[content]`` is a list of HTTP statuses or :data:`MISBEHAVIOUR` names to return, one per
+    arriving request for that content, before answering normally (e.g. [429, 500] fails twice,
+    then succeeds). The ``stop`` field is honoured as OpenAI does (the text is cut before the first
+    stop string, finish_reason "stop") unless ``honour_stop`` is false. ``answer`` maps the
+    request's text to the answer text (default "echo:<text>").
+    """
+
+    def __init__(self, plan=None, delay_s: float = 0.0, always=None, honour_stop: bool = True, answer=None,
+                 status_of=None):
+        super().__init__(delay_s=delay_s)
+        self.plan = {k: list(v) for k, v in (plan or {}).items()}
+        self.always = always or {}   # content -> status returned every time
+        self.status_of = status_of   # or a function content -> status (200 = answer)
+        self.honour_stop = honour_stop
+        self.answer = answer or (lambda content: f"echo:{content}")
+
+    def reply(self, body):
+        content = body["messages"][-1]["content"] if "messages" in body else body["prompt"]
+        with self.lock:
+            queue = self.plan.get(content, [])
+            status = queue.pop(0) if queue else self.always.get(content, 200)
+            if self.status_of is not None and status == 200:
+                status = self.status_of(content)
+        if isinstance(status, int) and status != 200:
+            return status, "", ""
+        text = self.answer(content)
+        finish = "stop" if "messages" in body else "length"
+        cuts = [i for i in (text.find(s) for s in body.get("stop") or []) if i >= 0]
+        if self.honour_stop and cuts:
+            text, finish = text[: min(cuts)], "stop"
+        return status, text, finish
+
+    def count(self, content: str) -> int:
+        return sum(1 for r in self.received
+                   if r["body"].get("messages", [{}])[-1].get("content", r["body"].get("prompt")) == content)
+
+
+class ScriptedOpenAI(OpenAIServer):
+    """Each request is answered by ``respond(body)``: the answer text, an HTTP status (int) to
+    fail with, or ``(status, text)``; finish_reason "stop"."""
+
+    def __init__(self, respond, usage: dict | None = None):
+        super().__init__(usage=usage or {"prompt_tokens": 10, "completion_tokens": 5}, response_id="scripted")
+        self.respond = respond
+
+    def reply(self, body):
+        answer = self.respond(body)
+        status, text = (answer, "") if isinstance(answer, int) else (
+            answer if isinstance(answer, tuple) else (200, answer))
+        return status, text, "stop"
