@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from earnest.fidelity import DEFAULT, MODES
 from earnest.stats import glmm as G
+from earnest.stats.cli_common import fail, input_choice_problem, log
 from earnest.stats.rbridge import RError
 
 
@@ -49,14 +49,12 @@ def run(args: argparse.Namespace) -> int:
     from earnest.stats.summaries import build_summaries
 
     if args.resamples < 1:
-        print(f"earnest glmm: --resamples must be positive, not {args.resamples}", file=sys.stderr)
-        return 2
+        return fail("glmm", f"--resamples must be positive, not {args.resamples}")
     if args.shards < 1 or args.shards > args.resamples:
-        print(f"earnest glmm: --shards must be between 1 and --resamples ({args.resamples})", file=sys.stderr)
-        return 2
-    if (args.input is None) == (not getattr(args, "lm_eval", None)):
-        print("earnest glmm: give either a GLMM input table or --lm-eval files", file=sys.stderr)
-        return 2
+        return fail("glmm", f"--shards must be between 1 and --resamples ({args.resamples})")
+    problem = input_choice_problem(args, "a GLMM input table")
+    if problem:
+        return fail("glmm", problem)
     try:
         if args.input is not None:
             raw = G.read_glmm_input(args.input)
@@ -70,16 +68,13 @@ def run(args: argparse.Namespace) -> int:
         df = G.validate_glmm_input(raw, args.glmm, source=source, fidelity=args.fidelity)
         G.check_estimable(df, source=source)
     except (G.GLMMInputError, OSError, ValueError) as exc:
-        print(f"earnest glmm: {exc}", file=sys.stderr)
-        return 2
+        return fail("glmm", str(exc))
     try:
         G.resolve_rows("answers" if args.row_level else args.rows, args.fidelity, engine=args.engine)
     except ValueError as exc:
         msg = str(exc).replace("stats.engine: laplace", "--engine laplace").replace("stats.engine: lme4", "--engine lme4")
-        print(f"earnest glmm: {msg.replace('stats.rows: ', '--rows ').replace('stats.rows ', '--rows ')}", file=sys.stderr)
-        return 2
+        return fail("glmm", msg.replace("stats.rows: ", "--rows ").replace("stats.rows ", "--rows "))
     out = args.out
-    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     if args.engine == "lme4" and len(df) > 100_000:
         log(f"earnest glmm: {len(df)} rows with the lme4 engine: each glmer() fit takes minutes at this size; "
             f"--engine laplace fits the same model in seconds")
@@ -90,9 +85,8 @@ def run(args: argparse.Namespace) -> int:
                                                fidelity=args.fidelity, engine=args.engine,
                                                check_resamples=args.check_resamples, log=log)
     except RError as exc:
-        print(f"earnest glmm: R failed ({exc}). Finished shards are kept under {out / 'shards'}; "
-              f"rerunning the same command reuses them.", file=sys.stderr)
-        return 1
+        return fail("glmm", f"R failed ({exc}). Finished shards are kept under {out / 'shards'}; "
+                            f"rerunning the same command reuses them.", status=1)
     out.mkdir(parents=True, exist_ok=True)
     table = build_summaries(summaries)  # with Holm, verdicts and significance (earnest.stats.summaries)
     table.to_csv(out / f"summary_glmm{args.glmm}.csv", index=False)

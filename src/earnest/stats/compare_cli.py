@@ -4,19 +4,23 @@ McNemar beside it, Holm across pairs), with a table and an OR-matrix figure per 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+
+from earnest.stats.cli_common import add_subcommand, fail as cli_fail, input_choice_problem, log
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "compare", help="paired comparisons of models or prompts on the same items",
+    return add_subcommand(
+        subparsers, "compare", run, help="paired comparisons of models or prompts on the same items",
         description="For every pair of models (within each prompt) or of prompts (within each model): the GLMM "
                     "correct ~ condition + (1|template) + (1|item) on the items both answered, bootstrapped over "
                     "templates (median OR, percentile interval, Eq. 4 P value), McNemar's exact test beside it, "
                     "Holm across the pairs of each family. Input columns: model, prompt, template, item, correct "
-                    "(0/1); or lm-evaluation-harness samples (--lm-eval; the task is the prompt).")
-    p.add_argument("input", type=Path, nargs="?", help="compare input, .csv or .parquet")
+                    "(0/1); or lm-evaluation-harness samples (--lm-eval; the task is the prompt).",
+        input_help="compare input, .csv or .parquet", options=_options)
+
+
+def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--by", choices=("models", "prompts"), required=True,
                    help="models: compare the models of each prompt; prompts: the prompts of each model")
     p.add_argument("--resamples", type=int, required=True, help="bootstrap resamples B (paper: 2000)")
@@ -28,10 +32,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="GLMM engine; laplace only with --no-item-effects (it fits one random intercept)")
     p.add_argument("--cores", type=int, default=1)
     p.add_argument("--out", type=Path, required=True)
-    from earnest import lmeval
-    lmeval.add_arguments(p)
-    p.set_defaults(func=run)
-    return p
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,12 +42,11 @@ def run(args: argparse.Namespace) -> int:
     from earnest.stats.rbridge import RError
 
     def fail(msg):
-        print(f"earnest compare: {msg}", file=sys.stderr)
-        return 2
+        return cli_fail("compare", msg)
 
-    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
-    if (args.input is None) == (not args.lm_eval):
-        return fail("give either an input table or --lm-eval files")
+    problem = input_choice_problem(args)
+    if problem:
+        return fail(problem)
     if args.resamples < 1:
         return fail(f"--resamples must be positive, not {args.resamples}")
     if args.engine != "lme4" and not args.no_item_effects:

@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
+from earnest.stats.cli_common import add_subcommand, fail, log
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "power", help="power and minimum detectable odds ratio of the template-bootstrap GLMM test",
+    return add_subcommand(
+        subparsers, "power", run, help="power and minimum detectable odds ratio of the template-bootstrap GLMM test",
         description="Simulate data sets from a binomial GLMM with template intercepts over a grid of templates x "
                     "variants per template x true odds ratio, run the project's test on each (B template "
                     "resamples, Eq. 4 bootstrap P value < alpha) and write power with Monte Carlo standard "
                     "errors, the minimum detectable OR at 80%% power and a power-curve figure. Scenarios "
                     "(GSM-Base accuracy and template-intercept variance) come from --baseline-acc/--ranef-var, "
                     "the paper's published tables (--paper-scenario), a bootstrap summaries table "
-                    "(--from-summary) or lm-evaluation-harness samples (--lm-eval).")
+                    "(--from-summary) or lm-evaluation-harness samples (--lm-eval).",
+        options=_options)
+
+
+def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--templates", type=int, nargs="+", help="template counts (default: 100, or the design of the results read)")
     p.add_argument("--variants", type=int, nargs="+", help="GSM-Variants items per template (default: 50, or the results' design)")
     p.add_argument("--odds-ratios", type=float, nargs="+", default=[1.0, 0.7, 0.5, 0.35, 0.25],
@@ -36,21 +41,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--engine", default="lme4")
     p.add_argument("--cores", type=int, default=1, help="R worker processes per bootstrap")
     p.add_argument("--out", type=Path, required=True, help="output directory")
-    from earnest import lmeval
-    lmeval.add_arguments(p)
-    p.set_defaults(func=run)
-    return p
 
 
 def _fail(msg: str) -> int:
-    print(f"earnest power: {msg}", file=sys.stderr)
-    return 2
+    return fail("power", msg)
 
 
 def run(args: argparse.Namespace) -> int:
     from earnest.stats import power as P
 
-    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     scenarios, design = [], None
     try:
         if args.baseline_acc is not None or args.ranef_var is not None:

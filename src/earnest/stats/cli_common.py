@@ -1,0 +1,46 @@
+"""What the statistics subcommands (``earnest glmm``, ``earnest power``, ``earnest compare``) share:
+their registration with the lm-evaluation-harness input options, the choice between an input table
+and ``--lm-eval`` files, the error exit and the progress log (both on stderr)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable
+
+
+def add_subcommand(subparsers, name: str, run: Callable[[argparse.Namespace], int], *, help: str,
+                   description: str, input_help: str | None = None,
+                   options: Callable[[argparse.ArgumentParser], None] | None = None) -> argparse.ArgumentParser:
+    """Register ``earnest <name>``: the optional positional ``input`` table (when ``input_help`` is
+    given), the options ``options(parser)`` adds, then the lm-eval input options
+    (:func:`earnest.lmeval.add_arguments`); ``func`` = ``run``."""
+    from earnest import lmeval
+
+    p = subparsers.add_parser(name, help=help, description=description)
+    if input_help is not None:
+        p.add_argument("input", type=Path, nargs="?", help=input_help)
+    if options is not None:
+        options(p)
+    lmeval.add_arguments(p)
+    p.set_defaults(func=run)
+    return p
+
+
+def fail(command: str, msg: str, status: int = 2) -> int:
+    """Say ``earnest <command>: <msg>`` on stderr and return ``status`` (2: the input or the options)."""
+    print(f"earnest {command}: {msg}", file=sys.stderr)
+    return status
+
+
+def log(msg: str) -> None:
+    """A progress line on stderr."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def input_choice_problem(args: argparse.Namespace, table: str = "an input table") -> str | None:
+    """The complaint when not exactly one of the ``input`` table and ``--lm-eval`` files is given."""
+    if (args.input is None) == (not getattr(args, "lm_eval", None)):
+        return f"give either {table} or --lm-eval files"
+    return None
