@@ -24,6 +24,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from earnest.jsonl import read_utf8
 from earnest.prompts import PromptFormat, PromptFormatError, validate_format_names
 
 __all__ = ["ConfigError", "Checked", "validate_schema", "check_config", "resolve_path", "load_yaml_strict",
@@ -83,14 +84,7 @@ def load_yaml_strict(path: str | Path):
     """A YAML file's content; ConfigError naming ``path:line`` for text that is not UTF-8, invalid
     YAML or a duplicate key."""
     path = Path(path)
-    raw = path.read_bytes()
-    for lineno, line in enumerate(raw.split(b"\n"), 1):
-        try:
-            line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ConfigError(f"{path}:{lineno}: not UTF-8 text (byte 0x{line[exc.start]:02x} at column "
-                              f"{exc.start + 1})") from None
-    loader = _StrictLoader(raw.decode("utf-8"))
+    loader = _StrictLoader(read_utf8(path, error=ConfigError))
     loader.name = str(path)
     try:
         return loader.get_single_data()

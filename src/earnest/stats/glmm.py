@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from earnest import fidelity
+from earnest.jsonl import read_utf8
 from earnest.stats import rbridge
 
 GLMM_INPUT_COLUMNS = ("model", "prompt", "template", "variant", "correct")
@@ -84,14 +85,7 @@ def _read_csv_checked(path: Path) -> pd.DataFrame:
     import csv
     import io
 
-    raw = path.read_bytes()
-    for lineno, line in enumerate(raw.split(b"\n"), 1):
-        try:
-            line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise GLMMInputError(f"{path}:{lineno}: not UTF-8 text (byte 0x{line[exc.start]:02x} at column "
-                                 f"{exc.start + 1}); save the file as UTF-8") from None
-    text = raw.decode("utf-8").removeprefix("\ufeff")
+    text = read_utf8(path, error=GLMMInputError)
     if not text.strip():
         raise GLMMInputError(f"{path}: empty file; expected a header line "
                              f"({','.join(GLMM_INPUT_COLUMNS)}[,gamma]) and one line per item")
