@@ -91,7 +91,10 @@ def test_errors_name_the_file_and_line(tmp_path):
     with pytest.raises(lmeval.LmEvalError, match=r":2: metric 'exact_match' must be 0/1 for a GLMM, found 0.5"):
         lmeval.read_samples([f])
     f.write_text(f.read_text().splitlines()[0] + "\n{oops\n")
-    with pytest.raises(lmeval.LmEvalError, match=r":2: not JSON"):
+    with pytest.raises(lmeval.LmEvalError, match=r":2: not valid JSON"):  # earnest.jsonl's wording
+        lmeval.read_samples([f])
+    f.write_bytes(f.read_bytes().splitlines()[0] + b"\n{\"doc_id\": \"caf\xe9\"}\n")
+    with pytest.raises(lmeval.LmEvalError, match=r":2: not UTF-8 text \(byte 0xe9 at column 16\)"):
         lmeval.read_samples([f])
     dup = _write(tmp_path / "d", "t", [_sample(1, {"id": 1}, 1), _sample(1, {"id": 1}, 0)])
     with pytest.raises(lmeval.LmEvalError, match=r":2: doc_id 1 appears twice"):

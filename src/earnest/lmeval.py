@@ -27,13 +27,14 @@ chosen, or a document seen twice for one model and task is an error naming the f
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import pandas as pd
+
+from earnest.jsonl import iter_jsonl
 
 FORMAT_VERSION = "lm-evaluation-harness 0.4.x --log_samples (fields as written by 0.4.13)"
 MAPPINGS = ("gsm_symbolic", "per_document")
@@ -82,21 +83,9 @@ def read_samples(paths: Sequence[str | Path], *, mapping: Mapping = Mapping(), m
         mdl = model or path.parent.name or "lm-eval"
         seen = set()
         try:
-            fh = path.open(encoding="utf-8")
+            records = [(i, rec) for _, i, rec in iter_jsonl(path, error=LmEvalError)]
         except OSError as exc:
             raise LmEvalError(f"{path}: cannot read ({exc})") from exc
-        with fh:
-            records = []
-            for i, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise LmEvalError(f"{path}:{i}: not JSON ({exc.msg})") from exc
-                if not isinstance(rec, dict):
-                    raise LmEvalError(f"{path}:{i}: a sample must be a JSON object")
-                records.append((i, rec))
         if not records:
             raise LmEvalError(f"{path}: no samples")
         filters = sorted({str(r.get("filter", "none")) for _, r in records})
