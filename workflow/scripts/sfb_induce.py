@@ -3,14 +3,14 @@
 input.report, input.datadict; params.llm, max_questions, max_rounds, report_chars; output[0] induce/{unit}.jsonl; log[0]: log file.
 """
 
-from earnest.joblog import job_logger
+from _sfb_stage import run_stage
 
 sm = snakemake  # noqa: F821
-log = job_logger(sm.log[0], "sfb_induce")
 
-from earnest.statform.build import files as F  # noqa: E402
 
-unit = sm.wildcards.get("unit", "")
-info = F.run_induce(unit, sm.input.report, sm.input.datadict, sm.output[0], dict(sm.params.llm),
-                    sm.params.max_questions, sm.params.max_rounds, sm.params.report_chars)
-log.info("sfb_induce %s: %s", unit, info)
+def stage(F, unit):
+    return F.run_induce(unit, sm.input.report, sm.input.datadict, sm.output[0], dict(sm.params.llm),
+                        sm.params.max_questions, sm.params.max_rounds, sm.params.report_chars)
+
+
+run_stage(sm, stage)

@@ -3,13 +3,13 @@
 input.samples, input.taxonomy; params.llm; output[0] label/{unit}.jsonl; log[0]: log file.
 """
 
-from earnest.joblog import job_logger
+from _sfb_stage import run_stage
 
 sm = snakemake  # noqa: F821
-log = job_logger(sm.log[0], "sfb_label")
 
-from earnest.statform.build import files as F  # noqa: E402
 
-unit = sm.wildcards.get("unit", "")
-info = F.run_label(sm.input.samples, sm.output[0], dict(sm.params.llm), sm.input.taxonomy)
-log.info("sfb_label %s: %s", unit, info)
+def stage(F, unit):
+    return F.run_label(sm.input.samples, sm.output[0], dict(sm.params.llm), sm.input.taxonomy)
+
+
+run_stage(sm, stage)

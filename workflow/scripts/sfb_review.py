@@ -3,13 +3,13 @@
 input.rewrite (every unit); params.batch_size; output[0] the review folder; log[0]: log file.
 """
 
-from earnest.joblog import job_logger
+from _sfb_stage import run_stage
 
 sm = snakemake  # noqa: F821
-log = job_logger(sm.log[0], "sfb_review")
 
-from earnest.statform.build import files as F  # noqa: E402
 
-unit = sm.wildcards.get("unit", "")
-info = {"files": F.run_review_export(list(sm.input.rewrite), sm.output[0], sm.params.batch_size)}
-log.info("sfb_review %s: %s", unit, info)
+def stage(F, unit):
+    return {"files": F.run_review_export(list(sm.input.rewrite), sm.output[0], sm.params.batch_size)}
+
+
+run_stage(sm, stage)

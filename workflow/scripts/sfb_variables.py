@@ -3,13 +3,13 @@
 input.samples; params.llm; output[0] variables/{unit}.jsonl; log[0]: log file.
 """
 
-from earnest.joblog import job_logger
+from _sfb_stage import run_stage
 
 sm = snakemake  # noqa: F821
-log = job_logger(sm.log[0], "sfb_variables")
 
-from earnest.statform.build import files as F  # noqa: E402
 
-unit = sm.wildcards.get("unit", "")
-info = F.run_variables(sm.input.samples, sm.output[0], dict(sm.params.llm))
-log.info("sfb_variables %s: %s", unit, info)
+def stage(F, unit):
+    return F.run_variables(sm.input.samples, sm.output[0], dict(sm.params.llm))
+
+
+run_stage(sm, stage)
