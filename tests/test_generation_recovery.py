@@ -62,41 +62,47 @@ def test_requests_without_an_answer_fail_the_job_and_a_rerun_asks_only_for_them(
     assert not checkpoint_dir(out).exists()
 
 
-def test_stale_temporary_files_and_broken_parts_are_cleaned(tmp_path):
-    items = _items(5)
+def _resume(tmp_path, n: int, prepare, **kw):
+    """Generate ``n`` items without interruption (the reference), then again into an output whose
+    checkpoint folder ``prepare(ckpt, reference)`` filled first; the resumed table must equal the
+    reference. Returns the items, the reference, the resumed table, the questions the resumed run
+    asked (sorted) and the checkpoint folder."""
+    items = _items(n)
     out = tmp_path / "gen.parquet"
     with FakeOpenAI() as srv:
         reference = _generate(srv.url, items, tmp_path / "ref.parquet")
         ckpt = checkpoint_dir(out)
         ckpt.mkdir()
+        prepare(ckpt, reference)
+        table = _generate(srv.url, items, out, **kw)
+        asked = sorted(_question(r["body"]["prompt"]) for r in srv.received[len(items):])
+    pd.testing.assert_frame_equal(table[COMPARED], reference[COMPARED])
+    return items, reference, table, asked, ckpt
+
+
+def test_stale_temporary_files_and_broken_parts_are_cleaned(tmp_path):
+    def prepare(ckpt, reference):
         # what the old code and a full disk left behind: a zero-byte temporary part, a zero-byte part
         (ckpt / ".part-00003.parquet.tmp-4242").write_bytes(b"")
         (ckpt / ".part-00004.parquet.tmp-99-7").write_bytes(b"PAR1")
         (ckpt / "part-00004.parquet").write_bytes(b"")
         # a good part written by an earlier run: its rows are kept, not asked again
         reference.iloc[:2].to_parquet(ckpt / "part-00000.parquet")
-        table = _generate(srv.url, items, out)
-        asked = sorted(_question(r["body"]["prompt"]) for r in srv.received[len(items):])
+
+    items, reference, table, asked, ckpt = _resume(tmp_path, 5, prepare)
     assert asked == sorted(items.question[2:])
-    pd.testing.assert_frame_equal(table[COMPARED], reference[COMPARED])
     assert (table.seconds.iloc[:2] == reference.seconds.iloc[:2]).all()
     assert not ckpt.exists()   # removed whole, whatever was in it (the old code failed on rmdir here)
 
 
 def test_part_names_never_collide(tmp_path):
     """Parts were numbered by counting them: with part-00001 missing, the next part overwrote part-00002."""
-    items = _items(6)
-    out = tmp_path / "gen.parquet"
-    with FakeOpenAI() as srv:
-        reference = _generate(srv.url, items, tmp_path / "ref.parquet")
-        ckpt = checkpoint_dir(out)
-        ckpt.mkdir()
+    def prepare(ckpt, reference):
         reference.iloc[[0]].to_parquet(ckpt / "part-00000.parquet")
         reference.iloc[[2]].to_parquet(ckpt / "part-00002.parquet")
-        table = _generate(srv.url, items, out, checkpoint_every=1)
-        asked = sorted(_question(r["body"]["prompt"]) for r in srv.received[len(items):])
+
+    items, _, _, asked, _ = _resume(tmp_path, 6, prepare, checkpoint_every=1)
     assert asked == sorted(items.question[[1, 3, 4, 5]])
-    pd.testing.assert_frame_equal(table[COMPARED], reference[COMPARED])
 
 
 @contextlib.contextmanager
