@@ -239,3 +239,51 @@ def test_modes_converge_far_out_and_a_power_data_set_that_stopped_the_engine_fit
     assert (shard["error"] == "").all()
     verdict = G.check_summary(G.cross_check(df, 1, shard, 6, 1985460996))
     assert verdict["checked"] == 6 and verdict["warning"] == "", verdict
+
+
+def _screening_designs():
+    """Small and paper-like designs across accuracies, template variances (0 = singular) and effects:
+    clean fits, singular ones, near-separation and fits lme4's checks flag."""
+    rng = np.random.default_rng(8)
+    for glmm in (1, 2):
+        for k in range(8):
+            raw = simulate_glmm_input(int(rng.choice([5, 10, 30, 100])), int(rng.choice([3, 10, 50])),
+                                      variant_effect=float(rng.uniform(-2, 1)),
+                                      gamma_effect=float(rng.uniform(-1, 0.5)) if glmm == 2 else 0.0,
+                                      intercept=float(rng.uniform(-4, 4.5)),
+                                      ranef_sd=float(rng.choice([0.0, 0.05, 0.5, 1.5, 3.0])), seed=100 + k)
+            yield glmm, k, raw
+
+
+def test_screened_checks_give_deriv12s_messages():
+    """checks="screened" decides checkConv from the exact derivatives where deriv12's error bound
+    leaves no doubt and runs deriv12 elsewhere: the same messages as deriv12 at every fit, most
+    clean fits screened, and where deriv12 was skipped its measured error is far inside the bound."""
+    eps = np.finfo(float).eps
+    fits = screened = clean = 0
+    for glmm, k, raw in _screening_designs():
+        des = L.Design.from_input(G.validate_glmm_input(raw, glmm), glmm)
+        _, K = L.resample_weights(des.n_templates, np.arange(40), 99 + k)
+        full = L.fit_arrays(des, K, checks=L.DERIV12)
+        fast = L.fit_arrays(des, K, checks=L.SCREENED)
+        assert fast.messages == full.messages, (glmm, k)
+        np.testing.assert_array_equal(fast.par, full.par)
+        assert not full.screened.any()
+        fits += len(K)
+        screened += int(fast.screened.sum())
+        clean += int(full.clean.sum())
+        sc = fast.screened
+        assert np.isnan(fast.hessian[sc]).all() and np.isfinite(full.hessian[sc]).all()
+        if sc.any():                                      # deriv12's actual error, against the bound
+            fabs = np.abs(full.deviance[sc]) + 2 * np.abs(L._Batch(des, None).const * K[sc]).sum(axis=1)
+            err_g = np.abs(full.gradient - full.exact_gradient)[sc].max(axis=1)
+            assert (err_g < 0.1 * L.SCREEN_ROUND * eps * fabs / L.DERIV_DELTA
+                    + 0.1 * L.SCREEN_TRUNC * L.DERIV_DELTA ** 2 * np.abs(des.X).max()
+                    * np.abs(np.diagonal(full.exact_hessian[sc], axis1=1, axis2=2)).max(axis=1)).all()
+    assert fits == 640 and screened > 0.8 * clean, (screened, clean)
+
+
+def test_checks_mode_is_validated():
+    des = L.Design.from_input(_data(1), 1)
+    with pytest.raises(ValueError, match="checks must be one of deriv12, screened"):
+        L.fit_arrays(des, np.ones((1, des.n_templates)), checks="exact")

@@ -22,6 +22,13 @@ matrix of weights (resamples x templates) at once:
   (negative or zero eigenvalues, "very large eigenvalue" above 1e6, eigenvalue ratio below 1e-6),
   with lme4's message texts; plus lme4's ``checkScaleX`` warning. An optimiser that does not
   converge is a warning too. A fit is clean when it has no message and no error, as with lme4.
+  ``checks="screened"`` (the default of the bootstrap and the power analysis; ``"deriv12"`` runs
+  it everywhere, and the full-data fit always does, its Hessian gives the Wald SEs) first decides
+  checkConv from the exact gradient and Hessian at the optimum, which Newton's method has anyway:
+  where a bound on deriv12's rounding and truncation error leaves every test's outcome certain,
+  that outcome is deriv12's, and deriv12's 2q^2 extra deviance evaluations are skipped; anywhere
+  closer to a threshold deriv12 runs as before (see :func:`_screened_verdicts`). Same messages by
+  construction, checked on every fit in tests/test_stats_laplace.py and benchmarks/bootstrap.py.
   Above :data:`LARGE_N` (10,000) answers the absolute "very large eigenvalue" test is left out
   (see :func:`check_conv`): the deviance Hessian grows with n, so that test flags every fit of a
   large data set whether or not it converged.
@@ -42,7 +49,7 @@ Library API (what ``run.py``, the CLI and the power analysis call):
     :class:`Design`. ``y`` (shape (B, rows of the design)) replaces the successes per resample:
     simulated outcomes on the same design, e.g. for a power analysis (``Design.rows`` gives the
     design's rows; ``Design.trials`` the trials per row).
-``fit_arrays(design, weights, *, y=None, workers=1) -> Fits``
+``fit_arrays(design, weights, *, y=None, workers=1, checks="screened") -> Fits``
     The same as arrays (``par`` (B, 1 + p): theta then beta; ``clean``, ``singular``, ``messages``,
     ``lme4_messages``, ``errors``, deriv12's ``gradient`` and ``hessian``).
 ``bootstrap(data, glmm, resamples, base_seed, *, workers=1) -> DataFrame``
@@ -75,6 +82,13 @@ SCALE_TOL = 1000             # lme4:::checkScaleX
 SINGULAR_MSG = "boundary (singular) fit: see help('isSingular')"
 SCALE_MSG = "Some predictor variables are on very different scales: consider rescaling"
 NO_CONVERGENCE = "laplace: Newton's method did not converge in {n} iterations (optimiser not converged)"
+DERIV12 = "deriv12"          # checkConv on deriv12's finite differences at every fit
+SCREENED = "screened"        # ... only where the exact derivatives leave its verdict in doubt
+CHECKS = (DERIV12, SCREENED)
+# deriv12's rounding error, bounded by this multiple of eps * |f| / delta (gradient) and
+# eps * |f| / delta^2 (Hessian), |f| the deviance's magnitude (see _screened_verdicts)
+SCREEN_ROUND = 1e4
+SCREEN_TRUNC = 1.0           # ... and its truncation error by this multiple of delta^2 max|x|^(k-2) max|H_jj|
 MAX_STEP = 5.0               # longest outer Newton step in any coordinate (log-odds, theta)
 ONE_LEVEL = "grouping factors must have > 1 sampled level"
 ENGINE = "laplace"
@@ -329,6 +343,7 @@ def _solve_modes(batch: _Batch, P, U, *, tol: float = 1e-10, maxit: int = 300):
     lo = np.minimum(*ends) - 1e-12
     hi = np.maximum(*ends) + 1e-12
     U = np.clip(U, lo, hi)
+    old2 = old1 = np.full(U.shape, np.inf)              # the last two step lengths
     for _ in range(maxit):
         S1, W = batch.light(P, U)
         fu = U - theta * S1                               # f'(u) / 2
@@ -336,11 +351,14 @@ def _solve_modes(batch: _Batch, P, U, *, tol: float = 1e-10, maxit: int = 300):
         hi = np.where(pos, np.minimum(hi, U), hi)
         lo = np.where(pos, lo, np.maximum(lo, U))
         new = U - fu / (1.0 + theta ** 2 * W)
-        out = ((new <= lo) | (new >= hi)) & (new != U)
-        if out.any():
-            mid = 0.5 * (lo + hi)
-            new = np.where(out & np.isfinite(mid), mid, new)
+        # bisect where Newton leaves the bracket, or where a step above the tolerance is hardly
+        # shorter than the step before last: Newton can cycle between two points inside the bracket
+        dx = np.abs(new - U)
+        bis = ((new <= lo) | (new >= hi) | ((dx > 0.9 * old2) & (dx > tol))) & (new != U)
+        if bis.any():
+            new = np.where(bis, 0.5 * (lo + hi), new)
         step = U - new
+        old2, old1 = old1, np.abs(step)
         U = new
         if np.max(np.abs(step), initial=0.0) < tol:
             return U
@@ -371,6 +389,10 @@ class Fits:
     gradient: np.ndarray       # (B, q) deriv12's finite-difference gradient
     iterations: np.ndarray     # (B,) Newton iterations
     lme4_messages: list = None  # per row: the messages of lme4's checkConv alone (a subset of messages)
+    exact_gradient: np.ndarray = None  # (B, q) the exact gradient at the optimum
+    exact_hessian: np.ndarray = None   # (B, q, q) the exact Hessian at the optimum
+    screened: np.ndarray = None        # (B,) bool: checkConv's verdict certain from the exact derivatives
+                                       # (checks="screened"), deriv12 not evaluated (hessian/gradient NaN)
 
     @property
     def clean(self) -> np.ndarray:
@@ -561,6 +583,51 @@ def check_conv(g, H, par, *, grad_tol=GRAD_TOL, hess_tol=HESS_TOL, absolute_eige
     return list(dict.fromkeys(msgs))
 
 
+def _screened_verdicts(g, H, par, fabs, xmax, absolute_eigen):
+    """checkConv's messages on deriv12's finite differences, where they are certain from the exact
+    gradients ``g`` (N, q) and Hessians ``H`` (N, q, q) at the optima: (sure (N,) bool, messages:
+    a list per row, None where not sure and deriv12 must be evaluated).
+
+    deriv12's results differ from the exact derivatives by rounding (about eps * |f| / delta for
+    the gradient, eps * |f| / delta^2 for the Hessian, |f| = ``fabs`` (N,) the magnitude of the
+    deviance's terms) and truncation (delta^2 / 6 times third derivatives for the gradient,
+    delta^2 / 12 times fourth ones for the Hessian; a k-th derivative of these logistic sums is at
+    most about max|x|^(k-2) times the largest second derivative, x the columns of the design and
+    the modes, ``xmax`` (N,)). With bounds E_g and E_H on those errors (scaled by SCREEN_ROUND and
+    SCREEN_TRUNC: measured errors stay far below them, see
+    benchmarks/bootstrap.py --screening) the Hessian's eigenvalues move by at most q * E_H (Weyl),
+    so a verdict holds for deriv12 too when every test it makes is decided with that margin:
+    |g| + E_g below the gradient tolerance, the smallest eigenvalue above the tolerance by E_H,
+    and the large-eigenvalue and eigenvalue-ratio tests clear of their thresholds either way.
+    Anything closer goes to deriv12."""
+    N, q = g.shape
+    eps, d = np.finfo(float).eps, DERIV_DELTA
+    finite = np.isfinite(g).all(axis=1) & np.isfinite(H).all(axis=(1, 2))
+    g = np.where(finite[:, None], g, 0.0)
+    H = np.where(finite[:, None, None], H, np.eye(q))
+    hmax = np.abs(np.diagonal(H, axis1=1, axis2=2)).max(axis=1)
+    e_g = SCREEN_ROUND * eps * fabs / d + SCREEN_TRUNC * d ** 2 * xmax * hmax
+    e_h = q * (SCREEN_ROUND * eps * fabs / d ** 2 + SCREEN_TRUNC * d ** 2 * xmax ** 2 * hmax)
+    sure = finite & (np.abs(g).max(axis=1) + e_g < GRAD_TOL)
+    flagged = np.zeros(N, dtype=bool)                     # a Hessian message certain
+    for block in ([H[:, 1:, 1:], H] if q > 1 else [H]):
+        ev = np.linalg.eigvalsh(block)
+        lo, hi = ev[:, 0], ev[:, -1]
+        sure &= lo - e_h > HESS_TOL                       # negative, zero or Cholesky in doubt
+        with np.errstate(divide="ignore", invalid="ignore"):
+            big_doubt = (hi - e_h) * HESS_TOL <= 1.0
+            big_doubt &= 1.0 < (hi + e_h) * HESS_TOL
+            sure &= ~(absolute_eigen & big_doubt)
+            sure &= ~(((lo - e_h) / (hi + e_h) <= HESS_TOL) & (HESS_TOL <= (lo + e_h) / (hi - e_h)))
+        flagged |= (absolute_eigen & (hi * HESS_TOL > 1.0)) | (lo / hi < HESS_TOL)
+    # where sure: no gradient message and no negative or zero eigenvalue; the large-eigenvalue and
+    # ratio messages (rare) in check_conv's words and order
+    out = [None] * N
+    for i in np.flatnonzero(sure):
+        out[i] = check_conv(g[i], H[i], par[i], absolute_eigen=bool(absolute_eigen[i])) if flagged[i] else []
+    return sure, out
+
+
 def _scale_messages(des: Design, K) -> list:
     """lme4:::checkScaleX on each resample's rows: one list of messages per weight row."""
     cont = [j for j in range(des.X.shape[1]) if not np.all(np.isin(des.X[:, j], (0.0, 1.0)))]
@@ -619,12 +686,12 @@ def _full_data_start(des: Design):
 
 
 def _fit_part(args):
-    des, K, y, chunk, start, deriv_checks = args
-    return _fit_serial(des, K, y=y, chunk=chunk, start=start, deriv_checks=deriv_checks)
+    des, K, y, chunk, start, deriv_checks, checks = args
+    return _fit_serial(des, K, y=y, chunk=chunk, start=start, deriv_checks=deriv_checks, checks=checks)
 
 
 def fit_arrays(data, weights, *, glmm: int | None = None, y=None, chunk: int | None = None,
-               start=None, deriv_checks: bool = True, workers: int = 1) -> Fits:
+               start=None, deriv_checks: bool = True, workers: int = 1, checks: str = SCREENED) -> Fits:
     """Fit every weight row (see the module docstring). ``start``: (theta, beta...) to start all
     rows from (default: the full-data optimum, itself started from a logistic regression);
     ``workers``: forked processes sharing the rows (results do not depend on it)."""
@@ -632,23 +699,27 @@ def fit_arrays(data, weights, *, glmm: int | None = None, y=None, chunk: int | N
     K = np.atleast_2d(np.asarray(weights, dtype=float))
     workers = max(1, min(int(workers), K.shape[0] // 16))
     if workers == 1:
-        return _fit_serial(des, K, y=y, chunk=chunk, start=start, deriv_checks=deriv_checks)
+        return _fit_serial(des, K, y=y, chunk=chunk, start=start, deriv_checks=deriv_checks, checks=checks)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     if start is None and _check_design(des) == "":
         start = _full_data_start(des)
     parts = np.array_split(np.arange(K.shape[0]), workers)
-    jobs = [(des, K[p], None if y is None else np.atleast_2d(y)[p], chunk, start, deriv_checks) for p in parts]
+    jobs = [(des, K[p], None if y is None else np.atleast_2d(y)[p], chunk, start, deriv_checks, checks) for p in parts]
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as ex:
         outs = list(ex.map(_fit_part, jobs))
     return Fits(np.concatenate([o.par for o in outs]), np.concatenate([o.deviance for o in outs]),
                 np.concatenate([o.singular for o in outs]), sum((o.messages for o in outs), []),
                 sum((o.errors for o in outs), []), np.concatenate([o.hessian for o in outs]),
                 np.concatenate([o.gradient for o in outs]), np.concatenate([o.iterations for o in outs]),
-                sum((o.lme4_messages for o in outs), []))
+                sum((o.lme4_messages for o in outs), []), np.concatenate([o.exact_gradient for o in outs]),
+                np.concatenate([o.exact_hessian for o in outs]), np.concatenate([o.screened for o in outs]))
 
 
-def _fit_serial(des: Design, weights, *, y=None, chunk=None, start=None, deriv_checks=True) -> Fits:
+def _fit_serial(des: Design, weights, *, y=None, chunk=None, start=None, deriv_checks=True,
+                checks: str = SCREENED) -> Fits:
+    if checks not in CHECKS:
+        raise ValueError(f"checks must be one of {', '.join(CHECKS)}, not {checks!r}")
     K = np.atleast_2d(np.asarray(weights, dtype=float))
     B, T = K.shape
     if T != des.n_templates:
@@ -669,6 +740,9 @@ def _fit_serial(des: Design, weights, *, y=None, chunk=None, start=None, deriv_c
     hess = np.full((B, q, q), np.nan)
     grads = np.full((B, q), np.nan)
     its = np.zeros(B, dtype=np.int64)
+    exact_g = np.full((B, q), np.nan)
+    screened = np.zeros(B, dtype=bool)
+    exact_h = np.full((B, q, q), np.nan)
     err = _check_design(des)
     clusters = K.sum(axis=1)
     yy = (des.y[None, :] if y is None else y)
@@ -685,7 +759,7 @@ def _fit_serial(des: Design, weights, *, y=None, chunk=None, start=None, deriv_c
     if start is None and ok.any():
         start = _full_data_start(des)
     if not ok.any():
-        return Fits(par, dev, sing, msgs, errs, hess, grads, its, conv_msgs)
+        return Fits(par, dev, sing, msgs, errs, hess, grads, its, conv_msgs, exact_g, exact_h, screened)
     start = np.asarray(start, dtype=float).copy()
     start[0] = max(abs(start[0]), 0.1)                   # theta = 0 is a stationary point: start off it
     R = len(des.y)
@@ -700,11 +774,15 @@ def _fit_serial(des: Design, weights, *, y=None, chunk=None, start=None, deriv_c
         Kc, yc = K[idx], _take(y, idx)
         P = np.repeat(start[None, :], idx.size, axis=0)
         U = np.repeat(Ustart, idx.size, axis=0) if y is None else _solve_modes(_Batch(des, yc), P, np.repeat(Ustart, idx.size, axis=0))
-        P, U, D, _, _, dU, it, conv = _newton(des, yc, Kc, P, U)
+        P, U, D, Gx, Hx, dU, it, conv = _newton(des, yc, Kc, P, U)
         neg = P[:, 0] < 0                                 # the deviance is even in theta: u -> -u
         P[neg, 0] *= -1
         U[neg] *= -1
         dU[neg, :, 1:] *= -1
+        Gx[neg, 0] *= -1
+        Hx[neg, 0, 1:] *= -1
+        Hx[neg, 1:, 0] *= -1
+        exact_g[idx], exact_h[idx] = Gx, Hx
         par[idx], dev[idx], its[idx] = P, D, it
         for k, b in enumerate(idx):
             msgs[b] = scale_msgs[b] + ([] if conv[k] else [NO_CONVERGENCE.format(n=it[k])])
@@ -716,6 +794,19 @@ def _fit_serial(des: Design, weights, *, y=None, chunk=None, start=None, deriv_c
         if not deriv_checks:
             continue
         todo = np.flatnonzero(~s)
+        if checks == SCREENED and todo.size:
+            # the verdict deriv12 would reach, where the exact derivatives and a bound on deriv12's
+            # error leave no doubt about it; deriv12 itself for the rest
+            fabs = np.abs(D) + 2.0 * np.abs(_Batch(des, yc).const * Kc).sum(axis=1)
+            xmax = np.maximum(np.abs(des.X).max(), np.abs(U).max(axis=1))
+            sure, verdicts = _screened_verdicts(Gx[todo], Hx[todo], P[todo], fabs[todo], xmax[todo],
+                                                nobs[idx[todo]] <= LARGE_N)
+            for k in np.flatnonzero(sure):
+                b = idx[todo[k]]
+                screened[b] = True
+                msgs[b] += verdicts[k]
+                conv_msgs[b] += verdicts[k]
+            todo = todo[~sure]
         if todo.size == 0:
             continue
         # lme4:::deriv12 at the optimum: its points, each mode predicted linearly and refined
@@ -744,7 +835,7 @@ def _fit_serial(des: Design, weights, *, y=None, chunk=None, start=None, deriv_c
             msgs[b] += cm
             conv_msgs[b] += cm
     msgs = [list(dict.fromkeys(m)) for m in msgs]
-    return Fits(par, dev, sing, msgs, errs, hess, grads, its, conv_msgs)
+    return Fits(par, dev, sing, msgs, errs, hess, grads, its, conv_msgs, exact_g, exact_h, screened)
 
 
 def records(fits: Fits, terms, resamples, seeds) -> pd.DataFrame:
@@ -768,14 +859,14 @@ def records(fits: Fits, terms, resamples, seeds) -> pd.DataFrame:
 
 
 def fit_weighted(data, glmm: int, weights, *, y=None, resamples=None, seeds=None,
-                 chunk: int | None = None, workers: int = 1) -> pd.DataFrame:
+                 chunk: int | None = None, workers: int = 1, checks: str = SCREENED) -> pd.DataFrame:
     """Shard records for every row of ``weights`` (B, T); see the module docstring."""
     des = data if isinstance(data, Design) else Design.from_input(data, glmm)
     K = np.atleast_2d(np.asarray(weights))
     B = K.shape[0]
     resamples = np.arange(B) if resamples is None else np.asarray(resamples)
     seeds = np.full(B, -1) if seeds is None else np.asarray(seeds)
-    fits = fit_arrays(des, K, y=y, chunk=chunk, workers=workers)
+    fits = fit_arrays(des, K, y=y, chunk=chunk, workers=workers, checks=checks)
     return records(fits, des.terms, resamples, seeds)
 
 
@@ -787,12 +878,12 @@ def resample_weights(n_templates: int, resamples, base_seed: int) -> tuple[np.nd
 
 
 def bootstrap(data, glmm: int, resamples, base_seed: int, *, chunk: int | None = None,
-              workers: int = 1) -> pd.DataFrame:
+              workers: int = 1, checks: str = SCREENED) -> pd.DataFrame:
     """A bootstrap shard (records of glmm.SHARD_COLUMNS) for the listed resamples."""
     des = data if isinstance(data, Design) else Design.from_input(data, glmm)
     resamples = np.asarray([int(b) for b in resamples], dtype=np.int64)
     seeds, K = resample_weights(des.n_templates, resamples, base_seed)
-    return records(fit_arrays(des, K, chunk=chunk, workers=workers), des.terms, resamples, seeds)
+    return records(fit_arrays(des, K, chunk=chunk, workers=workers, checks=checks), des.terms, resamples, seeds)
 
 
 def _norm_sf2(z: float) -> float:
@@ -804,7 +895,7 @@ def full_fit(data, glmm: int):
     (lme4's vcov() for glmer fits with the finite-difference Hessian)."""
     from earnest.stats.glmm import WaldFit
     des = data if isinstance(data, Design) else Design.from_input(data, glmm)
-    fits = fit_arrays(des, np.ones((1, des.n_templates)))
+    fits = fit_arrays(des, np.ones((1, des.n_templates)), checks=DERIV12)   # vcov needs deriv12's Hessian
     terms = list(des.terms)
     est = fits.par[0, 1:]
     se = np.full(len(terms), np.nan)
