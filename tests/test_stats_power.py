@@ -53,6 +53,63 @@ def test_wald_approximation_matches_the_papers_bootstrap_spread(repo):
     assert P.wald_mde(200, 50, **kw) > mde  # more templates, a smaller detectable effect (closer to 1)
 
 
+def test_number_effect_wald_information_is_the_slope_information_of_the_design():
+    """Known answers for GLMM 2's Wald approximation: at OR 1 the slope's information per template
+    lies just below the complete-data value n E[p(1-p)] gamma_sd^2 (the unknown template intercept
+    costs a little, never more), the slope is orthogonal to the intercept and variant terms, and
+    the power is alpha at OR 1, rises with the OR on either side and with the design."""
+    b0 = P.intercept_for_accuracy(0.5, 2.0)
+    info = P.gamma_template_information(b0, 0.0, 2.0, 20, gamma_sd=1.5)
+    z = np.random.default_rng(0).normal(size=400_000)
+    p = 1 / (1 + np.exp(-(b0 + math.sqrt(2.0) * z)))
+    complete = 21 * np.mean(p * (1 - p)) * 1.5 ** 2
+    assert 0.9 * complete < info[2, 2] < complete * 1.001
+    assert abs(info[2, 0]) < 0.01 * info[2, 2] and abs(info[2, 1]) < 0.01 * info[2, 2]
+    # with no template variance nothing is lost: the information is the logistic regression's
+    info0 = P.gamma_template_information(0.0, 0.0, 0.0, 20, gamma_sd=1.5)
+    assert info0[2, 2] == pytest.approx(21 * 0.25 * 1.5 ** 2, rel=0.01)
+    # twice the spread of gamma: four times the information, half the standard error
+    kw = dict(odds_ratio=1.0, baseline_acc=0.5, ranef_var=2.0, effect="gamma")
+    assert P.wald_se(60, 20, gamma_sd=3.0, **kw) == pytest.approx(P.wald_se(60, 20, gamma_sd=1.5, **kw) / 2, rel=0.02)
+    kw.pop("odds_ratio")
+    assert P.wald_power(60, 20, odds_ratio=1.0, **kw) == pytest.approx(0.05, abs=1e-9)
+    pw = [P.wald_power(60, 20, odds_ratio=o, **kw) for o in (1.02, 1.05, 1.1, 1.25)]
+    assert all(np.diff(pw) > 0) and pw[-1] > 0.99
+    assert P.wald_power(60, 20, odds_ratio=1 / 1.1, **kw) == pytest.approx(pw[2], abs=0.02)
+    mde = P.wald_mde(60, 20, **kw)
+    assert 0.85 < mde < 1 and P.wald_power(60, 20, odds_ratio=mde, **kw) == pytest.approx(0.8, abs=1e-6)
+    assert P.wald_mde(120, 20, **kw) > mde
+    with pytest.raises(P.PowerError, match="gamma_sd"):
+        P.wald_se(60, 20, gamma_sd=0.0, **dict(kw, odds_ratio=1.0))
+
+
+@pytest.mark.parametrize("effect", ["variant", "gamma"])
+def test_simulated_power_agrees_with_the_wald_approximation_at_a_large_design(effect):
+    """At 60 templates x 20 variants, at the OR where the Wald approximation gives 50% power (where
+    a wrong standard error shows most), the bootstrap test's simulated power (laplace engine)
+    agrees with it within 3 Monte Carlo standard errors."""
+    sc = P.Scenario("s", 0.5, 2.0)
+    orr = P.wald_mde(60, 20, baseline_acc=0.5, ranef_var=2.0, effect=effect, target=0.5)
+    n = 80
+    row = P.power_point(60, 20, orr, sc, effect=effect, n_sims=n, n_resamples=40, seed=11, engine="laplace")
+    assert row["wald_power"] == pytest.approx(0.5, abs=1e-6)
+    assert row["clean_share"] > 0.99
+    assert abs(row["power"] - 0.5) < 3 * math.sqrt(0.25 / n)
+
+
+def test_number_effect_known_answers_strong_effect_and_no_effect():
+    """A strong number effect (OR 2 per unit of gamma, Wald power ~1) is detected in every data
+    set; with no effect the rejection rate is compatible with alpha."""
+    sc = P.Scenario("s", 0.5, 2.0)
+    strong = P.power_point(30, 10, 2.0, sc, effect="gamma", n_sims=20, n_resamples=40, seed=4, engine="laplace")
+    assert strong["wald_power"] > 0.999 and strong["power"] == 1.0 and strong["gamma_sd"] == 1.5
+    n = 150
+    null = P.power_point(30, 10, 1.0, sc, effect="gamma", n_sims=n, n_resamples=40, seed=4, engine="laplace")
+    from scipy import stats
+    assert null["n_no_p"] == 0
+    assert stats.binomtest(null["n_significant"], n, 0.05).pvalue > 0.01, null["n_significant"]
+
+
 def _power_table(ors, powers, n=400):
     rows = []
     for o, p in zip(ors, powers):
@@ -137,12 +194,22 @@ def test_cli_writes_power_and_mde_tables_and_the_figure(tmp_path):
     """The laplace engine makes a real (tiny) run fast enough for a unit test."""
     r = subprocess.run([sys.executable, "-m", "earnest.cli", "power", "--paper-scenario", "phi-2", "--templates", "12",
                         "--variants", "3", "--odds-ratios", "1", "0.05", "--sims", "3", "--resamples", "20",
+                        "--effects", "variant", "gamma", "--gamma-sd", "2",
                         "--engine", "laplace", "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     power = pd.read_csv(tmp_path / "power.csv")
-    assert list(power.odds_ratio) == [0.05, 1.0] and set(power.scenario) == {"phi-2"}
+    assert list(power.odds_ratio) == [0.05, 1.0] * 2 and set(power.scenario) == {"phi-2"}
     assert (power.fits == 60).all() and power.engine.eq("laplace").all()
     assert power.loc[0, "power"] >= power.loc[1, "power"]
+    # both effects carry the Wald power: alpha at OR 1
+    assert list(power.effect) == ["variant"] * 2 + ["gamma"] * 2
+    assert power.wald_power[power.odds_ratio == 1.0].tolist() == pytest.approx([0.05, 0.05])
+    assert power.gamma_sd.isna().tolist() == [True, True, False, False] and (power.gamma_sd[2:] == 2.0).all()
     mde = pd.read_csv(tmp_path / "mde.csv")
-    assert len(mde) == 1 and (tmp_path / "power_curves.png").stat().st_size > 10_000
+    assert mde.effect.tolist() == ["variant", "gamma"]
+    sc = P.published_scenarios(P.default_published_dir(), ["phi-2"])[0]
+    want = [P.wald_mde(12, 3, baseline_acc=sc.baseline_acc, ranef_var=sc.ranef_var, effect=e, gamma_sd=2.0)
+            for e in ("variant", "gamma")]
+    assert mde.wald_mde_or.tolist() == pytest.approx(want, nan_ok=True)
+    assert (tmp_path / "power_curves.png").stat().st_size > 10_000
     assert "GLMM fits" in r.stderr and "fits/s" in r.stderr

@@ -30,9 +30,11 @@ by n_sims), then interpolated linearly in log OR where it crosses ``target``. Th
 interpolation on the ends of each point's 95% Wilson interval gives the MDE's Monte Carlo range. An MDE
 outside the grid is reported as a bound, never extrapolated.
 
-:func:`wald_power` is the large-sample approximation of the same test for the variant effect:
-a Wald test with the exact expected Fisher information of the GLMM 1 likelihood at the design
-(outcomes per template enumerated, random intercept integrated by Gauss-Hermite quadrature).
+:func:`wald_power` is the large-sample approximation of the same test: a Wald test with the
+expected Fisher information of the likelihood at the design. For the variant effect (GLMM 1) it
+is exact (outcomes per template enumerated, random intercept integrated by Gauss-Hermite
+quadrature); for the number effect (GLMM 2, gamma drawn per answer) the information lost to the
+unknown intercept is averaged over simulated templates (:func:`gamma_template_information`).
 It costs milliseconds, so it also gives the MDE of every model x prompt of a run
 (:func:`design_mde_table`); the simulation checks it where it matters
 (``benchmarks/power_validity.py``).
@@ -60,11 +62,11 @@ TARGET_POWER = 0.8
 #: Monte Carlo band of the MDE: power +- MC_Z standard errors
 MC_Z = 1.96
 
-POWER_COLUMNS = ("scenario", "effect", "n_templates", "n_variants", "baseline_acc", "ranef_var",
+POWER_COLUMNS = ("scenario", "effect", "n_templates", "n_variants", "baseline_acc", "ranef_var", "gamma_sd",
                  "odds_ratio", "log_or", "n_sims", "n_resamples", "alpha", "engine", "n_significant",
                  "power", "mc_se", "power_ci_low", "power_ci_high", "n_no_p", "clean_share", "n_engine_fallback",
                  "wald_power", "seconds", "fits")
-MDE_COLUMNS = ("scenario", "effect", "n_templates", "n_variants", "baseline_acc", "ranef_var",
+MDE_COLUMNS = ("scenario", "effect", "n_templates", "n_variants", "baseline_acc", "ranef_var", "gamma_sd",
                "n_sims", "n_resamples", "alpha", "target_power", "mde_or", "mde_or_mc_low",
                "mde_or_mc_high", "mde_bound", "wald_mde_or", "note")
 
@@ -197,22 +199,125 @@ def template_information(b0: float, b1: float, ranef_var: float, n_variants: int
     return (sc * prob.ravel()[None, :]) @ sc.T
 
 
+#: Templates drawn to average GLMM 2's missing information over the number covariate (fixed seed:
+#: the Wald power of the number effect is deterministic and smooth in the OR, common random numbers)
+GAMMA_INFO_TEMPLATES = 2_000
+GAMMA_INFO_SEED = 20261130
+_AGQ_NODES, _AGQ_WEIGHTS = np.polynomial.hermite_e.hermegauss(20)
+_AGQ_WEIGHTS = _AGQ_WEIGHTS / _AGQ_WEIGHTS.sum()
+
+
+def _gamma_complete_information(b0: float, b_gamma: float, sd: float, n_variants: int, gamma_sd: float) -> np.ndarray:
+    """E over (z, gamma) of one template's complete-data information (z known): a logistic
+    regression on (1, variant, gamma, z) with coefficients (b0, b_variant = 0, b_gamma, sd); every
+    answer's term has the same expectation, so 2-D Gauss-Hermite quadrature over (gamma, z) gives it."""
+    g = gamma_sd * _GH_NODES[:, None]                          # (K, 1): gamma
+    z = _GH_NODES[None, :]                                     # (1, K): z
+    wgt = _GH_WEIGHTS[:, None] * _GH_WEIGHTS[None, :]
+    p = special.expit(b0 + b_gamma * g + sd * z)
+    w = wgt * p * (1 - p)
+    e = {k: float(np.sum(w * f)) for k, f in (("1", 1.0), ("g", g), ("z", z), ("gg", g * g), ("gz", g * z),
+                                              ("zz", z * z))}
+    n, nv = 1 + int(n_variants), float(n_variants)             # all answers; GSM-Variants answers
+    return np.array([[n * e["1"], nv * e["1"], n * e["g"], n * e["z"]],
+                     [nv * e["1"], nv * e["1"], nv * e["g"], nv * e["z"]],
+                     [n * e["g"], nv * e["g"], n * e["gg"], n * e["gz"]],
+                     [n * e["z"], nv * e["z"], n * e["gz"], n * e["zz"]]])
+
+
+def gamma_template_information(b0: float, b_gamma: float, ranef_var: float, n_variants: int, *,
+                               gamma_sd: float = 1.5, n_draws: int = GAMMA_INFO_TEMPLATES,
+                               seed: int = GAMMA_INFO_SEED) -> np.ndarray:
+    """Expected Fisher information of one template for (b0, b_variant, b_gamma, sd) under GLMM 2,
+    logit P = b0 + b_variant * variant + b_gamma * gamma + sd * z, z ~ N(0, 1), at b_variant = 0,
+    in the design :func:`simulate_design` draws: every answer of the template (its GSM-Base item and
+    ``n_variants`` GSM-Variants items) has its own gamma ~ N(0, gamma_sd^2), independent of the
+    template and of the other answers. (Gamma has no between-template part there; a gamma shared by
+    a template's answers would be compared against the template intercepts and carry less.)
+
+    Louis' identity with the template intercept z as the missing data: the observed information
+    of a template is E_post[complete information] - Var_post[complete score], the posterior being
+    that of z given the template's answers (the complete data are a logistic regression on
+    (1, variant, gamma, z)). A continuous gamma leaves no finite set of outcomes to enumerate, so
+    the expected information is the average of the observed one over ``n_draws`` simulated
+    templates (fixed seed), each posterior integrated by adaptive Gauss-Hermite quadrature around
+    its mode (with 50 answers per template it is far narrower than the prior). The slope's own
+    element then uses the exact expectation of its complete information (2-D quadrature,
+    :func:`_gamma_complete_information`) as a control variate: only the small lost part (a few %)
+    stays Monte Carlo, which moves the slope's standard error by about 0.1%.
+    """
+    sd = max(math.sqrt(ranef_var), 1e-3)
+    n_items = 1 + int(n_variants)
+    m = int(n_draws)
+    rng = np.random.default_rng(seed)
+    v = np.r_[0.0, np.ones(n_items - 1)]
+    x = rng.normal(0.0, gamma_sd, (m, n_items))
+    z_true = rng.normal(0.0, 1.0, m)
+    unif = rng.random((m, n_items))
+    fixed = b0 + b_gamma * x                                   # (m, n); b_variant = 0
+    y = (unif < special.expit(fixed + sd * z_true[:, None])).astype(float)
+    # posterior mode of z: h(z) = sum_j [y eta - log(1 + e^eta)] - z^2 / 2 is concave
+    z = np.zeros(m)
+    for _ in range(60):
+        p = special.expit(fixed + sd * z[:, None])
+        step = np.clip((sd * (y - p).sum(1) - z) / ((sd * sd) * (p * (1 - p)).sum(1) + 1.0), -2.0, 2.0)
+        z = z + step
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    p = special.expit(fixed + sd * z[:, None])
+    scale = 1.0 / np.sqrt((sd * sd) * (p * (1 - p)).sum(1) + 1.0)
+    zk = z[:, None] + scale[:, None] * _AGQ_NODES[None, :]    # (m, K)
+    eta = fixed[:, :, None] + sd * zk[:, None, :]              # (m, n, K)
+    ll = (y[:, :, None] * eta - np.logaddexp(0.0, eta)).sum(1) - 0.5 * zk ** 2 + 0.5 * _AGQ_NODES[None, :] ** 2
+    lw = ll + np.log(_AGQ_WEIGHTS)[None, :]
+    post = np.exp(lw - special.logsumexp(lw, axis=1, keepdims=True))  # (m, K)
+    pk = special.expit(eta)
+    r = y[:, :, None] - pk                                     # (m, n, K)
+    w = pk * (1 - pk)
+    # per node: sums over the answers of r * covariate and w * covariate products
+    rs, rv, rx = r.sum(1), np.einsum("mnk,n->mk", r, v), np.einsum("mnk,mn->mk", r, x)
+    w1, wv, wx = w.sum(1), np.einsum("mnk,n->mk", w, v), np.einsum("mnk,mn->mk", w, x)
+    wxx, wvx = np.einsum("mnk,mn->mk", w, x * x), np.einsum("mnk,mn->mk", w, v[None, :] * x)
+    score = np.stack([rs, rv, rx, rs * zk])                    # (4, m, K)
+    comp = np.array([[w1, wv, wx, w1 * zk], [wv, wv, wvx, wv * zk], [wx, wvx, wxx, wx * zk],
+                     [w1 * zk, wv * zk, wx * zk, w1 * zk * zk]])  # (4, 4, m, K); v * v = v
+    e_comp = np.einsum("abmk,mk->abm", comp, post)
+    centred = score - np.einsum("amk,mk->am", score, post)[:, :, None]
+    var_score = np.einsum("amk,bmk,mk->abm", centred, centred, post)
+    info = (e_comp - var_score).mean(axis=2)
+    exact = _gamma_complete_information(b0, b_gamma, sd, n_variants, gamma_sd)
+    info[2, 2] += exact[2, 2] - e_comp[2, 2].mean()
+    return info
+
+
 def wald_se(n_templates: int, n_variants: int, *, odds_ratio: float, baseline_acc: float,
-            ranef_var: float) -> float:
-    """Large-sample standard error of the variant log OR (GLMM 1) at the design."""
+            ranef_var: float, effect: str = "variant", gamma_sd: float = 1.5) -> float:
+    """Large-sample standard error of the effect's log OR at the design: the variant effect in
+    GLMM 1 (exact expected information, :func:`template_information`) or the number effect, the
+    log OR per unit of gamma in GLMM 2 (:func:`gamma_template_information`)."""
+    _check_effect(effect)
     b0 = intercept_for_accuracy(baseline_acc, ranef_var)
-    info = n_templates * template_information(b0, math.log(odds_ratio), ranef_var, n_variants)
+    if effect == "variant":
+        info, k = n_templates * template_information(b0, math.log(odds_ratio), ranef_var, n_variants), 1
+    else:
+        if not gamma_sd > 0 or not math.isfinite(gamma_sd):
+            raise PowerError(f"gamma_sd must be positive and finite, not {gamma_sd!r}")
+        info = n_templates * gamma_template_information(b0, math.log(odds_ratio), ranef_var, n_variants,
+                                                        gamma_sd=gamma_sd)
+        k = 2
     try:
         cov = np.linalg.inv(info)
     except np.linalg.LinAlgError:
         return float("inf")
-    return float(math.sqrt(max(cov[1, 1], 0.0)))
+    return float(math.sqrt(max(cov[k, k], 0.0)))
 
 
 def wald_power(n_templates: int, n_variants: int, *, odds_ratio: float, baseline_acc: float,
-               ranef_var: float, alpha: float = 0.05) -> float:
-    """Power of a two-sided Wald test of the variant effect at level ``alpha`` (GLMM 1)."""
-    se = wald_se(n_templates, n_variants, odds_ratio=odds_ratio, baseline_acc=baseline_acc, ranef_var=ranef_var)
+               ranef_var: float, alpha: float = 0.05, effect: str = "variant", gamma_sd: float = 1.5) -> float:
+    """Power of a two-sided Wald test of the effect at level ``alpha``: the variant effect (GLMM 1)
+    or the number effect (GLMM 2, OR per unit of gamma, gamma's spread ``gamma_sd``)."""
+    se = wald_se(n_templates, n_variants, odds_ratio=odds_ratio, baseline_acc=baseline_acc, ranef_var=ranef_var,
+                 effect=effect, gamma_sd=gamma_sd)
     if not math.isfinite(se) or se == 0:
         return float("nan")
     z = stats.norm.ppf(1 - alpha / 2)
@@ -221,16 +326,20 @@ def wald_power(n_templates: int, n_variants: int, *, odds_ratio: float, baseline
 
 
 def wald_mde(n_templates: int, n_variants: int, *, baseline_acc: float, ranef_var: float,
-             alpha: float = 0.05, target: float = TARGET_POWER, direction: str = "below") -> float:
+             alpha: float = 0.05, target: float = TARGET_POWER, direction: str = "below",
+             effect: str = "variant", gamma_sd: float = 1.5) -> float:
     """The OR (below 1 by default, else above) nearest 1 at which :func:`wald_power` reaches
     ``target``; NaN when no OR up to 1/1000 (or 1000) does."""
     sign = -1.0 if direction == "below" else 1.0
     g = lambda L: wald_power(n_templates, n_variants, odds_ratio=math.exp(sign * L),  # noqa: E731
-                             baseline_acc=baseline_acc, ranef_var=ranef_var, alpha=alpha) - target
+                             baseline_acc=baseline_acc, ranef_var=ranef_var, alpha=alpha, effect=effect,
+                             gamma_sd=gamma_sd) - target
     # the Wald test's power need not grow without bound in |log OR| (with an extreme OR the
     # variants' answers carry no information; Hauck and Donner), so the first crossing is searched
     # on a grid, then refined
-    grid = np.linspace(1e-3, math.log(1000.0), 120)
+    # (the number effect's information costs a simulation, ~0.1 s: a coarser, geometric grid)
+    grid = (np.linspace(1e-3, math.log(1000.0), 120) if effect == "variant"
+            else np.geomspace(1e-3, math.log(1000.0), 30))
     vals = [g(L) for L in grid]
     for i, v in enumerate(vals):
         if v == v and v >= 0:
@@ -302,10 +411,11 @@ def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: 
         n_sig += int(significant([p], alpha)[0])
     seconds = time.perf_counter() - t0
     power = n_sig / n_sims
-    wp = (wald_power(n_templates, n_variants, odds_ratio=odds_ratio, baseline_acc=scenario.baseline_acc,
-                     ranef_var=scenario.ranef_var, alpha=alpha) if effect == "variant" else float("nan"))
+    wp = wald_power(n_templates, n_variants, odds_ratio=odds_ratio, baseline_acc=scenario.baseline_acc,
+                    ranef_var=scenario.ranef_var, alpha=alpha, effect=effect, gamma_sd=gamma_sd)
     return {"scenario": scenario.name, "effect": effect, "n_templates": int(n_templates),
             "n_variants": int(n_variants), "baseline_acc": scenario.baseline_acc, "ranef_var": scenario.ranef_var,
+            "gamma_sd": float(gamma_sd) if effect == "gamma" else float("nan"),
             "odds_ratio": float(odds_ratio), "log_or": math.log(odds_ratio), "n_sims": int(n_sims),
             "n_resamples": int(n_resamples), "alpha": float(alpha), "engine": engine, "n_significant": n_sig,
             "power": power, "mc_se": math.sqrt(power * (1 - power) / n_sims),
@@ -393,12 +503,13 @@ def minimum_detectable_or(power: pd.DataFrame, *, target: float = TARGET_POWER, 
         first = g.iloc[0]
         row = {k: first[k] for k in ("scenario", "effect", "n_templates", "n_variants", "baseline_acc",
                                      "ranef_var", "n_sims", "n_resamples", "alpha")}
+        gamma = first["effect"] == "gamma"
+        row["gamma_sd"] = float(first.get("gamma_sd", 1.5)) if gamma else float("nan")
         row["target_power"] = target
-        wald = float("nan")
-        if first["effect"] == "variant":
-            wald = wald_mde(int(first["n_templates"]), int(first["n_variants"]), baseline_acc=first["baseline_acc"],
-                            ranef_var=first["ranef_var"], alpha=first["alpha"], target=target, direction=direction)
-        row["wald_mde_or"] = wald
+        row["wald_mde_or"] = wald_mde(int(first["n_templates"]), int(first["n_variants"]),
+                                      baseline_acc=first["baseline_acc"], ranef_var=first["ranef_var"],
+                                      alpha=first["alpha"], target=target, direction=direction,
+                                      effect=str(first["effect"]), gamma_sd=row["gamma_sd"] if gamma else 1.5)
         sign = -1.0 if direction == "below" else 1.0
         if side.empty:
             row.update(mde_or=np.nan, mde_or_mc_low=np.nan, mde_or_mc_high=np.nan, mde_bound="",
@@ -606,7 +717,8 @@ def write_power_tables(power: pd.DataFrame, mde: pd.DataFrame, out_dir) -> dict:
     paths = {"power": write_table(shown, out_dir / "power",
                                   f"Simulated power of the template-bootstrap test (Eq. 4 P value < alpha): "
                                   f"{how}. ± is one Monte Carlo standard error; wald_power is the large-sample "
-                                  f"Wald approximation (variant effect only).", csv=power)}
+                                  f"Wald approximation of the same effect (number effect: OR per unit of gamma, "
+                                  f"gamma drawn per answer with sd gamma_sd).", csv=power)}
     mshown = mde.assign(
         baseline_acc=(100 * mde["baseline_acc"]).map(lambda v: f"{v:.1f}%"),
         mde=[("n/a" if not math.isfinite(m) else (("< " if b == "beyond grid" else "> " if b == "within grid"

@@ -34,6 +34,8 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--published", type=Path, default=None, help="directory of the published tables (default: resources/published)")
     p.add_argument("--from-summary", type=Path, help="a bootstrap summaries table (CSV/Parquet): one scenario per model x prompt")
     p.add_argument("--effects", nargs="+", default=["variant"], choices=["variant", "gamma"])
+    p.add_argument("--gamma-sd", type=float, default=1.5,
+                   help="spread (sd) of gamma, drawn per answer, for the number effect (OR per unit of gamma)")
     p.add_argument("--sims", type=int, default=20, help="simulated data sets per grid point")
     p.add_argument("--resamples", type=int, default=100, help="bootstrap resamples B per data set (paper: 2000)")
     p.add_argument("--alpha", type=float, default=0.05)
@@ -76,13 +78,15 @@ def run(args: argparse.Namespace) -> int:
         if not 0 < args.alpha < 1:
             return _fail(f"--alpha must lie in (0, 1), not {args.alpha}")
         P.check_engine(args.engine)
+        if not (args.gamma_sd > 0 and args.gamma_sd < float("inf")):
+            return _fail(f"--gamma-sd must be positive and finite, not {args.gamma_sd}")
         n_points = len(scenarios) * len(args.effects) * len(templates) * len(variants) * len(set(args.odds_ratios))
         log(f"earnest power: {n_points} grid points x {args.sims} data sets x {args.resamples} resamples = "
             f"{n_points * args.sims * args.resamples} GLMM fits (engine {args.engine})")
         t0 = time.perf_counter()
         power = P.power_study(scenarios, templates, variants, args.odds_ratios, effects=args.effects,
                               n_sims=args.sims, n_resamples=args.resamples, alpha=args.alpha, seed=args.seed,
-                              engine=args.engine, cores=args.cores, log=log)
+                              engine=args.engine, cores=args.cores, gamma_sd=args.gamma_sd, log=log)
     except (P.PowerError, OSError, ValueError) as exc:
         return _fail(str(exc))
     seconds = time.perf_counter() - t0
