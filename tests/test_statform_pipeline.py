@@ -50,6 +50,11 @@ def _oracle(body: dict) -> str:
     return _answer(body["model"], i, s)
 
 
+def oracle_server() -> ScriptedOpenAI:
+    """The real HTTP server playing the models ``good`` and ``weak`` (also used by test_statform_workflow)."""
+    return ScriptedOpenAI(_oracle, usage={"prompt_tokens": 100, "completion_tokens": 50})
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("statform")
@@ -57,7 +62,7 @@ def run(tmp_path_factory):
                           tmp / "samples.parquet", tmp / "pool.parquet", tmp / "taxonomy.yaml")
     assert counts["samples"] == len(SAMPLES)
     scored = []
-    with ScriptedOpenAI(_oracle, usage={"prompt_tokens": 100, "completion_tokens": 50}) as srv:
+    with oracle_server() as srv:
         for model in ("good", "weak"):
             cfg = {"backend": "openai", "base_url": srv.url, "model": model, "concurrency": 4,
                    "cache_dir": str(tmp / "cache")}

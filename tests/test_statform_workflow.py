@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from helpers import child_env
-from test_statform_pipeline import OracleServer
+from test_statform_pipeline import oracle_server
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "workflow" / "scripts"
@@ -59,7 +59,7 @@ rule analysis:
 def test_scripts_under_snakemake(tmp_path):
     if shutil.which("snakemake") is None:
         pytest.skip("snakemake is not installed")
-    with OracleServer() as srv:
+    with oracle_server() as srv:
         (tmp_path / "Snakefile").write_text(SNAKEFILE.format(url=srv.url, res=RES, scripts=SCRIPTS), encoding="utf-8")
         env = child_env()
         proc = subprocess.run([shutil.which("snakemake"), "--cores", "1", "--quiet", "rules", "all"], cwd=tmp_path,
