@@ -62,3 +62,25 @@ def test_paired_glmm_recovers_a_known_difference_and_holm_runs_across_pairs():
     assert (t["p_holm"] >= t["p_boot"] - 1e-12).all()
     i = int(np.argmin(t["p_boot"]))
     assert t["p_holm"].iloc[i] == pytest.approx(min(1.0, 3 * t["p_boot"].iloc[i]))
+
+
+def test_a_boundary_item_variance_is_a_clean_fit_of_the_paired_glmm():
+    """With two 0/1 answers per item the item variance's ML estimate is often 0 (a singular fit).
+    Those resamples are fits of the model and count (dropping them skewed the bootstrap: the
+    estimate is smaller when the item variance is 0, and the interval covered the true OR too
+    rarely); they stay flagged singular, with lme4's message, so the reference rule drops them."""
+    from earnest.stats.summary import clean_mask
+
+    d = C.validate_compare_input(C.simulate_paired(12, 4, log_or=-0.8, item_sd=0.0, seed=3))
+    pairs = C.paired_rows(d, "models", "p", "a", "b")
+    shards = C.bootstrap_pair(pairs, 12, 5)
+    v = shards[shards.term == "variant"].reset_index(drop=True)
+    singular = v["singular"].astype(bool)
+    assert singular.any() and (~singular).any()
+    boundary_only = singular & (v["messages"].fillna("") == "")
+    assert boundary_only.any()
+    assert v.loc[singular, "lme4_messages"].str.contains("boundary (singular) fit", regex=False).all()
+    clean = clean_mask(shards)[shards.term == "variant"].to_numpy()
+    assert clean[boundary_only.to_numpy()].all()
+    assert not clean_mask(shards, "reference")[shards.term == "variant"].to_numpy()[singular.to_numpy()].any()
+    assert C.compare_pair(pairs, 12, 5)["n_clean"] == int(clean.sum())

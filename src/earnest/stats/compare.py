@@ -11,7 +11,12 @@ same templates; a template drawn twice is two clusters, its items distinct items
 median of the clean bootstrap estimates, the interval their 2.5th-97.5th percentiles, the P value
 Eq. 4 (:mod:`earnest.stats.summary`). With item intercepts (the default) the OR is conditional
 on the item, as a paired design asks; without them the template intercept alone absorbs the
-pairing (GLMM 1's R code, fast, with ``aggregate`` rows).
+pairing (GLMM 1's R code, fast, with ``aggregate`` rows). With two 0/1 answers per item the item
+variance's estimate is often 0: such a boundary (singular) fit is a fit of the model and counts as
+clean (it keeps its singular flag and lme4's message, which the reference rule drops); dropping
+those resamples skewed the interval (``benchmarks/power_validity.py``). The Laplace estimate with
+item intercepts is attenuated (about 7% at item sd 1, not shrinking with more templates), while
+McNemar's ratio n_ab / n_ba, the conditional ML estimate of the same OR, is not.
 
 Beside it, McNemar's exact test on the discordant items (a right and b wrong: n_ab; the reverse:
 n_ba), the familiar baseline that treats items as independent, and its conditional OR n_ab / n_ba.
