@@ -213,3 +213,18 @@ def test_cli_writes_power_and_mde_tables_and_the_figure(tmp_path):
     assert mde.wald_mde_or.tolist() == pytest.approx(want, nan_ok=True)
     assert (tmp_path / "power_curves.png").stat().st_size > 10_000
     assert "GLMM fits" in r.stderr and "fits/s" in r.stderr
+
+
+def test_the_eq4_test_level_depends_on_the_number_of_resamples():
+    """Known answers: with an exact bootstrap the Eq. 4 test rejects when at most k = ceil(alpha B / 2)
+    - 1 resamples lie beyond 0, so its level is about 2 (k + 1) / (B + 1): 0.0594 at B = 100 (the
+    false-positive rate power_validity.py measures there), alpha at B = 200 and 2000; a direct
+    simulation of the count agrees."""
+    assert P.bootstrap_test_level(100) == pytest.approx(6 / 101, abs=2e-4)
+    assert P.bootstrap_test_level(2000) == pytest.approx(0.05, abs=1e-3)
+    assert P.bootstrap_test_level(200) == pytest.approx(0.05, abs=1e-3)
+    assert P.bootstrap_test_level(20) == pytest.approx(2 / 21, abs=1e-3)
+    rng = np.random.default_rng(0)
+    q = rng.uniform(0, 0.5, 200_000)
+    sim = np.mean(2 * rng.binomial(100, q) / 100 < 0.05)
+    assert sim == pytest.approx(P.bootstrap_test_level(100), abs=0.003)
