@@ -228,3 +228,32 @@ def test_the_eq4_test_level_depends_on_the_number_of_resamples():
     q = rng.uniform(0, 0.5, 200_000)
     sim = np.mean(2 * rng.binomial(100, q) / 100 < 0.05)
     assert sim == pytest.approx(P.bootstrap_test_level(100), abs=0.003)
+
+
+def test_cli_takes_scenarios_and_design_from_a_runs_summaries_table(tmp_path):
+    """`earnest power --from-summary`: one scenario per GLMM 1 variant result (its GSM-Base accuracy
+    and mean template variance), the grid's design from the first result (templates = GSM-Base
+    answers, variants per template); a result with no correct base answer is skipped, saying why."""
+    s = pd.DataFrame([
+        {"analysis": "all", "glmm": 1, "model": "m", "prompt": "gsm", "term": "variant", "n_base": 14,
+         "n_variants": 42, "acc_base": 40.0, "ranef_var_mean": 3.0},
+        {"analysis": "all", "glmm": 2, "model": "m", "prompt": "gsm", "term": "variant", "n_base": 14,
+         "n_variants": 42, "acc_base": 40.0, "ranef_var_mean": 9.0},
+        {"analysis": "all", "glmm": 1, "model": "z", "prompt": "gsm", "term": "variant", "n_base": 14,
+         "n_variants": 42, "acc_base": 0.0, "ranef_var_mean": float("nan")},
+    ])
+    s.to_csv(tmp_path / "summaries.csv", index=False)
+    r = subprocess.run([sys.executable, "-m", "earnest.cli", "power", "--from-summary", str(tmp_path / "summaries.csv"),
+                        "--odds-ratios", "1", "0.2", "--sims", "2", "--resamples", "10", "--engine", "laplace",
+                        "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    power = pd.read_csv(tmp_path / "out" / "power.csv")
+    assert set(power.scenario) == {"m / gsm"} and len(power) == 2
+    assert (power.n_templates == 14).all() and (power.n_variants == 3).all()
+    assert power.baseline_acc.eq(0.4).all() and power.ranef_var.eq(3.0).all()
+    assert "z / gsm" in r.stderr and "skipped" in r.stderr
+    bad = tmp_path / "bad.csv"
+    s.drop(columns="acc_base").to_csv(bad, index=False)
+    r = subprocess.run([sys.executable, "-m", "earnest.cli", "power", "--from-summary", str(bad), "--out",
+                        str(tmp_path / "o2")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "acc_base" in r.stderr
