@@ -28,6 +28,8 @@ from .jsonl import iter_jsonl
 
 ITEM_COLUMNS = ["item_id", "dataset", "template_id", "instance", "question", "answer", "gamma"]
 DATASETS = ("gsm_base", "gsm_variants")
+#: How tables and figures name the datasets.
+DATASET_LABELS = {"gsm_base": "GSM-Base", "gsm_variants": "GSM-Variants"}
 JSONL_FIELDS = ("id", "instance", "question", "answer", "original_id", "original_question", "original_answer")
 
 _FINAL = re.compile(r"####\s*(.+?)\s*$", re.S)

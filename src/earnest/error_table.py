@@ -12,13 +12,13 @@ from typing import Mapping
 import pandas as pd
 
 from earnest import failure_classes as fc
+from earnest.datasets import DATASET_LABELS
 from earnest.fidelity import EARNEST
 from earnest.tables import require_columns
 
 #: Columns of the error-class count table.
 ERROR_TABLE_COLUMNS = ("model", "prompt", "prompt_label", "style", "dataset", "error_class", "label", "count",
                        "n_responses", "percent_of_responses")
-DATASET_LABELS = {"gsm_base": "GSM-Base", "gsm_variants": "GSM-Variants"}
 
 
 def error_class_table(scored: pd.DataFrame, styles: Mapping[str, str], *,

@@ -14,6 +14,7 @@ from typing import Iterable
 import numpy as np
 from scipy import stats
 
+from earnest.datasets import DATASET_LABELS
 from earnest.fidelity import EARNEST
 from earnest.gamma import integers_in
 
@@ -74,7 +75,8 @@ def plot_integer_distributions(base_ints, variant_ints, stem: str | Path, ks: KS
         labels.append(f"{int(lo)}" if hi - lo == 1 else (f"≥{int(lo)}" if np.isinf(hi) else f"{int(lo)}–{int(hi) - 1}"))
     x = np.arange(len(labels))
     width = 0.4
-    for data, off, name in ((a, -width / 2, "GSM-Base"), (b, width / 2, "GSM-Variants")):
+    base, variants = DATASET_LABELS["gsm_base"], DATASET_LABELS["gsm_variants"]
+    for data, off, name in ((a, -width / 2, base), (b, width / 2, variants)):
         counts, _ = np.histogram(data, bins=BIN_EDGES)
         top.bar(x + off, counts / max(1, data.size), width=width, label=name)
     top.set_xticks(x, labels, rotation=60, fontsize=7)
@@ -85,7 +87,7 @@ def plot_integer_distributions(base_ints, variant_ints, stem: str | Path, ks: KS
         title += f" (K-S D = {ks.statistic:.4f}, p = {ks.pvalue:.3g})"
     top.set_title(title)
     limit = float(np.quantile(np.concatenate([a, b]), zoom_quantile)) if a.size + b.size else 1.0
-    for data, name in ((a, "GSM-Base"), (b, "GSM-Variants")):
+    for data, name in ((a, base), (b, variants)):
         xs = np.sort(data)
         bottom.step(xs, np.arange(1, xs.size + 1) / max(1, xs.size), where="post", label=name)
     bottom.set_xlim(0, max(1.0, limit))
