@@ -19,7 +19,7 @@ earnest_compare_fit <- function(d, rows) {
   if (is.null(fit)) return(earnest_no_fit(1L, res$warnings, res$error))
   # as earnest_fit: lme4's convergence messages are also raised as warnings; keep each text once.
   # Except "boundary (singular) fit": with two 0/1 answers per item the item variance's ML estimate
-  # is 0 in a large share of data sets and resamples (13-30% in power_validity.py), a valid fit of
+  # is 0 in many resamples (about 30% at 20 templates x 5 items in power_validity.py), a valid fit of
   # the model, and dropping those resamples would bias the bootstrap distribution (the estimate is
   # smaller when the item variance is 0). It stays in lme4_messages and the singular flag, so the
   # reference rule (clean_mask, fidelity "reference") still drops them.
