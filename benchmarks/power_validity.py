@@ -52,6 +52,8 @@ def main() -> None:
     ap.add_argument("--fpr-large", action="store_true", help="also the false-positive rate at the large design")
     ap.add_argument("--paired", default="20x5", help="design of check 4 (templates x items per template)")
     ap.add_argument("--paired-log-or", type=float, default=-0.8)
+    ap.add_argument("--paired-agq", type=int, default=1,
+                    help="check 4's fit: 1 Laplace (template and item intercepts), k > 1 quadrature (compare --agq)")
     args = ap.parse_args()
     only = set(args.only.split(","))
     st, sv = map(int, args.small.split("x"))
@@ -85,13 +87,13 @@ def main() -> None:
         paired_check(args)
 
 
-def _full_fit(pairs):
+def _full_fit(pairs, agq=1):
     """Full-data fit of the paired GLMM (log OR, singular flag) through compare.R's own fit."""
     from earnest.stats import rbridge
     ro = rbridge.r()
-    ro.r("earnest_pv_full <- function(d) { o <- earnest_compare_fit(d, earnest_template_rows(d)$rows); "
+    ro.r("earnest_pv_full <- function(d, agq) { o <- earnest_compare_fit(d, earnest_template_rows(d)$rows, agq); "
          "c(o$estimate[2], as.numeric(isTRUE(o$singular))) }")
-    out = ro.globalenv["earnest_pv_full"](rbridge.to_r_frame(C.compare_frame(pairs)))
+    out = ro.globalenv["earnest_pv_full"](rbridge.to_r_frame(C.compare_frame(pairs)), int(agq))
     return float(out[0]), bool(out[1])
 
 
@@ -109,11 +111,11 @@ def paired_check(args) -> None:
     for k in range(args.sims):
         d = C.validate_compare_input(C.simulate_paired(nt, ni, log_or=true, seed=args.seed + k))
         pairs = C.paired_rows(d, "models", "p", "a", "b")
-        est, _ = _full_fit(pairs)
+        est, _ = _full_fit(pairs, args.paired_agq)
         full.append(est)
         m = C.mcnemar(pairs["correct_a"], pairs["correct_b"])
         mcn.append(math.log(m["n_ab"] / m["n_ba"]) if m["n_ab"] and m["n_ba"] else float("nan"))
-        sh = C.bootstrap_pair(pairs, args.resamples, args.seed + 1000 + k, cores=args.cores)
+        sh = C.bootstrap_pair(pairs, args.resamples, args.seed + 1000 + k, cores=args.cores, agq=args.paired_agq)
         v = sh[sh["term"] == "variant"]
         clean = clean_mask(sh)[sh["term"] == "variant"].to_numpy()
         singular = v["singular"].astype("boolean").fillna(True).astype(bool).to_numpy()
@@ -126,7 +128,8 @@ def paired_check(args) -> None:
         boot_sd.append(float(np.std(v["estimate"].to_numpy(dtype=float)[clean], ddof=1)))
     secs = time.perf_counter() - t0
     full = np.array(full)
-    print(f"4. paired comparison, true log OR {true}, {nt} templates x {ni} items, B = {args.resamples}, "
+    fit = "Laplace, template + item intercepts" if args.paired_agq == 1 else f"quadrature ({args.paired_agq} points), item intercepts"
+    print(f"4. paired comparison ({fit}), true log OR {true}, {nt} templates x {ni} items, B = {args.resamples}, "
           f"{args.sims} data sets ({args.sims * (args.resamples + 1)} fits in {secs:.0f} s):", flush=True)
     print(f"   full-data estimate: mean {np.nanmean(full):+.3f} (bias {np.nanmean(full) - true:+.3f}), sd over data "
           f"sets {np.nanstd(full, ddof=1):.3f}; McNemar log(n_ab/n_ba): median {np.nanmedian(mcn):+.3f}; mean "

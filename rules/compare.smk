@@ -46,6 +46,7 @@ rule compare_family:
         resamples=COMPARE["resamples"] or config["stats"]["resamples"],
         seed=COMPARE["seed"],
         item_effects=COMPARE["item_effects"],
+        agq=COMPARE["agq"],
         # item intercepts need lme4; template intercepts alone use the run's engine
         engine="lme4" if COMPARE["item_effects"] else config["stats"]["engine"],
         alpha=config["stats"]["alpha"],

@@ -84,3 +84,46 @@ def test_a_boundary_item_variance_is_a_clean_fit_of_the_paired_glmm():
     assert clean[boundary_only.to_numpy()].all()
     assert not clean_mask(shards, "reference")[shards.term == "variant"].to_numpy()[singular.to_numpy()].any()
     assert C.compare_pair(pairs, 12, 5)["n_clean"] == int(clean.sum())
+
+
+def test_quadrature_fit_recovers_the_conditional_odds_ratio(tmp_path):
+    """agq > 1: item intercepts fitted by adaptive Gauss-Hermite quadrature. With two 0/1 answers
+    per item, lme4's Laplace fit shrinks the condition's log OR towards 0; the quadrature fit gives
+    the conditional (McNemar) estimate log(n_ab / n_ba), and the table says which fit made it."""
+    data = C.validate_compare_input(C.simulate_paired(40, 5, log_or=-0.8, seed=3))
+    pairs = C.paired_rows(data, "models", "p", "a", "b")
+    quad = C.compare_pair(pairs, 4, 7, agq=10)
+    assert quad["agq"] == 10 and quad["n_clean"] == 4
+    assert C.compare_pair(pairs, 4, 7)["agq"] == 1
+    conditional = math.log(quad["n_ab"] / quad["n_ba"])
+    # the full data set (every template once): quadrature gives the conditional estimate, Laplace less
+    from earnest.stats import rbridge
+    d = rbridge.to_r_frame(C.compare_frame(pairs))
+    rows = rbridge.call("earnest_template_rows", d).rx2("rows")
+    est = {agq: float(rbridge.call("earnest_compare_fit", d, rows, agq).rx2("estimate")[1]) for agq in (1, 10)}
+    assert abs(est[10] - conditional) < 1e-3, (est, conditional)
+    assert abs(est[1]) < abs(est[10]) - 0.01, est
+    C.write_pairs_table(C.compare_family(data, "models", "p", n_resamples=2, seed=7, agq=10), tmp_path / "t")
+    assert "adaptive Gauss-Hermite quadrature, 10 points" in (tmp_path / "t.md").read_text()
+    with pytest.raises(C.CompareInputError, match="agq must be an integer from 1 to 25"):
+        C.compare_pair(pairs, 4, 7, agq=0)
+    with pytest.raises(C.CompareInputError, match="needs item_effects"):
+        C.compare_pair(pairs, 4, 7, agq=5, item_effects=False)
+
+
+def test_earnest_compare_agq_option(tmp_path, capsys):
+    """`earnest compare --agq K`: the quadrature fit end to end (pairs table with agq), and a bad K
+    or K > 1 without item intercepts refused with the reason before any fit."""
+    from earnest.cli import main
+    src = tmp_path / "in.csv"
+    C.simulate_paired(12, 4, log_or=-1.0, seed=5).to_csv(src, index=False)
+    assert main(["compare", str(src), "--by", "models", "--resamples", "3", "--seed", "1", "--agq", "5",
+                 "--out", str(tmp_path / "out")]) == 0
+    pairs = pd.read_csv(tmp_path / "out" / "models_p.csv")
+    assert pairs["agq"].tolist() == [5]
+    assert main(["compare", str(src), "--by", "models", "--resamples", "3", "--seed", "1", "--agq", "0",
+                 "--out", str(tmp_path / "bad")]) != 0
+    assert "agq must be an integer from 1 to 25" in capsys.readouterr().err
+    assert main(["compare", str(src), "--by", "models", "--resamples", "3", "--seed", "1", "--agq", "5",
+                 "--no-item-effects", "--out", str(tmp_path / "bad")]) != 0
+    assert "needs item_effects" in capsys.readouterr().err

@@ -2,7 +2,7 @@
 
 snakemake.input.scored: scored parquets of the family's conditions; snakemake.params: family
 ("models" | "prompts"), fixed (the prompt or model held fixed), conditions, resamples, seed,
-item_effects, engine, alpha, labels (prompt -> display name); snakemake.output: csv (md, tex beside it),
+item_effects, agq, engine, alpha, labels (prompt -> display name); snakemake.output: csv (md, tex beside it),
 png / pdf (the OR matrix); snakemake.log[0].
 """
 
@@ -23,7 +23,8 @@ try:
     data = C.compare_input_from_scored(pd.concat([pd.read_parquet(f) for f in files], ignore_index=True))
     pairs = C.compare_family(data, p.family, p.fixed, list(p.conditions), n_resamples=int(p.resamples),
                              seed=int(p.seed), alpha=float(p.alpha), item_effects=bool(p.item_effects),
-                             cores=int(snakemake.threads), engine=str(p.engine), log=log.info)  # noqa: F821
+                             cores=int(snakemake.threads), engine=str(p.engine), agq=int(p.agq),
+                             log=log.info)  # noqa: F821
     labels = dict(p.labels)
     csv = Path(snakemake.output.csv)  # noqa: F821
     C.write_pairs_table(pairs, csv.parent / csv.stem, alpha=float(p.alpha), labels=labels)

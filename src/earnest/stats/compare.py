@@ -39,8 +39,9 @@ from earnest.stats.summary import bootstrap_p, clean_mask, holm, percentile_inte
 
 COMPARE_INPUT_COLUMNS = ("model", "prompt", "template", "item", "correct")
 FAMILIES = ("models", "prompts")
+MAX_AGQ = 25                # lme4's limit on quadrature points
 PAIR_COLUMNS = ("family", "fixed", "a", "b", "n_items", "n_templates", "acc_a", "acc_b", "odds_ratio",
-                "median_log_or", "ci_low", "ci_high", "p_boot", "n_resamples", "n_clean", "item_effects",
+                "median_log_or", "ci_low", "ci_high", "p_boot", "n_resamples", "n_clean", "item_effects", "agq",
                 "n_ab", "n_ba", "mcnemar_or", "p_mcnemar", "p_holm", "p_mcnemar_holm", "significant",
                 "significant_mcnemar")
 
@@ -135,10 +136,23 @@ def compare_frame(pairs: pd.DataFrame) -> pd.DataFrame:
     }).assign(fail=lambda d: 1 - d["succ"])
 
 
+def check_agq(agq, item_effects: bool = True) -> int:
+    """``agq``: 1 = lme4's Laplace approximation with template and item intercepts; k > 1 = item
+    intercepts alone by adaptive Gauss-Hermite quadrature with k points (R/compare.R)."""
+    if isinstance(agq, bool) or not isinstance(agq, (int, np.integer)) or not 1 <= int(agq) <= MAX_AGQ:
+        raise CompareInputError(f"agq must be an integer from 1 to {MAX_AGQ}, not {_show(agq)}")
+    if int(agq) > 1 and not item_effects:
+        raise CompareInputError("agq > 1 fits item intercepts by quadrature: it needs item_effects (not "
+                                "--no-item-effects)")
+    return int(agq)
+
+
 def bootstrap_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effects: bool = True,
-                   cores: int = 1, engine: str = "lme4") -> pd.DataFrame:
+                   cores: int = 1, engine: str = "lme4", agq: int = 1) -> pd.DataFrame:
     """Bootstrap shard table (``SHARD_COLUMNS``) of one pair; term "variant" is the condition.
-    ``engine`` applies to the template-only model (GLMM 1's code); item intercepts need lme4."""
+    ``engine`` applies to the template-only model (GLMM 1's code); item intercepts need lme4.
+    ``agq``: see :func:`check_agq`."""
+    agq = check_agq(agq, item_effects)
     frame = compare_frame(pairs)
     resamples = list(range(int(n_resamples)))
     if not item_effects:
@@ -150,23 +164,25 @@ def bootstrap_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_eff
     seeds = [G.resample_seed(seed, b) for b in resamples]
     ro = rbridge.r()
     out = rbridge.call("earnest_compare_bootstrap", rbridge.to_r_frame(frame), ro.IntVector(resamples),
-                       ro.IntVector(seeds), int(max(1, cores)))
+                       ro.IntVector(seeds), int(max(1, cores)), agq)
     table = rbridge.from_r_frame(out)
     table["converged"] = table["converged"].astype(bool)
     return table[list(G.SHARD_COLUMNS)]
 
 
 def compare_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effects: bool = True,
-                 cores: int = 1, engine: str = "lme4") -> dict:
+                 cores: int = 1, engine: str = "lme4", agq: int = 1) -> dict:
     """The bootstrap GLMM and McNemar statistics of one pair (no Holm yet)."""
     row = {"n_items": int(len(pairs)), "n_templates": int(pairs["template"].nunique()) if len(pairs) else 0,
            "acc_a": 100.0 * pairs["correct_a"].mean() if len(pairs) else float("nan"),
            "acc_b": 100.0 * pairs["correct_b"].mean() if len(pairs) else float("nan"),
-           "n_resamples": int(n_resamples), "item_effects": bool(item_effects)}
+           "n_resamples": int(n_resamples), "item_effects": bool(item_effects),
+           "agq": check_agq(agq, item_effects)}
     row.update(mcnemar(pairs["correct_a"], pairs["correct_b"]))
     theta = np.array([])
     if len(pairs) and row["n_templates"] >= 2:
-        shards = bootstrap_pair(pairs, n_resamples, seed, item_effects=item_effects, cores=cores, engine=engine)
+        shards = bootstrap_pair(pairs, n_resamples, seed, item_effects=item_effects, cores=cores, engine=engine,
+                                agq=agq)
         theta = shards.loc[clean_mask(shards) & (shards["term"] == "variant"), "estimate"].to_numpy(dtype=float)
     med = float(np.median(theta)) if theta.size else float("nan")
     lo, hi = percentile_interval(theta)
@@ -186,14 +202,15 @@ def family_conditions(data: pd.DataFrame, family: str) -> dict[str, list[str]]:
 
 def compare_family(data: pd.DataFrame, family: str, fixed: str, conditions: Sequence[str] | None = None, *,
                    n_resamples: int, seed: int, alpha: float = 0.05, item_effects: bool = True, cores: int = 1,
-                   engine: str = "lme4", log: Callable[[str], None] | None = None) -> pd.DataFrame:
+                   engine: str = "lme4", agq: int = 1, log: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Every pair of ``conditions`` (default: all of ``fixed``) with Holm across the pairs
     (:data:`PAIR_COLUMNS`). Pair k uses the base seed ``seed + k``."""
     conds = list(conditions) if conditions is not None else family_conditions(data, family).get(str(fixed), [])
     rows = []
     for k, (a, b) in enumerate(itertools.combinations(conds, 2)):
         pairs = paired_rows(data, family, fixed, a, b)
-        r = compare_pair(pairs, n_resamples, seed + k, item_effects=item_effects, cores=cores, engine=engine)
+        r = compare_pair(pairs, n_resamples, seed + k, item_effects=item_effects, cores=cores, engine=engine,
+                         agq=agq)
         rows.append({"family": family, "fixed": fixed, "a": a, "b": b, **r})
         if log:
             log(f"{family} / {fixed}: {a} vs {b}: {r['n_items']} paired items, OR {r['odds_ratio']:.3f} "
@@ -232,9 +249,14 @@ def write_pairs_table(pairs: pd.DataFrame, stem, *, alpha: float = 0.05, labels:
         bold["p_boot / Holm"] = pairs["significant"].astype(bool).to_numpy()
         bold["McNemar p / Holm"] = pairs["significant_mcnemar"].astype(bool).to_numpy()
     item = "template and item" if len(pairs) and bool(pairs["item_effects"].iloc[0]) else "template"
+    agq = int(pairs["agq"].iloc[0]) if len(pairs) and "agq" in pairs else 1
+    if agq > 1:
+        item = f"item random intercepts (adaptive Gauss-Hermite quadrature, {agq} points)"
+    else:
+        item += " random intercepts (Laplace approximation)"
     return write_table(shown, stem,
                        f"Paired comparisons on the items both answered: OR of a correct answer under a vs b from "
-                       f"the GLMM correct ~ condition + {item} random intercepts, bootstrapped over templates "
+                       f"the GLMM correct ~ condition + {item}, bootstrapped over templates "
                        f"(median, 2.5-97.5th percentiles, Eq. 4 P value); McNemar's exact test beside it. Holm "
                        f"across the pairs of each family; bold: Holm-adjusted p < {alpha:g}.", bold=bold, csv=pairs)
 

@@ -30,6 +30,9 @@ def _options(p: argparse.ArgumentParser) -> None:
                    help="template intercepts only (GLMM 1's fast path; the OR is then marginal over items)")
     p.add_argument("--engine", choices=("lme4", "laplace"), default="lme4",
                    help="GLMM engine; laplace only with --no-item-effects (it fits one random intercept)")
+    p.add_argument("--agq", type=int, default=1,
+                   help="1: Laplace, template and item intercepts; k > 1: item intercepts alone by adaptive "
+                        "Gauss-Hermite quadrature with k points (no Laplace shrinkage of the paired OR)")
     p.add_argument("--cores", type=int, default=1)
     p.add_argument("--out", type=Path, required=True)
 
@@ -49,6 +52,10 @@ def run(args: argparse.Namespace) -> int:
         return fail(problem)
     if args.resamples < 1:
         return fail(f"--resamples must be positive, not {args.resamples}")
+    try:
+        C.check_agq(args.agq, not args.no_item_effects)
+    except C.CompareInputError as exc:
+        return fail(str(exc))
     if args.engine != "lme4" and not args.no_item_effects:
         return fail("--engine laplace fits one random intercept: add --no-item-effects (template intercepts only)")
     try:
@@ -67,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         for fixed, conds in C.family_conditions(data, args.by).items():
             t = C.compare_family(data, args.by, fixed, conds, n_resamples=args.resamples, seed=args.seed,
                                  alpha=args.alpha, item_effects=not args.no_item_effects, cores=args.cores,
-                                 engine=args.engine, log=log)
+                                 engine=args.engine, agq=args.agq, log=log)
             stem = args.out / f"{args.by}_{C.safe(fixed)}"
             C.write_pairs_table(t, stem, alpha=args.alpha)
             figure_pairwise_matrix(t, args.out / f"{args.by}_{C.safe(fixed)}_matrix", order=conds, alpha=args.alpha,
