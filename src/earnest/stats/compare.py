@@ -46,10 +46,6 @@ PAIR_COLUMNS = ("family", "fixed", "a", "b", "n_items", "n_templates", "acc_a", 
                 "significant_mcnemar")
 
 
-def _show(value) -> str:
-    return repr(value.item() if hasattr(value, "item") else value)
-
-
 class CompareInputError(ValueError):
     """The comparison input is malformed; the message names the source and the column or row."""
 
@@ -61,21 +57,8 @@ def validate_compare_input(df: pd.DataFrame, source: str = "compare input") -> p
         if col not in df.columns:
             raise CompareInputError(f"{source}: missing column '{col}' (needs {', '.join(COMPARE_INPUT_COLUMNS)})")
     out = df[list(COMPARE_INPUT_COLUMNS)].copy()
-    c = out["correct"]
-    if pd.api.types.is_bool_dtype(c):
-        c = c.astype(int)
-    num = pd.to_numeric(c, errors="coerce")
-    bad = ~num.isin([0, 1])
-    if bad.any():
-        i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise CompareInputError(f"{source}: column 'correct' must be 0/1, found {_show(df['correct'].iloc[i])} in data row {i + 1}")
-    out["correct"] = num.astype(np.int64)
-    t = pd.to_numeric(out["template"], errors="coerce")
-    if t.isna().any() or not np.all(np.mod(t.to_numpy(), 1) == 0):
-        i = int(np.flatnonzero(t.isna().to_numpy() | (np.mod(t.fillna(0.5).to_numpy(), 1) != 0))[0])
-        raise CompareInputError(f"{source}: column 'template' must hold integer ids, found {_show(df['template'].iloc[i])} "
-                                f"in data row {i + 1}")
-    out["template"] = t.astype(np.int64)
+    out["correct"] = G.binary_column(out["correct"], "correct", source, CompareInputError)
+    out["template"] = G.integer_ids(out["template"], "template", source, CompareInputError)
     for col in ("model", "prompt", "item"):
         out[col] = out[col].astype(str)
     dup = out.duplicated(["model", "prompt", "item"])
@@ -140,7 +123,7 @@ def check_agq(agq, item_effects: bool = True) -> int:
     """``agq``: 1 = lme4's Laplace approximation with template and item intercepts; k > 1 = item
     intercepts alone by adaptive Gauss-Hermite quadrature with k points (R/compare.R)."""
     if isinstance(agq, bool) or not isinstance(agq, (int, np.integer)) or not 1 <= int(agq) <= MAX_AGQ:
-        raise CompareInputError(f"agq must be an integer from 1 to {MAX_AGQ}, not {_show(agq)}")
+        raise CompareInputError(f"agq must be an integer from 1 to {MAX_AGQ}, not {G.show_value(agq)}")
     if int(agq) > 1 and not item_effects:
         raise CompareInputError("agq > 1 fits item intercepts by quadrature: it needs item_effects (not "
                                 "--no-item-effects)")

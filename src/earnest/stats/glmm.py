@@ -50,13 +50,38 @@ class GLMMInputError(ValueError):
     """The GLMM input table is malformed; the message names the file and the column."""
 
 
-def _show(value) -> str:
+def show_value(value) -> str:
     """repr of a cell without numpy's type wrapper."""
     return repr(value.item() if hasattr(value, "item") else value)
 
 
 def _row(i: int) -> str:
     return f"data row {i + 1}"
+
+
+def binary_column(values: pd.Series, col: str, source: str, error=None) -> pd.Series:
+    """``values`` as int64 0/1 (booleans too); ``error`` (default GLMMInputError) names the first
+    other value and its data row."""
+    if pd.api.types.is_bool_dtype(values):
+        values = values.astype(int)
+    num = pd.to_numeric(values, errors="coerce")
+    ok = num.isin([0, 1])
+    if not ok.all():
+        bad = int(np.flatnonzero(~ok.to_numpy())[0])
+        raise (error or GLMMInputError)(f"{source}: column '{col}' must be 0/1, found {show_value(values.iloc[bad])} "
+                                        f"in {_row(bad)}")
+    return num.astype(np.int64)
+
+
+def integer_ids(values: pd.Series, col: str, source: str, error=None) -> pd.Series:
+    """``values`` as int64 ids; ``error`` (default GLMMInputError) names the first value that is not
+    an integer and its data row."""
+    num = pd.to_numeric(values, errors="coerce")
+    if num.isna().any() or not np.all(np.mod(num.to_numpy(), 1) == 0):
+        bad = int(np.flatnonzero(num.isna().to_numpy() | (np.mod(num.fillna(0.5).to_numpy(), 1) != 0))[0])
+        raise (error or GLMMInputError)(f"{source}: column '{col}' must hold integer ids, found "
+                                        f"{show_value(values.iloc[bad])} in {_row(bad)}")
+    return num.astype(np.int64)
 
 
 def _check_glmm(glmm: int) -> int:
@@ -123,20 +148,8 @@ def validate_glmm_input(df: pd.DataFrame, glmm: int, source: str = "GLMM input",
         if vals.isna().any():
             bad = int(np.flatnonzero(vals.isna().to_numpy())[0])
             raise GLMMInputError(f"{source}: column '{col}' is empty in {_row(bad)}")
-        if pd.api.types.is_bool_dtype(vals):
-            vals = vals.astype(int)
-        num = pd.to_numeric(vals, errors="coerce")
-        ok = num.isin([0, 1])
-        if not ok.all():
-            bad = int(np.flatnonzero(~ok.to_numpy())[0])
-            raise GLMMInputError(f"{source}: column '{col}' must be 0/1, found {_show(vals.iloc[bad])} in {_row(bad)}")
-        out[col] = num.astype(np.int64)
-    tmpl = pd.to_numeric(out["template"], errors="coerce")
-    if tmpl.isna().any() or not np.all(np.mod(tmpl.to_numpy(), 1) == 0):
-        bad = int(np.flatnonzero(tmpl.isna().to_numpy() | (np.mod(tmpl.fillna(0.5).to_numpy(), 1) != 0))[0])
-        raise GLMMInputError(f"{source}: column 'template' must hold integer ids, found "
-                             f"{_show(out['template'].iloc[bad])} in {_row(bad)}")
-    out["template"] = tmpl.astype(np.int64)
+        out[col] = binary_column(vals, col, source)
+    out["template"] = integer_ids(out["template"], "template", source)
     if glmm == 2:
         g = pd.to_numeric(out["gamma"], errors="coerce")
         wrong = ~np.isfinite(g.to_numpy(dtype=float))
@@ -145,7 +158,7 @@ def validate_glmm_input(df: pd.DataFrame, glmm: int, source: str = "GLMM input",
         if wrong.any():
             bad = int(np.flatnonzero(wrong)[0])
             raise GLMMInputError(f"{source}: column 'gamma' must be a finite number, found "
-                                 f"{_show(out['gamma'].iloc[bad])} in {_row(bad)}")
+                                 f"{show_value(out['gamma'].iloc[bad])} in {_row(bad)}")
         out["gamma"] = g.astype(float)
     for col in ("model", "prompt"):
         out[col] = out[col].astype(str)
