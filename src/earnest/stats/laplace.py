@@ -62,7 +62,7 @@ Library API (what ``run.py``, the CLI and the power analysis call):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from math import erf, sqrt
 
 import numpy as np
@@ -178,6 +178,12 @@ def _partitions(idx):
                     yield [(first, other)] + sub
 
 
+def _template_const(des: Design, y):
+    """-2 sum log C(n, y) per template: the deviance's constant, (1 or N, T)."""
+    lch = des.lchoose[None, :] if y is None else _lchoose(des.trials[None, :], y)
+    return -2.0 * np.add.reduceat(lch, des.starts, axis=1)
+
+
 class _Batch:
     """Per-template sums for a batch of parameter rows P = (theta, beta) at modes U.
 
@@ -187,8 +193,7 @@ class _Batch:
         self.des = des
         self.y = des.y[None, :] if y is None else y
         self.ntr = des.trials[None, :]
-        lch = des.lchoose[None, :] if y is None else _lchoose(des.trials[None, :], y)
-        self.const = -2.0 * np.add.reduceat(lch, des.starts, axis=1)
+        self.const = _template_const(des, y)
         m = des.X.shape[1]
         self.pairs = [(j, l) for j in range(m) for l in range(j, m)]
         self.unit = bool(np.all(des.trials == 1))
@@ -594,8 +599,8 @@ def _screened_verdicts(g, H, par, fabs, xmax, absolute_eigen):
     delta^2 / 12 times fourth ones for the Hessian; a k-th derivative of these logistic sums is at
     most about max|x|^(k-2) times the largest second derivative, x the columns of the design and
     the modes, ``xmax`` (N,)). With bounds E_g and E_H on those errors (scaled by SCREEN_ROUND and
-    SCREEN_TRUNC: measured errors stay far below them, see
-    benchmarks/bootstrap.py --screening) the Hessian's eigenvalues move by at most q * E_H (Weyl),
+    SCREEN_TRUNC: measured errors stay far below them, see tests/test_stats_laplace.py and
+    benchmarks/bootstrap.py --paper-scale) the Hessian's eigenvalues move by at most q * E_H (Weyl),
     so a verdict holds for deriv12 too when every test it makes is decided with that margin:
     |g| + E_g below the gradient tolerance, the smallest eigenvalue above the tolerance by E_H,
     and the large-eigenvalue and eigenvalue-ratio tests clear of their thresholds either way.
@@ -708,12 +713,9 @@ def fit_arrays(data, weights, *, glmm: int | None = None, y=None, chunk: int | N
     jobs = [(des, K[p], None if y is None else np.atleast_2d(y)[p], chunk, start, deriv_checks, checks) for p in parts]
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as ex:
         outs = list(ex.map(_fit_part, jobs))
-    return Fits(np.concatenate([o.par for o in outs]), np.concatenate([o.deviance for o in outs]),
-                np.concatenate([o.singular for o in outs]), sum((o.messages for o in outs), []),
-                sum((o.errors for o in outs), []), np.concatenate([o.hessian for o in outs]),
-                np.concatenate([o.gradient for o in outs]), np.concatenate([o.iterations for o in outs]),
-                sum((o.lme4_messages for o in outs), []), np.concatenate([o.exact_gradient for o in outs]),
-                np.concatenate([o.exact_hessian for o in outs]), np.concatenate([o.screened for o in outs]))
+    # every field joined in row order: lists (messages, errors) by concatenation, arrays along rows
+    return Fits(**{f.name: (sum(parts, []) if isinstance(parts[0], list) else np.concatenate(parts))
+                   for f in fields(Fits) for parts in [[getattr(o, f.name) for o in outs]]})
 
 
 def _fit_serial(des: Design, weights, *, y=None, chunk=None, start=None, deriv_checks=True,
@@ -797,7 +799,7 @@ def _fit_serial(des: Design, weights, *, y=None, chunk=None, start=None, deriv_c
         if checks == SCREENED and todo.size:
             # the verdict deriv12 would reach, where the exact derivatives and a bound on deriv12's
             # error leave no doubt about it; deriv12 itself for the rest
-            fabs = np.abs(D) + 2.0 * np.abs(_Batch(des, yc).const * Kc).sum(axis=1)
+            fabs = np.abs(D) + 2.0 * np.abs(_template_const(des, yc) * Kc).sum(axis=1)
             xmax = np.maximum(np.abs(des.X).max(), np.abs(U).max(axis=1))
             sure, verdicts = _screened_verdicts(Gx[todo], Hx[todo], P[todo], fabs[todo], xmax[todo],
                                                 nobs[idx[todo]] <= LARGE_N)
