@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from earnest.stats.cli_common import add_subcommand, fail as cli_fail, input_choice_problem, log
+from earnest.stats.glmm import ENGINES
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -28,7 +29,7 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--no-item-effects", action="store_true",
                    help="template intercepts only (GLMM 1's fast path; the OR is then marginal over items)")
-    p.add_argument("--engine", choices=("lme4", "laplace"), default="lme4",
+    p.add_argument("--engine", choices=ENGINES, default="lme4",
                    help="GLMM engine; laplace only with --no-item-effects (it fits one random intercept)")
     p.add_argument("--agq", type=int, default=1,
                    help="1: Laplace, template and item intercepts; k > 1: item intercepts alone by adaptive "
