@@ -8,20 +8,29 @@ prompts; about one in six raises or returns something that is not a number), run
   (chrooted and setuid too when run as root);
 * baseline: ``exec`` of the same source in this process and a direct call of ``solution()``;
 
-prints both rates and their ratio, and checks that both agree on every snippet: the same number
-for those that run, the same error class for those that fail.
+* previous: the sandbox of an earlier git revision (``--previous REV``, default 638e3ce: the
+  deny-list filter without namespaces for non-root), the "before" of the current design;
+* layers alone: the current sandbox with all but one kernel layer switched off (seccomp alone,
+  namespaces alone), to show what each costs;
 
-Usage: PYTHONPATH=src python benchmarks/sandbox.py [--n 2000] [--workers 2] [--seed 0]
+prints the rates and their ratios to the current sandbox, and checks that all agree on every
+snippet: the same number for those that run, the same error class for those that fail.
+
+Usage: PYTHONPATH=src python benchmarks/sandbox.py [--n 2000] [--workers 2] [--seed 0] [--previous REV]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import math
 import os
 import random
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 from earnest import failure_classes as fc
 from earnest.sandbox import Limits, Sandbox
@@ -94,26 +103,32 @@ def classify_in_process(source: str) -> tuple[str, float | None]:
     return "", float(value)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=2000)
-    parser.add_argument("--workers", type=int, default=None, help="default: the Sandbox default (2 x cores, at most 8)")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
+def previous_sandbox(rev: str):
+    """The earnest.sandbox module of git revision ``rev``, loaded from a temporary copy (its
+    worker runs that copy), or None when git or the revision is not there."""
+    repo = Path(__file__).resolve().parents[1]
+    try:
+        text = subprocess.run(["git", "-C", str(repo), "show", f"{rev}:src/earnest/sandbox.py"],
+                              capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    path = Path(tempfile.mkdtemp(prefix="earnest-bench-")) / "sandbox_previous.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location("sandbox_previous", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
 
-    snippets = make_snippets(args.n, args.seed)
 
+def timed_run(box, snippets):
+    box.run_many(["def solution():\n    return 0\n"] * box.n_workers)  # start the workers
     started = time.perf_counter()
-    baseline = [classify_in_process(s) for s in snippets]
-    baseline_s = time.perf_counter() - started
+    results = box.run_many(snippets)
+    return results, time.perf_counter() - started
 
-    with Sandbox(workers=args.workers, limits=Limits(cpu_seconds=2, wall_seconds=5.0)) as box:
-        box.run_many(["def solution():\n    return 0\n"] * box.n_workers)  # start the workers
-        started = time.perf_counter()
-        isolated = box.run_many(snippets)
-        isolated_s = time.perf_counter() - started
-        caps = box.capabilities()
 
+def mismatches_between(baseline, isolated) -> tuple[list, int]:
     mismatches = []
     ran = 0
     for i, ((cls, value), res) in enumerate(zip(baseline, isolated)):
@@ -123,18 +138,53 @@ def main(argv: list[str] | None = None) -> int:
             ran += 1
             if not math.isclose(value, res.value, rel_tol=0, abs_tol=0):
                 mismatches.append((i, value, res.value, ""))
+    return mismatches, ran
 
-    iso_rate = args.n / isolated_s
-    base_rate = args.n / baseline_s
-    print(f"snippets: {args.n} ({ran} return a number, {args.n - ran} fail), workers: {box.n_workers}, "
-          f"cpus: {os.cpu_count()}, isolation: {caps}")
-    print(f"isolated (fork per snippet): {iso_rate:10.1f} answers/s  ({isolated_s:.2f} s)")
-    print(f"in-process exec (unsafe):    {base_rate:10.1f} answers/s  ({baseline_s:.3f} s)")
-    print(f"ratio in-process / isolated: {base_rate / iso_rate:10.1f}x")
-    if mismatches:
-        print(f"MISMATCH on {len(mismatches)} snippet(s), e.g. {mismatches[:3]}")
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=None, help="default: the Sandbox default (2 x cores, at most 8)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--previous", default="638e3ce", help="git revision of the 'before' sandbox")
+    args = parser.parse_args(argv)
+
+    snippets = make_snippets(args.n, args.seed)
+
+    started = time.perf_counter()
+    baseline = [classify_in_process(s) for s in snippets]
+    baseline_s = time.perf_counter() - started
+
+    limits = Limits(cpu_seconds=2, wall_seconds=5.0)
+    runs = {}
+    with Sandbox(workers=args.workers, limits=limits) as box:
+        runs["current (all layers)"] = timed_run(box, snippets)
+        caps = box.describe()
+        n_workers = box.n_workers
+    for label, disable in (("seccomp alone", ("namespaces", "landlock")),
+                           ("namespaces alone", ("seccomp", "landlock"))):
+        with Sandbox(workers=args.workers, limits=limits, disable=disable) as box:
+            runs[label] = timed_run(box, snippets)
+    previous = previous_sandbox(args.previous)
+    if previous is not None:
+        with previous.Sandbox(workers=args.workers, limits=limits) as box:
+            runs[f"previous ({args.previous})"] = timed_run(box, snippets)
+
+    uptime = os.getloadavg()
+    print(f"snippets: {args.n}, workers: {n_workers}, cpus: {os.cpu_count()}, "
+          f"load average {uptime[0]:.1f} / {uptime[1]:.1f}, isolation: {caps}")
+    print(f"in-process exec (unsafe):    {args.n / baseline_s:10.1f} answers/s  ({baseline_s:.3f} s)")
+    current_s = runs["current (all layers)"][1]
+    failed = False
+    for label, (results, seconds) in runs.items():
+        mismatches, ran = mismatches_between(baseline, results)
+        print(f"{label + ':':28} {args.n / seconds:10.1f} answers/s  ({seconds:.2f} s; "
+              f"{current_s / seconds:.2f}x the current sandbox's rate)"
+              + (f"  MISMATCH on {len(mismatches)}, e.g. {mismatches[:2]}" if mismatches else ""))
+        failed |= bool(mismatches)
+    if failed:
         return 1
-    print("both give the same answer and the same error class for every snippet")
+    print(f"every run gives the same answer and the same error class for every snippet ({ran} return a number)")
     return 0
 
 

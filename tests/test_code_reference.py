@@ -89,15 +89,91 @@ def test_reference_location_follows_the_reference():
     assert locate_solution_reference("")[0] is None
 
 
-def test_reference_escape_rules_still_apply(box):
+def test_reference_mode_refuses_only_the_references_forbidden_strings(box):
     # names outside the reference's namespace fail as NameError, as there ...
     assert extract_code("\n    return isinstance(1, int)\n", box, fidelity="reference").error_class == "name_error"
-    # ... but an escape the reference would have run is refused (earnest's policy, documented)
+    # ... and what the reference runs runs (issue 21.6): its own forbidden strings are the only
+    # static refusal; the process layers contain the rest (tests/test_sandbox_layers.py)
     r = extract_code("\n    return ().__class__.__base__\n", box, fidelity="reference")
-    assert r.error_class == "forbidden_string" and "earnest's static policy" in r.detail
+    assert r.error_class == "not_a_number", r
     r = extract_code("\n    g = (x for x in [1])\n    match g:\n        case object(gi_frame=f):\n            return 1\n    return 0\n",
                      box, fidelity="reference")
-    assert r.error_class == "forbidden_string"
+    assert r.error_class == "name_error"  # `object` is not in the reference's namespace
+    assert extract_code("\n    return eval('2')\n", box, fidelity="reference").error_class == "forbidden_string"
+    # earnest mode keeps its stricter policy
+    assert extract_code("\n    return ().__class__.__base__\n", box).error_class == "forbidden_construct"
+
+
+VERSIONS = Path(__file__).parent / "data" / "golden" / "reference" / "code_answers_versions.jsonl"
+VERSION_ROWS = [json.loads(line) for line in VERSIONS.read_text(encoding="utf-8").splitlines()]
+
+
+def _reference_class(result: str) -> str:
+    return "" if result == "CODE" else result.lower()
+
+
+def _golden_for(version: tuple[int, int]) -> dict:
+    """The authors' outcome per case under the given Python minor version (the file holds the
+    outcomes of the authors' extractor run under 3.11 and 3.12)."""
+    out = {}
+    for row in VERSION_ROWS:
+        (want,) = [v for k, v in row["reference"].items() if tuple(map(int, k.split(".")[:2])) == version]
+        out[row["id"]] = (_reference_class(want["result"]), want["value"])
+    return out
+
+
+def _python312() -> str | None:
+    """A Python 3.12 that runs here (pyenv's, or python3.12 on PATH), else None."""
+    import shutil
+
+    from earnest.sandbox import SandboxUnavailable, resolve_python
+
+    for candidate in (str(Path.home() / ".pyenv" / "versions" / "3.12.1" / "bin" / "python3.12"),
+                      shutil.which("python3.12")):
+        if candidate and Path(candidate).exists():
+            try:
+                return resolve_python(candidate)
+            except SandboxUnavailable:
+                continue
+    return None
+
+
+def test_annotations_and_dunders_as_the_authors_code_under_this_python(box):
+    """Issue 21.1 and 21.6 on golden outcomes of the authors' extractor: model code is compiled
+    with the interpreter's own flags (``List`` in an unimported annotation is a NameError), and
+    dunder calls and ``__`` in strings run as they do there."""
+    import sys
+
+    golden = _golden_for(sys.version_info[:2])
+    results = extract_code_many([r["response"] for r in VERSION_ROWS], box, fidelity="reference")
+    got = {r["id"]: (res.error_class, res.value) for r, res in zip(VERSION_ROWS, results)}
+    assert got == golden
+    assert got["annotation_undefined_name"][0] == "name_error"
+    # earnest mode compiles without the sandbox module's `from __future__ import annotations` too
+    r = extract_code("\ndef solution():\n    def total(values: List[int]) -> int:\n        return sum(values)\n"
+                     "    return total([3, 4, 5])\n", box)
+    assert r.error_class == "name_error", r
+
+
+@pytest.mark.skipif(_python312() is None, reason="no Python 3.12 interpreter on this machine")
+def test_sandbox_python_312_gives_the_authors_312_outcomes():
+    """Issue 21.2: with ``python=`` a 3.12 interpreter runs model code, and the 3.12-only answers
+    (same-quote nested f-strings, math.sumprod) get the value the authors' code gets."""
+    golden = _golden_for((3, 12))
+    with Sandbox(workers=1, limits=Limits(cpu_seconds=1, wall_seconds=4.0), python=_python312()) as box312:
+        assert box312.capabilities(start=True)["python"].startswith("3.12.")
+        results = extract_code_many([r["response"] for r in VERSION_ROWS], box312, fidelity="reference")
+    got = {r["id"]: (res.error_class, res.value) for r, res in zip(VERSION_ROWS, results)}
+    assert got == golden
+    assert got["fstring_same_quotes"] == ("", 9.0) and got["math_sumprod"] == ("", 22.0)
+
+
+def test_the_python_that_runs_model_code_is_reported(box):
+    import sys
+
+    caps = box.capabilities(start=True)
+    assert caps["python"] == "%d.%d.%d" % sys.version_info[:3]
+    assert box.describe().startswith(f"python {caps['python']}; ")
 
 
 def test_oversized_responses_are_refused_before_parsing(box):

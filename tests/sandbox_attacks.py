@@ -1,0 +1,445 @@
+"""A hostile corpus against the kernel layers of the sandbox (issue 20), runnable on its own.
+
+Every attack is a ``solution()`` that tries one effect through raw system calls (``ctypes``, the
+real builtins, the static policy off: the model of an answer that has escaped the Python layer
+completely) and returns 1 when the effect worked, 0 when it did not (any error also counts as
+"did not"). The effects the snippet cannot see itself (another process's limits, priority,
+affinity, IPC objects left behind, files, a listening socket, survivors) are checked from here.
+Python-layer escapes (``ESCAPES``) run with the sandbox's own namespace and the static policy off,
+reach ``os`` or the real builtins, and then try to read the secret.
+
+The batch interleaves innocent answers (``INNOCENT``), whose results must come back right.
+
+``python tests/sandbox_attacks.py CONFIG ...`` runs the corpus under each configuration (``all``,
+``seccomp``, ``namespaces``, ``landlock``: the layers left on; the others are switched off with
+``Sandbox(disable=...)``) and prints ``ok CONFIG ATTACK`` or ``FAIL CONFIG ATTACK: why`` lines;
+exit status 1 if any attack that the configuration must stop got through. Standard library and
+``earnest`` only, so that tests/test_sandbox_layers.py can run it as ``nobody``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import shutil
+import socket
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+if str(SRC) not in sys.path:
+    sys.path.insert(0, str(SRC))
+
+from earnest.sandbox import Limits, Sandbox, SandboxUnavailable  # noqa: E402
+
+LIMITS = Limits(cpu_seconds=1, wall_seconds=3.0, memory_bytes=256 * 1024 * 1024, output_chars=16 * 1024)
+SECRET = "s3cret-6f1d"
+API_KEY = "sk-earnest-test-0123456789"
+SHM_KEY, MSG_KEY, PLANT_KEY = 0x5EA7001, 0x5EA7002, 0x5EA7003
+
+#: Configurations: the layers left on (the other kernel layers disabled), and what they must stop.
+#: "files": reading, writing, creating, stat-ing paths; "env": the caller's environment;
+#: "procs": system calls on other processes; "ipc": SysV IPC objects that outlive the answer or
+#: reach another; "net": sockets; "escape": new processes and survivors; "self": this answer's
+#: own limits and privileges (harmless to others, stopped only by the allowlist).
+CONFIGS = {
+    "all": ((), {"files", "meta", "env", "procs", "ipc", "ipc_call", "net", "escape", "self"}),
+    "seccomp": (("namespaces", "landlock"), {"files", "meta", "env", "procs", "ipc", "ipc_call", "net", "escape",
+                                            "self"}),
+    "namespaces": (("seccomp", "landlock"), {"files", "meta", "env", "procs", "ipc", "net", "escape"}),
+    "landlock": (("seccomp", "namespaces"), {"files", "env", "net"}),
+}
+
+PRELUDE = """import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def ok(rc):
+    return 1 if rc >= 0 else 0
+"""
+
+
+def _fn(body: str) -> str:
+    return PRELUDE + "def solution():\n" + textwrap.indent(textwrap.dedent(body).strip("\n"), "    ") + "\n"
+
+
+def attacks(ctx: dict) -> list[tuple[str, str, str]]:
+    """(name, kind, source) for every attack; ctx holds the paths and pids they aim at."""
+    secret, victim, vdir = ctx["secret"], ctx["victim"], ctx["victim_dir"]
+    caller, neighbour = ctx["caller"], ctx["neighbour"]
+    port, abstract = ctx["port"], ctx["abstract"]
+    rl = "class RL(ctypes.Structure):\n    _fields_ = [('cur', ctypes.c_uint64), ('max', ctypes.c_uint64)]\n"
+    a = [
+        # files: content, metadata, writes
+        ("read_secret_file", "files", f"return 1 if {SECRET!r} in open({secret!r}).read() else 0"),
+        ("read_caller_environ", "files",
+         f"return 1 if {API_KEY!r} in open('/proc/{caller}/environ', 'rb').read().decode('latin-1') else 0"),
+        ("read_passwd", "files", "return 1 if 'root' in open('/etc/passwd').read() else 0"),
+        ("listdir_root", "files", "return 1 if len(os.listdir('/')) > 0 else 0"),
+        ("stat_secret", "meta", f"return 1 if os.stat({secret!r}).st_size > 0 else 0"),
+        ("open_o_path", "meta", f"return ok(os.open({secret!r}, os.O_PATH))"),
+        ("getxattr", "meta",
+         f"buf = ctypes.create_string_buffer(64)\nrc = libc.getxattr({secret.encode()!r}, b'user.x', buf, 64)\n"
+         "return 1 if rc >= 0 or ctypes.get_errno() in (61, 95) else 0"),  # ENODATA/ENOTSUP: the path was reached
+        ("inotify", "meta", f"fd = libc.inotify_init()\nif fd < 0:\n    return 0\n"
+                            f"return ok(libc.inotify_add_watch(fd, {str(vdir).encode()!r}, 0xfff))"),
+        ("write_victim", "files", f"open({victim!r}, 'w').write('pwned')\nreturn 1"),
+        ("create_file", "files", f"open({str(vdir / 'new.txt')!r}, 'x').write('x')\nreturn 1"),
+        ("unlink_victim", "files", f"os.unlink({str(vdir / 'keep.txt')!r})\nreturn 1"),
+        ("rename_victim", "files", f"os.rename({victim!r}, {victim + '.moved'!r})\nreturn 1"),
+        ("mkdir", "files", f"os.mkdir({str(vdir / 'd')!r})\nreturn 1"),
+        # environment
+        ("own_environ", "env", f"return 1 if any({API_KEY!r} in v for v in os.environ.values()) or len(os.environ) > 0 else 0"),
+        # other processes
+        ("prlimit_caller_fsize", "procs",
+         rl + f"new = RL(0, 0)\nreturn ok(libc.prlimit({caller}, 1, ctypes.byref(new), None))"),
+        ("prlimit_caller_cpu", "procs",
+         rl + f"new = RL(1, 1)\nreturn ok(libc.prlimit({caller}, 0, ctypes.byref(new), None))"),
+        ("prlimit_neighbour_as", "procs",
+         rl + f"new = RL(1 << 20, 1 << 20)\nreturn ok(libc.prlimit({neighbour}, 9, ctypes.byref(new), None))"),
+        ("setpriority_caller", "procs", f"return ok(libc.setpriority(0, {caller}, 19))"),
+        ("sched_setaffinity_caller", "procs",
+         f"mask = ctypes.c_uint64(1)\nreturn ok(libc.sched_setaffinity({caller}, 8, ctypes.byref(mask)))"),
+        ("sched_setscheduler_caller", "procs",
+         f"p = ctypes.c_int(0)\nreturn ok(libc.sched_setscheduler({caller}, 5, ctypes.byref(p)))"),  # SCHED_IDLE
+        ("kill_caller", "procs", f"return ok(libc.kill({caller}, 19))"),  # SIGSTOP
+        ("kill_neighbour", "procs", f"return ok(libc.kill({neighbour}, 9))"),
+        ("ptrace_neighbour", "procs", f"return ok(libc.ptrace(16, {neighbour}, None, None))"),  # PTRACE_ATTACH
+        ("process_vm_read", "procs",
+         f"buf = ctypes.create_string_buffer(8)\nclass IOV(ctypes.Structure):\n"
+         f"    _fields_ = [('b', ctypes.c_void_p), ('n', ctypes.c_size_t)]\n"
+         f"l = IOV(ctypes.addressof(buf), 8)\nr = IOV(0x400000, 8)\n"
+         f"return ok(libc.process_vm_readv({neighbour}, ctypes.byref(l), 1, ctypes.byref(r), 1, 0))"),
+        # SysV IPC: leftovers, another process's segment, one answer to the next
+        # creating an object is harmless in a private IPC namespace (it dies with the answer: the
+        # leftovers are checked from outside); only the allowlist refuses the call itself
+        ("shmget_leftover", "ipc_call", "return ok(libc.shmget(0, 48 << 20, 0o1666))"),  # IPC_PRIVATE | IPC_CREAT
+        ("msgget_leftover", "ipc_call", f"return ok(libc.msgget({MSG_KEY}, 0o1666))"),
+        ("shm_other_process", "ipc",
+         f"libc.shmat.restype = ctypes.c_void_p\nid_ = libc.shmget({PLANT_KEY}, 0, 0)\nif id_ < 0:\n    return 0\n"
+         f"addr = libc.shmat(id_, None, 0)\nif addr in (None, ctypes.c_void_p(-1).value):\n    return 0\n"
+         f"ctypes.memmove(addr, b'pwned', 5)\nreturn 1"),
+        ("shm_plant_for_next", "ipc_call", f"return ok(libc.shmget({SHM_KEY}, 4096, 0o1666))"),
+        ("shm_read_from_previous", "ipc", f"return ok(libc.shmget({SHM_KEY}, 0, 0))"),
+        # network and local sockets
+        ("tcp_connect", "net",
+         f"s = socket_module = None\nfd = libc.socket(2, 1, 0)\nif fd < 0:\n    return 0\n"
+         f"class SA(ctypes.Structure):\n    _fields_ = [('f', ctypes.c_ushort), ('p', ctypes.c_ubyte * 2), "
+         f"('a', ctypes.c_ubyte * 4), ('z', ctypes.c_ubyte * 8)]\n"
+         f"sa = SA(2, ({port} >> 8, {port} & 255), (127, 0, 0, 1))\nreturn ok(libc.connect(fd, ctypes.byref(sa), 16))"),
+        ("abstract_unix_connect", "net",
+         f"fd = libc.socket(1, 1, 0)\nif fd < 0:\n    return 0\nname = b'\\0' + {abstract.encode()!r}\n"
+         f"addr = ctypes.create_string_buffer(b'\\x01\\x00' + name, 2 + len(name))\n"
+         f"return ok(libc.connect(fd, addr, 2 + len(name)))"),
+        # new processes, survivors
+        ("fork", "escape", "pid = os.fork()\nif pid == 0:\n    import time\n    time.sleep(30)\nreturn 1 if pid > 0 else 0"),
+        ("pdeathsig_cleared_and_sleep", "escape",
+         "libc.prctl(1, 0, 0, 0, 0)\nimport time\ntime.sleep(30)\nreturn 0"),
+        ("execve", "escape", "os.execv('/bin/sh', ['sh', '-c', 'true'])\nreturn 1"),
+        # its own limits and privileges (an answer can only hurt itself with these)
+        ("raise_own_cpu_limit", "self", rl + "new = RL(100, 100)\nreturn ok(libc.prlimit(0, 0, ctypes.byref(new), None))"),
+        ("own_priority", "self", "return ok(libc.setpriority(0, 0, 10))"),
+        ("prctl_other", "self", "return ok(libc.prctl(15, b'renamed', 0, 0, 0))"),  # PR_SET_NAME
+    ]
+    return [(name, kind, _fn(body)) for name, kind, body in a]
+
+
+#: Python-layer escapes (issue 20's list) run with the sandbox's namespace and the static policy
+#: off: each reaches the real builtins or ``os`` and then tries to read the secret.
+def escapes(ctx: dict) -> list[tuple[str, str, str]]:
+    secret = ctx["secret"]
+    read = f"return 1 if {SECRET!r} in B['open']({secret!r}).read() else 0"
+    return [
+        ("type_int_class_builder", "earnest", "def solution():\n"
+         "    T = type(int)\n"
+         "    C = T('C', (), {'__getitem__': lambda self, k: k})\n"
+         "    g = statistics.mean.__globals__\n"
+         "    B = g['__builtins__'] if isinstance(g['__builtins__'], dict) else g['__builtins__'].__dict__\n"
+         "    " + read + "\n" + "import statistics\n"),
+        ("match_args_getattr", "earnest", "import statistics\n"
+         "class Meta(type):\n"
+         "    def __instancecheck__(cls, obj):\n"
+         "        return True\n"
+         "class Any(metaclass=Meta):\n"
+         "    __match_args__ = ('__globals__',)\n"
+         "def solution():\n"
+         "    match statistics.mean:\n"
+         "        case Any(g):\n"
+         "            b = g['__builtins__']\n"
+         "            B = b if isinstance(b, dict) else b.__dict__\n"
+         "            " + read + "\n"
+         "    return 0\n"),
+        ("random_seed_globals_os", "reference",
+         "def solution():\n"
+         "    o = random.Random.seed.__globals__['_os']\n"
+         f"    return 1 if {SECRET!r} in o.read(o.open({secret!r}, 0), 100).decode() else 0\n"
+         "ret = solution()"),
+        ("typing_globals_builtins", "reference",
+         "def solution():\n"
+         "    b = typing.get_origin.__globals__['__builtins__']\n"
+         "    B = b if isinstance(b, dict) else b.__dict__\n"
+         "    " + read + "\n"
+         "ret = solution()"),
+    ]
+
+
+INNOCENT = [
+    ("def solution():\n    eggs = 16 - 3 - 4\n    return eggs * 2\n", 18.0),
+    ("import math\ndef solution():\n    return math.comb(10, 3) + math.isqrt(99)\n", 129.0),
+    ("from fractions import Fraction\ndef solution():\n    return Fraction(7, 2) * 4\n", 14.0),
+    ("def solution():\n    total = 0\n    for i in range(1000):\n        total += i % 7\n    return total\n", 2997.0),
+    ("import statistics\ndef solution():\n    return statistics.median([3, 1, 4, 1, 5])\n", 3.0),
+    ("def solution():\n    return sum(x * x for x in range(30))\n", 8555.0),
+]
+
+
+class Targets:
+    """What the attacks aim at: a secret file, victims, a listening TCP port and abstract unix
+    socket, a 'neighbour' process of the same user, a SysV segment of this process."""
+
+    def __init__(self) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="earnest-attacks-"))
+        self.secret = self.tmp / "secret.txt"
+        self.secret.write_text(SECRET)
+        self.secret.chmod(0o600)
+        self.victim = self.tmp / "victim.txt"
+        self.victim.write_text("keep")
+        self.victim_dir = self.tmp / "victim_dir"
+        self.victim_dir.mkdir()
+        (self.victim_dir / "keep.txt").write_text("keep")
+        self.hits: list[str] = []
+        self.tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.tcp.bind(("127.0.0.1", 0))
+        self.tcp.listen(8)
+        self.abstract_name = f"earnest-attack-{os.getpid()}"
+        self.unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.unix.bind("\0" + self.abstract_name)
+        self.unix.listen(8)
+        self._stop = threading.Event()
+        for server in (self.tcp, self.unix):
+            server.settimeout(0.2)
+            threading.Thread(target=self._accept, args=(server,), daemon=True).start()
+        # a neighbour of the same user: a sleeping process whose limits and life must not change
+        self.neighbour = os.fork()
+        if self.neighbour == 0:
+            time.sleep(600)
+            os._exit(0)
+        self.neighbour_limits = {r: resource.prlimit(self.neighbour, r) for r in (resource.RLIMIT_AS,)}
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.libc.shmat.restype = ctypes.c_void_p
+        self.plant = self.libc.shmget(PLANT_KEY, 4096, 0o1666)
+        self.plant_addr = self.libc.shmat(self.plant, None, 0) if self.plant >= 0 else None
+        if self.plant_addr:
+            ctypes.memmove(self.plant_addr, b"intact", 6)
+        self.caller_limits = {r: resource.getrlimit(r) for r in (resource.RLIMIT_FSIZE, resource.RLIMIT_CPU)}
+        self.caller_nice = os.getpriority(os.PRIO_PROCESS, 0)
+        self.caller_affinity = os.sched_getaffinity(0)
+        self.caller_policy = os.sched_getscheduler(0)
+        self.ipc_before = self.ipc_objects()
+
+    def _accept(self, server) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            self.hits.append(str(server.family))
+            conn.close()
+
+    def ctx(self) -> dict:
+        return {"secret": str(self.secret), "victim": str(self.victim), "victim_dir": self.victim_dir,
+                "caller": os.getpid(), "neighbour": self.neighbour, "port": self.tcp.getsockname()[1],
+                "abstract": self.abstract_name}
+
+    @staticmethod
+    def ipc_objects() -> set[str]:
+        out = set()
+        for kind in ("shm", "msg", "sem"):
+            try:
+                lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
+            except OSError:
+                continue
+            out |= {f"{kind}:{line.split()[1]}" for line in lines if line.strip()}
+        return out
+
+    def effects(self) -> list[str]:
+        """Every effect seen from outside (empty: none)."""
+        seen = []
+        if self.victim.read_text() != "keep" or not (self.victim_dir / "keep.txt").exists():
+            seen.append("a victim file changed")
+        if sorted(p.name for p in self.victim_dir.iterdir()) != ["keep.txt"]:
+            seen.append("the victim directory changed")
+        if sorted(p.name for p in self.tmp.iterdir()) != ["secret.txt", "victim.txt", "victim_dir"]:
+            seen.append("a file appeared beside the victims")
+        if self.hits:
+            seen.append(f"a socket was reached ({self.hits})")
+        if {r: resource.getrlimit(r) for r in self.caller_limits} != self.caller_limits:
+            seen.append("the caller's limits changed")
+        if {r: resource.prlimit(self.neighbour, r) for r in self.neighbour_limits} != self.neighbour_limits:
+            seen.append("the neighbour's limits changed")
+        try:
+            os.kill(self.neighbour, 0)
+            state = Path(f"/proc/{self.neighbour}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state in ("T", "t", "Z"):
+                seen.append(f"the neighbour is {state}")
+        except ProcessLookupError:
+            seen.append("the neighbour was killed")
+        if os.getpriority(os.PRIO_PROCESS, 0) != self.caller_nice:
+            seen.append("the caller's priority changed")
+        if os.sched_getaffinity(0) != self.caller_affinity:
+            seen.append("the caller's CPU affinity changed")
+        if os.sched_getscheduler(0) != self.caller_policy:
+            seen.append("the caller's scheduling policy changed")
+        if self.plant_addr and ctypes.string_at(self.plant_addr, 6) != b"intact":
+            seen.append("this process's shared memory segment was overwritten")
+        left = self.ipc_objects() - self.ipc_before
+        if left:
+            seen.append(f"IPC objects left behind: {sorted(left)}")
+        return seen
+
+    def reset(self) -> None:
+        """Undo what a configuration that is not meant to stop everything let through."""
+        for obj in self.ipc_objects() - self.ipc_before:
+            kind, ident = obj.split(":")
+            getattr(self.libc, f"{kind}ctl")(int(ident), 0, None)  # IPC_RMID
+        self.victim.write_text("keep")
+        for p in self.victim_dir.iterdir():
+            if p.name != "keep.txt":
+                shutil.rmtree(p) if p.is_dir() else p.unlink()
+        (self.victim_dir / "keep.txt").write_text("keep")
+        for p in self.tmp.iterdir():
+            if p.name not in ("secret.txt", "victim.txt", "victim_dir"):
+                shutil.rmtree(p) if p.is_dir() else p.unlink()
+        self.hits.clear()
+        for r, lim in self.caller_limits.items():
+            try:
+                resource.setrlimit(r, lim)
+            except (ValueError, OSError):
+                pass
+
+    def close(self) -> None:
+        self._stop.set()
+        self.tcp.close()
+        self.unix.close()
+        os.kill(self.neighbour, 9)
+        os.waitpid(self.neighbour, 0)
+        if self.plant >= 0:
+            self.libc.shmctl(self.plant, 0, None)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def survivors(token: str) -> list[int]:
+    found = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if token.encode() in Path(f"/proc/{name}/cmdline").read_bytes():
+                state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state != "Z":
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+def run_config(config: str, targets: Targets) -> list[str]:
+    """Run the corpus under one configuration; returns the failure lines (empty: it held)."""
+    disable, must_stop = CONFIGS[config]
+    failures: list[str] = []
+    ctx = targets.ctx()
+    # an attack this configuration is not meant to stop runs only where it harms no one but
+    # itself (under Landlock alone, prlimit on the caller would cripple this process)
+    corpus = [a for a in attacks(ctx) if a[1] in must_stop or a[1] in ("self", "ipc_call")]
+    # a batch: innocent, attack, innocent, attack, ... (two workers: neighbours run side by side)
+    batch, expect = [], []
+    for i, (name, kind, source) in enumerate(corpus):
+        good, value = INNOCENT[i % len(INNOCENT)]
+        batch += [good, source]
+        expect += [("innocent", value), (name, kind)]
+    with Sandbox(workers=2, limits=LIMITS, disable=tuple(disable) + ("static",)) as box:
+        caps = box.capabilities(start=True)
+        token = box.token
+        results = box._run_many_unchecked(batch, full_builtins=True)
+        for (name, what), res in zip(expect, results):
+            if name == "innocent":
+                if (res.error_class, res.value) != ("", what):
+                    failures.append(f"innocent neighbour wrong: {res}")
+            elif what in must_stop and res.error_class == "" and res.value == 1.0:
+                failures.append(f"{name}: got through ({what})")
+        # Python-layer escapes with the sandbox's own namespace, the static policy off ...
+        for name, mode, source in escapes(ctx):
+            res = box.run_many([source], fidelity=mode)[0]
+            if res.error_class == "" and res.value == 1.0:
+                failures.append(f"escape {name} (static policy off): read the secret")
+    # ... and on (reference mode no longer refuses them statically: the kernel layers hold)
+    with Sandbox(workers=1, limits=LIMITS, disable=tuple(disable)) as box:
+        for name, mode, source in escapes(ctx):
+            res = box.run_many([source], fidelity=mode)[0]
+            if res.error_class == "" and res.value == 1.0:
+                failures.append(f"escape {name} (static policy on): read the secret")
+    strays = [p for p in survivors(token) if p != os.getpid()]
+    deadline = time.monotonic() + 5
+    while strays and time.monotonic() < deadline:
+        time.sleep(0.1)
+        strays = [p for p in survivors(token) if p != os.getpid()]
+    effects = targets.effects()
+    stopped_effects = {
+        "a victim file changed": "files", "the victim directory changed": "files",
+        "a file appeared beside the victims": "files", "a socket was reached": "net",
+        "the caller's limits changed": "procs", "the neighbour's limits changed": "procs",
+        "the neighbour": "procs", "the caller's priority changed": "procs",
+        "the caller's CPU affinity changed": "procs", "the caller's scheduling policy changed": "procs",
+        "this process's shared memory segment was overwritten": "ipc", "IPC objects left behind": "ipc",
+    }
+    for effect in effects:
+        kind = next((k for prefix, k in stopped_effects.items() if effect.startswith(prefix)), "other")
+        if kind in must_stop or kind == "other":
+            failures.append(f"effect: {effect}")
+    if strays and "escape" in must_stop:
+        failures.append(f"processes survived the sandbox: {strays}")
+    targets.reset()
+    print(f"# {config}: uid {os.getuid()}; layers {caps.get('layers')}; namespaces {caps.get('namespaces')}",
+          flush=True)
+    return failures
+
+
+def check_refusal() -> list[str]:
+    """No layer that blocks file reads: model code does not run; the error names the layers."""
+    try:
+        with Sandbox(workers=1, limits=LIMITS, disable=("seccomp", "landlock", "namespaces")) as box:
+            box.run("def solution():\n    return 1\n")
+    except SandboxUnavailable as exc:
+        text = str(exc)
+        missing = [w for w in ("seccomp", "landlock", "namespaces", "libseccomp2") if w not in text]
+        return [f"refusal message lacks {missing}: {text}"] if missing else []
+    return ["model code ran with no layer blocking file reads"]
+
+
+def main(argv: list[str]) -> int:
+    configs = argv or list(CONFIGS)
+    targets = Targets()
+    failed = False
+    try:
+        for config in configs:
+            failures = run_config(config, targets)
+            for line in failures:
+                print(f"FAIL {config}: {line}", flush=True)
+            if not failures:
+                print(f"ok {config}", flush=True)
+            failed |= bool(failures)
+        refusal = check_refusal()
+        for line in refusal:
+            print(f"FAIL refusal: {line}")
+        if not refusal:
+            print("ok refusal")
+        failed |= bool(refusal)
+    finally:
+        targets.close()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,216 @@
+"""The sandbox's kernel layers, each shown holding on its own (issue 20).
+
+tests/sandbox_attacks.py is the hostile corpus: raw system calls with the real builtins and the
+static policy off, and Python-layer escapes with the static policy off and on, in batches beside
+innocent answers. It runs here as whoever runs the tests (root in CI: setuid to nobody is then a
+further layer) and as the unprivileged user ``nobody`` (how a cluster user runs: user namespaces
+instead of root), under every configuration: all layers, the seccomp allowlist alone, namespaces
+alone, Landlock alone. A test also shows the corpus failing where a configuration is not meant to
+hold (Landlock alone lets metadata calls and SysV IPC through), so that "ok" means something.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from earnest.sandbox import LAYERS, Limits, Sandbox, SandboxUnavailable
+
+REPO = Path(__file__).resolve().parents[1]
+ATTACKS = REPO / "tests" / "sandbox_attacks.py"
+NOBODY = 65534
+API_KEY = "sk-earnest-test-0123456789"
+LIMITS = Limits(cpu_seconds=1, wall_seconds=3.0)
+
+
+def _env(home: str) -> dict:
+    # the caller's environment carries an API key: no answer may see it
+    return {"PATH": "/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LC_ALL": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1", "OPENAI_API_KEY": API_KEY}
+
+
+def _check_output(out: str, configs: list[str]) -> None:
+    assert "FAIL" not in out, out[-6000:]
+    for config in configs:
+        assert f"\nok {config}\n" in "\n" + out, out[-6000:]
+    assert "ok refusal" in out, out[-6000:]
+
+
+@pytest.mark.slow
+def test_every_layer_holds_alone_as_the_current_user(tmp_path):
+    proc = subprocess.run([sys.executable, str(ATTACKS)], cwd=tmp_path, env=_env(str(tmp_path)),
+                          capture_output=True, text=True, timeout=900)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-6000:]
+    _check_output(out, ["all", "seccomp", "namespaces", "landlock"])
+    if os.geteuid() == 0:
+        assert "'setuid'" in out  # root adds setuid to nobody
+
+
+def _nobody_copy() -> tuple[list[str], str, Path]:
+    drop = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+    home = tempfile.mkdtemp(prefix="earnest-nobody-")
+    os.chown(home, NOBODY, NOBODY)
+    copy = Path(home) / "repo"
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(REPO / "src" / "earnest", copy / "src" / "earnest", ignore=skip)
+    (copy / "tests").mkdir()
+    shutil.copy(ATTACKS, copy / "tests" / "sandbox_attacks.py")
+    for path in [copy, *copy.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    exe = None
+    # an interpreter nobody can run whole, itself and as the sandbox's workers (sys.executable
+    # there must be executable by nobody: this one may live under a private /root)
+    check = "import ctypes, json, decimal, os, sys; sys.exit(0 if os.access(sys.executable, os.X_OK) else 1)"
+    for candidate in dict.fromkeys(["/usr/bin/python3", sys.executable]):
+        if not os.path.exists(candidate):
+            continue
+        probe = subprocess.run(drop + [candidate, "-c", check], env=_env(home), capture_output=True)
+        if probe.returncode == 0:
+            exe = candidate
+            break
+    assert exe is not None, "no Python interpreter is usable by nobody"
+    return drop + [exe], home, copy
+
+
+@pytest.mark.slow
+def test_every_layer_holds_alone_as_nobody():
+    if os.geteuid() != 0:
+        pytest.skip("not root: the test above already ran unprivileged")
+    assert shutil.which("setpriv"), "setpriv (util-linux) is needed"
+    command, home, copy = _nobody_copy()
+    try:
+        proc = subprocess.run(command + [str(copy / "tests" / "sandbox_attacks.py")], cwd=home,
+                              env=_env(home), capture_output=True, text=True, timeout=900)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, out[-6000:]
+        _check_output(out, ["all", "seccomp", "namespaces", "landlock"])
+        assert "uid 65534;" in out and "'user'" in out, out[:3000]  # namespaces through a user namespace
+        assert "'setuid'" not in out
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+PROBE_BREACH = """
+import sys
+sys.path.insert(0, {tests!r})
+import sandbox_attacks as sa
+disable, _ = sa.CONFIGS["landlock"]
+sa.CONFIGS["landlock"] = (disable, {{"files", "env", "net", "meta", "ipc", "ipc_call"}})
+targets = sa.Targets()
+try:
+    for line in sa.run_config("landlock", targets):
+        print(line)
+finally:
+    targets.close()
+"""
+
+
+@pytest.mark.slow
+def test_the_corpus_sees_what_a_layer_does_not_stop(tmp_path):
+    """Landlock alone does not stop metadata calls or SysV IPC: the corpus reports them, so its
+    'ok' elsewhere is the seccomp allowlist's or the namespaces' doing, not a blind test."""
+    code = PROBE_BREACH.format(tests=str(REPO / "tests"))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=_env(str(tmp_path)),
+                          capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    seen = ["shmget_leftover: got through", "shm_read_from_previous: got through",
+            "effect: IPC objects left behind"]
+    if os.geteuid() != 0:  # as root, setuid to nobody already keeps it off the (root's) secret
+        seen += ["stat_secret: got through", "inotify: got through"]
+    for attack in seen:
+        assert attack in out, out[-4000:]
+    # what Landlock does stop it still stops
+    assert "read_secret_file" not in out and "write_victim" not in out and "tcp_connect" not in out
+
+
+def test_no_layer_that_blocks_file_reads_means_no_model_code():
+    with Sandbox(workers=1, limits=LIMITS, disable=("seccomp", "landlock", "namespaces")) as box:
+        with pytest.raises(SandboxUnavailable) as err:
+            box.run("def solution():\n    return 1\n")
+    text = str(err.value)
+    assert "no sandbox layer blocks file reads" in text
+    for hint in ("libseccomp2", "Landlock", "user namespaces"):
+        assert hint in text
+    # the batch entry point raises the same, in the caller's thread
+    with Sandbox(workers=2, limits=LIMITS, disable=("seccomp", "landlock", "namespaces")) as box:
+        with pytest.raises(SandboxUnavailable):
+            box.run_many(["def solution():\n    return 1\n"] * 3)
+
+
+def test_unknown_layer_names_are_refused():
+    with pytest.raises(ValueError, match="unknown layer"):
+        Sandbox(disable=("seccom",))
+
+
+def test_capabilities_name_the_layers_in_force():
+    with Sandbox(workers=1, limits=LIMITS) as box:
+        caps = box.capabilities(start=True)
+        assert caps["seccomp"] == "allowlist"
+        assert caps["layers"][0] == "static" and "seccomp" in caps["layers"]
+        assert set(caps["file_reads_blocked_by"]) <= set(LAYERS) | {"chroot"}
+        assert "seccomp-allowlist" in box.describe()
+        if "mount" in caps["namespaces"]:
+            assert {"net", "pid", "ipc"} <= set(caps["namespaces"])
+    with Sandbox(workers=1, limits=LIMITS, disable=("namespaces", "static")) as box:
+        caps = box.capabilities(start=True)
+        assert caps["namespaces"] == [] and "namespaces" not in caps["layers"] and not caps["static_policy"]
+        assert "static" not in caps["layers"]
+
+
+NOTHING_TO_STEAL = """import os, ctypes, errno
+def solution():
+    libc = ctypes.CDLL(None)
+    libc.getenv.restype = ctypes.c_char_p
+    held = []
+    for fd in range(64):
+        try:
+            os.write(fd, b"")
+            held.append(fd)
+        except OSError as exc:
+            if exc.errno != errno.EBADF:
+                held.append(fd)
+    env = len(os.environ) + sum(libc.getenv(k) is not None for k in (b"PATH", b"OPENAI_API_KEY", b"TMPDIR"))
+    return 1000 * env + sum(1 << fd for fd in held)
+"""
+
+# the first answer is longer than the second, its marker at the end: without the worker's wiping,
+# the marker would still lie in the request buffer past the second answer's own request
+MARKER_A = "def solution():\n    return 1\n" + "# padding\n" * 300 + "# earnest-private-marker-7731\n"
+MARKER_B = """import sys, gc
+def solution():
+    needle = 'earnest-private-' + 'marker-7731'
+    seen = 0
+    frame = sys._getframe()
+    while frame is not None:
+        for value in list(frame.f_locals.values()):
+            if isinstance(value, (bytes, bytearray, memoryview)):
+                seen += needle.encode() in bytes(value)
+            elif isinstance(value, str) and value is not needle:
+                seen += needle in value
+        frame = frame.f_back
+    for obj in gc.get_objects():
+        if isinstance(obj, dict):
+            seen += any(isinstance(v, str) and v is not needle and needle in v for v in list(obj.values()))
+    return seen
+"""
+
+
+@pytest.mark.parametrize("disable", [(), ("namespaces", "landlock"), ("seccomp", "landlock")],
+                         ids=["all", "seccomp-alone", "namespaces-alone"])
+def test_nothing_to_steal(disable, monkeypatch):
+    """An answer holds one descriptor (its result pipe, fd 3) and an empty environment, and finds
+    nothing of the previous answer's request in the memory it shares with its worker."""
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    with Sandbox(workers=1, limits=LIMITS, disable=disable) as box:
+        r = box._run_unchecked(NOTHING_TO_STEAL, full_builtins=True)
+        assert (r.error_class, r.value) == ("", float(1 << 3)), r
+        a, b = box._run_many_unchecked([MARKER_A, MARKER_B], full_builtins=True)
+        assert (a.value, b.error_class, b.value) == (1.0, "", 0.0), (a, b)
