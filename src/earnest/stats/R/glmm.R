@@ -253,7 +253,7 @@ earnest_fast_path_checked <- new.env()
 earnest_bootstrap <- function(d, glmm, resamples, seeds, cores = 1L, labels = "draw") {
   glmm <- as.integer(glmm)
   if (!labels %in% c("draw", "reference")) stop(sprintf("unknown cluster labels '%s' (draw or reference)", labels))
-  key <- paste0("glmm", glmm, "-", labels)
+  key <- paste0("glmm", glmm)
   des <- earnest_design(d, glmm)
   by_glmer <- function(k) {
     earnest_fit_outcome(earnest_fit(earnest_resample(d, des$index, seeds[k], labels), glmm), glmm)
