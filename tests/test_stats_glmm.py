@@ -65,6 +65,15 @@ def test_resample_makes_duplicate_templates_distinct_clusters(data):
     drawn = out.drop_duplicates("cluster")["template"]
     assert drawn.duplicated().any()                       # with replacement: some template twice
     assert len(out) == 2 * out["cluster"].nunique()
+    # the authors' labels: the same clusters named "<template>_<k>", levels in R's string order
+    ref = ro.r('local({ x <- earnest_resample(d_test, earnest_template_rows(d_test), 123L, "reference"); '
+               'list(cluster = as.character(x$cluster), levels = levels(x$cluster), '
+               'sorted = sort(unique(as.character(x$cluster)))) })')
+    labels = list(ref.rx2("cluster"))
+    k = out["cluster"].astype(int).to_numpy() - 1          # draw labels are 1..T in draw order
+    assert labels == [f"{t}_{i}" for t, i in zip(out["template"], k)]
+    assert list(ref.rx2("levels")) == list(ref.rx2("sorted"))
+    assert list(ref.rx2("levels")) != list(dict.fromkeys(labels))   # not draw order
 
 
 def test_shards_do_not_change_results(data):
@@ -122,26 +131,27 @@ def test_bad_input_names_column():
 
 
 # Every resample fitted with glmer() itself, record by record: what the fast path must reproduce.
-_GLMER_PATH = """function(d, glmm, resamples, seeds) {
+_GLMER_PATH = """function(d, glmm, resamples, seeds, labels = "draw") {
   index <- earnest_template_rows(d)
   do.call(rbind, lapply(seq_along(resamples), function(k) earnest_record(
-    earnest_fit_outcome(earnest_fit(earnest_resample(d, index, seeds[k]), glmm), glmm),
+    earnest_fit_outcome(earnest_fit(earnest_resample(d, index, seeds[k], labels), glmm), glmm),
     glmm, resamples[k], seeds[k])))
 }"""
 
 
-def _both_paths(frame, glmm, resamples, base_seed, cores=1):
+def _both_paths(frame, glmm, resamples, base_seed, cores=1, labels="draw"):
     ro = rbridge.r()
     seeds = [G.resample_seed(base_seed, b) for b in resamples]
     args = (rbridge.to_r_frame(frame), glmm, ro.IntVector(resamples), ro.IntVector(seeds))
-    fast = rbridge.from_r_frame(ro.globalenv["earnest_bootstrap"](*args, cores)).drop(columns="path")
-    slow = rbridge.from_r_frame(ro.r(_GLMER_PATH)(*args))
+    fast = rbridge.from_r_frame(ro.globalenv["earnest_bootstrap"](*args, cores, labels)).drop(columns="path")
+    slow = rbridge.from_r_frame(ro.r(_GLMER_PATH)(*args, labels))
     return fast, slow
 
 
 @pytest.mark.parametrize("glmm", [1, 2])
 @pytest.mark.parametrize("hard", [False, True])
-def test_bootstrap_fast_path_is_glmer_exactly(data, glmm, hard):
+@pytest.mark.parametrize("labels", G.CLUSTER_LABELS)
+def test_bootstrap_fast_path_is_glmer_exactly(data, glmm, hard, labels):
     """The bootstrap builds the model frame once and takes glmer()'s steps per resample; estimates,
     variances, singular flags, warnings and errors must be bit-identical to glmer() on each resample,
     also where fits are singular or do not converge (few templates, near-separated data)."""
@@ -150,7 +160,7 @@ def test_bootstrap_fast_path_is_glmer_exactly(data, glmm, hard):
         df = G.validate_glmm_input(simulate_glmm_input(6, 3, variant_effect=-1.0, gamma_effect=-0.3,
                                                        intercept=2.5, ranef_sd=0.2, seed=3), 2)
     frame = G.model_frame(df, glmm, aggregate=True)
-    fast, slow = _both_paths(frame, glmm, list(range(8)), base_seed=17)
+    fast, slow = _both_paths(frame, glmm, list(range(8)), base_seed=17, labels=labels)
     pd.testing.assert_frame_equal(fast, slow, check_exact=True)
     assert fast["estimate"].notna().any()
     if hard:   # the hard data really exercise the warning paths
@@ -169,8 +179,8 @@ def test_bootstrap_falls_back_to_glmer_when_the_fast_path_differs(data, cores):
     ro.r(forget)
     try:
         # a fast path that is off by a little, as a changed glmer() would make it
-        ro.r("""earnest_design_fit <- function(des, rows) {
-                  out <- earnest_design_fit_saved(des, rows); out$estimate <- out$estimate + 1e-9; out }""")
+        ro.r("""earnest_design_fit <- function(des, rows, ...) {
+                  out <- earnest_design_fit_saved(des, rows, ...); out$estimate <- out$estimate + 1e-9; out }""")
         fast, slow = _both_paths(frame, 1, [0, 1, 2], base_seed=5, cores=cores)
         # the verdict is kept for the session: the next shard goes straight to glmer()
         assert not ro.r("earnest_fast_path_checked$glmm1")[0]

@@ -3,9 +3,10 @@
 The paper's numbers come from a Python loop of pymer4 ``glmer`` fits on one row per answer, which
 keeps a resample's estimate when ``fit@optinfo$conv$lme4$messages`` is empty and ``isSingular`` is
 false (results_analyser/glmm.py of the authors' code). Here that loop is written out in R against
-plain ``glmer(correct ~ variant + (1 | cluster))`` on 0/1 answers, resample by resample from the
-engine's documented template draws, and the engine's reference-mode bootstrap must keep exactly the
-same resamples with the same estimates. Needs R with lme4 and rpy2.
+plain ``glmer(correct ~ variant + (1 | id))`` on 0/1 answers, on data frames built as the reference's
+bootstrap builds them (its templates relabelled "<id>_<k>"), resample by resample from the engine's
+documented template draws, and the engine's reference-mode bootstrap must keep exactly the same
+resamples with the same estimates. Needs R with lme4 and rpy2.
 """
 
 import numpy as np
@@ -14,30 +15,52 @@ import pytest
 
 from earnest.stats import glmm as G
 from earnest.stats import rbridge
+from earnest.stats.rdraws import r_sample_draws
 from earnest.stats.run import run_glmm
 from earnest.stats.simulate import simulate_glmm_input
 from earnest.stats.summary import clean_mask
 
-# The reference's bootstrap step for one resample, on answers: glmer on the 0/1 response, the
-# resample's templates as distinct clusters, clean = no lme4 convergence message and not singular;
-# a fit that fails is neither.
-_REFERENCE_LOOP = """function(d, seeds) {
-  templates <- sort(unique(d$template))
-  rows <- split(seq_len(nrow(d)), factor(d$template, levels = templates))
-  out <- lapply(seeds, function(s) {
-    set.seed(s, kind = "Mersenne-Twister", normal.kind = "Inversion", sample.kind = "Rejection")
-    drawn <- rows[sample.int(length(templates), length(templates), replace = TRUE)]
-    b <- d[unlist(drawn), , drop = FALSE]
-    b$cluster <- factor(rep.int(seq_along(drawn), lengths(drawn)))
-    fit <- tryCatch(suppressWarnings(suppressMessages(
-      glmer(correct ~ variant + (1 | cluster), data = b, family = binomial))), error = function(e) NULL)
-    if (is.null(fit)) return(c(estimate = NA_real_, clean = 0))   # the reference's n_failed
-    msgs <- fit@optinfo$conv$lme4$messages
-    c(estimate = unname(fixef(fit)["variant"]),
-      clean = as.numeric(length(msgs) == 0 && !isSingular(fit)))
-  })
-  do.call(rbind, out)
+# One fit of the reference's bootstrap step, on the data frame it builds: glmer on the 0/1 response
+# with the cluster column `id` as it arrives from pandas (character strings; glmer makes the factor);
+# clean = no lme4 convergence message and not singular; a fit that fails is neither (its n_failed).
+_REFERENCE_FIT = """function(b) {
+  fit <- tryCatch(suppressWarnings(suppressMessages(
+    glmer(correct ~ variant + (1 | id), data = b, family = binomial))), error = function(e) NULL)
+  if (is.null(fit)) return(c(estimate = NA_real_, clean = 0, character = NA))
+  msgs <- fit@optinfo$conv$lme4$messages
+  c(estimate = unname(fixef(fit)["variant"]), clean = as.numeric(length(msgs) == 0 && !isSingular(fit)),
+    character = as.numeric(is.character(b$id)))
 }"""
+
+
+def _reference_frame(df, drawn):
+    """The data frame of one resample as the reference's ``bootstrap_fit_df`` builds it (its
+    algorithm, written out here): for each drawn template id, in draw order, that template's rows
+    (in the data's order) with ``id`` set to the string "<template id>_<position of the draw>",
+    concatenated with a new index."""
+    chunks = []
+    for new_idx, orig_id in enumerate(drawn):
+        chunk = df[df["template"] == orig_id].copy()
+        chunk["id"] = f"{orig_id}_{new_idx}"
+        chunks.append(chunk)
+    return pd.concat(chunks, ignore_index=True)
+
+
+def _reference_loop(df, resamples, base_seed):
+    """The reference's bootstrap loop on earnest's template draws (resample b draws with R's
+    ``sample.int`` from ``resample_seed(base_seed, b)``: earnest.stats.rdraws; the reference's own
+    numpy draws are other draws of the same distribution, FIDELITY.md point 8)."""
+    ro = rbridge.r()
+    fit = ro.r(_REFERENCE_FIT)
+    templates = np.sort(df["template"].unique())
+    d = df[["template", "variant", "correct"]]
+    rows = []
+    for b in resamples:
+        drawn = templates[r_sample_draws([G.resample_seed(base_seed, b)], len(templates))[0]]
+        est, clean, is_chr = np.asarray(fit(rbridge.to_r_frame(_reference_frame(d, drawn))))
+        assert is_chr == 1 or np.isnan(is_chr)      # the labels reach lme4 as strings, as from pandas
+        rows.append({"resample": b, "estimate": est, "clean": bool(clean)})
+    return pd.DataFrame(rows)
 
 
 @pytest.fixture(scope="module")
@@ -46,14 +69,6 @@ def low_accuracy():
     # on whether the rows are answers or aggregated counts
     return G.validate_glmm_input(simulate_glmm_input(20, 10, variant_effect=-0.3, intercept=-3.5,
                                                      ranef_sd=2.0, seed=3), 1)
-
-
-def _reference_loop(df, resamples, base_seed):
-    ro = rbridge.r()
-    d = df[["template", "variant", "correct"]]
-    seeds = [G.resample_seed(base_seed, b) for b in resamples]
-    res = np.asarray(ro.r(_REFERENCE_LOOP)(rbridge.to_r_frame(d), ro.IntVector(seeds)))
-    return pd.DataFrame({"resample": list(resamples), "estimate": res[:, 0], "clean": res[:, 1].astype(bool)})
 
 
 def test_rows_follow_the_fidelity_mode():
@@ -66,12 +81,30 @@ def test_rows_follow_the_fidelity_mode():
         G.resolve_rows(None, "paper")
 
 
-def test_reference_bootstrap_on_answers_is_the_reference_loop(low_accuracy, tmp_path):
+@pytest.fixture(scope="module")
+def zero_base():
+    # no correct answer on GSM-Base, about 9% on GSM-Variants: a fit at the edge of lme4's checks,
+    # where the order of the random effects' levels decides which resamples pass them
+    df = simulate_glmm_input(20, 10, variant_effect=-0.3, intercept=-2.5, ranef_sd=2.0, seed=3)
+    df.loc[df["variant"] == 0, "correct"] = 0
+    return G.validate_glmm_input(df, 1)
+
+
+def test_cluster_labels_follow_the_fidelity_mode():
+    assert G.cluster_labels("reference") == "reference"
+    assert G.cluster_labels("earnest") == "draw"
+    with pytest.raises(ValueError, match="cluster labels 'names'"):
+        G.run_bootstrap(G.model_frame(simulate_glmm_input(3, 2), 1), 1, [0], 1, labels="names")
+
+
+@pytest.mark.parametrize("data", ["low_accuracy", "zero_base"])
+def test_reference_bootstrap_on_answers_is_the_reference_loop(data, request, tmp_path):
+    df = request.getfixturevalue(data)
     B, seed = 24, 5
-    summary = run_glmm(low_accuracy, 1, B, seed, tmp_path, fidelity="reference", cores=1, log=lambda m: None)[0]
-    ref = _reference_loop(low_accuracy, range(B), seed)
+    summary = run_glmm(df, 1, B, seed, tmp_path, fidelity="reference", cores=1, log=lambda m: None)[0]
+    ref = _reference_loop(df, range(B), seed)
     shards = pd.read_parquet(tmp_path / "glmm1" / "sim" / "gsm" / "shard-0.parquet")
-    assert shards.attrs["rows"] == "answers"
+    assert shards.attrs["rows"] == "answers" and shards.attrs["cluster_labels"] == "reference"
     v = shards[shards["term"] == "variant"].reset_index(drop=True)
     kept = clean_mask(v, "reference").to_numpy()
     # the same resamples are clean, with the same estimates, as in the reference's loop
@@ -82,6 +115,25 @@ def test_reference_bootstrap_on_answers_is_the_reference_loop(low_accuracy, tmp_
     assert row["fidelity"] == "reference" and row["rows"] == "answers"
     assert row["n_clean"] == kept.sum()
     assert row["median_log_or"] == pytest.approx(np.median(ref.loc[ref["clean"], "estimate"]), abs=1e-8)
+    if data == "zero_base":
+        # earnest's own labels (clusters numbered in draw order) fit other resamples here: the
+        # reference loop above tells the two apart
+        own = G.run_bootstrap(G.model_frame(df, 1, aggregate=False), 1, range(B), seed, labels="draw")
+        own = own[own["term"] == "variant"].reset_index(drop=True)
+        same = (clean_mask(own, "reference").to_numpy() == kept) & np.isclose(own["estimate"], v["estimate"],
+                                                                                rtol=0, atol=1e-6)
+        assert not same.all()
+
+
+def test_earnest_mode_shards_keep_draw_labels(zero_base, tmp_path):
+    """Earnest mode labels clusters by draw; a shard fitted with other labels is refitted, not reused."""
+    run_glmm(zero_base, 1, 4, 5, tmp_path, fidelity="earnest", rows="answers", cores=1, log=lambda m: None)
+    path = tmp_path / "glmm1" / "sim" / "gsm" / "shard-0.parquet"
+    assert pd.read_parquet(path).attrs["cluster_labels"] == "draw"
+    said = []
+    run_glmm(zero_base, 1, 4, 5, tmp_path, fidelity="reference", cores=1, log=said.append)
+    assert pd.read_parquet(path).attrs["cluster_labels"] == "reference"
+    assert not any("already done" in m for m in said)
 
 
 def test_aggregated_rows_flag_other_resamples(low_accuracy):

@@ -1,5 +1,8 @@
 """Section 3.5 summaries: Eq. 4 P value, percentile interval, Holm, accuracies, shard checks."""
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -29,6 +32,45 @@ def test_holm_known_values():
     out = holm([0.5, np.nan, 0.01])
     assert np.isnan(out[1]) and out[0] == pytest.approx(0.5) and out[2] == pytest.approx(0.02)
     assert holm([0.6, 0.7]).tolist() == [1.0, 1.0]
+
+
+HOLM_GOLDEN = Path(__file__).parent / "data" / "golden" / "reference" / "holm.json"
+
+
+def _nan(values):
+    return np.array([np.nan if v is None else v for v in values], dtype=float)
+
+
+def test_holm_reference_mode_is_the_authors_correction():
+    """The authors' correct_p_values (statsmodels multipletests, Holm) run on these families
+    (tests/data/golden/reference/produce_holm.py): a missing P value counts in the family's size."""
+    families = json.loads(HOLM_GOLDEN.read_text())["families"]
+    assert len(families) == 11
+    for fam in families:
+        p, want = _nan(fam["p"]), _nan(fam["reference_holm"])
+        got = holm(p, "reference")
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got[~np.isnan(want)], want[~np.isnan(want)], rtol=0, atol=1e-15)
+    assert holm([0.01, 0.02, 0.03, np.nan], "reference")[:3] == pytest.approx([0.04, 0.06, 0.06])
+
+
+def test_holm_earnest_mode_leaves_a_missing_p_out_of_the_family():
+    families = json.loads(HOLM_GOLDEN.read_text())["families"]
+    differ = 0
+    for fam in families:
+        p = _nan(fam["p"])
+        got = holm(p)                                   # earnest is the default mode
+        ok = ~np.isnan(p)
+        assert np.isnan(got[~ok]).all()
+        # the same as correcting the P values that exist, alone
+        np.testing.assert_allclose(got[ok], holm(p[ok], "reference"), rtol=0, atol=1e-15)
+        want = _nan(fam["reference_holm"])
+        if ok.any() and not ok.all() and not np.allclose(got[ok], want[ok]):
+            differ += 1
+    assert differ >= 5
+    assert holm([0.01, 0.02, 0.03, np.nan], "earnest")[:3] == pytest.approx([0.03, 0.04, 0.04])
+    with pytest.raises(ValueError, match="not a fidelity mode"):
+        holm([0.1], "paper")
 
 
 def test_accuracies_in_percent():

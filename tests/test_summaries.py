@@ -58,6 +58,23 @@ def test_labels_default_to_the_prompt_name_and_figure_models():
     assert figure2_models(t) == ["b"]
 
 
+def test_holm_counts_a_missing_p_in_reference_mode_only():
+    """A model without a P value (no clean resample) stays in its Holm family in reference mode, as
+    the authors' multipletests keeps it; earnest mode corrects the tests that were made."""
+    ps = {"a": 0.01, "b": 0.02, "c": 0.03, "d": np.nan}
+    rows = pd.DataFrame([_row(m, p) for m, p in ps.items()])
+    ref = build_summaries(rows.assign(fidelity="reference")).set_index("model")["p_holm"]
+    ear = build_summaries(rows.assign(fidelity="earnest")).set_index("model")["p_holm"]
+    assert ref[["a", "b", "c"]].tolist() == pytest.approx([0.04, 0.06, 0.06]) and np.isnan(ref["d"])
+    assert ear[["a", "b", "c"]].tolist() == pytest.approx([0.03, 0.04, 0.04]) and np.isnan(ear["d"])
+    assert build_summaries(rows)["p_holm"].tolist()[:3] == pytest.approx([0.03, 0.04, 0.04])   # no column: earnest
+    mixed = rows.assign(fidelity=["reference", "reference", "earnest", "earnest"])
+    with pytest.raises(SummariesError, match="x.parquet: rows of more than one fidelity mode"):
+        build_summaries(mixed, source="x.parquet")
+    with pytest.raises(SummariesError, match="column 'fidelity': 'paper' is not a fidelity mode"):
+        build_summaries(rows.assign(fidelity="paper"))
+
+
 def test_bad_rows_are_named():
     with pytest.raises(SummariesError, match=r"3 files: missing column\(s\) p_boot"):
         build_summaries(pd.DataFrame([_row("a", 0.1)]).drop(columns="p_boot"), source="3 files")

@@ -2,6 +2,7 @@
 
 snakemake.input[0]: GLMM input parquet of one model x prompt;
 snakemake.params: glmm (1|2), resamples (B), seed (base seed), shard (i, 0-based), n_shards (n),
+  fidelity (earnest | reference: the input checks and the lme4 engine's cluster labels),
   rows (optional, answers | aggregated, default aggregated: one row per answer, or binomial rows per
   template x variant [x gamma_c]);
   engine (optional, lme4 | laplace, default lme4), check_resamples (laplace: resamples refitted
@@ -17,7 +18,7 @@ import time
 
 import pandas as pd
 
-from earnest.stats.glmm import CHECK_COLUMNS, check_summary, cross_check, run_shard, validate_glmm_input
+from earnest.stats.glmm import CHECK_COLUMNS, check_summary, cluster_labels, cross_check, run_shard, validate_glmm_input
 from earnest.stats.run import write_shard
 from earnest.joblog import job_logger
 
@@ -26,14 +27,16 @@ log = job_logger(snakemake.log[0], "bootstrap_shard")  # noqa: F821
 try:
     p = snakemake.params  # noqa: F821
     src = str(snakemake.input[0])  # noqa: F821
-    df = validate_glmm_input(pd.read_parquet(src), int(p.glmm), source=src,
-                             fidelity=str(p.get("fidelity", "earnest")))
+    mode = str(p.get("fidelity", "earnest"))
+    df = validate_glmm_input(pd.read_parquet(src), int(p.glmm), source=src, fidelity=mode)
     t0 = time.time()
     engine = str(p.get("engine", "lme4"))
     table = run_shard(df, int(p.glmm), int(p.resamples), int(p.seed), shard=int(p.shard),
                       n_shards=int(p.n_shards), cores=int(snakemake.threads),  # noqa: F821
-                      aggregate=str(p.get("rows", "aggregated")) == "aggregated", engine=engine)
+                      aggregate=str(p.get("rows", "aggregated")) == "aggregated", engine=engine,
+                      labels=cluster_labels(mode))
     table.attrs["rows"] = str(p.get("rows", "aggregated"))
+    table.attrs["cluster_labels"] = cluster_labels(mode)
     per = table.drop_duplicates("resample")
     log.info("GLMM %s shard %s/%s (%s engine, %s rows): %d resamples in %.1f s, %d without any warning, %d errors",
              p.glmm, int(p.shard) + 1, p.n_shards, engine, p.get("rows", "aggregated"), len(per),

@@ -42,6 +42,14 @@ SHARD_COLUMNS = ("resample", "seed", "term", "estimate", "ranef_var", "converged
 #: same likelihood and several times faster, but lme4's checks flag different resamples.
 ROWS = ("answers", "aggregated")
 ROWS_BY_FIDELITY = {fidelity.REFERENCE: "answers", fidelity.EARNEST: "aggregated"}
+#: How the lme4 engine labels the clusters of a bootstrap resample, per fidelity mode: ``draw``,
+#: cluster k is the k-th draw (levels in draw order); ``reference``, as the paper authors' bootstrap
+#: does, the string "<template id>_<k>" (k the 0-based draw position), whose factor levels lme4 orders
+#: as R sorts strings. The clusters and the model are the same; the order of the random effects'
+#: columns, and so lme4's floating-point sums, differ, which can change fits at the edge of lme4's
+#: convergence checks (resources/FIDELITY.md, point 8). The laplace engine has no labels.
+CLUSTER_LABELS = ("draw", "reference")
+CLUSTER_LABELS_BY_FIDELITY = {fidelity.REFERENCE: "reference", fidelity.EARNEST: "draw"}
 ENGINES = ("lme4", "laplace")
 GLMER_FALLBACK = "lme4 (glmer fallback)"
 
@@ -251,6 +259,17 @@ def resolve_rows(rows: str | None, fidelity_mode: str = fidelity.DEFAULT, *, eng
     return rows
 
 
+def cluster_labels(fidelity_mode: str = fidelity.DEFAULT) -> str:
+    """The cluster labels of the lme4 engine's resamples in ``fidelity_mode`` (:data:`CLUSTER_LABELS_BY_FIDELITY`)."""
+    return CLUSTER_LABELS_BY_FIDELITY[fidelity.check_mode(fidelity_mode)]
+
+
+def _check_labels(labels: str) -> str:
+    if labels not in CLUSTER_LABELS:
+        raise ValueError(f"cluster labels {labels!r}: use one of {', '.join(CLUSTER_LABELS)}")
+    return labels
+
+
 def resample_seed(base_seed: int, resample: int) -> int:
     """The R seed of bootstrap resample ``resample``: a function of the base seed and the index only."""
     ss = np.random.SeedSequence(entropy=int(base_seed), spawn_key=(int(resample),))
@@ -273,17 +292,19 @@ def check_engine(engine: str) -> str:
 
 
 def run_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, cores: int = 1,
-                  engine: str = "lme4") -> pd.DataFrame:
+                  engine: str = "lme4", labels: str = "draw") -> pd.DataFrame:
     """Fit ``glmm`` on each listed resample of ``frame`` (from :func:`model_frame`).
 
     Returns the bootstrap shard table: one row per resample and term with columns
     :data:`SHARD_COLUMNS` plus ``engine``. A fit that fails gives NaN estimates and its error text;
     convergence warnings are kept in ``messages`` and make ``converged`` false. ``engine="lme4"``
     fits in one R call over ``cores`` forked R workers; ``engine="laplace"`` fits all resamples at
-    once in numpy over ``cores`` processes.
+    once in numpy over ``cores`` processes. ``labels``: how lme4's resamples label their clusters
+    (:data:`CLUSTER_LABELS`; :func:`cluster_labels` gives a fidelity mode's; laplace ignores it).
     """
     glmm = _check_glmm(glmm)
     check_engine(engine)
+    _check_labels(labels)
     resamples = [int(b) for b in resamples]
     if not resamples:
         return pd.DataFrame({c: [] for c in SHARD_COLUMNS + ("engine",)})
@@ -297,7 +318,7 @@ def run_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, cor
     seeds = [resample_seed(base_seed, b) for b in resamples]
     ro = rbridge.r()
     out = rbridge.call("earnest_bootstrap", rbridge.to_r_frame(frame), glmm,
-                       ro.IntVector(resamples), ro.IntVector(seeds), int(max(1, cores)))
+                       ro.IntVector(resamples), ro.IntVector(seeds), int(max(1, cores)), labels)
     table = rbridge.from_r_frame(out)
     table["converged"] = table["converged"].astype(bool)
     fallback = table["path"] == "glmer"
@@ -311,16 +332,18 @@ def run_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, cor
 
 
 def run_shard(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, shard: int = 0,
-              n_shards: int = 1, cores: int = 1, aggregate: bool = True, engine: str = "lme4") -> pd.DataFrame:
+              n_shards: int = 1, cores: int = 1, aggregate: bool = True, engine: str = "lme4",
+              labels: str = "draw") -> pd.DataFrame:
     """Shard ``shard`` of ``n_shards`` of a B=``n_resamples`` bootstrap for one model x prompt.
 
     ``df`` is validated GLMM input (see :func:`validate_glmm_input`) for a single model x prompt.
     With no rows (e.g. the reasoning-only analysis excluded every item as a code error) every
     resample is recorded as an error, so the summary says so instead of the run failing.
     ``engine``: ``lme4`` or ``laplace`` (the laplace engine always aggregates rows; the likelihood
-    is the same).
+    is the same). ``labels``: the lme4 engine's cluster labels (:func:`cluster_labels`).
     """
     check_engine(engine)
+    _check_labels(labels)
     if len(df) == 0:
         resamples = shard_resamples(n_resamples, shard, n_shards)
         return pd.DataFrame([
@@ -329,7 +352,8 @@ def run_shard(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, sha
              "lme4_messages": "", "error": NO_ROWS, "engine": engine} for b in resamples for term in TERMS[_check_glmm(glmm)]],
             columns=list(SHARD_COLUMNS) + ["engine"])
     frame = model_frame(df, glmm, aggregate=aggregate or engine == "laplace")
-    return run_bootstrap(frame, glmm, shard_resamples(n_resamples, shard, n_shards), base_seed, cores, engine)
+    return run_bootstrap(frame, glmm, shard_resamples(n_resamples, shard, n_shards), base_seed, cores, engine,
+                         labels)
 
 
 CHECK_TOL = 1e-4

@@ -56,15 +56,19 @@ def read_shards(paths) -> pd.DataFrame:
     return table
 
 
-def _shard_is_current(path: Path, resamples: np.ndarray, base_seed: int, rows: str, engine: str = "lme4") -> bool:
+def _shard_is_current(path: Path, resamples: np.ndarray, base_seed: int, rows: str, engine: str = "lme4",
+                      labels: str = "draw") -> bool:
     # a finished shard is reused only if it holds exactly the resamples and seeds asked for now,
     # fitted on the same rows (recorded in the file's metadata) with today's columns, by the engine
-    # asked for now
+    # asked for now and, for lme4, with the same cluster labels (metadata; shards written before it
+    # was recorded used "draw")
     try:
         old = pd.read_parquet(path)
     except Exception:
         return False
     if old.attrs.get("rows") != rows or any(c not in old.columns for c in G.SHARD_COLUMNS):
+        return False
+    if engine == "lme4" and old.attrs.get("cluster_labels", "draw") != labels:
         return False
     done_by = set(old["engine"].astype(str)) if "engine" in old.columns else {"lme4"}
     if {("lme4" if e == G.GLMER_FALLBACK else e) for e in done_by} != {engine}:
@@ -123,7 +127,8 @@ def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_
     """Bootstrap ``glmm`` for every model x prompt of validated GLMM input ``df``.
 
     ``rows``: answers | aggregated (:func:`earnest.stats.glmm.resolve_rows`; None = the fidelity
-    mode's); ``fidelity`` also decides which fits are clean. Shards are written to
+    mode's); ``fidelity`` also decides which fits are clean and how the lme4 engine labels a
+    resample's clusters (:func:`earnest.stats.glmm.cluster_labels`). Shards are written to
     :func:`shard_path` as they finish and reused when a rerun asks for the same resamples and
     seeds, so an R failure loses no finished shard. ``engine``: lme4 | laplace; with laplace each
     new shard's first ``check_resamples`` resamples are refitted with lme4
@@ -135,20 +140,22 @@ def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_
     cores = cores or default_cores()
     rows = G.resolve_rows(rows, fidelity, engine=engine)
     aggregate = rows == "aggregated"
+    labels = G.cluster_labels(fidelity)
     summaries, refits, checks = [], [], []
     for model, prompt, sub in G.groups(df):
         paths = []
         for shard in range(n_shards):
             path = shard_path(out_dir, glmm, model, prompt, shard)
             resamples = G.shard_resamples(n_resamples, shard, n_shards)
-            if path.exists() and _shard_is_current(path, resamples, base_seed, rows, engine):
+            if path.exists() and _shard_is_current(path, resamples, base_seed, rows, engine, labels):
                 log(f"{model} / {prompt}: shard {shard + 1}/{n_shards} already done ({path})")
             else:
                 t0 = time.perf_counter()
                 table = G.run_bootstrap(G.model_frame(sub, glmm, aggregate), glmm, resamples, base_seed, cores,
-                                        engine=engine)
+                                        engine=engine, labels=labels)
                 secs = time.perf_counter() - t0
                 table.attrs["rows"] = rows
+                table.attrs["cluster_labels"] = labels
                 write_shard(table, path)
                 n_clean = int(clean_mask(table, fidelity)[table["term"] == "variant"].sum())
                 fallback = int((table.drop_duplicates("resample")["engine"] == G.GLMER_FALLBACK).sum())

@@ -17,7 +17,9 @@ The decisions made here, once:
   degenerate (the paper's bold P values and hatching, and the Ex1 -> Ex2 rule of section 3.6).
 * ``significant_holm``: the same with the Holm-Bonferroni P value, in the published tables'
   families (:data:`earnest.stats.summary.HOLM_FAMILY`: GLMM 1 across the models of a prompt,
-  GLMM 2 across the prompts of a model, per analysis and term).
+  GLMM 2 across the prompts of a model, per analysis and term); a fit without a P value counts in
+  its family's size in reference mode and not in earnest mode (:func:`earnest.stats.summary.holm`),
+  the mode being the rows' ``fidelity`` (one mode per table).
 * ``wald_significant``: the full-data Wald P value below ``alpha``, not degenerate;
   ``wald_mismatch``: the bootstrap and Wald calls differ (the paper's double dagger, Table 16).
 * ``prompt_label``: the prompt format's ``paper_name`` in ``formats.yaml`` (its name when empty).
@@ -33,6 +35,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from earnest.stats.diagnostics import fit_problems
+from earnest import fidelity as F
 from earnest.stats.summary import ALPHA, add_holm, significant
 
 #: Columns added to the per-group summary columns.
@@ -75,7 +78,7 @@ def build_summaries(rows: pd.DataFrame, prompt_labels: Mapping[str, str] | None 
     s["prompt_label"] = [labels.get(p) or p for p in s["prompt"]]
     s["ex2"] = s["model"].isin([str(m) for m in ex2_models])
     s["alpha"] = float(alpha)
-    s = add_holm(s)
+    s = add_holm(s, fidelity=table_fidelity(s, source))
     verdicts = [fit_problems(r) for _, r in s.iterrows()]
     s["fit_verdict"] = [v for v, _ in verdicts]
     s["fit_problems"] = ["; ".join(st) for _, st in verdicts]
@@ -88,6 +91,24 @@ def build_summaries(rows: pd.DataFrame, prompt_labels: Mapping[str, str] | None 
     s["wald_mismatch"] = both & (s["significant"] != s["wald_significant"])
     extra = [c for c in s.columns if c not in SUMMARIES_COLUMNS]
     return s[list(SUMMARIES_COLUMNS) + extra].reset_index(drop=True)
+
+
+def table_fidelity(rows: pd.DataFrame, source: str = "summaries") -> str:
+    """The fidelity mode of summary rows (their ``fidelity`` column, written by
+    :func:`earnest.stats.summary.summarise`; the default mode for rows without one). A table holds
+    one mode: rows of both raise :class:`SummariesError` naming ``source``."""
+    if "fidelity" not in rows.columns:
+        return F.DEFAULT
+    modes = sorted(set(rows["fidelity"].dropna().astype(str)))
+    if len(modes) > 1:
+        raise SummariesError(f"{source}: rows of more than one fidelity mode ({', '.join(modes)}); "
+                             f"a summaries table holds one mode (the sensitivity run keeps the other apart)")
+    if not modes:
+        return F.DEFAULT
+    try:
+        return F.check_mode(modes[0], f"{source}: column 'fidelity'")
+    except ValueError as exc:
+        raise SummariesError(str(exc)) from None
 
 
 def read_summary_files(paths: Sequence[str | Path]) -> pd.DataFrame:

@@ -184,17 +184,27 @@ def ranef_column(summaries: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     return var, np.sqrt(var.where(var >= 0))
 
 
-def holm(pvalues) -> np.ndarray:
-    """Holm-Bonferroni adjusted P values (step-down, monotone, capped at 1); NaNs stay NaN and do
-    not count towards the number of tests."""
+def holm(pvalues, fidelity: str = F.DEFAULT) -> np.ndarray:
+    """Holm-Bonferroni adjusted P values (step-down, monotone, capped at 1) of one family. A missing
+    P value (NaN: no clean resample) stays NaN; whether it counts towards the family's size m
+    depends on the mode:
+
+    * ``earnest``: it does not. A fit without a P value tests nothing, so the family is the tests
+      made; counting it would make the other corrections stricter for a test that never happened.
+    * ``reference``: it does, as the authors' code corrects (statsmodels ``multipletests(...,
+      method="holm")``: m is the length of the family, the missing values sort last and stay NaN),
+      so [0.01, 0.02, 0.03, NaN] gives 0.04, 0.06, 0.06, NaN where earnest mode gives 0.03, 0.04,
+      0.04, NaN.
+    """
+    F.check_mode(fidelity)
     p = np.asarray(pvalues, dtype=float)
     out = np.full(p.shape, np.nan)
     ok = np.flatnonzero(~np.isnan(p))
-    m = ok.size
-    if m == 0:
+    if ok.size == 0:
         return out
+    m = p.size if fidelity == F.REFERENCE else ok.size
     order = ok[np.argsort(p[ok], kind="stable")]
-    adj = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    adj = np.minimum(1.0, (m - np.arange(ok.size)) * p[order])
     out[order] = np.maximum.accumulate(adj)
     return out
 
@@ -210,14 +220,16 @@ HOLM_FAMILY = {1: ("analysis", "glmm", "prompt", "term"), 2: ("analysis", "glmm"
 HOLM_FAMILY_TEXT = {1: "across the models of each prompt", 2: "across the prompt formats of each model"}
 
 
-def add_holm(summaries: pd.DataFrame, column: str = "p_boot", out: str = "p_holm") -> pd.DataFrame:
-    """``summaries`` with ``out``: Holm-corrected ``column`` within each family of :data:`HOLM_FAMILY`."""
+def add_holm(summaries: pd.DataFrame, column: str = "p_boot", out: str = "p_holm",
+             fidelity: str = F.DEFAULT) -> pd.DataFrame:
+    """``summaries`` with ``out``: Holm-corrected ``column`` within each family of :data:`HOLM_FAMILY`,
+    missing P values counted as ``fidelity`` counts them (:func:`holm`)."""
     res = summaries.copy()
     res[out] = np.nan
     for glmm, keys in HOLM_FAMILY.items():
         part = res[res["glmm"].astype(int) == glmm]
         for _, idx in part.groupby(list(keys), sort=False).groups.items():
-            res.loc[idx, out] = holm(res.loc[idx, column].to_numpy())
+            res.loc[idx, out] = holm(res.loc[idx, column].to_numpy(), fidelity)
     return res
 
 

@@ -125,12 +125,27 @@ earnest_draw <- function(index, seed) {
   index$rows[sample.int(n, n, replace = TRUE)]
 }
 
-# The data of one bootstrap resample: each draw becomes its own cluster, so a template drawn twice
-# is two clusters.
-earnest_resample <- function(d, index, seed) {
+# The cluster factor of one bootstrap resample (`rows`: the rows of each draw, in draw order, named by
+# template): each draw becomes its own cluster, so a template drawn twice is two clusters.
+# labels "draw": cluster k is the k-th draw, levels in draw order. labels "reference": as the paper
+# authors' bootstrap (results_analyser/glmm.py bootstrap_fit_df) relabels them, the string
+# "<template id>_<k>" with k the 0-based draw position; glmer makes the factor of those strings, so
+# the levels come in R's sort order of strings (the session's collation) rather than in draw order.
+# Same clusters, same model: only the order of the random effects' columns (and so of lme4's sums)
+# differs, which can change a fit at the edge of lme4's convergence checks.
+earnest_cluster <- function(rows, labels = "draw") {
+  n <- lengths(rows)
+  if (identical(labels, "reference")) {
+    return(factor(rep.int(sprintf("%s_%d", names(rows), seq_along(rows) - 1L), n)))
+  }
+  factor(rep.int(seq_along(rows), n))
+}
+
+# The data of one bootstrap resample, one cluster per draw (earnest_cluster).
+earnest_resample <- function(d, index, seed, labels = "draw") {
   rows <- earnest_draw(index, seed)
   out <- d[unlist(rows, use.names = FALSE), , drop = FALSE]
-  out$cluster <- factor(rep.int(seq_along(rows), lengths(rows)))
+  out$cluster <- earnest_cluster(rows, labels)
   out
 }
 
@@ -151,13 +166,13 @@ earnest_design <- function(d, glmm, control = glmerControl()) {
        control = control, glmm = glmm, index = earnest_template_rows(d))
 }
 
-earnest_design_fit <- function(des, rows) {
+earnest_design_fit <- function(des, rows, labels = "draw") {
   control <- des$control
   chk <- control$checkControl
   res <- earnest_capture({
     take <- unlist(rows, use.names = FALSE)
     fr <- des$fr[take, , drop = FALSE]
-    fr$cluster <- factor(rep.int(seq_along(rows), lengths(rows)))
+    fr$cluster <- earnest_cluster(rows, labels)
     attr(fr, "terms") <- attr(des$fr, "terms")
     X <- des$X[take, , drop = FALSE]
     attr(X, "assign") <- attr(des$X, "assign")
@@ -233,15 +248,17 @@ earnest_fast_path_checked <- new.env()
 
 # A shard of the bootstrap: resamples `resamples` with seeds `seeds` (same length), fitted in
 # `cores` forked workers. The result does not depend on `cores` or on how resamples are split
-# into shards, because each resample draws only from its own seed.
-earnest_bootstrap <- function(d, glmm, resamples, seeds, cores = 1L) {
+# into shards, because each resample draws only from its own seed. `labels`: the clusters' labels and
+# level order (earnest_cluster).
+earnest_bootstrap <- function(d, glmm, resamples, seeds, cores = 1L, labels = "draw") {
   glmm <- as.integer(glmm)
+  if (!labels %in% c("draw", "reference")) stop(sprintf("unknown cluster labels '%s' (draw or reference)", labels))
   key <- paste0("glmm", glmm)
   des <- earnest_design(d, glmm)
   by_glmer <- function(k) {
-    earnest_fit_outcome(earnest_fit(earnest_resample(d, des$index, seeds[k]), glmm), glmm)
+    earnest_fit_outcome(earnest_fit(earnest_resample(d, des$index, seeds[k], labels), glmm), glmm)
   }
-  by_design <- function(k) earnest_design_fit(des, earnest_draw(des$index, seeds[k]))
+  by_design <- function(k) earnest_design_fit(des, earnest_draw(des$index, seeds[k]), labels)
   known <- earnest_fast_path_checked[[key]]
   # unless this session has checked it already, the first resample is also fitted by glmer()
   # (inside the parallel part, so it costs one fit on one core)
