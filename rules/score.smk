@@ -10,12 +10,14 @@ rule score:
     log:
         "logs/score/{model}/{prompt}/{dataset}.log",
     conda:
-        "../envs/score.yaml"
+        # reference mode: the authors' Python (3.12) runs model code
+        "../envs/score-reference.yaml" if config["fidelity"] == "reference" else "../envs/score.yaml"
     resources:
         slurm_partition=CPU_PARTITION,
         slurm_account=SLURM_ACCOUNT,
     params:
         style=lambda wc: FORMATS[wc.prompt].style,
         fidelity=config["fidelity"],
+        sandbox_python=config["sandbox"]["python"],
     script:
         "../workflow/scripts/score.py"

@@ -233,6 +233,7 @@ def test_score_script_under_snakemake(tmp_path):
             params:
                 style="code",
                 fidelity="earnest",
+                sandbox_python="",
             output: "scored.parquet"
             log: "score.log"
             script: "{ROOT / 'workflow' / 'scripts' / 'score.py'}"
@@ -244,3 +245,50 @@ def test_score_script_under_snakemake(tmp_path):
     assert scored.loc["t001-v01", "correct"] and scored.loc["t002-v01", "error_class"] == "none_returned"
     assert scored["gamma"].tolist() == pytest.approx([3.0, 6.0])
     assert "accuracy 0.5000" in (tmp_path / "score.log").read_text()
+
+
+def test_scored_code_tables_record_the_python_and_layers_and_reference_warns(caplog):
+    """Issue 21.2: the scored table says which Python ran model code and under which layers;
+    reference mode warns when that is not the authors' Python minor version."""
+    import logging
+    import sys
+
+    from earnest.fidelity import REFERENCE_PYTHON
+    from earnest.sandbox import Limits, Sandbox
+
+    items = pd.DataFrame({"item_id": ["a"], "dataset": ["gsm_base"], "template_id": [1], "instance": [0],
+                          "question": ["Janet has 16 ducks."], "answer": ["9"], "gamma": [0.0]})
+    gens = pd.DataFrame({"item_id": ["a"], "model": ["m"], "prompt": ["simple_code"], "dataset": ["gsm_base"],
+                         "response": ["\n    return 16 - 3 - 4\n"], "prompt_tokens": [1], "new_tokens": [1],
+                         "stop_reason": ["stop"], "seconds": [0.1]})
+    version = "%d.%d.%d" % sys.version_info[:3]
+    with Sandbox(workers=1, limits=Limits(cpu_seconds=1, wall_seconds=4.0)) as box:
+        with caplog.at_level(logging.WARNING, logger="earnest.scoring"):
+            scored = score_table(gens, items, "code", box, fidelity="reference")
+        assert bool(scored["correct"].iloc[0])
+        assert scored["code_python"].iloc[0] == version
+        assert "seccomp-allowlist" in scored["sandbox"].iloc[0]
+        warned = [r for r in caplog.records if "authors' code on Python" in r.getMessage()]
+        assert bool(warned) == (sys.version_info[:2] != REFERENCE_PYTHON)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="earnest.scoring"):
+            score_table(gens, items, "code", box, fidelity="earnest")
+        assert not [r for r in caplog.records if "authors' code on Python" in r.getMessage()]
+    text = score_table(gens.assign(prompt="simple_nl", response=["The answer is 9."]), items, "text")
+    assert (text["code_python"].iloc[0], text["sandbox"].iloc[0]) == ("", "")
+
+
+def test_a_worker_that_cannot_restart_is_a_clear_error():
+    """run_many when a worker cannot be (re)started: SandboxUnavailable naming the interpreter,
+    not an AttributeError from a thread."""
+    from earnest.sandbox import Limits, Sandbox, SandboxUnavailable
+
+    with pytest.raises(SandboxUnavailable, match="sandbox.python"):
+        Sandbox(python="/nonexistent/python3")
+    with Sandbox(workers=2, limits=Limits(cpu_seconds=1, wall_seconds=4.0)) as box:
+        assert box.run("def solution():\n    return 1\n").value == 1.0
+        for worker in box._all:
+            worker.stop()
+            worker.python = "/nonexistent/python3"
+        with pytest.raises(SandboxUnavailable, match="cannot start the interpreter"):
+            box.run_many(["def solution():\n    return 2\n"] * 4)

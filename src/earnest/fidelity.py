@@ -13,6 +13,9 @@ REFERENCE = "reference"
 EARNEST = "earnest"
 MODES = (REFERENCE, EARNEST)
 DEFAULT = EARNEST
+#: The Python minor version the authors' code requires (its pyproject.toml): model code that uses
+#: newer syntax or functions (nested same-quote f-strings, math.sumprod) behaves as there only on it.
+REFERENCE_PYTHON = (3, 12)
 
 
 def check_mode(mode: str, where: str = "fidelity") -> str:

@@ -45,7 +45,9 @@ GENERATION_COLUMNS = ["item_id", "model", "prompt", "dataset", "response", "prom
                       "new_tokens", "stop_reason", "seconds"]
 ITEM_COLUMNS = ["item_id", "dataset", "template_id", "instance", "question", "answer", "gamma"]
 SCORED_COLUMNS = GENERATION_COLUMNS + ["template_id", "instance", "answer", "gamma", "extracted",
-                                       "extraction_pattern", "error_class", "correct"]
+                                       "extraction_pattern", "error_class", "correct",
+                                       # code prompts: the Python that ran model code, the sandbox's layers
+                                       "code_python", "sandbox"]
 
 
 def parse_gold(answer) -> Fraction:
@@ -160,6 +162,12 @@ def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str,
 
     merged = items[["item_id", "template_id", "instance", "question", "answer", "gamma"]].merge(
         generations[GENERATION_COLUMNS], on="item_id", how="left", validate="one_to_one")
+    code_python = layers = ""
+    if style == "code":
+        from earnest.sandbox import default_sandbox
+
+        sandbox = sandbox if sandbox is not None else default_sandbox()
+        code_python, layers = sandbox_record(sandbox, fidelity)
     extractions = extract_many(merged["response"].tolist(), style, sandbox, fidelity=fidelity)
     extracted, patterns, classes, correct = [], [], [], []
     for item_id, ex in zip(merged["item_id"], extractions):
@@ -175,7 +183,28 @@ def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str,
     if fidelity == REFERENCE:   # the reference's gamma (NaN for a question without digits)
         merged["gamma"] = [gamma(str(q), fidelity=REFERENCE) for q in merged["question"]]
     merged["gamma"] = merged["gamma"].astype(float)
+    merged["code_python"] = code_python
+    merged["sandbox"] = layers
     return merged[SCORED_COLUMNS].reset_index(drop=True)
+
+
+def sandbox_record(sandbox: "Sandbox", fidelity: str) -> tuple[str, str]:
+    """(the Python version that runs model code, the sandbox's layers) for the scored table; warns
+    when reference mode runs model code on another minor version than the authors' code needs."""
+    import logging
+
+    from earnest.fidelity import REFERENCE_PYTHON
+
+    caps = sandbox.capabilities(start=True)
+    version = caps["python"]
+    if fidelity == REFERENCE and tuple(int(x) for x in version.split(".")[:2]) != REFERENCE_PYTHON:
+        want = ".".join(map(str, REFERENCE_PYTHON))
+        logging.getLogger("earnest.scoring").warning(
+            "reference mode runs model code on Python %s, the authors' code on Python %s: answers "
+            "using syntax or functions of one version only (nested same-quote f-strings, math.sumprod) "
+            "are classified differently; set sandbox.python to a Python %s interpreter "
+            "(envs/score-reference.yaml provides one)", version, want, want)
+    return version, sandbox.describe()
 
 
 # --------------------------------------------------------------------------------------------

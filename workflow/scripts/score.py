@@ -3,7 +3,8 @@
 snakemake.input.generations: generations parquet; snakemake.input.dataset_items: this dataset's
 items (Snakemake reserves the name ``items`` for input, so it cannot be used);
 snakemake.params.style: "text" | "code"; snakemake.params.fidelity: the fidelity mode of extraction
-and classification; snakemake.output[0]: scored parquet; snakemake.log[0]: log file.
+and classification; snakemake.params.sandbox_python: the interpreter that runs model code ("" = this
+one); snakemake.output[0]: scored parquet; snakemake.log[0]: log file.
 """
 
 import pandas as pd
@@ -20,7 +21,17 @@ try:
     items = pd.read_parquet(sm.input.dataset_items)
     log.info("scoring %s (%d rows, style %s, fidelity %s)", sm.input.generations, len(generations),
              sm.params.style, sm.params.fidelity)
-    scored = score_table(generations, items, sm.params.style, fidelity=sm.params.fidelity)
+    sandbox = None
+    if sm.params.style == "code":
+        from earnest.sandbox import Sandbox
+
+        sandbox = Sandbox(python=sm.params.sandbox_python or None)
+        log.info("sandbox: %s", sandbox.describe())
+    try:
+        scored = score_table(generations, items, sm.params.style, sandbox, fidelity=sm.params.fidelity)
+    finally:
+        if sandbox is not None:
+            sandbox.close()
     counts = scored["error_class"].replace("", "correct").value_counts().to_dict()
     log.info("accuracy %.4f; classes %s", scored["correct"].mean(), counts)
     scored.to_parquet(sm.output[0], index=False)
