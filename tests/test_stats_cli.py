@@ -124,6 +124,13 @@ def test_glmm_cli_refuses_a_column_named_twice(tmp_path, capsys):
     assert main(["glmm", str(path), "--glmm", "1", "--resamples", "2", "--seed", "1", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert f"earnest glmm: {path}:1: column 'correct' appears twice (columns 5 and 6)" in err
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    parquet = tmp_path / "in.parquet"
+    pq.write_table(table.append_column("correct", table.column("correct")), parquet)
+    assert main(["glmm", str(parquet), "--glmm", "1", "--resamples", "2", "--seed", "1", "--out", str(tmp_path / "o")]) == 2
+    assert f"earnest glmm: {parquet}: column 'correct' appears twice (columns 5 and 7)" in capsys.readouterr().err
     from earnest.stats import glmm as G
     twice = pd.concat([df, df[["variant"]]], axis=1)
     with pytest.raises(G.GLMMInputError, match=r"x\.parquet: column 'variant' appears twice \(columns 4 and 7\)"):

@@ -108,6 +108,9 @@ def read_glmm_input(path: str | Path) -> pd.DataFrame:
     """Read a GLMM input table from CSV or Parquet (by suffix)."""
     path = Path(path)
     if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        _check_unique_columns(list(pq.read_schema(path).names), str(path))   # pyarrow's own error names no file
         df = pd.read_parquet(path)
     elif path.suffix in (".csv", ".txt"):
         df = _read_csv_checked(path)
