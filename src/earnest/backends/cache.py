@@ -50,7 +50,8 @@ def request_key(identity: dict, request: GenerationRequest, max_new_tokens: int)
     blob = json.dumps({"model": identity, "prompt": request.prompt, "messages": request.messages,
                        "stop": list(getattr(request, "stop", ()) or ()), "max_new_tokens": int(max_new_tokens)},
                       sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()   # the same key as UTF-8 for valid text
+    # surrogatepass: a lone surrogate cannot crash it; for valid text the same bytes as UTF-8
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class CachedBackend:

@@ -324,7 +324,8 @@ class OpenAIBackend(Backend):
         """SHA-256 of base URL, endpoint and the request body (model, messages or prompt, stop, params)."""
         blob = json.dumps({"base_url": self.base_url, "endpoint": endpoint, "body": body},
                           sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()   # the same key as UTF-8 for valid text
+        # surrogatepass: a lone surrogate cannot crash it; for valid text the same bytes as UTF-8
+        return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
     def _cache_path(self, key: str) -> Path | None:
         return None if self.cache_dir is None else self.cache_dir / key[:2] / f"{key}.json"
