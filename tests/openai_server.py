@@ -26,6 +26,10 @@ MISBEHAVIOUR = {
     "not_json",      # a body that is not JSON
     "no_text",       # a choice without text / message
     "drip",          # the valid answer, one byte every 0.2 s
+    "redirect",      # 302 to ``redirect_to`` + the request's path (another origin, e.g. a second server)
+    "surrogate",     # the valid answer with a lone UTF-16 surrogate (JSON escape \ud800) in its text
+    "null_content",  # a chat answer whose message content is null
+    "empty_length",  # an answer whose text is "" with finish_reason "length"
 }
 
 
@@ -33,10 +37,14 @@ class OpenAIServer:
     """The HTTP server. ``reply(body)`` (subclasses) returns ``(status, text, finish_reason)``:
     status 200 answers ``text``; another int fails with that HTTP status (429 with
     ``Retry-After: 0``); a :data:`MISBEHAVIOUR` name misbehaves around the valid answer.
-    ``usage`` is the token usage every answer reports; ``delay_s`` delays every answer."""
+    ``usage`` is the token usage every answer reports; ``delay_s`` delays every answer;
+    ``redirect_to`` is where the "redirect" misbehaviour points (a URL prefix, e.g. another
+    server's ``url``)."""
 
-    def __init__(self, *, delay_s: float = 0.0, usage: dict | None = None, response_id: str = "x"):
+    def __init__(self, *, delay_s: float = 0.0, usage: dict | None = None, response_id: str = "x",
+                 redirect_to: str = "http://127.0.0.1:9/v1"):
         self.delay_s = delay_s
+        self.redirect_to = redirect_to
         self.usage = usage or {"prompt_tokens": 7, "completion_tokens": 3}
         self.response_id = response_id
         self.received: list[dict] = []
@@ -49,6 +57,14 @@ class OpenAIServer:
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args):  # keep test output quiet
                 pass
+
+            def do_GET(self):
+                """What a client that follows a POST's 302 sends (urllib turns it into a GET): recorded
+                (body None) and answered with a valid chat completion, as a hostile origin would."""
+                with outer.lock:
+                    outer.received.append({"path": self.path, "body": None})
+                    outer.headers.append(dict(self.headers))
+                self.wfile.write(self.send_json(outer.completion({"messages": []}, "answer of another origin", "stop")))
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -104,6 +120,28 @@ class OpenAIServer:
                     except OSError:  # the client gave up (its deadline passed)
                         pass
                     return
+                if mode == "redirect":
+                    self.send_response(302)
+                    self.send_header("Location", outer.redirect_to + self.path.removeprefix("/v1"))
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                choice = good["choices"][0]
+                if mode in ("surrogate", "null_content", "empty_length"):
+                    field = "message" if "message" in choice else None
+                    text = {"surrogate": choice["message"]["content"] if field else choice["text"],
+                            "null_content": None, "empty_length": ""}[mode]
+                    if mode == "surrogate":
+                        text = text[:2] + "\ud800" + text[2:]
+                    if field:
+                        choice = {**choice, "message": {**choice["message"], "content": text}}
+                    else:
+                        choice = {**choice, "text": text}
+                    if mode == "empty_length":
+                        choice["finish_reason"] = "length"
+                    # json.dumps escapes the lone surrogate as \ud800 (valid JSON, not valid Unicode)
+                    self.wfile.write(self.send_json({**good, "choices": [choice]}))
+                    return
                 payload = {"choices_abc": {"choices": "abc"},
                            "usage_text": {**good, "usage": {"prompt_tokens": "seven"}},
                            "not_json": b"<html>502 Bad Gateway</html>",
@@ -146,8 +184,8 @@ class FakeOpenAI(OpenAIServer):
     """
 
     def __init__(self, plan=None, delay_s: float = 0.0, always=None, honour_stop: bool = True, answer=None,
-                 status_of=None):
-        super().__init__(delay_s=delay_s)
+                 status_of=None, redirect_to: str = "http://127.0.0.1:9/v1"):
+        super().__init__(delay_s=delay_s, redirect_to=redirect_to)
         self.plan = {k: list(v) for k, v in (plan or {}).items()}
         self.always = always or {}   # content -> status returned every time
         self.status_of = status_of   # or a function content -> status (200 = answer)
@@ -171,8 +209,8 @@ class FakeOpenAI(OpenAIServer):
         return status, text, finish
 
     def count(self, content: str) -> int:
-        return sum(1 for r in self.received
-                   if r["body"].get("messages", [{}])[-1].get("content", r["body"].get("prompt")) == content)
+        return sum(1 for r in self.received if r["body"] is not None
+                   and r["body"].get("messages", [{}])[-1].get("content", r["body"].get("prompt")) == content)
 
 
 class ScriptedOpenAI(OpenAIServer):

@@ -172,6 +172,94 @@ def test_api_key_from_env_concurrency_and_completions(tmp_path, monkeypatch):
     assert "sk-local-test" not in stored and "secret?" in stored
 
 
+def test_a_redirect_is_not_followed_and_the_key_never_leaves(tmp_path, monkeypatch):
+    """A 302 to another origin: nothing (no key, no request) reaches it, its answer is not taken or
+    cached, the result says where the redirect pointed, and a rerun asks the configured server again."""
+    monkeypatch.setenv("EARNEST_TEST_KEY", "sk-local-test")
+    with FakeOpenAI() as other, FakeOpenAI(always={"moved": "redirect"}, redirect_to=other.url) as srv:
+        cfg = _cfg(srv.url, tmp_path, api_key_env="EARNEST_TEST_KEY")
+        res = load_backend("m", cfg).generate(_reqs("moved", "fine"), 8)
+        assert other.received == [] and other.headers == []
+        assert res[0].stop_reason == "error:redirect" and res[0].response == ""
+        assert f"redirect to {other.url}/chat/completions" in res[0].extra["error"]
+        assert "base_url" in res[0].extra["error"]
+        assert srv.count("moved") == 1   # not retried
+        assert res[1].response == "echo:fine"
+        stored = [json.loads(p.read_text()) for p in (tmp_path / "cache").rglob("*.json")]
+        assert [s["payload"]["choices"][0]["message"]["content"] for s in stored] == ["echo:fine"]
+        again = load_backend("m", cfg).generate(_reqs("moved"), 8)[0]
+        assert again.stop_reason == "error:redirect" and srv.count("moved") == 2 and other.received == []
+
+
+@pytest.mark.parametrize("chat", [True, False])
+def test_a_lone_surrogate_becomes_u_fffd_and_is_counted(tmp_path, chat):
+    """JSON allows the escape \\ud800 alone; no UTF-8 file can hold the character. The answer comes
+    back with U+FFFD in its place, counted; the cache stores the answer as sent (ASCII JSON) and no
+    temporary file is left."""
+    with FakeOpenAI(always={"odd": "surrogate"}) as srv:
+        reqs = _reqs("odd", "fine") if chat else [GenerationRequest(key="k0", prompt="odd"),
+                                                  GenerationRequest(key="k1", prompt="fine")]
+        res = load_backend("m", _cfg(srv.url, tmp_path)).generate(reqs, 8)
+        assert res[0].response == "ec\ufffdho:odd" and res[0].extra["invalid_unicode"] == 1
+        assert res[0].stop_reason in ("eos", "max_new_tokens") and res[0].extra["attempts"] == 1
+        assert res[1].response == "echo:fine" and res[1].extra["invalid_unicode"] == 0
+        files = sorted(p.name for p in (tmp_path / "cache").rglob("*") if p.is_file())
+        assert len(files) == 2 and all(f.endswith(".json") and not f.startswith(".") for f in files), files
+        raw = "".join(p.read_bytes().decode("utf-8") for p in (tmp_path / "cache").rglob("*.json"))
+        assert "\\ud800" in raw
+        again = load_backend("m", _cfg(srv.url, tmp_path)).generate(reqs, 8)
+        assert [r.response for r in again] == [r.response for r in res] and all(r.extra["cached"] for r in again)
+        assert again[0].extra["invalid_unicode"] == 1 and srv.count("odd") == 1
+
+
+def test_the_request_cache_stores_a_surrogate_answer_and_its_notes(tmp_path):
+    """The backend-independent cache (CachedBackend) over the API backend: the repaired answer and
+    the backend's notes (invalid_unicode, empty_answer) are stored and come back."""
+    from earnest.backends.cache import cached_backend
+
+    with FakeOpenAI(always={"odd": "surrogate"}, plan={"gap": ["null_content"]}) as srv:
+        cfg = _cfg(srv.url, tmp_path, cache_dir=None)
+        first = cached_backend("m", cfg, tmp_path / "rc").generate(_reqs("odd", "gap"), 8)
+        again = cached_backend("m", cfg, tmp_path / "rc").generate(_reqs("odd", "gap"), 8)
+    assert [r.response for r in first] == [r.response for r in again] == ["ec\ufffdho:odd", "echo:gap"]
+    assert all(r.extra["cached"] for r in again)
+    assert [r.extra["invalid_unicode"] for r in again] == [1, 0]
+    assert [r.extra["empty_answer"] for r in again] == [None, "transient"]
+    assert [p.name for p in (tmp_path / "rc").rglob("*") if p.is_file() and not p.name.endswith(".json")] == []
+
+
+def test_empty_answers_are_retried_then_kept_and_marked(tmp_path):
+    """content null or "" at finish "length": retried; text on a retry -> "transient"; empty on every
+    attempt -> kept as the answer, "persistent", stored with the mark; "" at finish "stop" is an
+    answer (the model ended at once). A stored empty answer without the mark is asked again."""
+    plan = {"gap": ["null_content"], "cut": ["empty_length", "empty_length"]}
+    with FakeOpenAI(plan=plan, always={"none": "null_content", "short": "empty_length", "mixed": 500}) as srv:
+        srv.plan["mixed"] = ["null_content"]
+        cfg = _cfg(srv.url, tmp_path, max_retries=2)
+        res = load_backend("m", cfg).generate(_reqs("gap", "cut", "none", "short", "mixed"), 8)
+        assert [r.response for r in res] == ["echo:gap", "echo:cut", "", "", ""]
+        assert [r.extra["empty_answer"] for r in res] == ["transient", "transient", "persistent", "persistent",
+                                                          "persistent"]
+        assert [r.extra["attempts"] for r in res] == [2, 3, 3, 3, 3]
+        assert [r.stop_reason for r in res] == ["eos", "eos", "eos", "max_new_tokens", "eos"]
+        assert [srv.count(c) for c in ("gap", "cut", "none", "short", "mixed")] == [2, 3, 3, 3, 3]
+        n = len(srv.received)
+        again = load_backend("m", cfg).generate(_reqs("gap", "cut", "none", "short", "mixed"), 8)
+        assert len(srv.received) == n and all(r.extra["cached"] for r in again)
+        assert [r.extra["empty_answer"] for r in again] == [r.extra["empty_answer"] for r in res]
+        # a stored empty answer without the mark (cached before empty answers were retried): asked again
+        for path in (tmp_path / "cache").rglob("*.json"):
+            stored = json.loads(path.read_text())
+            if stored["empty_answer"] == "persistent":
+                del stored["empty_answer"]
+                path.write_text(json.dumps(stored))
+        load_backend("m", cfg).generate(_reqs("none"), 8)
+        assert srv.count("none") == 6
+    with FakeOpenAI(answer=lambda content: "") as srv:   # "" at finish "stop": the model's answer
+        res = load_backend("m", _cfg(srv.url, tmp_path / "b")).generate(_reqs("x"), 8)[0]
+        assert res.response == "" and res.extra["attempts"] == 1 and res.extra["empty_answer"] is None
+
+
 def test_config_errors_name_the_key(monkeypatch, tmp_path):
     monkeypatch.delenv("EARNEST_MISSING_KEY", raising=False)
     with pytest.raises(ValueError, match=r"models\.m\.api_key_env"):

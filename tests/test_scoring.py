@@ -202,14 +202,34 @@ def test_cli_names_a_non_utf8_line(tmp_path):
     ('{"answer": "3"}', "missing field 'response'"),
     ('{"response": 3}', "'response' must be a string"),
     ('{"response": "x", "answer": "three"}', "field 'answer'"),
+    # json keeps the last of two equal keys; which one was meant is not ours to guess
+    ('{"response": "The final answer is 4.", "response": "The final answer is 5."}', "key 'response' appears twice"),
+    ('{"response": "x", "meta": {"id": 1, "id": 2}}', "key 'id' appears twice"),
+    # a lone surrogate (JSON allows the escape, UTF-8 cannot hold it): named, not a traceback
+    ('{"response": "The final answer is 4 \\ud800"}',
+     "field 'response' holds a lone UTF-16 surrogate (\\ud800 at character 23)"),
+    ('{"response": "x", "meta": {"a": [1, "y\\udfff"]}}', "field 'meta.a[1]' holds a lone UTF-16 surrogate"),
 ])
 def test_cli_names_the_bad_line(tmp_path, bad_line, message):
     src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     src.write_text(json.dumps({"response": "The final answer is 1."}) + "\n" + bad_line + "\n")
     proc = run_cli("--style", "text", str(src), str(dst))
-    assert proc.returncode != 0
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert f"{src}:2" in proc.stderr and message in proc.stderr
-    assert not dst.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]   # no output, no temporary file
+
+
+def test_cli_keeps_escaped_surrogate_pairs_and_backslashes(tmp_path):
+    """A surrogate pair (an emoji written as two escapes) and an escaped backslash before "ud800"
+    are text: extracted and written as usual."""
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text('{"response": "\\ud83d\\ude00 The final answer is 3", "answer": "3"}\n'
+                   '{"response": "C:\\\\ud800 is 4", "answer": "4"}\n')
+    proc = run_cli("--style", "text", str(src), str(dst))
+    assert proc.returncode == 0, proc.stderr
+    out = [json.loads(x) for x in dst.read_text(encoding="utf-8").splitlines()]
+    assert out[0]["response"].startswith("\U0001F600") and out[0]["correct"] is True
+    assert out[1]["response"] == "C:\\ud800 is 4" and out[1]["correct"] is True
 
 
 # ------------------------------------------------------------------------- workflow script

@@ -80,6 +80,63 @@ def test_glmm_cli_unreadable_csv_is_named(tmp_path, capsys, content, message):
     assert f"earnest glmm: {path}" in err and message in err and "Traceback" not in err
 
 
+def _glmm_rows(cells: dict) -> pd.DataFrame:
+    """A valid GLMM 2 input of 4 templates x 3 variants with ``cells`` ({(row, column): value}) set;
+    the values reach the CSV as given."""
+    df = simulate_glmm_input(4, 3, seed=3).astype(object)
+    for (row, col), value in cells.items():
+        df.loc[row, col] = value
+    return df
+
+
+@pytest.mark.parametrize("glmm, cells, message", [
+    # 1e308 summed to inf in the centring: every row lost, then "cannot draw from 0 templates"
+    (2, {(0, "gamma"): 1e308, (1, "gamma"): 1e308}, "column 'gamma' holds 1e+308 in data row 1; gamma, a sum of log10"),
+    (2, {(5, "gamma"): -1e308}, "column 'gamma' holds -1e+308 in data row 6"),
+    # ids beyond int64 were read as floats (or wrapped) and merged; beyond R's integers lme4 overflowed
+    (1, {(0, "template"): "18446744073709551616", (4, "template"): "18446744073709551617"},
+     "column 'template' holds 18446744073709551616 in data row 1; ids must lie within +-2147483647"),
+    (1, {(0, "template"): 2**63}, "column 'template' holds 9223372036854775808 in data row 1"),
+    (1, {(3, "template"): -2**31}, "column 'template' holds -2147483648 in data row 4"),
+    # an empty model or prompt cell: groupby dropped the row without a word
+    (1, {(2, "model"): None}, "column 'model' is empty in data row 3"),
+    (1, {(7, "prompt"): "  "}, "column 'prompt' is empty in data row 8"),
+])
+def test_glmm_cli_refuses_cells_that_were_silently_wrong(tmp_path, capsys, glmm, cells, message):
+    path = tmp_path / "in.csv"
+    _glmm_rows(cells).to_csv(path, index=False)
+    out = tmp_path / "o"
+    assert main(["glmm", str(path), "--glmm", str(glmm), "--resamples", "2", "--seed", "1", "--out", str(out),
+                 "--engine", "laplace", "--check-resamples", "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"earnest glmm: {path}: {message}" in err and "Traceback" not in err, err
+    assert not out.exists()
+
+
+def test_glmm_cli_refuses_a_column_named_twice(tmp_path, capsys):
+    """pandas renames a second 'correct' to 'correct.1' and the first one silently counts; a
+    Parquet file or a frame with two equal names is refused the same way."""
+    df = simulate_glmm_input(4, 3, seed=3)
+    path = tmp_path / "in.csv"
+    text = df.to_csv(index=False)
+    header, rest = text.split("\n", 1)
+    path.write_text(header.replace("gamma", "correct") + "\n" + rest)
+    assert main(["glmm", str(path), "--glmm", "1", "--resamples", "2", "--seed", "1", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert f"earnest glmm: {path}:1: column 'correct' appears twice (columns 5 and 6)" in err
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    parquet = tmp_path / "in.parquet"
+    pq.write_table(table.append_column("correct", table.column("correct")), parquet)
+    assert main(["glmm", str(parquet), "--glmm", "1", "--resamples", "2", "--seed", "1", "--out", str(tmp_path / "o")]) == 2
+    assert f"earnest glmm: {parquet}: column 'correct' appears twice (columns 5 and 7)" in capsys.readouterr().err
+    from earnest.stats import glmm as G
+    twice = pd.concat([df, df[["variant"]]], axis=1)
+    with pytest.raises(G.GLMMInputError, match=r"x\.parquet: column 'variant' appears twice \(columns 4 and 7\)"):
+        G.validate_glmm_input(twice, 1, source="x.parquet")
+
+
 @pytest.mark.slow
 def test_failed_fits_are_recorded_not_fatal():
     # one template only: lme4 refuses every fit ("grouping factors must have > 1 sampled level");

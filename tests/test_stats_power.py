@@ -190,6 +190,25 @@ def test_cli_refuses_a_run_without_a_scenario(tmp_path):
     assert r.returncode == 2 and "strictly between 0 and 1" in r.stderr
 
 
+def test_cli_refuses_an_unbounded_design_before_any_fit(tmp_path):
+    """--templates 100000000 would simulate 5.1e9 answers per data set; refused, naming the options,
+    and nothing is written. The library refuses the same grid before its first fit."""
+    out = tmp_path / "out"
+    for extra, message in ((["--templates", "100000000"], "--templates 100000000 with --variants 50: "
+                                                          "100000000 templates x (1 + 50 variants) = 5,100,000,000"),
+                           (["--templates", "100", "--variants", "10000"], "--templates 100 with --variants 10000"),
+                           (["--templates", "1"], "a design needs >= 2 templates")):
+        r = subprocess.run([sys.executable, "-m", "earnest.cli", "power", "--baseline-acc", "0.8", "--ranef-var", "1",
+                            "--engine", "laplace", *extra, "--out", str(out)], capture_output=True, text=True)
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not out.exists()
+    sc = P.Scenario("s", 0.8, 1.0)
+    with pytest.raises(P.PowerError, match="more than 1,000,000"):
+        P.power_study([sc], [10, 100_000_000], [50], [1.0], n_sims=1, n_resamples=2, engine="laplace")
+    with pytest.raises(P.PowerError, match="must be integers"):
+        P.simulate_design(1e8, 50, odds_ratio=1.0, baseline_acc=0.8, ranef_var=1.0)
+
+
 def test_cli_writes_power_and_mde_tables_and_the_figure(tmp_path):
     """The laplace engine makes a real (tiny) run fast enough for a unit test."""
     r = subprocess.run([sys.executable, "-m", "earnest.cli", "power", "--paper-scenario", "phi-2", "--templates", "12",

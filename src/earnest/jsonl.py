@@ -4,6 +4,7 @@ of a whole text file that names the line and column of a byte that is not UTF-8.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Iterator
 
@@ -12,13 +13,51 @@ class JSONLError(ValueError):
     """A line is not a JSON object; the message starts with ``path:line``."""
 
 
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs):
+    """json's object_pairs_hook: a dict, or _DuplicateKey for a key given twice (json keeps the last)."""
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _lone_surrogate(value, field: str = ""):
+    """(field, character index, code point) of the first lone UTF-16 surrogate in a decoded JSON
+    value, or None. JSON's escape ``\\ud800`` alone decodes to one: no UTF-8 file can hold it."""
+    if isinstance(value, str):
+        for i, ch in enumerate(value):
+            if "\ud800" <= ch <= "\udfff":
+                return field or "(the value)", i, ord(ch)
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        name = f"{field}[{key}]" if isinstance(key, int) else (f"{field}.{key}" if field else str(key))
+        found = (_lone_surrogate(key, f"{name} (its name)") if isinstance(key, str) else None) \
+            or _lone_surrogate(item, name)
+        if found:
+            return found
+    return None
+
+
 def iter_jsonl(path: str | Path, *, objects_only: bool = True,
                error: type[Exception] = JSONLError) -> Iterator[tuple[str, int, object]]:
     """Yield (``"path:line"``, line number, record) for every non-blank line of ``path``.
 
     Raises ``error`` (the caller's own error type; :class:`JSONLError` by default) naming
-    ``path:line`` for invalid JSON, and (with ``objects_only``) for a record that is not a JSON
-    object.
+    ``path:line`` for invalid JSON, a key given twice in one object (JSON readers differ on which
+    one counts), a lone UTF-16 surrogate in a string (not text; naming the field), and (with
+    ``objects_only``) for a record that is not a JSON object.
     """
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, 1):
@@ -33,9 +72,19 @@ def iter_jsonl(path: str | Path, *, objects_only: bool = True,
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
+                rec = json.loads(line, object_pairs_hook=_unique_keys)
             except json.JSONDecodeError as exc:
                 raise error(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            except _DuplicateKey as exc:
+                raise error(f"{where}: key {exc.key!r} appears twice in one object; keep the one that is "
+                            "meant") from None
+            if _SURROGATE_ESCAPE.search(line):
+                found = _lone_surrogate(rec)
+                if found:
+                    field, index, code = found
+                    raise error(f"{where}: field {field!r} holds a lone UTF-16 surrogate (\\u{code:04x} at "
+                                f"character {index + 1}), which is not text and cannot be written as UTF-8; "
+                                "replace it (e.g. by \\ufffd, the replacement character)")
             if objects_only and not isinstance(rec, dict):
                 raise error(f"{where}: expected a JSON object, got {type(rec).__name__}")
             yield where, lineno, rec

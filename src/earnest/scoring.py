@@ -245,19 +245,26 @@ def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox
     rows = _read_jsonl(input_path)
     extractions = extract_many([row["response"] for _, row in rows], style, sandbox, fidelity=fidelity)
     tmp = output_path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as out:
-        for (_, row), ex in zip(rows, extractions):
-            record = dict(row)
-            record["extracted"] = _json_number(ex.value)
-            record["extraction_pattern"] = ex.pattern
-            if row.get("answer") is not None:
-                ok = is_correct(ex, row["answer"], fidelity=fidelity)
-                record["error_class"] = final_error_class(ex, ok)
-                record["correct"] = ok
-            else:
-                record["error_class"] = ex.error_class
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
-    os.replace(tmp, output_path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as out:
+            for (_, row), ex in zip(rows, extractions):
+                record = dict(row)
+                record["extracted"] = _json_number(ex.value)
+                record["extraction_pattern"] = ex.pattern
+                if row.get("answer") is not None:
+                    ok = is_correct(ex, row["answer"], fidelity=fidelity)
+                    record["error_class"] = final_error_class(ex, ok)
+                    record["correct"] = ok
+                else:
+                    record["error_class"] = ex.error_class
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        os.replace(tmp, output_path)
+    except BaseException:   # no half-written file left behind
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     return len(rows)
 
 

@@ -90,6 +90,24 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
     return (text[:cut], True) if cut >= 0 else (text, False)
 
 
+def valid_text(text: str) -> tuple[str, int]:
+    """``text`` with every lone UTF-16 surrogate (JSON's ``\\ud800`` escape decodes to one; no
+    UTF-8 file can hold it) replaced by U+FFFD, and how many were replaced."""
+    try:
+        text.encode("utf-8")
+        return text, 0
+    except UnicodeEncodeError:
+        pass
+    out, n = [], 0
+    for ch in text:
+        if "\ud800" <= ch <= "\udfff":
+            out.append("\ufffd")
+            n += 1
+        else:
+            out.append(ch)
+    return "".join(out), n
+
+
 OnResult = Callable[[GenerationResult], None]
 
 

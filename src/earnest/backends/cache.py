@@ -5,7 +5,10 @@ prompt or messages and stop strings, ``max_new_tokens``) and stores the answer a
 under ``cache_dir``. Misses go to the wrapped backend, which is built only on the first miss, so a
 job whose requests are all cached never loads weights or opens a connection. Results whose
 ``stop_reason`` starts with ``error:`` (no answer: a transport failure after the backend's own
-retries) are never stored, so a rerun asks again.
+retries) are never stored, so a rerun asks again. A backend's note on how an answer came
+(:data:`KEPT_EXTRA`: the OpenAI backend's ``empty_answer`` and ``invalid_unicode``) is stored with
+it and comes back in ``extra``. Files are ASCII JSON, so any text (a lone surrogate too) is stored as
+it came; a file that cannot be written is left out (a warning) and the answer is still returned.
 
 The model's identity is its config entry without the keys that do not change answers (batch size,
 concurrency, timeouts, retries, resources, the OpenAI backend's own cache folder, ...): the same
@@ -17,12 +20,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import threading
 from pathlib import Path
 from typing import Callable, Sequence
 
 from .base import GenerationRequest, GenerationResult
+
+log = logging.getLogger(__name__)
+# what a backend says in ``extra`` about how an answer came, stored with the answer
+KEPT_EXTRA = ("empty_answer", "invalid_unicode")
 
 # config keys of a model entry that do not change what the model answers
 NON_SEMANTIC_KEYS = frozenset({
@@ -42,7 +50,8 @@ def request_key(identity: dict, request: GenerationRequest, max_new_tokens: int)
     blob = json.dumps({"model": identity, "prompt": request.prompt, "messages": request.messages,
                        "stop": list(getattr(request, "stop", ()) or ()), "max_new_tokens": int(max_new_tokens)},
                       sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    # surrogatepass: a lone surrogate cannot crash it; for valid text the same bytes as UTF-8
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class CachedBackend:
@@ -74,23 +83,32 @@ class CachedBackend:
         try:
             stored = json.loads(path.read_text(encoding="utf-8"))
             r = stored["result"]
+            kept = {k: r[k] for k in KEPT_EXTRA if k in r}
             return GenerationResult(key=request.key, response=r["response"], prompt_tokens=int(r["prompt_tokens"]),
                                     new_tokens=int(r["new_tokens"]), stop_reason=r["stop_reason"],
-                                    seconds=float(r["seconds"]), extra={"cached": True, "cache_key": key})
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError, OSError):
+                                    seconds=float(r["seconds"]), extra={"cached": True, "cache_key": key, **kept})
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError, OSError):
             return None  # a torn or foreign file: ask again and overwrite it
 
     def _write(self, key: str, request: GenerationRequest, result: GenerationResult, max_new_tokens: int) -> None:
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
-        tmp.write_text(json.dumps({
-            "request": {"model": self.identity, "prompt": request.prompt, "messages": request.messages,
-                        "stop": list(getattr(request, "stop", ()) or ()), "max_new_tokens": int(max_new_tokens)},
-            "result": {"response": result.response, "prompt_tokens": int(result.prompt_tokens),
-                       "new_tokens": int(result.new_tokens), "stop_reason": result.stop_reason,
-                       "seconds": float(result.seconds)}}, ensure_ascii=False, default=str), encoding="utf-8")
-        os.replace(tmp, path)  # atomic: a reader never sees half a file
+        kept = {k: result.extra[k] for k in KEPT_EXTRA if k in (result.extra or {})}
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps({
+                "request": {"model": self.identity, "prompt": request.prompt, "messages": request.messages,
+                            "stop": list(getattr(request, "stop", ()) or ()), "max_new_tokens": int(max_new_tokens)},
+                "result": {"response": result.response, "prompt_tokens": int(result.prompt_tokens),
+                           "new_tokens": int(result.new_tokens), "stop_reason": result.stop_reason,
+                           "seconds": float(result.seconds), **kept}}, default=str), encoding="utf-8")
+            os.replace(tmp, path)  # atomic: a reader never sees half a file
+        except (OSError, ValueError) as exc:   # e.g. a full disk: the answer stands, it is only not cached
+            log.warning("%s: could not store the answer (%s)", path, exc)
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
 
     def generate(self, requests: Sequence[GenerationRequest], max_new_tokens: int,
                  on_result=None) -> list[GenerationResult]:

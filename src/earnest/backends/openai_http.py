@@ -29,6 +29,20 @@ JSON, no ``choices`` list, a choice without text, a non-numeric ``usage``, an un
 retry becomes a result with ``stop_reason`` ``error:<kind>`` and an empty response: a transport
 error, not a model answer (callers do not keep it; see :mod:`earnest.generation`).
 
+Redirects are never followed: a 3xx answer is the result ``error:redirect``, not retried or cached,
+whose message names the ``Location`` (put the final address in ``base_url``). Following one would
+send the ``Authorization`` header, the API key, to whatever server the answer names, and take that
+server's answer for the model's.
+
+An empty answer that is likely transient (chat ``content: null``, e.g. a refusal or a tool call, or
+text ``""`` with ``finish_reason`` ``length``) is retried like a failed attempt; if every attempt
+gives one it is kept as the answer (``""``). The result's ``extra["empty_answer"]`` (and the stored
+file's ``empty_answer``) says which: ``"transient"`` (an empty answer came first, a retry gave
+text), ``"persistent"`` (every attempt was empty) or None. An empty text with ``finish_reason``
+``stop`` is a model that ended at once: an answer, not retried. A lone UTF-16 surrogate in the text
+(the JSON escape ``\\ud800`` alone, which no UTF-8 file can hold) becomes U+FFFD, and
+``extra["invalid_unicode"]`` counts them (0 normally); the stored file keeps the answer as sent.
+
 Only answers that passed validation are stored in ``cache_dir``, under the SHA-256 of (base_url,
 model, endpoint, messages or prompt, stop strings, body parameters); a rerun reads them from there
 and sends nothing. A stored file that is unreadable or fails validation is ignored and replaced.
@@ -55,7 +69,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .base import (CONTENT_FILTER, EOS, MAX_NEW_TOKENS, STOP_STRING, Backend, GenerationRequest, GenerationResult,
-                   OnResult, cut_at_stop)
+                   OnResult, cut_at_stop, valid_text)
 
 log = logging.getLogger(__name__)
 
@@ -158,6 +172,13 @@ class _HTTPSConnection(http.client.HTTPSConnection):
         _register(self.sock)
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Follows no redirect: urllib then raises the 3xx as an HTTPError (see :meth:`OpenAIBackend._post`)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
 class _HTTPHandler(urllib.request.HTTPHandler):
     def http_open(self, req):
         return self.do_open(_HTTPConnection, req)
@@ -187,7 +208,9 @@ def _token_count(usage: dict, name: str) -> int:
 def parse_completion(payload, endpoint: str, stop: Sequence[str] = ()) -> dict:
     """The fields of a completion answer, checked: text, stop_reason, finish_reason, token counts.
 
-    Anything that is not a valid completion raises ``_Retryable("bad_response", ...)``.
+    Anything that is not a valid completion raises ``_Retryable("bad_response", ...)``. ``empty``
+    says why an answer is a likely transient empty one (None otherwise); ``invalid_unicode`` counts
+    the lone surrogates replaced by U+FFFD in ``text``.
     """
     if not isinstance(payload, dict):
         raise _Retryable("bad_response", f"answer is not a JSON object: {str(payload)[:200]}")
@@ -200,14 +223,21 @@ def parse_completion(payload, endpoint: str, stop: Sequence[str] = ()) -> dict:
         if not isinstance(message, dict):
             raise _Retryable("bad_response", f"choice has no message: {str(choice)[:200]}")
         text = message.get("content")
-        text = "" if text is None else text   # e.g. a refusal or a tool call: no text
+        empty = "content null" if text is None else None   # e.g. a refusal or a tool call: no text
+        text = "" if text is None else text
     else:
         text = choice.get("text")
+        empty = None
     if not isinstance(text, str):
         raise _Retryable("bad_response", f"choice text is not a string: {str(choice)[:200]}")
     finish = choice.get("finish_reason")
     if finish is not None and finish not in _FINISH:
         raise _Retryable("bad_response", f"unknown finish_reason {finish!r}")
+    if text == "" and finish == "length":
+        empty = empty or 'text "" at finish_reason "length"'
+    if finish == "content_filter":
+        empty = None   # withheld by the API, not a hiccup
+    text, invalid = valid_text(text)
     usage = payload.get("usage")
     if usage is None:
         usage = {}
@@ -222,7 +252,7 @@ def parse_completion(payload, endpoint: str, stop: Sequence[str] = ()) -> dict:
     else:
         reason = _FINISH.get(finish, EOS)
     return {"text": text, "stop_reason": reason, "finish_reason": finish, "prompt_tokens": prompt_tokens,
-            "new_tokens": new_tokens}
+            "new_tokens": new_tokens, "empty": empty, "invalid_unicode": invalid}
 
 
 class OpenAIBackend(Backend):
@@ -258,7 +288,7 @@ class OpenAIBackend(Backend):
         if self.cache_dir is not None:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._opener = urllib.request.build_opener(_HTTPHandler, _HTTPSHandler)
+        self._opener = urllib.request.build_opener(_HTTPHandler, _HTTPSHandler, _NoRedirect)
         # counters for reports and tests: answers served from the cache / sent over HTTP
         self.cache_hits = 0
         self.http_attempts = 0
@@ -294,7 +324,8 @@ class OpenAIBackend(Backend):
         """SHA-256 of base URL, endpoint and the request body (model, messages or prompt, stop, params)."""
         blob = json.dumps({"base_url": self.base_url, "endpoint": endpoint, "body": body},
                           sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        # surrogatepass: a lone surrogate cannot crash it; for valid text the same bytes as UTF-8
+        return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
     def _cache_path(self, key: str) -> Path | None:
         return None if self.cache_dir is None else self.cache_dir / key[:2] / f"{key}.json"
@@ -303,7 +334,7 @@ class OpenAIBackend(Backend):
 
     def _post(self, endpoint: str, body: dict) -> bytes:
         """One attempt: the raw answer body, or _Retryable/_Fatal. Ends by ``timeout_s`` at the latest."""
-        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        data = json.dumps(body).encode("ascii")   # ASCII JSON: any text, even a lone surrogate, goes as sent
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
@@ -316,6 +347,12 @@ class OpenAIBackend(Backend):
                 with self._opener.open(request, timeout=self.timeout_s) as resp:
                     return resp.read()
         except urllib.error.HTTPError as exc:
+            if 300 <= exc.code < 400:
+                where = exc.headers.get("Location") if exc.headers is not None else None
+                raise _Fatal("redirect", f"HTTP {exc.code} redirect to {where or '(no Location)'} from "
+                                         f"{self.base_url + endpoint}: not followed (it would send the API key "
+                                         f"and take the answer of the server it names); if that address is "
+                                         f"right, make it the base_url") from None
             try:
                 detail = exc.read()[:300].decode("utf-8", "replace")
             except Exception:  # the error body itself may be cut short
@@ -352,20 +389,29 @@ class OpenAIBackend(Backend):
             seconds = stored["seconds"]
             if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
                 raise ValueError("seconds")
-            return stored["payload"], parse_completion(stored["payload"], endpoint, stop), float(seconds)
-        except (ValueError, KeyError, TypeError, OSError, _Retryable) as exc:
+            parsed = parse_completion(stored["payload"], endpoint, stop)
+            marked = stored.get("empty_answer")
+            if marked not in (None, "transient", "persistent"):
+                raise ValueError(f"empty_answer {marked!r}")
+            if parsed["empty"] and marked != "persistent":   # stored before empty answers were retried
+                raise ValueError(f"an empty answer ({parsed['empty']}) not marked as persistent")
+            parsed["empty_answer"] = marked
+            return stored["payload"], parsed, float(seconds)
+        except (ValueError, KeyError, TypeError, AttributeError, OSError, _Retryable) as exc:
             log.warning("%s: ignoring a stored answer that is not valid (%s); asking again", path, exc)
             return None
 
-    def _write_cache(self, path: Path, endpoint: str, body: dict, payload: dict, seconds: float) -> None:
+    def _write_cache(self, path: Path, endpoint: str, body: dict, payload: dict, seconds: float,
+                     empty_answer: str | None) -> None:
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            # ASCII JSON: the payload as sent, a lone surrogate kept as its escape, valid UTF-8 on disk
             tmp.write_text(json.dumps({"request": {"base_url": self.base_url, "endpoint": endpoint, "body": body},
-                                       "payload": payload, "seconds": seconds}, ensure_ascii=False),
+                                       "payload": payload, "seconds": seconds, "empty_answer": empty_answer}),
                            encoding="utf-8")
             os.replace(tmp, path)  # atomic: a reader never sees half a file
-        except OSError as exc:  # e.g. a full disk: the answer is still good, it is only not cached
+        except (OSError, ValueError) as exc:  # e.g. a full disk: the answer is still good, it is only not cached
             log.warning("%s: could not store the answer (%s)", path, exc)
             try:
                 tmp.unlink()
@@ -386,6 +432,7 @@ class OpenAIBackend(Backend):
             return self._result(req.key, parsed, seconds, attempts=0, cached=True, cache_key=key)
         start = time.perf_counter()
         attempt = 0
+        empty_seen = None   # the last empty answer received: (payload, parsed)
         while True:
             try:
                 raw = self._post(endpoint, body)
@@ -394,8 +441,18 @@ class OpenAIBackend(Backend):
                 except (json.JSONDecodeError, UnicodeDecodeError):
                     raise _Retryable("bad_response", f"answer is not JSON: {raw[:200]!r}") from None
                 parsed = parse_completion(payload, endpoint, req.stop)
-                break
+                if parsed["empty"] is None:
+                    parsed["empty_answer"] = "transient" if empty_seen is not None else None
+                    break
+                empty_seen = (payload, parsed)
+                raise _Retryable("empty", f"empty answer ({parsed['empty']})")
             except _Retryable as exc:
+                if attempt >= self.max_retries and empty_seen is not None:   # the empty answer is the answer
+                    payload, parsed = empty_seen
+                    log.warning("%s: empty answer (%s), no text in %d attempt(s); kept as the answer", req.key,
+                                parsed["empty"], attempt + 1)
+                    parsed["empty_answer"] = "persistent"
+                    break
                 if attempt >= self.max_retries:
                     return self._error(req.key, exc.kind, str(exc), attempt + 1, time.perf_counter() - start)
                 log.info("%s: attempt %d failed (%s); retrying", req.key, attempt + 1, exc)
@@ -405,7 +462,7 @@ class OpenAIBackend(Backend):
                 return self._error(req.key, exc.kind, str(exc), attempt + 1, time.perf_counter() - start)
         seconds = time.perf_counter() - start
         if path is not None:
-            self._write_cache(path, endpoint, body, payload, seconds)
+            self._write_cache(path, endpoint, body, payload, seconds, parsed["empty_answer"])
         return self._result(req.key, parsed, seconds, attempts=attempt + 1, cached=False, cache_key=key)
 
     @staticmethod
@@ -415,7 +472,8 @@ class OpenAIBackend(Backend):
             key=key, response=parsed["text"], prompt_tokens=parsed["prompt_tokens"],
             new_tokens=parsed["new_tokens"], stop_reason=parsed["stop_reason"], seconds=float(seconds),
             extra={"cached": cached, "attempts": attempts, "finish_reason": parsed["finish_reason"],
-                   "cache_key": cache_key})
+                   "cache_key": cache_key, "empty_answer": parsed["empty_answer"],
+                   "invalid_unicode": parsed["invalid_unicode"]})
 
     @staticmethod
     def _error(key: str, kind: str, message: str, attempts: int, seconds: float) -> GenerationResult:

@@ -52,6 +52,12 @@ CLUSTER_LABELS = ("draw", "reference")
 CLUSTER_LABELS_BY_FIDELITY = {fidelity.REFERENCE: "reference", fidelity.EARNEST: "draw"}
 ENGINES = ("lme4", "laplace")
 GLMER_FALLBACK = "lme4 (glmer fallback)"
+#: Template ids are handed to R as its integers (32-bit, and -2**31 is R's NA), so they must lie in
+#: +-ID_MAX; a larger id would overflow, or (read as a float) merge with its neighbours.
+ID_MAX = 2**31 - 1
+#: gamma is a sum of log10 of a question's numbers: at most its count of digits (GSM: 0 to about 60).
+#: Beyond +-GAMMA_MAX it cannot be such a sum, and its centring and the fit's sums overflow.
+GAMMA_MAX = 1e6
 
 
 class GLMMInputError(ValueError):
@@ -83,12 +89,20 @@ def binary_column(values: pd.Series, col: str, source: str, error=None) -> pd.Se
 
 def integer_ids(values: pd.Series, col: str, source: str, error=None) -> pd.Series:
     """``values`` as int64 ids; ``error`` (default GLMMInputError) names the first value that is not
-    an integer and its data row."""
+    an integer, or not within +-:data:`ID_MAX`, and its data row."""
     num = pd.to_numeric(values, errors="coerce")
     if num.isna().any() or not np.all(np.mod(num.to_numpy(), 1) == 0):
         bad = int(np.flatnonzero(num.isna().to_numpy() | (np.mod(num.fillna(0.5).to_numpy(), 1) != 0))[0])
         raise (error or GLMMInputError)(f"{source}: column '{col}' must hold integer ids, found "
                                         f"{show_value(values.iloc[bad])} in {_row(bad)}")
+    arr = num.to_numpy()
+    far = (arr > ID_MAX) | (arr < -ID_MAX)   # uint64 and float compare exactly with these bounds
+    if far.any():
+        bad = int(np.flatnonzero(far)[0])
+        raise (error or GLMMInputError)(
+            f"{source}: column '{col}' holds {show_value(values.iloc[bad])} in {_row(bad)}; ids must lie within "
+            f"+-{ID_MAX} (R's integers: larger ones overflow or merge with their neighbours); renumber them "
+            "(0, 1, 2, ...)")
     return num.astype(np.int64)
 
 
@@ -102,6 +116,9 @@ def read_glmm_input(path: str | Path) -> pd.DataFrame:
     """Read a GLMM input table from CSV or Parquet (by suffix)."""
     path = Path(path)
     if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        _check_unique_columns(list(pq.read_schema(path).names), str(path))   # pyarrow's own error names no file
         df = pd.read_parquet(path)
     elif path.suffix in (".csv", ".txt"):
         df = _read_csv_checked(path)
@@ -109,7 +126,18 @@ def read_glmm_input(path: str | Path) -> pd.DataFrame:
         raise GLMMInputError(f"{path}: GLMM input must be .csv or .parquet")
     if df.empty:
         raise GLMMInputError(f"{path}: no data rows (columns: {', '.join(map(str, df.columns)) or 'none'})")
+    _check_unique_columns(list(df.columns), str(path))
     return df
+
+
+def _check_unique_columns(columns: list, source: str) -> None:
+    """GLMMInputError naming the first column name given twice (which one counts would be a guess)."""
+    seen: dict = {}
+    for i, name in enumerate(columns, 1):
+        if name in seen:
+            raise GLMMInputError(f"{source}: column {name!r} appears twice (columns {seen[name]} and {i}); "
+                                 "keep one")
+        seen[name] = i
 
 
 def _read_csv_checked(path: Path) -> pd.DataFrame:
@@ -126,6 +154,8 @@ def _read_csv_checked(path: Path) -> pd.DataFrame:
     try:
         header = next(reader)
         width = len(header)
+        _check_unique_columns(header, f"{path}:1")   # pandas would rename the second 'x' to 'x.1'
+
         for row in reader:
             if row and len(row) != width:
                 raise GLMMInputError(f"{path}:{reader.line_num}: {len(row)} fields, but the header "
@@ -140,13 +170,15 @@ def validate_glmm_input(df: pd.DataFrame, glmm: int, source: str = "GLMM input",
     """Check the columns of the GLMM input contract and return a clean copy.
 
     Raises :class:`GLMMInputError` naming ``source`` and the offending column when a column is
-    missing, ``correct`` or ``variant`` hold anything but 0/1, ``template`` is not integral, or
-    (GLMM 2) ``gamma`` is missing or not finite. Booleans are accepted for ``correct``. With
+    missing or named twice, ``correct`` or ``variant`` hold anything but 0/1, ``template`` is not
+    integral or beyond +-:data:`ID_MAX`, ``model`` or ``prompt`` is empty, or (GLMM 2) ``gamma`` is
+    missing, not finite or beyond +-:data:`GAMMA_MAX`. Booleans are accepted for ``correct``. With
     ``fidelity="reference"`` an empty ``gamma`` is allowed: the reference's gamma of a question
     without digits, a row GLMM 2 leaves out (:func:`model_frame`), as the reference's fits do.
     """
     glmm = _check_glmm(glmm)
     needed = list(GLMM_INPUT_COLUMNS) + (["gamma"] if glmm == 2 else [])
+    _check_unique_columns(list(df.columns), source)
     for col in needed:
         if col not in df.columns:
             raise GLMMInputError(f"{source}: missing column '{col}' (GLMM {glmm} needs {', '.join(needed)})")
@@ -167,8 +199,18 @@ def validate_glmm_input(df: pd.DataFrame, glmm: int, source: str = "GLMM input",
             bad = int(np.flatnonzero(wrong)[0])
             raise GLMMInputError(f"{source}: column 'gamma' must be a finite number, found "
                                  f"{show_value(out['gamma'].iloc[bad])} in {_row(bad)}")
+        far = np.abs(g.to_numpy(dtype=float)) > GAMMA_MAX
+        if far.any():
+            bad = int(np.flatnonzero(far)[0])
+            raise GLMMInputError(f"{source}: column 'gamma' holds {show_value(out['gamma'].iloc[bad])} in {_row(bad)}; "
+                                 f"gamma, a sum of log10 of a question's numbers (at most its number of digits), "
+                                 f"must lie within +-{GAMMA_MAX:g}")
         out["gamma"] = g.astype(float)
     for col in ("model", "prompt"):
+        blank = out[col].isna().to_numpy() | (out[col].astype(str).str.strip() == "").to_numpy()
+        if blank.any():   # groupby would drop such a row without a word
+            bad = int(np.flatnonzero(blank)[0])
+            raise GLMMInputError(f"{source}: column '{col}' is empty in {_row(bad)}")
         out[col] = out[col].astype(str)
     return out.reset_index(drop=True)
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from earnest.failure_classes import WRONG_ANSWER_CLASSES
-from earnest.stats.glmm import GLMMInputError
+from earnest.stats.glmm import GLMMInputError, integer_ids
 
 DATASET_VARIANT = {"gsm_base": 0, "gsm_variants": 1}
 SCORED_COLUMNS = ("model", "prompt", "dataset", "template_id", "correct", "gamma")
@@ -68,7 +68,7 @@ def glmm_input_from_scored(scored: pd.DataFrame | Iterable[pd.DataFrame], *, rea
     return pd.DataFrame({
         "model": df["model"].astype(str).to_numpy(),
         "prompt": df["prompt"].astype(str).to_numpy(),
-        "template": df["template_id"].astype(np.int64).to_numpy(),
+        "template": integer_ids(df["template_id"], "template_id", source).to_numpy(),
         "variant": df["dataset"].map(DATASET_VARIANT).astype(np.int64).to_numpy(),
         "correct": df["correct"].astype(np.int64).to_numpy(),
         "gamma": df["gamma"].astype(float).to_numpy(),

@@ -73,6 +73,33 @@ class PowerError(ValueError):
     """A power-study input is unusable; the message names the field."""
 
 
+#: answers in one simulated data set (templates x (1 + variants)) at most: the paper's design has
+#: 5,100; each data set is held in memory and fitted n_sims x n_resamples times.
+MAX_ANSWERS = 1_000_000
+
+
+def design_problem(n_templates, n_variants) -> str | None:
+    """Why ``n_templates`` x ``n_variants`` (GSM-Variants items per template) is not a design to
+    simulate, or None: fewer than 2 templates or 1 variant, or more than :data:`MAX_ANSWERS` answers."""
+    if isinstance(n_templates, bool) or isinstance(n_variants, bool) or \
+            not isinstance(n_templates, (int, np.integer)) or not isinstance(n_variants, (int, np.integer)):
+        return f"template and variant counts must be integers, not {n_templates!r} x {n_variants!r}"
+    if n_templates < 2 or n_variants < 1:
+        return f"a design needs >= 2 templates and >= 1 variant per template, not {n_templates} x {n_variants}"
+    answers = int(n_templates) * (1 + int(n_variants))
+    if answers > MAX_ANSWERS:
+        return (f"{n_templates} templates x (1 + {n_variants} variants) = {answers:,} answers per simulated data "
+                f"set, more than {MAX_ANSWERS:,} (the paper's design: 100 x (1 + 50) = 5,100)")
+    return None
+
+
+def check_design(n_templates, n_variants) -> None:
+    """PowerError with :func:`design_problem`'s reason."""
+    problem = design_problem(n_templates, n_variants)
+    if problem:
+        raise PowerError(problem)
+
+
 # ---------------------------------------------------------------------------- the model
 _GH_NODES, _GH_WEIGHTS = np.polynomial.hermite_e.hermegauss(60)
 _GH_WEIGHTS = _GH_WEIGHTS / _GH_WEIGHTS.sum()          # E[f(Z)], Z ~ N(0, 1)
@@ -105,9 +132,7 @@ def simulate_design(n_templates: int, n_variants: int, *, odds_ratio: float, bas
     depend on ``odds_ratio`` (common random numbers across a power curve).
     """
     _check_effect(effect)
-    if n_templates < 2 or n_variants < 1:
-        raise PowerError(f"a design needs >= 2 templates and >= 1 variant per template, not "
-                         f"{n_templates} x {n_variants}")
+    check_design(n_templates, n_variants)
     if not odds_ratio > 0 or not math.isfinite(odds_ratio):
         raise PowerError(f"odds ratio must be positive and finite, not {odds_ratio!r}")
     rng = np.random.default_rng(seed)
@@ -454,6 +479,9 @@ def power_study(scenarios: Sequence[Scenario], templates: Iterable[int], variant
     if not (scenarios and templates and variants and odds_ratios):
         raise PowerError("the power grid is empty: give at least one scenario, template count, "
                          "variant count and odds ratio")
+    for nt in templates:   # the whole grid before the first fit
+        for nv in variants:
+            check_design(nt, nv)
     rows = []
     for si, sc in enumerate(scenarios):
         for effect in effects:

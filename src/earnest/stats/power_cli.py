@@ -73,6 +73,13 @@ def run(args: argparse.Namespace) -> int:
             return _fail("no scenario: give --baseline-acc and --ranef-var, --paper-scenario, --from-summary or --lm-eval")
         templates = args.templates or ([design[0]] if design else [P.PAPER_DESIGN[0]])
         variants = args.variants or ([design[1]] if design else [P.PAPER_DESIGN[1]])
+        for nt in templates:
+            for nv in variants:
+                problem = P.design_problem(nt, nv)
+                if problem:
+                    where = (f"--templates {nt} with --variants {nv}" if args.templates or args.variants
+                             else f"the design of the results read ({nt} x {nv})")
+                    return _fail(f"{where}: {problem}")
         if args.sims < 1 or args.resamples < 1:
             return _fail("--sims and --resamples must be positive")
         if not 0 < args.alpha < 1:
