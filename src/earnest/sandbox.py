@@ -1,54 +1,46 @@
-"""Run model-written Python safely: a static check, then an isolated child process per snippet.
+"""Run model-written Python: the kernel is the boundary; the static policy only classifies.
 
-The layers, outermost first, and what each one stops (any one of them failing leaves the others):
+Each snippet runs in a fresh fork of a pre-started worker interpreter (``python -I -S``, started
+with an empty environment; ``Sandbox(python=...)`` chooses the interpreter). The layers, and what
+each stops on its own (tests/test_sandbox_layers.py runs a hostile corpus under each one alone, as
+root and as an unprivileged user, with the static policy off):
 
-1. **Static policy** (``check_source``, in the calling process) — a first filter, not the
-   boundary. It refuses, on the ``ast`` after the parser's NFKC normalisation (so ``ｅｘｅｃ`` is
-   ``exec``): ``open``/``eval``/``exec``/``compile``/``getattr``/``globals``/... , every dunder
-   name or attribute, attributes starting with ``_`` or naming frames, tracebacks, generators
-   and code (``gi_frame``, ``f_back``, ``tb_frame``, ``co_code``...) — also inside ``match`` class
-   patterns (``case object(__globals__=g)``) —, string constants containing ``__``, the
-   string-to-attribute bridges ``string.Formatter``, ``functools.update_wrapper``/``wraps``,
-   ``functools.singledispatch`` and ``typing.get_type_hints`` (which ``eval`` annotations),
-   ``type`` with more than one argument (``type(name, bases, {dunder: ...})``) and imports
-   outside ``ALLOWED_MODULES``. Reference mode (``fidelity="reference"``) first applies the
-   authors' own check (a regular expression for ``open(...)``, ``eval(...)``, ``exec(...)``,
-   ``__import__(...)``, ``getattr/setattr(...)`` on the raw text, class ``forbidden_string``) and
-   then only the escape rules above, since names outside its namespace fail as NameError there.
-2. **Namespace**: the snippet sees a small builtins dict (earnest: ``SAFE_BUILTINS``; reference:
-   the reference's ``REFERENCE_BUILTINS`` and pre-imported ``REFERENCE_MODULES``) and copies of the
-   allowed modules without their module-valued, private and eval-capable attributes.
-3. **Process**: each snippet runs in a fresh ``fork()`` of a pre-started worker interpreter
-   (``python -I -S``), in its own session and process group (killed as a group on timeout, and by
-   ``PR_SET_PDEATHSIG`` if its worker dies), with stdin/stdout/stderr on ``/dev/null`` — the result
-   goes back on a separate pipe, fd 3, which nothing printed can reach — and rlimits: CPU seconds,
-   address space, ``RLIMIT_FSIZE`` = 0, ``RLIMIT_NPROC`` = 0, ``RLIMIT_NOFILE`` = 4, no core
-   files. As root it also ``chroot``s into an empty directory and becomes uid/gid 65534 and the
-   worker unshares the network namespace.
-4. **no_new_privs + Landlock** (kernel ABI >= 1; no root needed): no file or directory may be
-   read, written, created, removed, renamed or executed anywhere (the snippet needs none: its
-   modules are preloaded); with ABI >= 4 no TCP bind/connect; with ABI >= 6 no signal to a process
-   outside the snippet and no abstract unix socket.
-5. **seccomp** (compiled once per worker by libseccomp through ctypes, installed in each child with
-   one prctl; no root needed), with EPERM for: ``execve``,
-   ``fork``/``clone``, every way to signal a process (``kill``, ``tgkill``, ``pidfd_*``), ``ptrace``
-   and ``process_vm_*``, every socket call, opening a file for writing or creating one,
-   ``unlink``/``rename``/``mkdir``/``chmod``/``chown``/``truncate``/``link``/``symlink`` and the like,
-   ``io_uring`` (which would bypass the filter), ``mount``/``unshare``/``setns``/``chroot``,
-   ``bpf``/``perf_event_open``/``userfaultfd``/``keyctl``, ``TIOCSTI``. Other architectures' system
-   calls kill the process.
+1. **seccomp allowlist** (libseccomp through ctypes; no root needed): default deny — every system
+   call not in ``ALLOWED_SYSCALLS`` fails with EPERM (memory, futex, clocks, getrandom, signal
+   return, write on the descriptor it holds, exit; nothing that takes a path, no other process,
+   no IPC, no socket, no scheduling or priority call, no prctl, no fork or exec); other
+   architectures' calls kill. Alone it stops every attack class of the corpus.
+2. **Namespaces** where the kernel allows unprivileged user namespaces (or as root): the worker
+   gets its own user (not as root), mount, network and UTS namespaces with an empty read-only
+   tmpfs as its root (no path leads anywhere: no file to read, write or stat; no network); each
+   snippet gets fresh pid and IPC namespaces (it sees no other process to signal, trace or
+   re-limit; every IPC object it makes dies with it) and runs as pid 2 under a pid 1 that ends
+   the namespace when it ends. Alone it stops file, process, IPC, network and survivor attacks.
+3. **Landlock** (Linux >= 5.13): no file access at all; TCP (ABI >= 4), signals and abstract
+   sockets out of the domain (ABI >= 6). Alone it stops file content reads and writes, TCP.
+4. **Always**: no_new_privs; as root setuid/setgid to 65534 (and a chroot into an empty directory
+   where there are no namespaces); capabilities dropped inside a user namespace; an empty
+   environment; one descriptor (the result pipe, fd 3); rlimits (CPU, address space, no file
+   size, no processes, 4 descriptors, no core); parent-death signals and a wall-clock alarm; the
+   worker's request and result buffers wiped after each snippet (a snippet that reads its own
+   memory finds nothing of another answer's).
+5. **Static policy** (``check_source``; ``Sandbox(disable=("static",))`` switches it off): it
+   decides failure classes, not containment. earnest mode refuses imports outside
+   ``ALLOWED_MODULES``, dunders and the like (``forbidden_construct``); reference mode refuses only
+   what the authors' forbidden-string check refuses (``forbidden_string``) and runs the rest as
+   they do, contained by the layers above.
 
-``Sandbox.capabilities()`` reports which of layers 3-5 the workers obtained. The calling process
-trusts nothing that comes back: a reply is size-limited before it is parsed and validated field by
-field; anything malformed becomes that answer's ``unclassified`` result, never an exception. A
-snippet that escaped every layer could still choose its own result (as by returning a value) but
-not another answer's. Per-snippet temporary directories are removed after each snippet, the
-worker's directory when the worker ends (also when the calling process dies), and any left by a
-killed worker when the next worker starts.
+Where no layer that blocks file reads (seccomp, namespaces, Landlock, root's chroot) is present,
+model code does not run: ``SandboxUnavailable`` says which layer is missing and how to get it.
+``Sandbox.capabilities()`` and ``describe()`` name the layers in force; scored tables carry them.
+The calling process trusts nothing that comes back: a reply is size-limited before it is parsed
+and validated field by field; anything malformed becomes that answer's ``unclassified`` result. A
+snippet can still forge its own result (by writing to fd 3), never another answer's.
 
 Result classes: ``earnest.failure_classes`` (Appendix F of the GSM-Symbolic re-evaluation, plus
 ``timeout`` and ``resource_limit``; in reference mode these two are reported as ``unclassified``,
-the reference's catch-all, since the reference has no limits).
+the reference's catch-all, since the reference has no limits). Model code is compiled with the
+running interpreter's own flags (``dont_inherit``): this file's ``__future__`` imports never apply.
 
 This file must import only the standard library: it is also the worker program
 (``python -I -S sandbox.py --worker TOKEN``).
@@ -845,10 +837,12 @@ _SCMP_CMP_EQ, _SCMP_CMP_MASKED_EQ = 4, 7
 _PROT_EXEC = 0x4
 
 #: The system calls a child may make once model code runs; everything else fails with EPERM
-#: (and other architectures' calls kill it). Measured with ``strace -f`` on the worker while it
-#: ran the golden code answers, the hostile corpus's innocent neighbours and the failure classes
-#: (tests/test_sandbox_layers.py checks that innocent answers still come back right under it).
-#: The child holds one descriptor (its result pipe, fd 3) and no path: nothing here takes one.
+#: (and other architectures' calls kill it). Measured with ``strace -f`` on the worker running the
+#: 89 golden code answers in both modes and answers that allocate, recurse, print and loop until
+#: their limits: after the filter CPython made only brk, mmap, munmap, write and exit_group. The
+#: rest are harmless calls it makes on other paths (large reallocations, random.seed(), clocks
+#: without the vDSO, a signal interrupting a call, glibc's own locking). The child holds one
+#: descriptor (its result pipe, fd 3) and no path: nothing here takes one.
 ALLOWED_SYSCALLS = {
     # computing: memory. mmap/mprotect without PROT_EXEC (see _seccomp_filter); an mmap of a file
     # is impossible (the only descriptor is a pipe)
