@@ -8,6 +8,7 @@ from pathlib import Path
 
 from earnest.stats.cli_common import add_subcommand, fail as cli_fail, input_choice_problem, log
 from earnest.stats.glmm import ENGINES
+from earnest.stats.summary import check_alpha
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -57,6 +58,10 @@ def run(args: argparse.Namespace) -> int:
         C.check_agq(args.agq, not args.no_item_effects)
     except C.CompareInputError as exc:
         return fail(str(exc))
+    try:
+        check_alpha(args.alpha, "--alpha")
+    except ValueError as exc:
+        return fail(str(exc))
     if args.engine != "lme4" and not args.no_item_effects:
         return fail("--engine laplace fits one random intercept: add --no-item-effects (template intercepts only)")
     try:
@@ -67,8 +72,12 @@ def run(args: argparse.Namespace) -> int:
             src = args.input
             raw = pd.read_parquet(src) if src.suffix == ".parquet" else pd.read_csv(src)
             data = C.validate_compare_input(raw, str(src))
+        pairs = C.check_pairs(data, args.by)
     except (ValueError, OSError) as exc:
         return fail(str(exc))
+    if not pairs:
+        return fail(f"no {args.by} family has two conditions: nothing to compare (--by {args.by} compares the "
+                    + ("models of each prompt" if args.by == "models" else "prompts of each model") + ")")
     args.out.mkdir(parents=True, exist_ok=True)
     tables = []
     try:
@@ -83,8 +92,6 @@ def run(args: argparse.Namespace) -> int:
             tables.append(t)
     except RError as exc:
         return fail(f"R failed ({exc})")
-    if not any(len(t) for t in tables):
-        log(f"earnest compare: no {args.by} family has two conditions; nothing compared")
     all_pairs = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=list(C.PAIR_COLUMNS))
     all_pairs.to_csv(args.out / "pairs.csv", index=False)
     log(f"earnest compare: {len(all_pairs)} pairs -> {args.out / 'pairs.csv'}")
