@@ -18,7 +18,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "correct ~ condition + (1|template) + (1|item) on the items both answered, bootstrapped over "
                     "templates (median OR, percentile interval, Eq. 4 P value), McNemar's exact test beside it, "
                     "Holm across the pairs of each family. Input columns: model, prompt, template, item, correct "
-                    "(0/1); or lm-evaluation-harness samples (--lm-eval; the task is the prompt).",
+                    "(0/1); or lm-evaluation-harness samples (--lm-eval) or Inspect AI logs (--inspect), mapped to "
+                    "prompts as earnest glmm maps them.",
         input_help="compare input, .csv or .parquet", options=_options)
 
 
@@ -65,9 +66,11 @@ def run(args: argparse.Namespace) -> int:
     if args.engine != "lme4" and not args.no_item_effects:
         return fail("--engine laplace fits one random intercept: add --no-item-effects (template intercepts only)")
     try:
-        if args.lm_eval:
-            from earnest import lmeval
-            data = C.validate_compare_input(lmeval.to_compare_input(lmeval.samples_from_args(args)), "lm-eval samples")
+        from earnest import lmeval
+        if lmeval.given(args):
+            data = C.validate_compare_input(lmeval.to_compare_input(lmeval.samples_from_args(args),
+                                                                    lmeval.mapping_from_args(args), by=args.by),
+                                            "harness samples")
         else:
             src = args.input
             raw = pd.read_parquet(src) if src.suffix == ".parquet" else pd.read_csv(src)
