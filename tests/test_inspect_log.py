@@ -140,3 +140,18 @@ def test_earnest_glmm_compare_and_power_read_the_inspect_log(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     p = pd.read_csv(tmp_path / "power" / "power.csv")
     assert set(p.n_templates) == {4} and set(p.n_variants) == {3}
+
+
+def test_without_a_zstd_decoder_the_error_says_how_to_read_the_log():
+    """Python < 3.14 without the zstandard package cannot decompress the real log's members: the
+    error says so and what to do (here zstandard's import is made to fail)."""
+    code = ("import sys; sys.modules['zstandard'] = None; sys.modules['compression'] = None\n"
+            "from earnest import inspect_log, lmeval\n"
+            "try:\n"
+            f"    inspect_log.read_logs([{str(LOG)!r}])\n"
+            "except lmeval.LmEvalError as e:\n"
+            "    print(e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "(header.json): the log's members are Zstandard-compressed" in r.stdout
+    assert "pip install zstandard" in r.stdout and "inspect log convert LOG --to json" in r.stdout
