@@ -349,3 +349,13 @@ def test_earnest_glmm_fits_each_prompt_and_glmm2_from_lm_eval_samples(tmp_path):
 def lmeval_json_fields():
     return ("model", "prompt", "effect", "odds_ratio", "ci_low", "ci_high", "p_boot", "p_holm", "verdict", "engine",
             "n_base", "n_variants")
+
+
+def test_per_document_clusters_are_small_ids_shared_by_models(tmp_path):
+    docs = [_sample(i, {"question": f"q{i}", "answer": "18"}, i % 2) for i in range(5)]
+    a = _write(tmp_path / "m1", "gsm8k", docs)
+    b = _write(tmp_path / "m2", "gsm8k", [_sample(i, {"question": f"q{i}", "answer": "18"}, 1) for i in range(5)])
+    m = lmeval.Mapping("per_document")
+    c = lmeval.to_compare_input(lmeval.read_samples([a, b], mapping=m), m)
+    assert sorted(c.template.unique()) == [0, 1, 2, 3, 4]
+    assert (c[c.model == "m1"].set_index("item").template == c[c.model == "m2"].set_index("item").template).all()

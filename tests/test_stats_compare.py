@@ -191,3 +191,25 @@ def test_compare_refuses_no_common_items_templates_that_differ_and_a_bad_alpha(t
     one.to_csv(src, index=False)
     assert main(["compare", str(src), "--by", "models", "--resamples", "3", "--seed", "1", "--out", str(out)]) == 2
     assert "nothing to compare" in capsys.readouterr().err
+
+
+def test_with_item_intercepts_discordance_all_on_one_side_is_separation_too():
+    """10:0 discordant items (70% against 37% correct, no item the other way): the paired OR with
+    item intercepts diverges (lme4's median OR was ~1e8); degenerate by the same rule, McNemar
+    (p = 0.002) stands. Without item intercepts the rule is the marginal one alone."""
+    rows = []
+    for t in range(6):
+        for i in range(5):
+            k = t * 5 + i
+            a, b = int(k < 21), int(k < 11)
+            rows += [{"model": "a", "prompt": "p", "template": t, "item": f"x{k}", "correct": a},
+                     {"model": "b", "prompt": "p", "template": t, "item": f"x{k}", "correct": b}]
+    data = C.validate_compare_input(pd.DataFrame(rows))
+    pairs = C.paired_rows(data, "models", "p", "a", "b")
+    r = {"n_items": 30, "acc_a": 70.0, "acc_b": 100 * 11 / 30, "n_resamples": 4, "n_clean": 4, "item_effects": True,
+         **C.mcnemar(pairs["correct_a"], pairs["correct_b"])}
+    assert (r["n_ab"], r["n_ba"]) == (10, 0)
+    v = C.pair_verdict(r, "a", "b")
+    assert v["degenerate"] and "every discordant item favours a (10:0)" in v["fit_problems"]
+    assert not C.pair_verdict({**r, "item_effects": False}, "a", "b")["degenerate"]
+    assert not C.pair_verdict({**r, "n_ba": 1}, "a", "b")["degenerate"]

@@ -22,8 +22,9 @@ How a sample maps to a template and a variant:
   of the ``base_tasks`` (the GSM-Base task, one document per template) and 1 for every other task,
   or the doc's ``variant_field`` when one is named.
 * ``per_document`` (any other task, the fallback): every document is its own cluster (a template id
-  derived from its ``doc_hash``, the same for every model and task), which makes the GLMM's random
-  intercept a per-question intercept; variants as above.
+  derived from its ``doc_hash``, the same for every model and task; numbered 0, 1, ... in the order
+  of the hashes for the fits), which makes the GLMM's random intercept a per-question intercept;
+  variants as above.
 
 Which tasks make one analysed prompt (:func:`task_groups`): every (model, prompt) is its own fit
 (GLMM) or condition (compare). By default each task is its own prompt, except that with base
@@ -364,6 +365,9 @@ def prompt_rows(samples: pd.DataFrame, mapping: Mapping = Mapping()) -> pd.DataF
         raise LmEvalError("no samples to analyse")
     if variant_from_task(mapping):  # the base tasks decide, whatever mapping the rows were read with
         samples = samples.assign(variant=(~samples["task"].isin(mapping.base_tasks)).astype(int))
+    if mapping.kind == "per_document":
+        # small ids for the fits (R's integers are 32-bit), one per document across every model and task
+        samples = samples.assign(template=samples["item"].rank(method="dense").astype("int64") - 1)
     frames = []
     for prompt, tasks in task_groups(samples["task"], mapping):
         sub = samples[samples["task"].isin(tasks)].assign(prompt=prompt)

@@ -211,12 +211,14 @@ def compare_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effec
 def pair_verdict(row: dict, a: str = "a", b: str = "b") -> dict:
     """fit_verdict, fit_problems and degenerate of one pair by the GLMM summaries' rule
     (:func:`earnest.stats.diagnostics.fit_problems`; condition b is its variant 0, a its variant 1):
-    a pair where one condition answered every item alike (0/60 against 2/60) is separated, its OR
-    diverges, and it is never significant."""
+    a pair where one condition answered every item alike (0/60 against 2/60), or (with item
+    intercepts) whose discordant items all favour one side, is separated: its OR diverges, and it is
+    never significant."""
     n = int(row["n_items"])
     verdict, statements = fit_problems({
         "n_base": n, "n_variants": n, "acc_base": row["acc_b"] if n else 0.0, "acc_variants": row["acc_a"] if n else 0.0,
-        "term": "variant", "n_resamples": row["n_resamples"], "n_clean": row["n_clean"]}, labels=(b, a))
+        "term": "variant", "n_resamples": row["n_resamples"], "n_clean": row["n_clean"],
+        "item_effects": row["item_effects"], "n_ab": row["n_ab"], "n_ba": row["n_ba"]}, labels=(b, a))
     return {"fit_verdict": verdict, "fit_problems": "; ".join(statements), "degenerate": verdict == "degenerate"}
 
 
@@ -293,8 +295,9 @@ def write_pairs_table(pairs: pd.DataFrame, stem, *, alpha: float = 0.05, labels:
                        f"the GLMM correct ~ condition + {item}, bootstrapped over templates "
                        f"(median, 2.5-97.5th percentiles, Eq. 4 P value); McNemar's exact test beside it. Holm "
                        f"across the pairs of each family; bold: Holm-adjusted p < {alpha:g}. {DEGENERATE}: degenerate pair "
-                       f"(a condition answered every item alike: the OR diverges, its estimate, interval and "
-                       f"bootstrap p carry no information and it is never significant; see fit_problems).",
+                       f"(a condition answered every item alike, or with item intercepts every discordant item "
+                       f"favours one side: the OR diverges, its estimate, interval and bootstrap p carry no "
+                       f"information and it is never significant; McNemar's test stands; see fit_problems).",
                        bold=bold, csv=pairs)
 
 
