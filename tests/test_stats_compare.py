@@ -127,3 +127,89 @@ def test_earnest_compare_agq_option(tmp_path, capsys):
     assert main(["compare", str(src), "--by", "models", "--resamples", "3", "--seed", "1", "--agq", "5",
                  "--no-item-effects", "--out", str(tmp_path / "bad")]) != 0
     assert "needs item_effects" in capsys.readouterr().err
+
+
+def _separated(n_templates=10, per=6, correct_b=(0, 1)):
+    """Issue 24's case: two prompts of one model on the same 60 items, 0/60 (p1) against 2/60 (p2)
+    correct (McNemar 0:2, p = 0.5)."""
+    rows = []
+    for prompt, right in (("p1", ()), ("p2", correct_b)):
+        for t in range(n_templates):
+            for i in range(per):
+                k = t * per + i
+                rows.append({"model": "m", "prompt": prompt, "template": t, "item": f"t{t}-{i}",
+                             "correct": int(k in right)})
+    return C.validate_compare_input(pd.DataFrame(rows))
+
+
+@pytest.mark.parametrize("item_effects,engine", [(True, "lme4"), (False, "laplace")])
+def test_a_separated_pair_is_degenerate_never_significant_and_does_not_overflow(tmp_path, item_effects, engine):
+    """0/60 against 2/60 (10 templates x 6 items, 40 resamples): the bootstrap log ORs run to minus
+    thousands (median about -3500 with item intercepts), which once gave OR 0 [0, 0], p_boot 0 and
+    'significant', or an OverflowError in exp. The GLMM summaries' rule (fit_problems) calls it
+    complete separation: degenerate, never significant, not bold; McNemar (0:2, p = 0.5) stands."""
+    data = _separated()
+    t = C.compare_family(data, "prompts", "m", n_resamples=40, seed=1, item_effects=item_effects, engine=engine)
+    r = t.iloc[0]
+    assert (r["a"], r["b"], r["n_items"], r["n_ab"], r["n_ba"]) == ("p1", "p2", 60, 0, 2)
+    assert r["p_mcnemar"] == pytest.approx(0.5)
+    assert r["fit_verdict"] == "degenerate" and bool(r["degenerate"])
+    assert "complete separation: p2 2/60 correct, p1 0/60" in r["fit_problems"]
+    assert not bool(r["significant"]) and not bool(r["significant_mcnemar"])
+    if item_effects:  # lme4 counts most resamples clean, at log ORs of minus thousands
+        assert r["n_clean"] > 0 and r["median_log_or"] < -50 and r["odds_ratio"] < 1e-20
+    C.write_pairs_table(t, tmp_path / "pairs")
+    md = (tmp_path / "pairs.md").read_text()
+    assert "§" in md and "**" not in md
+    # the summaries' rule itself, on the GLMM layout: the same counts are separation there too
+    from earnest.stats.diagnostics import fit_problems
+    assert fit_problems({"n_base": 60, "n_variants": 60, "acc_base": 100 * 2 / 60, "acc_variants": 0.0,
+                         "term": "variant", "n_resamples": 40, "n_clean": 40})[0] == "degenerate"
+
+
+def test_compare_refuses_no_common_items_templates_that_differ_and_a_bad_alpha(tmp_path, capsys):
+    from earnest.cli import main
+    base = {"model": ["a", "a", "b", "b"], "prompt": ["p"] * 4, "template": [1, 2, 1, 2],
+            "item": ["x", "y", "u", "v"], "correct": [1, 0, 0, 1]}
+    src = tmp_path / "none.csv"
+    pd.DataFrame(base).to_csv(src, index=False)
+    out = tmp_path / "out"
+    assert main(["compare", str(src), "--by", "models", "--resamples", "3", "--seed", "1", "--out", str(out)]) == 2
+    assert "prompt 'p': models 'a' and 'b' answered no common item" in capsys.readouterr().err
+    assert not out.exists()
+    bad = pd.DataFrame(base).assign(item=["x", "y", "x", "y"], template=[1, 2, 1, 3])
+    bad.to_csv(src, index=False)
+    assert main(["compare", str(src), "--by", "models", "--resamples", "3", "--seed", "1", "--out", str(out)]) == 2
+    assert ("item 'y' is under template 3 in data row 4 (b / p) but under template 2 in data row 2 (a / p)"
+            in capsys.readouterr().err)
+    pd.DataFrame(base).assign(item=["x", "y", "x", "y"]).to_csv(src, index=False)
+    for alpha in ("2", "0", "nan"):
+        assert main(["compare", str(src), "--by", "models", "--resamples", "3", "--seed", "1", "--alpha", alpha,
+                     "--out", str(out)]) == 2
+        assert "--alpha must lie in (0, 1)" in capsys.readouterr().err
+    one = pd.DataFrame(base).assign(model="a", item=["x", "y", "u", "v"])
+    one.to_csv(src, index=False)
+    assert main(["compare", str(src), "--by", "models", "--resamples", "3", "--seed", "1", "--out", str(out)]) == 2
+    assert "nothing to compare" in capsys.readouterr().err
+
+
+def test_with_item_intercepts_discordance_all_on_one_side_is_separation_too():
+    """10:0 discordant items (70% against 37% correct, no item the other way): the paired OR with
+    item intercepts diverges (lme4's median OR was ~1e8); degenerate by the same rule, McNemar
+    (p = 0.002) stands. Without item intercepts the rule is the marginal one alone."""
+    rows = []
+    for t in range(6):
+        for i in range(5):
+            k = t * 5 + i
+            a, b = int(k < 21), int(k < 11)
+            rows += [{"model": "a", "prompt": "p", "template": t, "item": f"x{k}", "correct": a},
+                     {"model": "b", "prompt": "p", "template": t, "item": f"x{k}", "correct": b}]
+    data = C.validate_compare_input(pd.DataFrame(rows))
+    pairs = C.paired_rows(data, "models", "p", "a", "b")
+    r = {"n_items": 30, "acc_a": 70.0, "acc_b": 100 * 11 / 30, "n_resamples": 4, "n_clean": 4, "item_effects": True,
+         **C.mcnemar(pairs["correct_a"], pairs["correct_b"])}
+    assert (r["n_ab"], r["n_ba"]) == (10, 0)
+    v = C.pair_verdict(r, "a", "b")
+    assert v["degenerate"] and "every discordant item favours a (10:0)" in v["fit_problems"]
+    assert not C.pair_verdict({**r, "item_effects": False}, "a", "b")["degenerate"]
+    assert not C.pair_verdict({**r, "n_ba": 1}, "a", "b")["degenerate"]

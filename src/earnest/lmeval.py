@@ -1,32 +1,48 @@
-"""Per-sample results of lm-evaluation-harness (``lm_eval --log_samples``) as earnest's inputs.
+"""Per-sample results of other harnesses as earnest's inputs: lm-evaluation-harness
+(``lm_eval --log_samples``) here, Inspect AI logs in :mod:`earnest.inspect_log`; both become the
+same rows, which one mapping (:class:`Mapping`) turns into the GLMM, compare and power inputs.
 
-Format followed: lm-evaluation-harness 0.4.x as written by 0.4.13 (``EvaluationTracker.
-save_results_samples``): one file ``<output_path>/<model_name_sanitized>/samples_<task>_<date>.jsonl``
-per task, one JSON object per line and per (document, filter) with ``doc_id``, ``doc`` (the dataset
-row), ``target``, ``arguments`` (``{"gen_args_0": {"arg_0": prompt, "arg_1": generation kwargs}}``),
-``resps``, ``filtered_resps``, ``filter`` (e.g. ``strict-match``), ``metrics`` (names of the metric
-keys), ``doc_hash``, ``prompt_hash``, ``target_hash`` and one key per metric with its value (e.g.
-``"exact_match": 1.0``).
+lm-eval format followed: 0.4.x as written by 0.4.13 (``EvaluationTracker.save_results_samples``):
+one file ``<output_path>/<model_name_sanitized>/samples_<task>_<date>.jsonl`` per task, one JSON
+object per line and per (document, filter) with ``doc_id``, ``doc`` (the dataset row), ``target``,
+``arguments``, ``resps``, ``filtered_resps``, ``filter`` (e.g. ``strict-match``), ``metrics`` (names
+of the metric keys), ``doc_hash``, ``prompt_hash``, ``target_hash`` and one key per metric with its
+value (e.g. ``"exact_match": 1.0``).
 
-Each sample becomes one row: model (the folder name lm-eval gave it, or ``model=``), task (from
-the file name), doc_id, item (``doc_hash``, which identifies the document whatever the task or
-model, else the doc_id), template, variant and correct (the metric's value, which must be 0/1).
+Each sample becomes one row (:data:`ROW_COLUMNS`): model (the folder name lm-eval gave it, or
+``--lm-eval-model``), task (from the file name), doc_id, item (``doc_hash``, which identifies the
+document whatever the task or model; computed as lm-eval does when absent), template, variant,
+correct (the metric's value, which must be 0/1), question (the doc's question field, for gamma)
+and source (``file:line``).
 
-How a sample maps to a template and a variant (:class:`Mapping`):
+How a sample maps to a template and a variant:
 
 * ``gsm_symbolic`` (GSM-Symbolic-style tasks whose docs are rows of the official release): the
-  template is the doc's ``id`` field (``template_field``); the variant is 0 for samples of the
-  ``base_tasks`` (the GSM-Base task, one document per template) and 1 for every other task, or
-  the doc's ``variant_field`` when one is named.
-* ``per_document`` (any other task, the fallback): every document is its own cluster (template =
-  doc_id), which makes the GLMM's random intercept a per-question intercept; variants as above.
+  template is the doc's ``id`` field (``template_field``; an integer); the variant is 0 for samples
+  of the ``base_tasks`` (the GSM-Base task, one document per template) and 1 for every other task,
+  or the doc's ``variant_field`` when one is named.
+* ``per_document`` (any other task, the fallback): every document is its own cluster (a template id
+  derived from its ``doc_hash``, the same for every model and task; numbered 0, 1, ... in the order
+  of the hashes for the fits), which makes the GLMM's random intercept a per-question intercept;
+  variants as above.
+
+Which tasks make one analysed prompt (:func:`task_groups`): every (model, prompt) is its own fit
+(GLMM) or condition (compare). By default each task is its own prompt, except that with base
+tasks each other task forms a prompt with the base task (named by that task); ``groups`` names them
+explicitly (``--lm-eval-group NAME=TASK,TASK``) and ``pool`` puts all tasks of a model into one.
+Within a prompt a document counts once: the same document in two of its tasks, or one task of a
+model in two files (two runs), is an error naming both places.
 
 A sample that lacks what its mapping needs, a metric that is not 0/1, several filters without one
-chosen, or a document seen twice for one model and task is an error naming the file and line.
+chosen, or a value of the wrong kind (a list ``doc_id``, a template id ``3.7`` or ``Infinity``) is
+an error naming the file and line.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,24 +55,44 @@ from earnest.jsonl import iter_jsonl
 FORMAT_VERSION = "lm-evaluation-harness 0.4.x --log_samples (fields as written by 0.4.13)"
 MAPPINGS = ("gsm_symbolic", "per_document")
 FILE_RE = re.compile(r"^samples_(?P<task>.+?)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
-ROW_COLUMNS = ("model", "task", "doc_id", "item", "template", "variant", "correct", "source")
+ROW_COLUMNS = ("model", "task", "doc_id", "item", "template", "variant", "correct", "question", "source")
+INT64 = 2 ** 63
 
 
 class LmEvalError(ValueError):
-    """An lm-eval samples file cannot be read as asked; the message names the file and line."""
+    """A harness results file cannot be read as asked; the message names the file and line."""
 
 
 @dataclass(frozen=True)
 class Mapping:
-    """How samples map to templates and variants (see the module docstring)."""
+    """How samples map to templates, variants and prompts (see the module docstring).
+
+    ``groups``: ((prompt, (task, ...)), ...) explicit task groups; ``pool``: all tasks of a model in
+    one prompt; ``prompt``: the name of the one prompt (when there is one); ``question_field``: the
+    doc field whose text gives gamma (GLMM 2); ``id_pattern``: a regular expression with a named
+    group ``template`` (and optionally ``variant``, 0/1) matched against Inspect sample ids."""
     kind: str = "gsm_symbolic"
     template_field: str = "id"
     base_tasks: tuple = field(default_factory=tuple)
     variant_field: str | None = None
+    question_field: str = "question"
+    groups: tuple = field(default_factory=tuple)
+    pool: bool = False
+    prompt: str | None = None
+    id_pattern: str | None = None
 
     def __post_init__(self):
         if self.kind not in MAPPINGS:
             raise LmEvalError(f"lm-eval mapping must be one of {', '.join(MAPPINGS)}, not {self.kind!r}")
+        if self.pool and self.groups:
+            raise LmEvalError("--lm-eval-pool puts every task into one prompt; it does not go with --lm-eval-group")
+        if self.id_pattern is not None:
+            try:
+                rx = re.compile(self.id_pattern)
+            except re.error as exc:
+                raise LmEvalError(f"--id-pattern {self.id_pattern!r} is not a regular expression ({exc})") from None
+            if "template" not in rx.groupindex:
+                raise LmEvalError(f"--id-pattern {self.id_pattern!r} needs a named group (?P<template>...)")
 
 
 def task_of(path: Path) -> str:
@@ -74,25 +110,166 @@ def _field(doc: dict, name: str):
     return cur
 
 
-def read_samples(paths: Sequence[str | Path], *, mapping: Mapping = Mapping(), metric: str | None = None,
-                 filter_name: str | None = None, model: str | None = None) -> pd.DataFrame:
-    """Rows (:data:`ROW_COLUMNS`) of every sample in ``paths``."""
-    rows = []
-    for path in map(Path, paths):
-        task = task_of(path)
-        mdl = model or path.parent.name or "lm-eval"
-        seen = set()
+def integer_id(value, where: str, what: str) -> int:
+    """An id that must be an integer (a JSON integer, an integral finite number or a string of
+    digits, within int64); LmEvalError naming ``where`` and ``what`` otherwise."""
+    v = value
+    if isinstance(v, str) and re.fullmatch(r"\s*[+-]?\d+\s*", v):
+        v = int(v)
+    if isinstance(v, float) and math.isfinite(v) and v == int(v):
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise LmEvalError(f"{where}: {what} must be an integer, found {json.dumps(value)[:80]}")
+    if not -INT64 <= v < INT64:
+        raise LmEvalError(f"{where}: {what} {v} does not fit a 64-bit integer")
+    return v
+
+
+def cluster_id(item: str) -> int:
+    """The per_document mapping's template id of an item: stable across models and tasks."""
+    return int(hashlib.sha256(item.encode("utf-8")).hexdigest()[:15], 16)
+
+
+def doc_hash(doc) -> str:
+    """lm-eval's ``doc_hash`` of a doc (sha256 of its JSON with indent 2), for samples without one."""
+    return hashlib.sha256(json.dumps(doc, indent=2, ensure_ascii=False, default=str).encode("utf-8")).hexdigest()
+
+
+def binary_value(value, where: str, what: str) -> int:
+    """A correctness value that must be 0/1 (a JSON number or boolean)."""
+    if isinstance(value, bool):
+        return int(value)
+    if not isinstance(value, (int, float)) or value not in (0, 1):
+        raise LmEvalError(f"{where}: {what} must be 0/1 for a GLMM, found {json.dumps(value)[:80]}")
+    return int(value)
+
+
+def sample_row(*, model: str, task: str, doc_id, item: str, fields: dict, correct: int, where: str,
+               mapping: Mapping, template=None, variant=None) -> dict:
+    """One row (:data:`ROW_COLUMNS`) by ``mapping``: template and variant from ``fields`` (the
+    doc, or an Inspect sample's metadata) unless given (an Inspect id pattern), question text."""
+    if template is None:
+        if mapping.kind == "gsm_symbolic":
+            raw = _field(fields, mapping.template_field)
+            if raw is None:
+                raise LmEvalError(f"{where}: doc has no field '{mapping.template_field}' for the template "
+                                  f"(use the per_document mapping for tasks that are not GSM-Symbolic-style)")
+            template = integer_id(raw, where, f"template id (field '{mapping.template_field}')")
+        else:
+            template = cluster_id(item)
+    if variant is None:
+        if not variant_from_task(mapping) and not mapping.variant_field:
+            raise LmEvalError(f"{where}: --id-pattern gave no variant for this sample id")
+        if mapping.variant_field:
+            v = _field(fields, mapping.variant_field)
+            if isinstance(v, bool) or v not in (0, 1) or isinstance(v, (list, dict, str)):
+                raise LmEvalError(f"{where}: doc field '{mapping.variant_field}' must be 0/1, found "
+                                  f"{json.dumps(v)[:80]}")
+            variant = int(v)
+        else:
+            variant = 0 if task in mapping.base_tasks else 1
+    q = _field(fields, mapping.question_field)
+    return {"model": model, "task": task, "doc_id": doc_id, "item": item, "template": template,
+            "variant": int(variant), "correct": int(correct), "question": q if isinstance(q, str) else None,
+            "source": where}
+
+
+# ---------------------------------------------------------------------------- what a file is
+def foreign_file(path: Path, expected: str = "lm-eval") -> str | None:
+    """What ``path`` is when it is not what ``expected`` ("lm-eval" samples or an "inspect" log)
+    reads, as a sentence saying what to give instead; None when it may be one."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError as exc:
+        return f"{path}: cannot read ({exc})"
+    samples_hint = ("earnest reads the per-sample files samples_<task>_<date>.jsonl that `lm_eval ... "
+                    "--log_samples` writes beside it (--lm-eval), or an Inspect AI log (--inspect LOG.eval)")
+    if head.startswith(b"PK\x03\x04"):
+        if expected == "inspect":
+            return None
+        return (f"{path}: a zip archive, as Inspect AI writes its .eval logs, not an lm-eval samples file: give "
+                f"it with --inspect {path}")
+    if path.name.startswith("results_") and path.suffix == ".json":
+        return (f"{path}: lm-eval's aggregate results file (results_<date>.json: scores per task, no "
+                f"per-sample answers); {samples_hint}")
+    if path.suffix == ".json":
         try:
-            records = [(i, rec) for _, i, rec in iter_jsonl(path, error=LmEvalError)]
-        except OSError as exc:
-            raise LmEvalError(f"{path}: cannot read ({exc})") from exc
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, OSError):
+            return None
+        if isinstance(doc, dict) and "eval" in doc and ("samples" in doc or "results" in doc):
+            if expected == "inspect":
+                return None
+            return f"{path}: an Inspect AI log (JSON format), not an lm-eval samples file: give it with --inspect {path}"
+        if isinstance(doc, dict) and "results" in doc and ("configs" in doc or "config" in doc):
+            return f"{path}: lm-eval's aggregate results file (scores per task, no per-sample answers); {samples_hint}"
+    if expected == "inspect":
+        if FILE_RE.match(path.name) or path.suffix == ".jsonl":
+            return (f"{path}: not an Inspect AI log (a .eval zip or a .json log); it looks like an lm-eval samples "
+                    f"file: give it with --lm-eval {path}")
+        return f"{path}: not an Inspect AI log (a .eval zip archive, or a .json log written with --log-format json)"
+    return None
+
+
+# ---------------------------------------------------------------------------- models
+def model_names(folders: Sequence[str], given: Sequence[str] | str | None) -> dict[str, str]:
+    """folder (lm-eval) or model (Inspect) -> the name earnest uses. ``given``: None, one NAME
+    (only when every file is of one model) or ``OLD=NAME`` entries."""
+    names = {f: f for f in folders}
+    if not given:
+        return names
+    given = [given] if isinstance(given, str) else list(given)
+    plain = [g for g in given if "=" not in g]
+    if plain:
+        if len(given) > 1 or len(set(folders)) > 1:
+            raise LmEvalError(f"--lm-eval-model {' '.join(given)}: the files are of {len(set(folders))} model(s) "
+                              f"({', '.join(sorted(set(folders)))}); one plain NAME would pool them into one model: "
+                              f"rename each with OLD=NAME")
+        return {f: plain[0] for f in folders}
+    for g in given:
+        old, new = g.split("=", 1)
+        if old not in names:
+            raise LmEvalError(f"--lm-eval-model {g}: no file of model {old!r} (models: {', '.join(sorted(names))})")
+        names[old] = new
+    if len(set(names.values())) < len(names):
+        raise LmEvalError(f"--lm-eval-model {' '.join(given)}: two models get the same name, which would pool them")
+    return names
+
+
+def _check_one_file_per_task(sources: dict, model: str, task: str, path: Path) -> None:
+    key = (model, task)
+    if key in sources and sources[key] != path:
+        raise LmEvalError(f"{path}: task {task!r} of model {model!r} is also in {sources[key]} (two runs?); a "
+                          f"document counts once: give one file per task and model")
+    sources[key] = path
+
+
+# ---------------------------------------------------------------------------- lm-eval samples
+def read_samples(paths: Sequence[str | Path], *, mapping: Mapping = Mapping(), metric: str | None = None,
+                 filter_name: str | None = None, model: Sequence[str] | str | None = None) -> pd.DataFrame:
+    """Rows (:data:`ROW_COLUMNS`) of every sample in ``paths``."""
+    paths = [Path(p) for p in paths]
+    for path in paths:
+        problem = foreign_file(path, "lm-eval")
+        if problem:
+            raise LmEvalError(problem)
+    names = model_names([p.parent.name or "lm-eval" for p in paths], model)
+    rows, files = [], {}
+    for path in paths:
+        task = task_of(path)
+        mdl = names[path.parent.name or "lm-eval"]
+        _check_one_file_per_task(files, mdl, task, path)
+        seen: dict[int, int] = {}
+        records = [(i, rec) for _, i, rec in iter_jsonl(path, error=LmEvalError)]
         if not records:
             raise LmEvalError(f"{path}: no samples")
         filters = sorted({str(r.get("filter", "none")) for _, r in records})
         chosen = filter_name
         if chosen is None:
             if len(filters) > 1:
-                raise LmEvalError(f"{path}: samples of several filters ({', '.join(filters)}); choose one")
+                raise LmEvalError(f"{path}: samples of several filters ({', '.join(filters)}); choose one "
+                                  f"with --lm-eval-filter")
             chosen = filters[0]
         elif chosen not in filters:
             raise LmEvalError(f"{path}: no samples of filter {chosen!r} (filters: {', '.join(filters)})")
@@ -103,96 +280,226 @@ def read_samples(paths: Sequence[str | Path], *, mapping: Mapping = Mapping(), m
             for key in ("doc_id", "doc"):
                 if key not in rec:
                     raise LmEvalError(f"{where}: missing field '{key}' (not an lm-eval --log_samples line?)")
+            doc_id = integer_id(rec["doc_id"], where, "doc_id")
             name = metric
             if name is None:
-                names = rec.get("metrics") or []
-                if len(names) != 1:
-                    raise LmEvalError(f"{where}: {len(names)} metrics ({', '.join(map(str, names))}); choose one")
-                name = names[0]
+                names_ = rec.get("metrics")
+                if not isinstance(names_, list) or not all(isinstance(n, str) for n in names_):
+                    raise LmEvalError(f"{where}: field 'metrics' must be a list of metric names, found "
+                                      f"{json.dumps(names_)[:80]}")
+                if len(names_) != 1:
+                    raise LmEvalError(f"{where}: {len(names_)} metrics ({', '.join(names_)}); choose one with "
+                                      f"--lm-eval-metric")
+                name = names_[0]
             if name not in rec:
                 raise LmEvalError(f"{where}: no value for metric '{name}'")
-            value = rec[name]
-            if isinstance(value, bool):
-                value = int(value)
-            if not isinstance(value, (int, float)) or value not in (0, 1):
-                raise LmEvalError(f"{where}: metric '{name}' must be 0/1 for a GLMM, found {value!r}")
-            doc = rec["doc"] if isinstance(rec["doc"], dict) else {}
-            doc_id = rec["doc_id"]
+            value = binary_value(rec[name], where, f"metric '{name}'")
             if doc_id in seen:
-                raise LmEvalError(f"{where}: doc_id {doc_id!r} appears twice for filter {chosen!r}")
-            seen.add(doc_id)
-            if mapping.kind == "gsm_symbolic":
-                template = _field(doc, mapping.template_field)
-                if template is None:
-                    raise LmEvalError(f"{where}: doc has no field '{mapping.template_field}' for the template "
-                                      f"(use the per_document mapping for tasks that are not GSM-Symbolic-style)")
-            else:
-                template = doc_id
-            try:
-                template = int(template)
-            except (TypeError, ValueError):
-                raise LmEvalError(f"{where}: template id {template!r} is not an integer") from None
-            if mapping.variant_field:
-                variant = _field(doc, mapping.variant_field)
-                if variant not in (0, 1, True, False):
-                    raise LmEvalError(f"{where}: doc field '{mapping.variant_field}' must be 0/1, found {variant!r}")
-                variant = int(variant)
-            else:
-                variant = 0 if task in mapping.base_tasks else 1
-            rows.append({"model": mdl, "task": task, "doc_id": doc_id,
-                         "item": str(rec.get("doc_hash") or doc_id), "template": template, "variant": variant,
-                         "correct": int(value), "source": where})
+                raise LmEvalError(f"{where}: doc_id {doc_id} appears twice for filter {chosen!r} (first at line "
+                                  f"{seen[doc_id]})")
+            seen[doc_id] = i
+            doc = rec["doc"] if isinstance(rec["doc"], dict) else {}
+            h = rec.get("doc_hash")
+            item = h if isinstance(h, str) and h else doc_hash(rec["doc"])
+            rows.append(sample_row(model=mdl, task=task, doc_id=doc_id, item=item, fields=doc, correct=value,
+                                   where=where, mapping=mapping))
     return pd.DataFrame(rows, columns=list(ROW_COLUMNS))
 
 
-def to_glmm_input(samples: pd.DataFrame, *, prompt: str | None = None) -> pd.DataFrame:
-    """GLMM input (model, prompt, template, variant, correct) from :func:`read_samples` rows: one
-    model x prompt per lm-eval model folder; ``prompt`` names it (default: the tasks, joined)."""
+# ---------------------------------------------------------------------------- the one mapping to prompts
+def variant_from_task(mapping: Mapping) -> bool:
+    """Whether a row's variant is its task's (0 for the base tasks), not a doc field's or an id's."""
+    return not mapping.variant_field and not (mapping.id_pattern and "variant" in re.compile(mapping.id_pattern).groupindex)
+
+
+def task_groups(tasks: Iterable[str], mapping: Mapping) -> list[tuple[str, tuple[str, ...]]]:
+    """(prompt, tasks) of every analysed prompt (module docstring), checked against the tasks read."""
+    tasks = sorted(set(tasks))
+    missing = [t for t in mapping.base_tasks if t not in tasks]
+    if missing:
+        raise LmEvalError(f"--lm-eval-base-task {' '.join(missing)}: no samples of that task (tasks read: "
+                          f"{', '.join(tasks)})")
+    if mapping.pool:
+        groups = [(mapping.prompt or "+".join(tasks), tuple(tasks))]
+    elif mapping.groups:
+        groups = [(n, tuple(ts)) for n, ts in mapping.groups]
+        for name, ts in groups:
+            unknown = [t for t in ts if t not in tasks]
+            if unknown:
+                raise LmEvalError(f"--lm-eval-group {name}={','.join(ts)}: no samples of task(s) "
+                                  f"{', '.join(unknown)} (tasks read: {', '.join(tasks)})")
+        names = [n for n, _ in groups]
+        if len(set(names)) < len(names):
+            raise LmEvalError(f"--lm-eval-group: prompt names repeat ({', '.join(names)})")
+        left = [t for t in tasks if not any(t in ts for _, ts in groups)]
+        if left:
+            raise LmEvalError(f"task(s) {', '.join(left)} are in no --lm-eval-group; add them to one or leave "
+                              f"their files out")
+    elif mapping.base_tasks and not mapping.variant_field:
+        base = [t for t in tasks if t in mapping.base_tasks]
+        others = [t for t in tasks if t not in mapping.base_tasks]
+        if not others:
+            groups = [(t, (t,)) for t in base]
+        elif len(base) == 1 or len(others) == 1:
+            groups = [(t, tuple(base) + (t,)) for t in others]
+        else:
+            raise LmEvalError(f"base tasks {', '.join(base)} and other tasks {', '.join(others)}: which base task goes "
+                              f"with which is not said; name each prompt's tasks with --lm-eval-group "
+                              f"NAME=BASE_TASK,TASK ...")
+    else:
+        groups = [(t, (t,)) for t in tasks]
+    if mapping.prompt and not mapping.pool:
+        if len(groups) != 1:
+            raise LmEvalError(f"--lm-eval-prompt {mapping.prompt}: the tasks make {len(groups)} prompts "
+                              f"({', '.join(n for n, _ in groups)}), each its own fit; name them with "
+                              f"--lm-eval-group NAME=TASK,..., or pool them with --lm-eval-pool")
+        groups = [(mapping.prompt, groups[0][1])]
+    return groups
+
+
+def prompt_rows(samples: pd.DataFrame, mapping: Mapping = Mapping()) -> pd.DataFrame:
+    """The samples with a ``prompt`` column (:func:`task_groups`): one copy of a task's rows per
+    prompt it belongs to. A document (item) counts once per model and prompt: the same document
+    in two tasks of one prompt is an error naming both places."""
     if samples.empty:
-        raise LmEvalError("no lm-eval samples to fit")
-    out = samples.copy()
-    out["prompt"] = prompt or "+".join(sorted(samples["task"].unique()))
-    variants = set(out["variant"])
-    if variants != {0, 1}:
-        raise LmEvalError("the GLMM needs samples of both GSM-Base (variant 0) and GSM-Variants (variant 1); "
-                          f"found only variant {sorted(variants)} (name the base task with --lm-eval-base-task, "
-                          f"or a doc field with --lm-eval-variant-field)")
-    return out[["model", "prompt", "template", "variant", "correct", "item"]].reset_index(drop=True)
+        raise LmEvalError("no samples to analyse")
+    if variant_from_task(mapping):  # the base tasks decide, whatever mapping the rows were read with
+        samples = samples.assign(variant=(~samples["task"].isin(mapping.base_tasks)).astype(int))
+    if mapping.kind == "per_document":
+        # small ids for the fits (R's integers are 32-bit), one per document across every model and task
+        samples = samples.assign(template=samples["item"].rank(method="dense").astype("int64") - 1)
+    frames = []
+    for prompt, tasks in task_groups(samples["task"], mapping):
+        sub = samples[samples["task"].isin(tasks)].assign(prompt=prompt)
+        dup = sub.duplicated(["model", "item"], keep=False)
+        if dup.any():
+            d = sub[dup].sort_values("source")
+            first = d.iloc[0]
+            second = d[(d["item"] == first["item"]) & (d["model"] == first["model"])].iloc[1]
+            raise LmEvalError(f"{second['source']}: the same document (doc_hash {first['item'][:12]}...) as "
+                              f"{first['source']}, both in prompt {prompt!r} of model {first['model']!r}; a document "
+                              f"counts once: make the tasks separate prompts (--lm-eval-group) or leave one out")
+        frames.append(sub)
+    return pd.concat(frames, ignore_index=True)
 
 
-def to_compare_input(samples: pd.DataFrame) -> pd.DataFrame:
-    """Compare input (model, prompt, template, item, correct) from :func:`read_samples` rows: the
-    task is the prompt, so two tasks over the same documents compare as two prompts."""
-    out = samples.rename(columns={"task": "prompt"})
+def to_glmm_input(samples: pd.DataFrame, mapping: Mapping = Mapping(), *, glmm: int = 1,
+                  fidelity: str | None = None) -> pd.DataFrame:
+    """GLMM input (model, prompt, template, variant, correct, item[, gamma]) from
+    :func:`read_samples` rows: one fit per model x prompt (:func:`prompt_rows`). GLMM 2's gamma is
+    computed from the doc's question field (``mapping.question_field``) by
+    :func:`earnest.gamma.gamma` in the ``fidelity`` mode."""
+    out = prompt_rows(samples, mapping)
+    for (model, prompt), sub in out.groupby(["model", "prompt"], sort=True):
+        variants = set(sub["variant"])
+        if variants != {0, 1}:
+            raise LmEvalError(f"model {model!r}, prompt {prompt!r}: the GLMM needs samples of both GSM-Base "
+                              f"(variant 0) and GSM-Variants (variant 1); found only variant {sorted(variants)} (name "
+                              f"the base task with --lm-eval-base-task, or a doc field with --lm-eval-variant-field)")
+    cols = ["model", "prompt", "template", "variant", "correct", "item"]
+    if glmm == 2:
+        from earnest.fidelity import DEFAULT
+        from earnest.gamma import gamma
+        bad = out["question"].isna()
+        if bad.any():
+            where = out.loc[bad, "source"].iloc[0]
+            raise LmEvalError(f"{where}: no question text in field '{mapping.question_field}' for GLMM 2's gamma "
+                              f"(name the field with --lm-eval-question-field)")
+        out["gamma"] = [gamma(q, fidelity=fidelity or DEFAULT) for q in out["question"]]
+        cols.append("gamma")
+    return out[cols].reset_index(drop=True)
+
+
+def to_compare_input(samples: pd.DataFrame, mapping: Mapping = Mapping(), *, by: str | None = None) -> pd.DataFrame:
+    """Compare input (model, prompt, template, item, variant, correct) from :func:`read_samples`
+    rows, prompts as for the GLMM (:func:`prompt_rows`); items pair by ``doc_hash``. With
+    ``by="prompts"``, two prompts that share a task are refused: their shared samples would be
+    paired with themselves."""
+    out = prompt_rows(samples, mapping)
+    if by == "prompts":
+        for model, sub in out.groupby("model", sort=True):
+            per = sub.groupby("task")["prompt"].unique()
+            for task, prompts in per.items():
+                if len(prompts) > 1:
+                    raise LmEvalError(f"model {model!r}: prompts {', '.join(sorted(prompts))} share the samples of task "
+                                      f"{task!r}, which --by prompts would pair with themselves; give each prompt its "
+                                      f"own tasks (--lm-eval-group NAME=TASK,...)")
     return out[["model", "prompt", "template", "item", "variant", "correct"]].reset_index(drop=True)
 
 
-def mapping_from_args(kind: str, base_tasks: Iterable[str] = (), template_field: str = "id",
-                      variant_field: str | None = None) -> Mapping:
-    return Mapping(kind=kind, template_field=template_field, base_tasks=tuple(base_tasks or ()),
-                   variant_field=variant_field)
-
-
 # ---------------------------------------------------------------------------- command-line options
+def _group(text: str) -> tuple[str, tuple[str, ...]]:
+    import argparse
+    name, sep, tasks = text.partition("=")
+    ts = tuple(t for t in tasks.split(",") if t)
+    if not sep or not name or not ts:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=TASK[,TASK...]")
+    return name, ts
+
+
 def add_arguments(parser, *, required: bool = False) -> None:
-    """The lm-eval input options shared by ``earnest glmm``, ``compare`` and ``power``."""
-    g = parser.add_argument_group("lm-evaluation-harness input (" + FORMAT_VERSION + ")")
+    """The harness input options shared by ``earnest glmm``, ``compare`` and ``power``."""
+    from earnest.inspect_log import FORMAT_VERSION as INSPECT_VERSION
+
+    g = parser.add_argument_group("results of other harnesses (" + FORMAT_VERSION + "; " + INSPECT_VERSION + ")")
     g.add_argument("--lm-eval", type=Path, nargs="+", required=required, metavar="SAMPLES_JSONL",
                    help="samples_<task>_<date>.jsonl files written by lm_eval --log_samples; the model is the "
                         "file's folder (lm-eval's sanitized model name)")
+    g.add_argument("--inspect", type=Path, nargs="+", metavar="LOG", default=None,
+                   help="Inspect AI logs (.eval, or .json written with --log-format json); the task is the log's "
+                        "task, the model its model; template and variant from sample metadata "
+                        "(--lm-eval-template-field, --lm-eval-variant-field) or the sample id (--id-pattern)")
     g.add_argument("--lm-eval-map", choices=MAPPINGS, default="gsm_symbolic",
                    help="gsm_symbolic: template = the doc's id field; per_document: one cluster per document")
-    g.add_argument("--lm-eval-base-task", nargs="+", default=[], metavar="TASK",
-                   help="tasks whose samples are GSM-Base (variant 0); every other task is GSM-Variants (1)")
-    g.add_argument("--lm-eval-template-field", default="id", help="doc field holding the template id (gsm_symbolic)")
-    g.add_argument("--lm-eval-variant-field", default=None, help="doc field holding variant 0/1 (instead of tasks)")
+    g.add_argument("--lm-eval-base-task", "--base-task", nargs="+", default=[], metavar="TASK",
+                   help="tasks whose samples are GSM-Base (variant 0); every other task is GSM-Variants (1) and "
+                        "forms a prompt with the base task")
+    g.add_argument("--lm-eval-group", "--task-group", nargs="+", type=_group, default=[], metavar="NAME=TASK,TASK",
+                   help="the tasks of each analysed prompt (default: each task its own prompt, with the base task)")
+    g.add_argument("--lm-eval-pool", "--pool-tasks", action="store_true",
+                   help="pool every task of a model into one prompt (a document still counts once)")
+    g.add_argument("--lm-eval-template-field", "--template-field", default="id",
+                   help="doc (Inspect: metadata) field holding the template id (gsm_symbolic)")
+    g.add_argument("--lm-eval-variant-field", "--variant-field", default=None,
+                   help="doc (Inspect: metadata) field holding variant 0/1 (instead of tasks)")
+    g.add_argument("--lm-eval-question-field", "--question-field", default="question",
+                   help="doc (Inspect: metadata) field holding the question text, for GLMM 2's gamma "
+                        "(Inspect: the sample's input when the metadata has none)")
     g.add_argument("--lm-eval-metric", default=None, help="per-sample metric giving correctness (default: the only one)")
     g.add_argument("--lm-eval-filter", default=None, help="lm-eval filter to use when samples carry several")
-    g.add_argument("--lm-eval-model", default=None, help="model name instead of the folder name")
+    g.add_argument("--lm-eval-model", nargs="+", default=None, metavar="NAME|OLD=NAME",
+                   help="model name instead of the folder (Inspect: the log's model) name; OLD=NAME per model "
+                        "when the files are of several models")
+    g.add_argument("--lm-eval-prompt", default=None, help="name of the one prompt (default: the task's name)")
+    g.add_argument("--inspect-scorer", default=None, help="Inspect scorer giving correctness (default: the only one)")
+    g.add_argument("--inspect-epoch", type=int, default=None,
+                   help="Inspect epoch to use when the log has several (each epoch answers every sample again)")
+    g.add_argument("--id-pattern", default=None, metavar="REGEX",
+                   help="Inspect: template (and variant 0/1) from the sample id by a regular expression with "
+                        "named groups, e.g. '(?P<template>\\d+)-(?P<variant>[01])-\\d+'")
+
+
+def mapping_from_args(args) -> Mapping:
+    return Mapping(kind=args.lm_eval_map, template_field=args.lm_eval_template_field,
+                   base_tasks=tuple(args.lm_eval_base_task or ()), variant_field=args.lm_eval_variant_field,
+                   question_field=args.lm_eval_question_field, groups=tuple(args.lm_eval_group or ()),
+                   pool=bool(args.lm_eval_pool), prompt=args.lm_eval_prompt, id_pattern=args.id_pattern)
+
+
+def given(args) -> bool:
+    """Whether harness results (--lm-eval or --inspect) were given."""
+    return bool(getattr(args, "lm_eval", None) or getattr(args, "inspect", None))
 
 
 def samples_from_args(args) -> pd.DataFrame:
-    mapping = mapping_from_args(args.lm_eval_map, args.lm_eval_base_task, args.lm_eval_template_field,
-                                args.lm_eval_variant_field)
-    return read_samples(args.lm_eval, mapping=mapping, metric=args.lm_eval_metric,
-                        filter_name=args.lm_eval_filter, model=args.lm_eval_model)
+    """The rows of every --lm-eval and --inspect file (:data:`ROW_COLUMNS`)."""
+    mapping = mapping_from_args(args)
+    frames = []
+    if args.lm_eval:
+        frames.append(read_samples(args.lm_eval, mapping=mapping, metric=args.lm_eval_metric,
+                                   filter_name=args.lm_eval_filter, model=args.lm_eval_model))
+    if getattr(args, "inspect", None):
+        from earnest import inspect_log
+        frames.append(inspect_log.read_logs(args.inspect, mapping=mapping, scorer=args.inspect_scorer,
+                                            epoch=args.inspect_epoch, model=args.lm_eval_model))
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]

@@ -85,11 +85,15 @@ def figure_pairwise_matrix(pairs: pd.DataFrame, stem: str | Path, *, order: Sequ
     idx = {n: i for i, n in enumerate(names)}
     logor = np.full((k, k), np.nan)
     sig = np.zeros((k, k), dtype=bool)
+    degenerate = np.zeros((k, k), dtype=bool)
     for r in pairs.itertuples(index=False):
         i, j = idx[r.a], idx[r.b]
         v = math.log(r.odds_ratio) if r.odds_ratio and r.odds_ratio > 0 and math.isfinite(r.odds_ratio) else np.nan
         logor[i, j], logor[j, i] = v, -v if v == v else np.nan
         sig[i, j] = sig[j, i] = bool(r.significant)
+        degenerate[i, j] = degenerate[j, i] = bool(getattr(r, "degenerate", False))
+        if degenerate[i, j]:
+            logor[i, j] = logor[j, i] = np.nan  # a separated pair's OR carries no information
     lim = np.nanmax(np.abs(logor)) if np.isfinite(logor).any() else 1.0
     lim = max(min(lim, 8.0), 0.1)
     fig, ax = plt.subplots(figsize=(1.1 * k + 2.6, 0.9 * k + 1.8))
@@ -100,7 +104,8 @@ def figure_pairwise_matrix(pairs: pd.DataFrame, stem: str | Path, *, order: Sequ
                 ax.text(j, i, "—", ha="center", va="center", fontsize=8, color="grey")
                 continue
             v = logor[i, j]
-            txt = "n/a" if not np.isfinite(v) else f"{math.exp(v):.2f}" + ("*" if sig[i, j] else "")
+            txt = ("§ degenerate" if degenerate[i, j] else "n/a" if not np.isfinite(v)
+                   else f"{math.exp(v):.2f}" + ("*" if sig[i, j] else ""))
             ax.text(j, i, txt, ha="center", va="center", fontsize=8,
                     fontweight="bold" if sig[i, j] else "normal")
             if sig[i, j]:

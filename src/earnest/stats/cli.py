@@ -39,7 +39,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="laplace engine: resamples per shard refitted with lme4 as a check (0: none)")
     from earnest import lmeval
     lmeval.add_arguments(p)
-    p.add_argument("--lm-eval-prompt", default=None, help="prompt name of the lm-eval results (default: the tasks)")
     p.set_defaults(func=run)
     return p
 
@@ -61,10 +60,9 @@ def run(args: argparse.Namespace) -> int:
             source = str(args.input)
         else:
             from earnest import lmeval
-            if args.glmm == 2:
-                raise G.GLMMInputError("GLMM 2 needs gamma (the large-number metric), which lm-eval samples do not carry")
-            raw = lmeval.to_glmm_input(lmeval.samples_from_args(args), prompt=args.lm_eval_prompt)
-            source = "lm-eval samples"
+            raw = lmeval.to_glmm_input(lmeval.samples_from_args(args), lmeval.mapping_from_args(args),
+                                       glmm=args.glmm, fidelity=args.fidelity)
+            source = "harness samples"
         df = G.validate_glmm_input(raw, args.glmm, source=source, fidelity=args.fidelity)
         G.check_estimable(df, source=source)
     except (G.GLMMInputError, OSError, ValueError) as exc:
@@ -102,5 +100,21 @@ def run(args: argparse.Namespace) -> int:
         for w in checks.loc[checks["warning"] != "", "warning"]:
             log(f"WARNING: {w}")
     paths = paper_tables.write_stats_tables(table, out / "tables", refits=refits, glmm_input=df)
-    log(f"wrote {out / f'summary_glmm{args.glmm}.csv'} and {len(paths)} table files under {out / 'tables'}")
+    figures = draw_figures(table, args.glmm, out / "figures")
+    log(f"wrote {out / f'summary_glmm{args.glmm}.csv'}, {len(paths)} table files under {out / 'tables'} (every fit "
+        f"as JSON: {out / 'tables' / 'summary.json'}) and {len(figures)} figure files under {out / 'figures'}")
     return 0
+
+
+def draw_figures(table, glmm: int, out_dir: Path) -> list[Path]:
+    """The paper's figures of one ``earnest glmm`` run: Figure 1's layout per prompt (GLMM 1's
+    variant effect), or Figure 3's (GLMM 2's number and corrected variant effects)."""
+    from earnest import plots
+    from earnest.stats.run import safe_name
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    prompts = sorted(table["prompt"].astype(str).unique())
+    if glmm == 1:
+        return [p for prompt in prompts
+                for p in plots.figure_variant_effect(table, prompt, out_dir / f"variant_effect_{safe_name(prompt)}")]
+    return plots.figure_number_effect(table, prompts, out_dir / "number_effect")

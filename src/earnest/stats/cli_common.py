@@ -40,7 +40,9 @@ def log(msg: str) -> None:
 
 
 def input_choice_problem(args: argparse.Namespace, table: str = "an input table") -> str | None:
-    """The complaint when not exactly one of the ``input`` table and ``--lm-eval`` files is given."""
-    if (args.input is None) == (not getattr(args, "lm_eval", None)):
-        return f"give either {table} or --lm-eval files"
+    """The complaint when not exactly one of the ``input`` table and harness results (``--lm-eval``,
+    ``--inspect``) is given."""
+    from earnest import lmeval
+    if (args.input is None) == (not lmeval.given(args)):
+        return f"give either {table} or --lm-eval / --inspect files"
     return None

@@ -35,15 +35,16 @@ from scipy import stats
 
 from earnest.stats import glmm as G
 from earnest.stats import rbridge
-from earnest.stats.summary import bootstrap_p, clean_mask, holm, percentile_interval, significant
+from earnest.stats.diagnostics import fit_problems
+from earnest.stats.summary import bootstrap_p, check_alpha, clean_mask, holm, percentile_interval, significant
 
 COMPARE_INPUT_COLUMNS = ("model", "prompt", "template", "item", "correct")
 FAMILIES = ("models", "prompts")
 MAX_AGQ = 25                # lme4's limit on quadrature points
 PAIR_COLUMNS = ("family", "fixed", "a", "b", "n_items", "n_templates", "acc_a", "acc_b", "odds_ratio",
                 "median_log_or", "ci_low", "ci_high", "p_boot", "n_resamples", "n_clean", "item_effects", "agq",
-                "n_ab", "n_ba", "mcnemar_or", "p_mcnemar", "p_holm", "p_mcnemar_holm", "significant",
-                "significant_mcnemar")
+                "n_ab", "n_ba", "mcnemar_or", "p_mcnemar", "p_holm", "p_mcnemar_holm", "fit_verdict",
+                "fit_problems", "degenerate", "significant", "significant_mcnemar")
 
 
 class CompareInputError(ValueError):
@@ -67,7 +68,36 @@ def validate_compare_input(df: pd.DataFrame, source: str = "compare input") -> p
         r = out.iloc[i]
         raise CompareInputError(f"{source}: item {r['item']!r} answered twice by {r['model']} / {r['prompt']} "
                                 f"(data row {i + 1})")
+    # an item is one question of one template, whoever answers it
+    first = out.drop_duplicates("item").set_index("item")["template"]
+    other = out["template"].to_numpy() != first.loc[out["item"]].to_numpy()
+    if other.any():
+        i = int(np.flatnonzero(other)[0])
+        r = out.iloc[i]
+        j = int(np.flatnonzero((out["item"] == r["item"]).to_numpy())[0])
+        raise CompareInputError(f"{source}: item {r['item']!r} is under template {r['template']} in data row {i + 1} "
+                                f"({r['model']} / {r['prompt']}) but under template {out['template'].iloc[j]} in data "
+                                f"row {j + 1} ({out['model'].iloc[j]} / {out['prompt'].iloc[j]}); an item belongs to "
+                                f"one template")
     return out.reset_index(drop=True)
+
+
+def check_pairs(data: pd.DataFrame, family: str) -> list[tuple[str, str, str, int]]:
+    """(fixed, a, b, paired items) of every pair that ``family`` compares, checked before any fit
+    (:func:`common_items`)."""
+    return [(fixed, a, b, len(common_items(data, family, fixed, a, b)))
+            for fixed, conds in family_conditions(data, family).items() for a, b in itertools.combinations(conds, 2)]
+
+
+def common_items(data: pd.DataFrame, family: str, fixed: str, a: str, b: str) -> pd.DataFrame:
+    """:func:`paired_rows`, refusing a pair without a common item (CompareInputError naming it):
+    0 paired items is no comparison, not one with p = 1."""
+    pairs = paired_rows(data, family, fixed, a, b)
+    if not len(pairs):
+        what = f"prompt {fixed!r}: models" if family == "models" else f"model {fixed!r}: prompts"
+        raise CompareInputError(f"{what} {a!r} and {b!r} answered no common item (items pair by the 'item' "
+                                f"column), so they cannot be compared")
+    return pairs
 
 
 def compare_input_from_scored(scored: pd.DataFrame) -> pd.DataFrame:
@@ -154,8 +184,9 @@ def bootstrap_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_eff
 
 
 def compare_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effects: bool = True,
-                 cores: int = 1, engine: str = "lme4", agq: int = 1) -> dict:
-    """The bootstrap GLMM and McNemar statistics of one pair (no Holm yet)."""
+                 cores: int = 1, engine: str = "lme4", agq: int = 1, a: str = "a", b: str = "b") -> dict:
+    """The bootstrap GLMM and McNemar statistics of one pair (no Holm yet), with its verdict
+    (:func:`pair_verdict`; ``a`` and ``b`` name the conditions in its statements)."""
     row = {"n_items": int(len(pairs)), "n_templates": int(pairs["template"].nunique()) if len(pairs) else 0,
            "acc_a": 100.0 * pairs["correct_a"].mean() if len(pairs) else float("nan"),
            "acc_b": 100.0 * pairs["correct_b"].mean() if len(pairs) else float("nan"),
@@ -169,10 +200,26 @@ def compare_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effec
         theta = shards.loc[clean_mask(shards) & (shards["term"] == "variant"), "estimate"].to_numpy(dtype=float)
     med = float(np.median(theta)) if theta.size else float("nan")
     lo, hi = percentile_interval(theta)
-    row.update(median_log_or=med, odds_ratio=math.exp(med) if theta.size else float("nan"),
-               ci_low=math.exp(lo) if theta.size else float("nan"), ci_high=math.exp(hi) if theta.size else float("nan"),
+    with np.errstate(over="ignore"):  # a separated pair's log ORs run to +-thousands: exp gives 0 or inf
+        odds = [float(np.exp(v)) if theta.size else float("nan") for v in (med, lo, hi)]
+    row.update(median_log_or=med, odds_ratio=odds[0], ci_low=odds[1], ci_high=odds[2],
                p_boot=bootstrap_p(theta), n_clean=int(theta.size))
+    row.update(pair_verdict(row, a, b))
     return row
+
+
+def pair_verdict(row: dict, a: str = "a", b: str = "b") -> dict:
+    """fit_verdict, fit_problems and degenerate of one pair by the GLMM summaries' rule
+    (:func:`earnest.stats.diagnostics.fit_problems`; condition b is its variant 0, a its variant 1):
+    a pair where one condition answered every item alike (0/60 against 2/60), or (with item
+    intercepts) whose discordant items all favour one side, is separated: its OR diverges, and it is
+    never significant."""
+    n = int(row["n_items"])
+    verdict, statements = fit_problems({
+        "n_base": n, "n_variants": n, "acc_base": row["acc_b"] if n else 0.0, "acc_variants": row["acc_a"] if n else 0.0,
+        "term": "variant", "n_resamples": row["n_resamples"], "n_clean": row["n_clean"],
+        "item_effects": row["item_effects"], "n_ab": row["n_ab"], "n_ba": row["n_ba"]}, labels=(b, a))
+    return {"fit_verdict": verdict, "fit_problems": "; ".join(statements), "degenerate": verdict == "degenerate"}
 
 
 def family_conditions(data: pd.DataFrame, family: str) -> dict[str, list[str]]:
@@ -188,27 +235,32 @@ def compare_family(data: pd.DataFrame, family: str, fixed: str, conditions: Sequ
                    engine: str = "lme4", agq: int = 1, log: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Every pair of ``conditions`` (default: all of ``fixed``) with Holm across the pairs
     (:data:`PAIR_COLUMNS`). Pair k uses the base seed ``seed + k``."""
+    alpha = check_alpha(alpha)
     conds = list(conditions) if conditions is not None else family_conditions(data, family).get(str(fixed), [])
     rows = []
     for k, (a, b) in enumerate(itertools.combinations(conds, 2)):
-        pairs = paired_rows(data, family, fixed, a, b)
+        pairs = common_items(data, family, fixed, a, b)
         r = compare_pair(pairs, n_resamples, seed + k, item_effects=item_effects, cores=cores, engine=engine,
-                         agq=agq)
+                         agq=agq, a=a, b=b)
         rows.append({"family": family, "fixed": fixed, "a": a, "b": b, **r})
         if log:
             log(f"{family} / {fixed}: {a} vs {b}: {r['n_items']} paired items, OR {r['odds_ratio']:.3f} "
-                f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}], p_boot {r['p_boot']:.4f}, McNemar p {r['p_mcnemar']:.4f}")
+                f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}], p_boot {r['p_boot']:.4f}, McNemar p {r['p_mcnemar']:.4f}"
+                + (f"; DEGENERATE: {r['fit_problems']}" if r["degenerate"] else ""))
     out = pd.DataFrame(rows, columns=[c for c in PAIR_COLUMNS])
     if len(out):
         out["p_holm"] = holm(out["p_boot"].to_numpy(dtype=float))
         out["p_mcnemar_holm"] = holm(out["p_mcnemar"].to_numpy(dtype=float))
-        out["significant"] = significant(out["p_holm"].to_numpy(dtype=float), alpha)
+        # as in the GLMM summaries: a degenerate pair is never significant (its McNemar test still stands)
+        out["significant"] = significant(out["p_holm"].to_numpy(dtype=float), alpha) & ~out["degenerate"].astype(bool).to_numpy()
         out["significant_mcnemar"] = significant(out["p_mcnemar_holm"].to_numpy(dtype=float), alpha)
     return out
 
 
 def write_pairs_table(pairs: pd.DataFrame, stem, *, alpha: float = 0.05, labels: dict | None = None) -> dict:
-    """``stem.{csv,md,tex}``: one row per pair."""
+    """``stem.{csv,md,tex}``: one row per pair; a degenerate pair's OR is marked
+    (:data:`earnest.stats.paper_tables.DEGENERATE`, as in the GLMM tables) and never bold."""
+    from earnest.stats.paper_tables import DEGENERATE
     from earnest.tables import write_table
 
     def f(v, spec=".3f"):
@@ -220,8 +272,9 @@ def write_pairs_table(pairs: pd.DataFrame, stem, *, alpha: float = 0.05, labels:
         "a": [lab.get(x, x) for x in pairs["a"]], "b": [lab.get(x, x) for x in pairs["b"]],
         "items": pairs["n_items"],
         "acc_a / acc_b": [f"{f(x, '.1f')} / {f(y, '.1f')}" for x, y in zip(pairs["acc_a"], pairs["acc_b"])],
-        "OR [95% CI]": [f"{f(o, '.2f')} [{f(lo, '.2f')}, {f(hi, '.2f')}]"
-                        for o, lo, hi in zip(pairs["odds_ratio"], pairs["ci_low"], pairs["ci_high"])],
+        "OR [95% CI]": [f"{f(o, '.2f')} [{f(lo, '.2f')}, {f(hi, '.2f')}]" + (f" {DEGENERATE}" if bool(d) else "")
+                        for o, lo, hi, d in zip(pairs["odds_ratio"], pairs["ci_low"], pairs["ci_high"],
+                                                pairs["degenerate"])],
         "p_boot / Holm": [f"{f(p)} / {f(h)}" for p, h in zip(pairs["p_boot"], pairs["p_holm"])],
         "clean": [f"{c}/{n}" for c, n in zip(pairs["n_clean"], pairs["n_resamples"])],
         "McNemar n_ab:n_ba": [f"{x}:{y}" for x, y in zip(pairs["n_ab"], pairs["n_ba"])],
@@ -241,7 +294,11 @@ def write_pairs_table(pairs: pd.DataFrame, stem, *, alpha: float = 0.05, labels:
                        f"Paired comparisons on the items both answered: OR of a correct answer under a vs b from "
                        f"the GLMM correct ~ condition + {item}, bootstrapped over templates "
                        f"(median, 2.5-97.5th percentiles, Eq. 4 P value); McNemar's exact test beside it. Holm "
-                       f"across the pairs of each family; bold: Holm-adjusted p < {alpha:g}.", bold=bold, csv=pairs)
+                       f"across the pairs of each family; bold: Holm-adjusted p < {alpha:g}. {DEGENERATE}: degenerate pair "
+                       f"(a condition answered every item alike, or with item intercepts every discordant item "
+                       f"favours one side: the OR diverges, its estimate, interval and bootstrap p carry no "
+                       f"information and it is never significant; McNemar's test stands; see fit_problems).",
+                       bold=bold, csv=pairs)
 
 
 def simulate_paired(n_templates: int, items_per_template: int, *, log_or: float, intercept: float = 0.0,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from earnest.stats.cli_common import add_subcommand, fail as cli_fail, input_choice_problem, log
 from earnest.stats.glmm import ENGINES
+from earnest.stats.summary import check_alpha
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -17,7 +18,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "correct ~ condition + (1|template) + (1|item) on the items both answered, bootstrapped over "
                     "templates (median OR, percentile interval, Eq. 4 P value), McNemar's exact test beside it, "
                     "Holm across the pairs of each family. Input columns: model, prompt, template, item, correct "
-                    "(0/1); or lm-evaluation-harness samples (--lm-eval; the task is the prompt).",
+                    "(0/1); or lm-evaluation-harness samples (--lm-eval) or Inspect AI logs (--inspect), mapped to "
+                    "prompts as earnest glmm maps them.",
         input_help="compare input, .csv or .parquet", options=_options)
 
 
@@ -57,18 +59,28 @@ def run(args: argparse.Namespace) -> int:
         C.check_agq(args.agq, not args.no_item_effects)
     except C.CompareInputError as exc:
         return fail(str(exc))
+    try:
+        check_alpha(args.alpha, "--alpha")
+    except ValueError as exc:
+        return fail(str(exc))
     if args.engine != "lme4" and not args.no_item_effects:
         return fail("--engine laplace fits one random intercept: add --no-item-effects (template intercepts only)")
     try:
-        if args.lm_eval:
-            from earnest import lmeval
-            data = C.validate_compare_input(lmeval.to_compare_input(lmeval.samples_from_args(args)), "lm-eval samples")
+        from earnest import lmeval
+        if lmeval.given(args):
+            data = C.validate_compare_input(lmeval.to_compare_input(lmeval.samples_from_args(args),
+                                                                    lmeval.mapping_from_args(args), by=args.by),
+                                            "harness samples")
         else:
             src = args.input
             raw = pd.read_parquet(src) if src.suffix == ".parquet" else pd.read_csv(src)
             data = C.validate_compare_input(raw, str(src))
+        pairs = C.check_pairs(data, args.by)
     except (ValueError, OSError) as exc:
         return fail(str(exc))
+    if not pairs:
+        return fail(f"no {args.by} family has two conditions: nothing to compare (--by {args.by} compares the "
+                    + ("models of each prompt" if args.by == "models" else "prompts of each model") + ")")
     args.out.mkdir(parents=True, exist_ok=True)
     tables = []
     try:
@@ -83,8 +95,6 @@ def run(args: argparse.Namespace) -> int:
             tables.append(t)
     except RError as exc:
         return fail(f"R failed ({exc})")
-    if not any(len(t) for t in tables):
-        log(f"earnest compare: no {args.by} family has two conditions; nothing compared")
     all_pairs = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=list(C.PAIR_COLUMNS))
     all_pairs.to_csv(args.out / "pairs.csv", index=False)
     log(f"earnest compare: {len(all_pairs)} pairs -> {args.out / 'pairs.csv'}")

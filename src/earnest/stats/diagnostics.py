@@ -83,16 +83,25 @@ def _diagnostic_text(messages: str) -> str:
 MIN_CLEAN_SHARE = 0.5
 
 
-def fit_problems(row) -> tuple[str, list[str]]:
+def fit_problems(row, labels: tuple[str, str] = ("GSM-Base", "GSM-Variants")) -> tuple[str, list[str]]:
     """Say in words what is wrong with one summary row (one analysis x GLMM x model x prompt x effect).
 
     Returns (verdict, statements): verdict "degenerate" when the effect cannot be estimated from the
     data at all (no correct or no wrong answers, or complete separation on the variant indicator),
     "caution" when the estimate stands on a weak footing (few clean resamples, singular resamples, a
     non-convergent full-data fit), else "ok".
+
+    The one degenerate/separation rule: the GLMM summaries (:mod:`earnest.stats.summaries`) and the
+    paired comparisons (:mod:`earnest.stats.compare`, whose condition b is "variant 0" and a
+    "variant 1") both call it. ``labels`` names the two conditions (variant 0, variant 1) in the
+    statements. Columns read: n_base, n_variants, acc_base, acc_variants (%), term, n_resamples,
+    n_clean and, when present, n_singular, wald_converged, wald_messages; and for a paired
+    comparison with item intercepts (item_effects) its discordant counts n_ab, n_ba: all of them
+    on one side is separation of the item-conditional OR.
     """
     out: list[str] = []
     verdict = "ok"
+    l0, l1 = labels
     nb, nv = int(row["n_base"]), int(row["n_variants"])
     cb = round(row["acc_base"] * nb / 100) if nb else 0
     cv = round(row["acc_variants"] * nv / 100) if nv else 0
@@ -101,14 +110,25 @@ def fit_problems(row) -> tuple[str, list[str]]:
                               "code error)"]
     if cb + cv == 0:
         verdict = "degenerate"
-        out.append(f"no correct answer at all ({cb}/{nb} GSM-Base, {cv}/{nv} GSM-Variants): no effect can be estimated")
+        out.append(f"no correct answer at all ({cb}/{nb} {l0}, {cv}/{nv} {l1}): no effect can be estimated")
     elif cb + cv == nb + nv:
         verdict = "degenerate"
         out.append(f"every answer correct ({nb + nv}): no effect can be estimated")
     elif row["term"] == "variant" and (cb in (0, nb) or cv in (0, nv)):
         verdict = "degenerate"
-        out.append(f"complete separation: GSM-Base {cb}/{nb} correct, GSM-Variants {cv}/{nv}; the variant odds "
+        out.append(f"complete separation: {l0} {cb}/{nb} correct, {l1} {cv}/{nv}; the odds "
                    f"ratio diverges, so its estimate, interval and p value carry no information")
+    elif row["term"] == "variant" and bool(row.get("item_effects", False)) and "n_ab" in row:
+        # a paired comparison with item intercepts: its OR is conditional on the item, and only the
+        # discordant items (n_ab: right under variant 1 and wrong under 0; n_ba: the reverse) inform it
+        n_ab, n_ba = int(row["n_ab"]), int(row["n_ba"])
+        if n_ab == 0 or n_ba == 0:
+            verdict = "degenerate"
+            out.append(f"no discordant item ({l1} right and {l0} wrong on as many items as the reverse: 0:0); the "
+                       f"item-conditional odds ratio is not identified" if n_ab == n_ba == 0 else
+                       f"complete separation in the pairs: every discordant item favours "
+                       f"{l1 if n_ab else l0} ({n_ab}:{n_ba}); the item-conditional odds ratio diverges, so its "
+                       f"estimate, interval and p value carry no information (McNemar's test still stands)")
     B, clean = int(row["n_resamples"]), int(row["n_clean"])
     if clean == 0:
         verdict = "degenerate"

@@ -279,7 +279,8 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
     ``summaries``: the summaries table (:func:`earnest.stats.summaries.build_summaries`; analysis
     'all' and optionally 'reasoning_only'); ``refits``: optimiser refits with glmm/model/prompt columns;
     ``glmm_input``: the GLMM input rows for the separation check (Table 19); ``code_prompts``:
-    prompts that get the reasoning-only tables when both analyses are present. Returns the paths.
+    prompts that get the reasoning-only tables when both analyses are present. Also writes
+    ``summary.json``, one object per fit (:func:`earnest.stats.summaries.summary_records`). Returns the paths.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -377,4 +378,7 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
                  f"(layout of Tables {'20-21' if glmm == 1 else '22-23'}). * marks cases where the all-errors "
                  f"and reasoning-only significance calls disagree; exclusion rate: % of GSM-Variants rows "
                  f"dropped as code errors; Estimate Δ: reasoning-only minus all-errors median log-OR.", bold)
+    # beside the tables, every fit as one JSON object (earnest.stats.summaries.summary_records)
+    from earnest.stats.summaries import write_summary_json
+    written.append(write_summary_json(s, out_dir / "summary.json"))
     return written

@@ -808,18 +808,20 @@ def scenarios_from_results(*, summary=None, glmm_input: pd.DataFrame | None = No
             sc = _scenario_from(f"{r.model} / {r.prompt}", float(r.acc_base), float(r.design_ranef_var), log)
             if sc:
                 scenarios.append(sc)
-                designs.append((int(r.n_templates), int(round(r.n_variants_per_template))))
+            # the results' design stands even when their scenario is skipped (a stated scenario uses it)
+            designs.append((int(r.n_templates), int(round(r.n_variants_per_template))))
     if glmm_input is not None:
         from earnest.stats.summary import accuracies
-        data = G.validate_glmm_input(glmm_input, 1, source="lm-eval samples")
+        data = G.validate_glmm_input(glmm_input, 1, source="harness samples")
         for model, prompt, sub in G.groups(data):
             acc = accuracies(sub)
-            fit = G.wald_fit(sub, 1)
-            sc = _scenario_from(f"{model} / {prompt}", acc["acc_base"], fit.ranef_var, log)
+            # a GSM-Base accuracy of 0 or 100% gives no scenario: no fit is needed to say so
+            fit_rv = G.wald_fit(sub, 1).ranef_var if 0.0 < acc["acc_base"] < 100.0 else float("nan")
+            sc = _scenario_from(f"{model} / {prompt}", acc["acc_base"], fit_rv, log)
             if sc:
                 scenarios.append(sc)
-                nt = int(sub["template"].nunique())
-                designs.append((nt, max(1, int(round(acc["n_variants"] / nt)))))
+            nt = int(sub["template"].nunique())
+            designs.append((nt, max(1, int(round(acc["n_variants"] / nt)))))
     if designs and len(set(designs)) > 1:
         log(f"results have different designs {sorted(set(designs))}; the grid uses the first, {designs[0]}, "
             f"unless --templates/--variants are given")

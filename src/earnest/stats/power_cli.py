@@ -18,7 +18,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "errors, the minimum detectable OR at 80%% power and a power-curve figure. Scenarios "
                     "(GSM-Base accuracy and template-intercept variance) come from --baseline-acc/--ranef-var, "
                     "the paper's published tables (--paper-scenario), a bootstrap summaries table "
-                    "(--from-summary) or lm-evaluation-harness samples (--lm-eval).",
+                    "(--from-summary), lm-evaluation-harness samples (--lm-eval) or Inspect AI logs (--inspect).",
         options=_options)
 
 
@@ -62,15 +62,24 @@ def run(args: argparse.Namespace) -> int:
         if args.paper_scenario:
             published = args.published or P.default_published_dir()
             scenarios += P.published_scenarios(published, args.paper_scenario)
-        if args.from_summary or args.lm_eval:
+        from earnest import lmeval
+        found = []
+        if args.from_summary or lmeval.given(args):
             glmm_input = None
-            if args.lm_eval:
-                from earnest import lmeval
-                glmm_input = lmeval.to_glmm_input(lmeval.samples_from_args(args))
+            if lmeval.given(args):
+                glmm_input = lmeval.to_glmm_input(lmeval.samples_from_args(args), lmeval.mapping_from_args(args))
             found, design = P.scenarios_from_results(summary=args.from_summary, glmm_input=glmm_input, log=log)
             scenarios += found
+            if design and not found:
+                log(f"earnest power: the results read gave no scenario (above); their design, {design[0]} templates x "
+                    f"{design[1]} variants, stays the grid's unless --templates/--variants are given")
         if not scenarios:
-            return _fail("no scenario: give --baseline-acc and --ranef-var, --paper-scenario, --from-summary or --lm-eval")
+            if args.from_summary or lmeval.given(args):
+                return _fail("the results given gave no usable scenario (reasons above: a GSM-Base accuracy of 0 or "
+                             "100%, or no clean fit); state one with --baseline-acc and --ranef-var, or "
+                             "--paper-scenario, and the grid keeps the results' design")
+            return _fail("no scenario: give --baseline-acc and --ranef-var, --paper-scenario, --from-summary, "
+                         "--lm-eval or --inspect")
         templates = args.templates or ([design[0]] if design else [P.PAPER_DESIGN[0]])
         variants = args.variants or ([design[1]] if design else [P.PAPER_DESIGN[1]])
         for nt in templates:

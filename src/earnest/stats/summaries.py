@@ -111,6 +111,60 @@ def table_fidelity(rows: pd.DataFrame, source: str = "summaries") -> str:
         raise SummariesError(str(exc)) from None
 
 
+#: The fields of one fit in the JSON summary (:func:`summary_records`), in order.
+JSON_FIELDS = ("analysis", "glmm", "model", "prompt", "prompt_label", "effect", "odds_ratio", "ci_low", "ci_high",
+               "median_log_or", "p_boot", "p_holm", "alpha", "verdict", "significant", "significant_holm",
+               "fit_verdict", "fit_problems", "engine", "n_resamples", "n_clean", "n_base", "n_variants",
+               "acc_base", "acc_variants")
+
+
+def verdict(row) -> str:
+    """The call of one summary row in words: degenerate, significant (after Holm / before Holm only)
+    or not significant, from the table's own decision columns."""
+    if bool(row["degenerate"]):
+        return "degenerate"
+    if bool(row["significant_holm"]):
+        return "significant"
+    return "significant before Holm only" if bool(row["significant"]) else "not significant"
+
+
+def summary_records(table: pd.DataFrame) -> list[dict]:
+    """One JSON-ready object per fit (analysis x GLMM x model x prompt x effect) of the summaries
+    table, fields :data:`JSON_FIELDS` (``effect`` is the term; numbers that are not finite, such
+    as a separated fit's odds ratio, are null)."""
+    import math
+
+    def clean(v):
+        if hasattr(v, "item"):
+            v = v.item()
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        return v
+
+    out = []
+    for _, r in table.iterrows():
+        rec = {}
+        for f in JSON_FIELDS:
+            if f == "effect":
+                rec[f] = str(r["term"])
+            elif f == "verdict":
+                rec[f] = verdict(r)
+            elif f in r.index:
+                rec[f] = clean(r[f])
+        out.append(rec)
+    return out
+
+
+def write_summary_json(table: pd.DataFrame, path: str | Path) -> Path:
+    """:func:`summary_records` as a JSON array at ``path`` (strict JSON: no NaN or Infinity)."""
+    import json
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(summary_records(table), indent=1, allow_nan=False, ensure_ascii=False) + "\n",
+                    encoding="utf-8")
+    return path
+
+
 def read_summary_files(paths: Sequence[str | Path]) -> pd.DataFrame:
     """Concatenate per-group summary Parquet files (empty ones are skipped)."""
     frames = [pd.read_parquet(p) for p in paths]

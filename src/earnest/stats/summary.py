@@ -233,6 +233,17 @@ def add_holm(summaries: pd.DataFrame, column: str = "p_boot", out: str = "p_holm
     return res
 
 
+def check_alpha(alpha, what: str = "alpha") -> float:
+    """``alpha`` as a float in (0, 1); ValueError naming ``what`` (an option or config key) otherwise."""
+    try:
+        a = float(alpha)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a number in (0, 1), not {alpha!r}") from None
+    if isinstance(alpha, bool) or not 0 < a < 1:
+        raise ValueError(f"{what} must lie in (0, 1), not {alpha!r}")
+    return a
+
+
 def significant(p, alpha: float = ALPHA) -> np.ndarray:
     """p < alpha, False for NaN."""
     p = np.asarray(p, dtype=float)

