@@ -12,7 +12,7 @@ from snakemake.exceptions import WorkflowError
 from earnest.backends.hf import resolve_gguf
 from earnest.config import BUILT_BENCHMARK, ConfigError, check_config, check_config_files, resolve_path, validate_schema
 from earnest.datasets import DATASETS, release_path
-from earnest.prompts import PromptFormatError, load_formats
+from earnest.prompts import PromptFormatError, formats_file, load_formats
 from earnest.fidelity import other as other_mode
 from earnest.stats.glmm import resolve_rows
 from earnest.runlock import clear_stale_locks, record_owner, release_owner
@@ -52,6 +52,14 @@ try:
     CHECKED = check_config(config, FORMATS, base_dir=BASEDIR)
 except (ConfigError, PromptFormatError) as exc:
     raise WorkflowError(f"config error: {exc}") from None
+
+# every file a prompt is made of: its template (for this fidelity mode) and formats.yaml (stops, style)
+FORMATS_YAML = str(formats_file(_repo_path(config["prompts_dir"])))
+
+
+def prompt_files(wc):
+    return [str(FORMATS[wc.prompt].path), FORMATS_YAML]
+
 
 EXP = config["experiments"]
 EX1_PROMPT = EXP["ex1_prompt"]

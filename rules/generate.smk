@@ -43,6 +43,7 @@ rule generate:
     input:
         dataset_items="results/data/{dataset}.parquet",
         model=model_inputs,
+        prompt=prompt_files,
     output:
         "results/generations/{model}/{prompt}/{dataset}.parquet",
     log:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +55,9 @@ def tiny_run(tmp_path_factory):
     """One full run of the tiny config (data -> generation -> scoring -> bootstrap GLMMs -> tables)."""
     wd = tmp_path_factory.mktemp("wf")
     build_tiny_model(wd / "tiny-model")
+    # the prompt files the run reads: a copy of the shipped ones, so that a test can edit one
+    shutil.copytree(REPO / "resources" / "prompts", wd / "prompts")
+    TINY["prompts_dir"] = str(wd / "prompts")
     proc = snakemake(wd, TINY, *TARGETS)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     return wd
@@ -160,6 +165,29 @@ def test_deleting_one_generation_rebuilds_only_it_and_dependents(tiny_run):
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert victim.exists()
     assert {p: p.stat().st_mtime_ns for p in others} == before
+
+
+@pytest.mark.slow
+def test_editing_a_prompt_file_plans_its_generation_and_dependants_only(tiny_run):
+    """Issue 22.5: a prompt file is an input of its generation jobs: editing one plans those jobs
+    and what depends on them, nothing of the other prompt."""
+    wd = tiny_run
+    path = wd / "prompts" / "simple_code.txt"
+    original, st = path.read_bytes(), path.stat()
+    try:
+        path.write_bytes(original.replace(b"def solution():", b"def solution():  # edited", 1))
+        assert path.read_bytes() != original
+        proc = snakemake(wd, TINY, "-n", *TARGETS)
+        jobs = planned(proc)
+        assert jobs["generate"] == 2 and jobs["score"] == 2, jobs
+        out = proc.stdout + proc.stderr
+        generated = set(re.findall(r"results/generations/tiny/(\w+)/\w+\.parquet", out.split("Job stats:")[1]))
+        assert generated == {"simple_code"}, generated
+        assert not {"base_items", "variant_items", "template_variants", "ks_test"} & set(jobs)
+    finally:
+        path.write_bytes(original)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert planned(snakemake(wd, TINY, "-n", *TARGETS)) == {}
 
 
 def test_paper_grid_dry_run_without_weights(tmp_path):

@@ -108,7 +108,7 @@ def shared_prefix(fmt: PromptFormat) -> str:
     return fmt.prefix.rstrip(" \t")
 
 
-def _formats_file(resources_dir: str | Path | None) -> Path:
+def formats_file(resources_dir: str | Path | None) -> Path:
     """formats.yaml in ``resources_dir``, or in its ``prompts/`` subfolder."""
     base = Path(resources_dir) if resources_dir is not None else DEFAULT_PROMPTS_DIR
     for candidate in (base / FORMATS_FILE, base / "prompts" / FORMATS_FILE):
@@ -166,7 +166,7 @@ def load_formats(resources_dir: str | Path | None = None, *, fidelity: str = DEF
     exactly one ``<Question here>``; ValueError for an unknown ``fidelity``.
     """
     check_mode(fidelity)
-    spec_path = _formats_file(resources_dir)
+    spec_path = formats_file(resources_dir)
     try:
         spec = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
