@@ -81,15 +81,33 @@ def _diagnostic_text(messages: str) -> str:
 
 # a fit whose clean resamples are fewer than this share of B rests on a selected subset
 MIN_CLEAN_SHARE = 0.5
+# a median or interval end beyond this on the log-odds scale (an odds ratio beyond e^10 ~ 22,000) is
+# built from diverging estimates: resamples with (quasi-)separation whose fits stop wherever the
+# optimiser gives up (about +-17..30), by either engine under either clean rule
+DIVERGED_LOG_OR = 10.0
+
+
+def diverged_statement(median, low, high, limit: float = DIVERGED_LOG_OR) -> str:
+    """'' unless the median or an end of the interval (log-odds) lies beyond +-``limit``; else the
+    statement that makes the fit degenerate (used by the GLMM summaries and comparisons alike)."""
+    parts = [(name, float(v)) for name, v in (("median", median), ("interval's lower end", low),
+                                               ("interval's upper end", high))
+             if v is not None and np.isfinite(float(v)) and abs(float(v)) > limit]
+    if not parts:
+        return ""
+    what = ", ".join(f"{name} {v:.2f}" for name, v in parts)
+    return (f"bootstrap estimates beyond +-{limit:g} log-odds ({what}): resamples with (quasi-)separation whose "
+            f"estimates diverge, so the median, interval and p value carry no information")
 
 
 def fit_problems(row) -> tuple[str, list[str]]:
     """Say in words what is wrong with one summary row (one analysis x GLMM x model x prompt x effect).
 
     Returns (verdict, statements): verdict "degenerate" when the effect cannot be estimated from the
-    data at all (no correct or no wrong answers, or complete separation on the variant indicator),
-    "caution" when the estimate stands on a weak footing (few clean resamples, singular resamples, a
-    non-convergent full-data fit), else "ok".
+    data at all (no correct or no wrong answers, complete separation on the variant indicator, or a
+    median or interval built from estimates beyond +-:data:`DIVERGED_LOG_OR` log-odds), "caution"
+    when the estimate stands on a weak footing (few clean resamples, resamples that did not converge,
+    singular resamples, a non-convergent full-data fit), else "ok".
     """
     out: list[str] = []
     verdict = "ok"
@@ -109,6 +127,10 @@ def fit_problems(row) -> tuple[str, list[str]]:
         verdict = "degenerate"
         out.append(f"complete separation: GSM-Base {cb}/{nb} correct, GSM-Variants {cv}/{nv}; the variant odds "
                    f"ratio diverges, so its estimate, interval and p value carry no information")
+    diverged = diverged_statement(row.get("median_log_or"), row.get("ci_low_log"), row.get("ci_high_log"))
+    if diverged:
+        verdict = "degenerate"
+        out.append(diverged)
     B, clean = int(row["n_resamples"]), int(row["n_clean"])
     if clean == 0:
         verdict = "degenerate"
@@ -116,6 +138,10 @@ def fit_problems(row) -> tuple[str, list[str]]:
     elif clean < MIN_CLEAN_SHARE * B:
         verdict = "caution" if verdict == "ok" else verdict
         out.append(f"only {clean} of {B} bootstrap resamples converged cleanly; the summary rests on that subset")
+    n_nc = row.get("n_not_converged")
+    if n_nc is not None and not pd.isna(n_nc) and int(n_nc) > 0:
+        verdict = "caution" if verdict == "ok" else verdict
+        out.append(f"{int(n_nc)} of {B} resamples did not converge (clean under no rule, left out)")
     if int(row.get("n_singular", 0) or 0) > 0:
         verdict = "caution" if verdict == "ok" else verdict
         out.append(f"{int(row['n_singular'])} of {B} resamples were singular fits (template variance estimated at 0)")

@@ -236,10 +236,38 @@ def model_frame(df: pd.DataFrame, glmm: int, aggregate: bool = True) -> pd.DataF
     return d[cols].reset_index(drop=True)
 
 
+#: What each engine x fidelity mode fits by default, and whether that reproduces the mode's clean
+#: verdicts (see :func:`rows_note`): lme4 + reference: answers (faithful: lme4's checks on the rows the
+#: paper's pymer4 fits); lme4 + earnest: aggregated (its own rule, faithful); laplace + earnest:
+#: aggregated (laplace evaluates lme4's deviance exactly, so its verdicts are lme4's with PIRLS
+#: converged, on whatever rows); laplace + reference: aggregated, the only rows it fits, and not
+#: faithful: the reference keeps what lme4 on per-answer rows keeps, checks that fire on lme4's
+#: inexact deviance, which no exact engine reproduces resample by resample.
+ROWS_FAITHFUL = {("lme4", fidelity.REFERENCE): ("answers",), ("lme4", fidelity.EARNEST): ("answers", "aggregated"),
+                 ("laplace", fidelity.EARNEST): ("aggregated",), ("laplace", fidelity.REFERENCE): ()}
+
+
+def rows_note(rows: str, fidelity_mode: str, engine: str) -> str:
+    """'' when ``engine`` on ``rows`` reproduces ``fidelity_mode``'s clean verdicts, else why not."""
+    faithful = ROWS_FAITHFUL[(check_engine(engine), fidelity.check_mode(fidelity_mode))]
+    if rows in faithful:
+        return ""
+    if engine == "laplace":
+        return (f"fidelity {fidelity_mode!r} with stats.engine laplace is not the reference's fit: the reference fits "
+                f"one row per answer with lme4, whose convergence checks fire on its inexact deviance (PIRLS "
+                f"tolerance) and so keep other resamples than the laplace engine's exact ones (which are lme4's "
+                f"with tolPwrss = 1e-12); the estimates are the same fit. Use stats.engine: lme4 for the "
+                f"reference's clean set")
+    return (f"fidelity {fidelity_mode!r} with stats.rows {rows!r}: lme4's convergence checks on {rows} rows flag "
+            f"other resamples than on the reference's per-answer rows (same likelihood, same estimates)")
+
+
 def resolve_rows(rows: str | None, fidelity_mode: str = fidelity.DEFAULT, *, engine: str = "lme4") -> str:
     """The rows the bootstrap fits: ``rows`` if given (``answers`` | ``aggregated``), else the
-    fidelity mode's (:data:`ROWS_BY_FIDELITY`). The laplace engine fits aggregated rows only, so
-    answers with it is a ValueError that says what to change."""
+    fidelity mode's (:data:`ROWS_BY_FIDELITY`). The laplace engine fits aggregated rows only, so answers with it is a ValueError that says what to
+    change. A pair that does not reproduce the mode's clean verdicts (:data:`ROWS_FAITHFUL`, e.g.
+    reference with the laplace engine) gives a UserWarning saying why (:func:`rows_note`)."""
+    check_engine(engine)
     if rows in (None, "", "auto"):
         rows = ROWS_BY_FIDELITY[fidelity.check_mode(fidelity_mode)]
     elif rows not in ROWS:
@@ -247,7 +275,12 @@ def resolve_rows(rows: str | None, fidelity_mode: str = fidelity.DEFAULT, *, eng
     if engine == "laplace" and rows == "answers":
         raise ValueError(f"stats.engine: laplace fits aggregated rows only, but the bootstrap is to fit one row "
                          f"per answer (fidelity {fidelity_mode!r}, stats.rows {rows!r}); use stats.engine: lme4 "
-                         f"(the faithful path) or stats.rows: aggregated (the labelled speed path)")
+                         f"(the faithful path) or stats.rows: aggregated (the labelled speed path, whose clean set is "
+                         f"not the reference's)")
+    note = rows_note(rows, fidelity_mode, engine)
+    if note:
+        import warnings
+        warnings.warn(note, UserWarning, stacklevel=2)
     return rows
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import time
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -133,7 +134,11 @@ def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_
     """
     G.check_engine(engine)
     cores = cores or default_cores()
-    rows = G.resolve_rows(rows, fidelity, engine=engine)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        rows = G.resolve_rows(rows, fidelity, engine=engine)
+    for w in caught:                                      # a pair that cannot reproduce the mode's clean set
+        log(f"WARNING {w.message}")
     aggregate = rows == "aggregated"
     summaries, refits, checks = [], [], []
     for model, prompt, sub in G.groups(df):
