@@ -101,7 +101,9 @@ def run(args: argparse.Namespace) -> int:
         log(f"laplace engine checked against lme4 on {n} resamples: largest difference where both are clean "
             f"{checks['max_abs_diff'].max():.2g} (lme4 with converged PIRLS); clean flags agree on "
             f"{int(checks['clean_agree_tight'].sum())}/{n} (converged PIRLS) and "
-            f"{int(checks['clean_agree_default'].sum())}/{n} (lme4's defaults) -> {out / f'engine_check_glmm{args.glmm}.csv'}")
+            f"{int(checks['clean_agree_default'].sum())}/{n} (lme4's defaults); under the {args.fidelity} rule "
+            f"{int(checks[f'clean_agree_tight_{args.fidelity}'].sum())}/{n} and "
+            f"{int(checks[f'clean_agree_default_{args.fidelity}'].sum())}/{n} -> {out / f'engine_check_glmm{args.glmm}.csv'}")
         for w in checks.loc[checks["warning"] != "", "warning"]:
             log(f"WARNING: {w}")
     paths = paper_tables.write_stats_tables(table, out / "tables", refits=refits, glmm_input=df)

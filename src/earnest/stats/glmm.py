@@ -369,7 +369,8 @@ CHECK_TOL = 1e-4
 CHECK_MAX_ROWS = 200_000     # lme4 model-frame rows above which shards are not refitted with lme4
 CHECK_COLUMNS = ("resample", "term", "estimate", "converged", "messages", "default_estimate", "default_converged",
                  "default_messages", "tight_estimate", "tight_converged", "tight_messages", "abs_diff",
-                 "deviance_gap")
+                 "deviance_gap", "clean_reference", "clean_earnest", "default_clean_reference",
+                 "default_clean_earnest", "tight_clean_reference", "tight_clean_earnest")
 
 
 def cross_check(df: pd.DataFrame, glmm: int, shard: pd.DataFrame, n_check: int, base_seed: int) -> pd.DataFrame:
@@ -391,17 +392,26 @@ def cross_check(df: pd.DataFrame, glmm: int, shard: pd.DataFrame, n_check: int, 
         return pd.DataFrame({c: [] for c in CHECK_COLUMNS})
     seeds = [resample_seed(base_seed, b) for b in resamples]
     ro = rbridge.r()
+    from earnest.stats.summary import clean_mask
+
+    def by_rule(t: pd.DataFrame, prefix: str = "") -> pd.DataFrame:
+        # each fit's verdict under both clean rules, whichever the run uses
+        return t.assign(**{f"{prefix}clean_{m}": clean_mask(t, m).to_numpy() for m in fidelity.MODES})
+
     outs = {}
     for name, tol in (("default", 0.0), ("tight", 1e-12)):
         res = rbridge.from_r_frame(rbridge.call("earnest_check_fits", rbridge.to_r_frame(frame), glmm,
                                                 ro.IntVector([int(b) for b in resamples]), ro.IntVector(seeds),
                                                 float(tol)))
+        res["converged"] = res["converged"].astype(bool)
+        res = by_rule(res, f"{name}_")
         outs[name] = res.drop(columns="lme4_messages", errors="ignore").rename(columns={
             "estimate": f"{name}_estimate", "converged": f"{name}_converged", "messages": f"{name}_messages",
             "ranef_var": f"{name}_ranef_var"})[
-            ["resample", "term", f"{name}_estimate", f"{name}_converged", f"{name}_messages", f"{name}_ranef_var"]]
-    lap = shard[shard["resample"].isin(resamples)][["resample", "term", "estimate", "converged", "messages",
-                                                     "ranef_var"]]
+            ["resample", "term", f"{name}_estimate", f"{name}_converged", f"{name}_messages", f"{name}_ranef_var"]
+            + [f"{name}_clean_{m}" for m in fidelity.MODES]]
+    lap = by_rule(shard[shard["resample"].isin(resamples)])[
+        ["resample", "term", "estimate", "converged", "messages", "ranef_var"] + [f"clean_{m}" for m in fidelity.MODES]]
     out = lap.merge(outs["default"], on=["resample", "term"]).merge(outs["tight"], on=["resample", "term"])
     for c in ("converged", "default_converged", "tight_converged"):
         out[c] = out[c].astype(bool)
@@ -426,7 +436,9 @@ def cross_check(df: pd.DataFrame, glmm: int, shard: pd.DataFrame, n_check: int, 
 
 def check_summary(check: pd.DataFrame, tol: float = CHECK_TOL) -> dict:
     """The verdict of :func:`cross_check` rows: resamples checked, largest difference where both
-    are clean, clean-flag agreement with each lme4 fit, and a warning text ('' when fine).
+    are clean, clean-flag agreement with each lme4 fit (``clean_agree_default``/``_tight``: the
+    earnest rule's flag, ``converged``; ``clean_agree_{default,tight}_{reference,earnest}``: under
+    each clean rule), and a warning text ('' when fine).
 
     A difference above ``tol`` is a warning unless lme4's point has a higher Laplace deviance than
     laplace's (``deviance_gap`` > 1e-9: lme4's optimiser stopped short on a flat deviance, e.g.
@@ -452,9 +464,16 @@ def check_summary(check: pd.DataFrame, tol: float = CHECK_TOL) -> dict:
     elif n and agree_tight + stopped_short < n:
         warning = (f"laplace and lme4 (converged PIRLS) disagree on the clean flag of "
                    f"{n - agree_tight - stopped_short} of {n} checked resamples where lme4's optimum is not worse")
+    # the same agreement under each clean rule (checks written before these columns: NaN)
+    per_rule = {}
+    for m in fidelity.MODES:
+        for name in ("default", "tight"):
+            cols = [f"clean_{m}", f"{name}_clean_{m}"]
+            per_rule[f"clean_agree_{name}_{m}"] = (int((per[cols[0]].astype(bool) == per[cols[1]].astype(bool)).sum())
+                                                   if all(c in per.columns for c in cols) else float("nan"))
     return {"checked": n, "max_abs_diff": diff, "lme4_short": int(check.loc[far & short, "resample"].nunique()),
             "clean_agree_default": agree, "clean_agree_tight": agree_tight, "lme4_stopped_short": stopped_short,
-            "warning": warning}
+            **per_rule, "warning": warning}
 
 
 @dataclass
