@@ -47,7 +47,7 @@ def designs() -> dict:
         "GSM-Base 99%, variants 92%": sim(100, 50, variant_effect=-2.5, intercept=5.0, ranef_sd=0.5, seed=4),
         "variants 99.6%, GSM-Base 97% (wrong ones)": sim(100, 50, variant_effect=1.5, intercept=4.0, ranef_sd=0.5,
                                                         seed=10),
-        "2% accuracy": sim(100, 50, variant_effect=-0.3, intercept=-3.9, ranef_sd=0.5, seed=6),
+        "2% accuracy": sim(100, 50, variant_effect=-0.3, intercept=-3.9, ranef_sd=0.5, seed=3),
         "template SD 3, OR 0.37": sim(100, 50, variant_effect=np.log(0.37), intercept=3.0, ranef_sd=3.0, seed=6),
         "per-answer gamma effect -3, template SD 0.5": sim(100, 50, variant_effect=-0.5, gamma_effect=-3.0,
                                                            intercept=0.5, ranef_sd=0.5, seed=7),

@@ -709,6 +709,35 @@ def _full_data_start(des: Design):
         return P0[0]
 
 
+def _boundary_minimum(des, y, K, P, U, D, G, H, dU, conv):
+    """Replace, in place, the rows whose best fit at theta = 0 (beta optimised, a logistic
+    regression) has a lower deviance than their interior optimum. Screened by one Newton step in
+    beta at theta = 0 from the interior beta: the convex deviance there cannot fall below its value
+    minus twice the Newton decrement's quadratic estimate (g' H^-1 g), so rows whose bound stays
+    above their optimum need no fit."""
+    rows = np.flatnonzero((P[:, 0] >= SINGULAR_TOL) & np.isfinite(D))
+    if rows.size == 0:
+        return
+    P0 = P[rows].copy()
+    P0[:, 0] = 0.0
+    Tz = np.zeros((rows.size, K.shape[1]))
+    D0, _, G0, H0, _ = _evaluate(des, _take(y, rows), P0, Tz, K[rows])
+    g, Hb = G0[:, 1:], H0[:, 1:, 1:]
+    try:
+        dec = np.einsum("ni,ni->n", g, np.linalg.solve(Hb, g[..., None])[..., 0])
+    except np.linalg.LinAlgError:
+        dec = np.full(rows.size, np.inf)
+    dec = np.where(np.isfinite(dec) & (dec >= 0), dec, np.inf)
+    doubt = np.flatnonzero(D0 - dec <= D[rows])
+    if doubt.size == 0:
+        return
+    r = rows[doubt]
+    out = _newton(des, _take(y, r), K[r], P0[doubt], Tz[doubt])
+    better = np.flatnonzero((out[2] < D[r] - 1e-10 * np.abs(D[r])) & (out[0][:, 0] == 0.0))
+    for arr, val in zip((P, U, D, G, H, dU, conv), (out[0], out[1], out[2], out[3], out[4], out[5], out[7])):
+        arr[r[better]] = val[better]
+
+
 def _newton_guarded(des, y, K, start, Ustart):
     """_newton for the rows of K from ``start``, plus ``failed`` (N,): rows where the conditional
     modes could not be found at some point (their results are NaN). The whole batch first; only
@@ -845,6 +874,10 @@ def _fit_serial(des: Design, weights, *, y=None, chunk=None, start=None, deriv_c
         Gx[neg, 0] *= -1
         Hx[neg, 0, 1:] *= -1
         Hx[neg, 1:, 0] *= -1
+        # the boundary theta = 0 may hold a lower deviance than the interior minimum Newton found
+        # (the profile in theta can have two minima); lme4, whose optimiser starts from the nAGQ = 0
+        # fit, then ends there and calls the fit singular
+        _boundary_minimum(des, yc, Kc, P, U, D, Gx, Hx, dU, conv)
         exact_g[idx], exact_h[idx] = Gx, Hx
         par[idx], dev[idx], its[idx] = P, D, it
         for k, b in enumerate(idx):
