@@ -84,3 +84,20 @@ def test_estimates_beyond_ten_log_odds_are_degenerate_whichever_engine_and_rule(
     assert "beyond +-10 log-odds (median -19.10, interval's lower end -19.46" in t.loc["a", "fit_problems"]
     assert "interval's lower end -17.57" in t.loc["b", "fit_problems"] and "upper end 17.08" in t.loc["c", "fit_problems"]
     assert t.loc["d", "fit_verdict"] == "caution" and "6 of 100 resamples did not converge" in t.loc["d", "fit_problems"]
+
+
+def test_an_interval_interpolated_from_a_diverged_estimate_is_degenerate():
+    """lme4 on per-answer rows (benchmarks/engine_verdicts.py): 26 ordinary clean estimates and one
+    of a separated resample at -14 give the interval [-9.28, 3.27], its lower end inside +-10 but
+    interpolated from -14: degenerate too. One such estimate the percentiles do not touch is not."""
+    from earnest.stats.summary import diverged_order_statistics, percentile_interval
+    rng = np.random.default_rng(1)
+    theta = np.r_[rng.uniform(1.1, 3.3, 26), -14.0]
+    lo, hi = percentile_interval(theta)
+    assert -10 < lo < 0 and diverged_order_statistics(theta)
+    assert not diverged_order_statistics(np.r_[rng.uniform(1.1, 3.3, 100), -14.0])
+    r = _row("a", 0.08)
+    r.update(median_log_or=float(np.median(theta)), ci_low_log=lo, ci_high_log=hi, diverged=True, n_diverged=1)
+    t = build_summaries(pd.DataFrame([r, _row("b", 0.08)])).set_index("model")
+    assert t["degenerate"].to_dict() == {"a": True, "b": False}
+    assert "built from 1 bootstrap estimate beyond +-10 log-odds" in t.loc["a", "fit_problems"]

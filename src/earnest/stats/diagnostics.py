@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from earnest.stats.summary import accuracies
+from earnest.stats.summary import DIVERGED_LOG_OR, accuracies
 
 LARGE_SPLIT_PP = 80.0
 
@@ -81,23 +81,23 @@ def _diagnostic_text(messages: str) -> str:
 
 # a fit whose clean resamples are fewer than this share of B rests on a selected subset
 MIN_CLEAN_SHARE = 0.5
-# a median or interval end beyond this on the log-odds scale (an odds ratio beyond e^10 ~ 22,000) is
-# built from diverging estimates: resamples with (quasi-)separation whose fits stop wherever the
-# optimiser gives up (about +-17..30), by either engine under either clean rule
-DIVERGED_LOG_OR = 10.0
-
-
-def diverged_statement(median, low, high, limit: float = DIVERGED_LOG_OR) -> str:
-    """'' unless the median or an end of the interval (log-odds) lies beyond +-``limit``; else the
-    statement that makes the fit degenerate (used by the GLMM summaries and comparisons alike)."""
+def diverged_statement(median, low, high, limit: float = DIVERGED_LOG_OR, *, built_from: bool = False,
+                       n_diverged=None) -> str:
+    """'' unless the median or an end of the interval (log-odds) lies beyond +-``limit``, or
+    ``built_from`` (summary column ``diverged``: one of the estimates they interpolate between does,
+    :func:`earnest.stats.summary.diverged_order_statistics`); else the statement that makes the fit
+    degenerate (one rule for the GLMM summaries and comparisons alike)."""
     parts = [(name, float(v)) for name, v in (("median", median), ("interval's lower end", low),
                                                ("interval's upper end", high))
              if v is not None and np.isfinite(float(v)) and abs(float(v)) > limit]
-    if not parts:
+    if not parts and not built_from:
         return ""
-    what = ", ".join(f"{name} {v:.2f}" for name, v in parts)
-    return (f"bootstrap estimates beyond +-{limit:g} log-odds ({what}): resamples with (quasi-)separation whose "
-            f"estimates diverge, so the median, interval and p value carry no information")
+    what = ", ".join(f"{name} {v:.2f}" for name, v in parts) or (
+        f"median {float(median):.2f}, interval [{float(low):.2f}, {float(high):.2f}] interpolated from them")
+    count = None if n_diverged is None or pd.isna(n_diverged) else int(n_diverged)
+    many = "bootstrap estimates" if count is None else f"{count} bootstrap estimate{'' if count == 1 else 's'}"
+    return (f"built from {many} beyond +-{limit:g} log-odds ({what}): resamples with "
+            f"(quasi-)separation whose estimates diverge, so the median, interval and p value carry no information")
 
 
 def fit_problems(row) -> tuple[str, list[str]]:
@@ -127,7 +127,10 @@ def fit_problems(row) -> tuple[str, list[str]]:
         verdict = "degenerate"
         out.append(f"complete separation: GSM-Base {cb}/{nb} correct, GSM-Variants {cv}/{nv}; the variant odds "
                    f"ratio diverges, so its estimate, interval and p value carry no information")
-    diverged = diverged_statement(row.get("median_log_or"), row.get("ci_low_log"), row.get("ci_high_log"))
+    built = row.get("diverged")
+    diverged = diverged_statement(row.get("median_log_or"), row.get("ci_low_log"), row.get("ci_high_log"),
+                                  built_from=bool(built) if built is not None and not pd.isna(built) else False,
+                                  n_diverged=row.get("n_diverged"))
     if diverged:
         verdict = "degenerate"
         out.append(diverged)

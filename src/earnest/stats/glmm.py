@@ -264,8 +264,8 @@ def rows_note(rows: str, fidelity_mode: str, engine: str) -> str:
 
 def resolve_rows(rows: str | None, fidelity_mode: str = fidelity.DEFAULT, *, engine: str = "lme4") -> str:
     """The rows the bootstrap fits: ``rows`` if given (``answers`` | ``aggregated``), else the
-    fidelity mode's (:data:`ROWS_BY_FIDELITY`). The laplace engine fits aggregated rows only, so answers with it is a ValueError that says what to
-    change. A pair that does not reproduce the mode's clean verdicts (:data:`ROWS_FAITHFUL`, e.g.
+    fidelity mode's (:data:`ROWS_BY_FIDELITY`). The laplace engine fits aggregated rows only, so
+    answers with it is a ValueError that says what to change. A pair that does not reproduce the mode's clean verdicts (:data:`ROWS_FAITHFUL`, e.g.
     reference with the laplace engine) gives a UserWarning saying why (:func:`rows_note`)."""
     check_engine(engine)
     if rows in (None, "", "auto"):

@@ -103,6 +103,27 @@ def percentile_interval(estimates, level: float = 0.95) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+#: Estimates beyond this on the log-odds scale (an odds ratio beyond e^10 ~ 22,000) are diverging
+#: fits of (quasi-)separated resamples: no finite estimate exists, and the optimiser stops wherever
+#: the deviance turns flat (lme4 at -13..-30, laplace at +-17..20 when it does not converge).
+DIVERGED_LOG_OR = 10.0
+
+
+def diverged_order_statistics(estimates, level: float = 0.95, limit: float = DIVERGED_LOG_OR) -> bool:
+    """Whether the median or the percentile interval (R's type 7, :func:`percentile_interval`) is
+    built from an estimate beyond +-``limit``: one of the order statistics each interpolates between
+    is one, even where the interpolated value itself lands inside."""
+    theta = np.sort(np.asarray(estimates, dtype=float)[~np.isnan(np.asarray(estimates, dtype=float))])
+    n = theta.size
+    if n == 0:
+        return False
+    used = set()
+    for q in (0.5, (1 - level) / 2, (1 + level) / 2):
+        h = (n - 1) * q
+        used |= {int(np.floor(h)), int(np.ceil(h))}
+    return bool(np.any(np.abs(theta[sorted(used)]) > limit))
+
+
 def accuracies(df: pd.DataFrame) -> dict:
     """Accuracy (%) on GSM-Base (variant 0) and GSM-Variants (variant 1), Delta_var (pp), row counts."""
     correct = df["correct"].astype(float)
@@ -171,6 +192,8 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str
             "median_log_or": med, "odds_ratio": float(np.exp(med)),
             "ci_low_log": lo, "ci_high_log": hi, "ci_low": float(np.exp(lo)), "ci_high": float(np.exp(hi)),
             "p_boot": bootstrap_p(theta), **by_rule, "n_not_converged": n_not_converged,
+            "n_diverged": int(np.sum(np.abs(theta) > DIVERGED_LOG_OR)),
+            "diverged": diverged_order_statistics(theta, level),
             "ranef_var_mean": float(rv.mean()) if len(rv) else float("nan"),
             "ranef_var_sd": float(rv.std(ddof=1)) if len(rv) > 1 else float("nan"),
             **acc, **engines,
