@@ -88,6 +88,9 @@ def compare(name: str, raw: pd.DataFrame, n: int, seed: int, rows: str) -> None:
     print(f"\n{name}: GSM-Base {100 * acc[0]:.1f}%, GSM-Variants {100 * acc[1]:.1f}%; {n} resamples ({int(sep.sum())} "
           f"separated); laplace {1000 * (t1 - t0) / n:.1f} ms, lme4 ({rows} rows) {1000 * (t2 - t1) / n:.0f} ms per "
           f"resample")
+    wl, wm = L.full_fit(df, 1), G.wald_fit(df, 1)
+    print(f"  full-data fit: laplace {wl.coefs['estimate'].iloc[1]:.3f} {'; '.join(wl.messages) or 'clean'}; lme4 (answers) "
+          f"{wm.coefs['estimate'].iloc[1]:.3f} {'; '.join(wm.messages)[:90] or 'clean'}")
     for rule in RULES:
         ca, cb = clean_mask(a, rule).to_numpy(), clean_mask(b, rule).to_numpy()
         diff = np.flatnonzero(ca != cb)

@@ -395,3 +395,22 @@ def test_boundary_against_an_interior_minimum_either_way():
     verdict = G.check_summary(check)
     assert verdict["lme4_stopped_short"] == 2 and verdict["warning"] == ""
     assert verdict["clean_agree_tight_reference"] == verdict["clean_agree_tight_earnest"] == 1
+
+
+def test_full_data_fit_flagged_only_by_lme4s_inexact_deviance():
+    """2% accuracy, 100 templates x 51 answers: lme4's default full-data fit on per-answer rows fails
+    its gradient check (max|grad| 0.027); with its PIRLS converged it is clean, at laplace's clean
+    estimate. The summary says so (wald_tight_converged, in fit_problems' words)."""
+    from earnest.stats.diagnostics import fit_problems
+    from earnest.stats.run import summarise_group
+    raw = simulate_glmm_input(100, 50, variant_effect=-0.3, intercept=-3.9, ranef_sd=0.5, seed=3)
+    df = G.validate_glmm_input(raw, 1)
+    shards = L.bootstrap(df, 1, range(4), 3)
+    s, refits = summarise_group(df, shards, 1, refit_nonconvergent=False, engine="lme4")
+    row = s.iloc[0]
+    assert row["wald_converged"] is False or row["wald_converged"] == 0
+    assert "max|grad|" in row["wald_messages"] and bool(row["wald_tight_converged"])
+    verdict, words = fit_problems(row.to_dict() | {"n_not_converged": 0})
+    assert "with lme4's PIRLS converged (tolPwrss = 1e-12) it converges" in "; ".join(words)
+    lap = L.full_fit(df, 1)
+    assert lap.converged and abs(lap.coefs["estimate"].iloc[1] - row["wald_estimate"]) < 1e-3

@@ -151,7 +151,12 @@ def fit_problems(row) -> tuple[str, list[str]]:
     if row.get("wald_converged") is False or row.get("wald_converged") == 0:
         verdict = "caution" if verdict == "ok" else verdict
         msg = _diagnostic_text(str(row.get("wald_messages") or "")) or "no message"
-        out.append(f"the full-data (Wald) fit did not converge ({msg})")
+        tight = row.get("wald_tight_converged")
+        why = ""
+        if tight is True or tight == 1:
+            why = ("; with lme4's PIRLS converged (tolPwrss = 1e-12) it converges: the message is lme4's check firing "
+                   "on its inexact deviance")
+        out.append(f"the full-data (Wald) fit did not converge ({msg}){why}")
     return verdict, out
 
 

@@ -500,11 +500,19 @@ class WaldFit:
         return "; ".join(self.messages) if self.messages else self.error
 
 
-def wald_fit(df: pd.DataFrame, glmm: int) -> WaldFit:
-    """Fit ``glmm`` once on all rows of one model x prompt (row level, as the paper did)."""
+#: lme4's inner PIRLS iterated to convergence (glmerControl(tolPwrss = TIGHT_PWRSS)): the Laplace
+#: deviance evaluated exactly, the fit that shows whether a convergence message is lme4's own noise
+TIGHT_PWRSS = 1e-12
+
+
+def wald_fit(df: pd.DataFrame, glmm: int, *, tol_pwrss: float = 0.0) -> WaldFit:
+    """Fit ``glmm`` once on all rows of one model x prompt (row level, as the paper did); with
+    ``tol_pwrss`` > 0 lme4's PIRLS iterates to that relative tolerance (e.g. :data:`TIGHT_PWRSS`)."""
     glmm = _check_glmm(glmm)
     frame = model_frame(df, glmm, aggregate=False)
-    res = rbridge.from_r_list(rbridge.call("earnest_wald", rbridge.to_r_frame(frame), glmm))
+    ro = rbridge.r()
+    control = ro.r(f"glmerControl(tolPwrss = {float(tol_pwrss)!r})") if tol_pwrss > 0 else ro.r("glmerControl()")
+    res = rbridge.from_r_list(rbridge.call("earnest_wald", rbridge.to_r_frame(frame), glmm, control))
     err = res["error"]
     err = err[0] if isinstance(err, list) and err else (err or "")
     singular = res["singular"]
