@@ -711,10 +711,11 @@ def _full_data_start(des: Design):
 
 def _boundary_minimum(des, y, K, P, U, D, G, H, dU, conv):
     """Replace, in place, the rows whose best fit at theta = 0 (beta optimised, a logistic
-    regression) has a lower deviance than their interior optimum. Screened by one Newton step in
-    beta at theta = 0 from the interior beta: the convex deviance there cannot fall below its value
-    minus twice the Newton decrement's quadratic estimate (g' H^-1 g), so rows whose bound stays
-    above their optimum need no fit."""
+    regression) has a lower deviance than their interior optimum. Screened by the Newton decrement
+    at theta = 0 from the interior beta: the deviance there is convex in beta and its quadratic
+    model falls by g' H^-1 g / 2; rows whose value minus twice that (a margin for the model's error)
+    stays above their optimum get no logistic fit (at the paper's designs almost all: the boundary
+    lies far above the interior minimum)."""
     rows = np.flatnonzero((P[:, 0] >= SINGULAR_TOL) & np.isfinite(D))
     if rows.size == 0:
         return
