@@ -171,3 +171,13 @@ def test_cli_reference_mode(low_accuracy, tmp_path, capsys):
     assert main(args + ["--out", str(tmp_path / "o")]) == 0
     s = pd.read_csv(tmp_path / "o" / "summary_glmm1.csv")
     assert s["fidelity"].tolist() == ["reference"] and s["rows"].tolist() == ["answers"]
+    assert "WARNING" not in capsys.readouterr().err
+    # the labelled speed path runs, and says why its clean set is not the reference's
+    assert main(args + ["--out", str(tmp_path / "fast"), "--engine", "laplace", "--rows", "aggregated",
+                        "--check-resamples", "1"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("WARNING fidelity 'reference' with stats.engine laplace is not the reference's fit") == 1
+    s = pd.read_csv(tmp_path / "fast" / "summary_glmm1.csv")
+    assert s["rows"].tolist() == ["aggregated"] and {"n_clean_reference", "n_clean_earnest",
+                                                     "n_not_converged"} <= set(s.columns)
+    assert s["n_clean"].tolist() == s["n_clean_reference"].tolist()
