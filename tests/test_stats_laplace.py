@@ -287,3 +287,130 @@ def test_checks_mode_is_validated():
     des = L.Design.from_input(_data(1), 1)
     with pytest.raises(ValueError, match="checks must be one of deriv12, screened"):
         L.fit_arrays(des, np.ones((1, des.n_templates)), checks="exact")
+
+
+# Hard designs (issues 24.7 and 25), each fitted by both engines on the same resamples.
+def _hard(name):
+    sim = lambda **kw: simulate_glmm_input(40, 20, **kw)  # noqa: E731
+    if name == "variants 99.5%, GSM-Base all right":
+        raw = sim(variant_effect=-0.7, intercept=6.0, ranef_sd=0.5, seed=3)
+    elif name == "GSM-Base 97.5%: one answer wrong":
+        raw = sim(variant_effect=-2.0, intercept=5.0, ranef_sd=0.5, seed=3)
+        raw.loc[raw.index[raw["variant"] == 0][:1], "correct"] = 0
+    elif name == "2%: one GSM-Base answer right":
+        raw = sim(variant_effect=-0.3, intercept=-3.9, ranef_sd=0.5, seed=5)
+        raw.loc[raw.index[raw["variant"] == 0][:1], "correct"] = 1
+    elif name == "GSM-Base all wrong":
+        raw = sim(variant_effect=0.5, intercept=0.0, ranef_sd=1.0, seed=5)
+        raw.loc[raw["variant"] == 0, "correct"] = 0
+    else:                                                 # "a template always right"
+        raw = sim(variant_effect=-0.5, intercept=0.0, ranef_sd=1.0, seed=5)
+        raw.loc[raw["template"] == 0, "correct"] = 1
+    return G.validate_glmm_input(raw, 1)
+
+
+def _separated(df, resamples, base_seed):
+    """Per resample: GSM-Base or GSM-Variants all right or all wrong among the drawn templates (the
+    variant effect has no finite estimate)."""
+    des = L.Design.from_input(df, 1)
+    _, K = L.resample_weights(des.n_templates, resamples, base_seed)
+    drawn = K[:, des.tix] > 0
+    out = np.zeros(len(resamples), dtype=bool)
+    for v in (0, 1):
+        rows = des.X[:, 1] == v
+        succ = (drawn[:, rows] * des.y[rows]).sum(axis=1)
+        trials = (drawn[:, rows] * des.trials[rows]).sum(axis=1)
+        out |= (succ == 0) | (succ == trials)
+    return out
+
+
+HARD = ["variants 99.5%, GSM-Base all right", "GSM-Base 97.5%: one answer wrong", "2%: one GSM-Base answer right",
+        "GSM-Base all wrong", "a template always right"]
+
+
+@pytest.mark.parametrize("name", HARD)
+def test_hard_designs_resample_by_resample_against_lme4(name):
+    """A separated resample has no optimum: laplace's Newton does not converge there and says so in
+    lme4's own channel, so it is clean under neither rule; lme4's defaults stop wherever the deviance
+    turns flat and call some of those fits clean at |estimate| > 10 (lme4 errs there; the summaries'
+    degenerate rule catches it). Elsewhere the verdicts are lme4's, and where only lme4 flags a fit it
+    is its gradient check on its inexact deviance: lme4 with PIRLS converged calls it clean too."""
+    from earnest.stats.summary import clean_mask, not_converged_mask
+    df = _hard(name)
+    B, seed = 20, 5
+    lap = G.run_shard(df, 1, B, seed, engine="laplace")
+    lme = G.run_shard(df, 1, B, seed, engine="lme4")
+    v = lambda s: s[s["term"] == "variant"].reset_index(drop=True)  # noqa: E731
+    a, b = v(lap), v(lme)
+    sep = _separated(df, range(B), seed)
+    nc = not_converged_mask(a).to_numpy()
+    laplace_clean = {m: clean_mask(a, m).to_numpy() for m in ("reference", "earnest")}
+    lme4_clean = {m: clean_mask(b, m).to_numpy() for m in ("reference", "earnest")}
+    for m in laplace_clean:
+        assert not (laplace_clean[m] & (nc | sep)).any(), m          # never clean where not converged
+    flagged = nc | a["singular"].fillna(False).astype(bool).to_numpy() | (a["error"] != "").to_numpy()
+    assert flagged[sep].all()                                        # every separated resample
+    assert a.loc[nc, "lme4_messages"].str.contains("did not converge").all()
+    # lme4's clean fits on separated resamples: estimates beyond +-10 (no optimum; lme4 stopped)
+    assert (b.loc[lme4_clean["reference"] & sep, "estimate"].abs() > 10).all()
+    assert not sep.all() or not lme4_clean["reference"].any() or summarise(
+        lme, df, 1, model="m", prompt="p", fidelity="reference")["median_log_or"].abs().iloc[0] > 10
+    both = laplace_clean["reference"] & lme4_clean["reference"]
+    assert (np.abs(a["estimate"] - b["estimate"])[both] < 2e-3).all()
+    only_laplace = np.flatnonzero(laplace_clean["earnest"] & ~lme4_clean["earnest"])
+    if only_laplace.size:
+        assert b.loc[only_laplace, "messages"].str.contains("max|grad|", regex=False).all()
+        check = G.cross_check(df, 1, lap[lap["resample"].isin(only_laplace)], len(only_laplace), seed)
+        assert check.drop_duplicates("resample")["tight_converged"].all()
+    assert not (~laplace_clean["reference"] & lme4_clean["reference"] & ~sep).any()
+    # the summaries count the fits that did not converge, and judge as a statistician would
+    from earnest.stats.summaries import build_summaries
+    s = build_summaries(summarise(lap, df, 1, model="m", prompt="p", fidelity="reference"))
+    assert s["n_not_converged"].iloc[0] == nc.sum()
+    assert s["n_clean_reference"].iloc[0] == laplace_clean["reference"].sum() == s["n_clean"].iloc[0]
+    assert s["n_clean_earnest"].iloc[0] == laplace_clean["earnest"].sum()
+    assert s["degenerate"].iloc[0] == (sep.all() or name == "variants 99.5%, GSM-Base all right")
+    if not s["degenerate"].iloc[0]:
+        assert abs(s["median_log_or"].iloc[0]) < 10 and s["ci_low_log"].iloc[0] > -10 and s["ci_high_log"].iloc[0] < 10
+
+
+def test_boundary_against_an_interior_minimum_either_way():
+    """Near-perfect GSM-Variants with some GSM-Base answers wrong: the Laplace deviance's profile in
+    theta has a minimum at theta = 0 and one inside. On resamples 2 and 15 lme4 (defaults and PIRLS
+    converged alike) stops at theta = 0 and calls the fit singular though the inside is lower by
+    > 0.1: laplace's interior fit is clean, lme4 errs, and the engine check says so
+    (lme4_stopped_short) instead of warning. On resample 60 theta = 0 is the lower one (by 0.03):
+    laplace finds it too and gives lme4's singular verdict and estimate."""
+    raw = simulate_glmm_input(100, 50, variant_effect=1.5, intercept=4.0, ranef_sd=0.5, seed=10)
+    df = G.validate_glmm_input(raw, 1)
+    lap = L.bootstrap(df, 1, [2, 15, 60], 77)
+    check = G.cross_check(df, 1, lap, 3, 77)
+    per = check.drop_duplicates("resample").set_index("resample")
+    assert not per["default_converged"].any() and not per["tight_converged"].any()
+    assert per["default_messages"].str.contains("singular").all()
+    assert per.loc[[2, 15], "converged"].all() and (per.loc[[2, 15], "deviance_gap"] > 0.1).all()
+    assert not per.loc[60, "converged"] and "singular" in per.loc[60, "messages"]
+    v = check[check["term"] == "variant"].set_index("resample")
+    assert abs(v.loc[60, "estimate"] - v.loc[60, "tight_estimate"]) < 1e-4
+    verdict = G.check_summary(check)
+    assert verdict["lme4_stopped_short"] == 2 and verdict["warning"] == ""
+    assert verdict["clean_agree_tight_reference"] == verdict["clean_agree_tight_earnest"] == 1
+
+
+def test_full_data_fit_flagged_only_by_lme4s_inexact_deviance():
+    """2% accuracy, 100 templates x 51 answers: lme4's default full-data fit on per-answer rows fails
+    its gradient check (max|grad| 0.027); with its PIRLS converged it is clean, at laplace's clean
+    estimate. The summary says so (wald_tight_converged, in fit_problems' words)."""
+    from earnest.stats.diagnostics import fit_problems
+    from earnest.stats.run import summarise_group
+    raw = simulate_glmm_input(100, 50, variant_effect=-0.3, intercept=-3.9, ranef_sd=0.5, seed=3)
+    df = G.validate_glmm_input(raw, 1)
+    shards = L.bootstrap(df, 1, range(4), 3)
+    s, refits = summarise_group(df, shards, 1, refit_nonconvergent=False, engine="lme4")
+    row = s.iloc[0]
+    assert row["wald_converged"] is False or row["wald_converged"] == 0
+    assert "max|grad|" in row["wald_messages"] and bool(row["wald_tight_converged"])
+    verdict, words = fit_problems(row.to_dict() | {"n_not_converged": 0})
+    assert "with lme4's PIRLS converged (tolPwrss = 1e-12) it converges" in "; ".join(words)
+    lap = L.full_fit(df, 1)
+    assert lap.converged and abs(lap.coefs["estimate"].iloc[1] - row["wald_estimate"]) < 1e-3

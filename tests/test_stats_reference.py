@@ -18,7 +18,7 @@ from earnest.stats import rbridge
 from earnest.stats.rdraws import r_sample_draws
 from earnest.stats.run import run_glmm
 from earnest.stats.simulate import simulate_glmm_input
-from earnest.stats.summary import clean_mask
+from earnest.stats.summary import clean_mask, not_converged_mask
 
 # One fit of the reference's bootstrap step, on the data frame it builds: glmer on the 0/1 response
 # with the cluster column `id` as it arrives from pandas (character strings; glmer makes the factor);
@@ -74,7 +74,8 @@ def low_accuracy():
 def test_rows_follow_the_fidelity_mode():
     assert G.resolve_rows(None, "reference") == "answers"
     assert G.resolve_rows(None, "earnest") == "aggregated"
-    assert G.resolve_rows("aggregated", "reference") == "aggregated"
+    with pytest.warns(UserWarning, match="flag other resamples"):
+        assert G.resolve_rows("aggregated", "reference") == "aggregated"
     with pytest.raises(ValueError, match="stats.rows: 'binomial'"):
         G.resolve_rows("binomial", "earnest")
     with pytest.raises(ValueError, match="not a fidelity mode"):
@@ -149,21 +150,27 @@ def test_aggregated_rows_flag_other_resamples(low_accuracy):
 
 def test_clean_rule_per_mode():
     """One function decides: reference ignores warnings that are not lme4 convergence messages
-    (an optimiser's, say) but drops singular fits; earnest drops any warning."""
+    (a scale warning, say) but drops singular fits; earnest drops any warning. A fit whose optimiser
+    did not converge (an optimiser's convergence code, laplace's Newton) is clean under neither
+    (issue 25; the authors' rule would keep the first)."""
     rows = [  # (messages, lme4_messages, singular, error, converged)
         ("", "", False, "", True),                                                     # clean in both
-        ("convergence code 1 from bobyqa", "", False, "", False),                      # optimiser warning only
+        ("Some predictor variables are on very different scales: consider rescaling", "", False, "", False),
         ("Model failed to converge with max|grad| = 0.03", "Model failed to converge with max|grad| = 0.03",
          False, "", False),
         ("boundary (singular) fit: see help('isSingular')", "boundary (singular) fit: see help('isSingular')",
          True, "", False),
         ("", "", False, "Error in glmer: boom", False),
+        ("convergence code 1 from bobyqa", "", False, "", False),                      # optimiser warning only
+        ("laplace: Newton's method did not converge in 60 iterations (optimiser not converged)",
+         "laplace: Newton's method did not converge in 60 iterations (optimiser not converged)", False, "", False),
     ]
     sh = pd.DataFrame([{"resample": i, "seed": i, "term": "variant", "estimate": -0.2, "ranef_var": 1.0,
                         "converged": c, "singular": s, "messages": m, "lme4_messages": lm, "error": e}
                        for i, (m, lm, s, e, c) in enumerate(rows)], columns=list(G.SHARD_COLUMNS))
-    assert clean_mask(sh, "reference").tolist() == [True, True, False, False, False]
-    assert clean_mask(sh, "earnest").tolist() == [True, False, False, False, False]
+    assert clean_mask(sh, "reference").tolist() == [True, True, False, False, False, False, False]
+    assert clean_mask(sh, "earnest").tolist() == [True, False, False, False, False, False, False]
+    assert not_converged_mask(sh).tolist() == [False, False, True, False, False, True, True]
     with pytest.raises(ValueError, match="lme4_messages"):
         clean_mask(sh.drop(columns="lme4_messages"), "reference")
 
@@ -188,9 +195,19 @@ def test_reference_glmm2_leaves_out_questions_without_digits(low_accuracy):
 
 
 def test_laplace_engine_cannot_fit_answers():
+    """Which rows each engine x mode fits, and a warning where the pair cannot give the mode's clean set."""
+    import warnings
     with pytest.raises(ValueError, match="laplace fits aggregated rows only"):
         G.resolve_rows(None, "reference", engine="laplace")
-    assert G.resolve_rows("aggregated", "reference", engine="laplace") == "aggregated"
+    with pytest.warns(UserWarning, match="not the reference's fit: the reference fits one row per answer with lme4"):
+        assert G.resolve_rows("aggregated", "reference", engine="laplace") == "aggregated"
+    with pytest.warns(UserWarning, match="lme4's convergence checks on aggregated rows flag other resamples"):
+        assert G.resolve_rows("aggregated", "reference") == "aggregated"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                   # the faithful pairs say nothing
+        assert G.resolve_rows(None, "reference") == "answers"
+        assert G.resolve_rows(None, "earnest", engine="laplace") == "aggregated"
+        assert G.resolve_rows("answers", "earnest") == "answers"
 
 
 def test_cli_reference_mode(low_accuracy, tmp_path, capsys):
@@ -206,3 +223,13 @@ def test_cli_reference_mode(low_accuracy, tmp_path, capsys):
     assert main(args + ["--out", str(tmp_path / "o")]) == 0
     s = pd.read_csv(tmp_path / "o" / "summary_glmm1.csv")
     assert s["fidelity"].tolist() == ["reference"] and s["rows"].tolist() == ["answers"]
+    assert "WARNING" not in capsys.readouterr().err
+    # the labelled speed path runs, and says why its clean set is not the reference's
+    assert main(args + ["--out", str(tmp_path / "fast"), "--engine", "laplace", "--rows", "aggregated",
+                        "--check-resamples", "1"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("WARNING fidelity 'reference' with stats.engine laplace is not the reference's fit") == 1
+    s = pd.read_csv(tmp_path / "fast" / "summary_glmm1.csv")
+    assert s["rows"].tolist() == ["aggregated"] and {"n_clean_reference", "n_clean_earnest",
+                                                     "n_not_converged"} <= set(s.columns)
+    assert s["n_clean"].tolist() == s["n_clean_reference"].tolist()

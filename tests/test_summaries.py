@@ -80,3 +80,41 @@ def test_bad_rows_are_named():
         build_summaries(pd.DataFrame([_row("a", 0.1)]).drop(columns="p_boot"), source="3 files")
     with pytest.raises(SummariesError, match="more than one row for analysis all, GLMM 1, model a"):
         build_summaries(pd.DataFrame([_row("a", 0.1), _row("a", 0.2)]))
+
+
+def test_estimates_beyond_ten_log_odds_are_degenerate_whichever_engine_and_rule():
+    """Issue 25's three tables: a 'significant' effect made of diverging fits (median -19.1,
+    interval [-19.46, -18.89], p 0), an interval stretched to -17.57 by 11 of them, and one to +17.08:
+    degenerate, never significant; an ordinary row is untouched; resamples that did not converge
+    are stated."""
+    def row(model, med, lo, hi, p, **kw):
+        r = _row(model, p)
+        r.update(median_log_or=med, ci_low_log=lo, ci_high_log=hi, **kw)
+        return r
+    rows = pd.DataFrame([row("a", -19.1, -19.46, -18.89, 0.0, engine="laplace", fidelity="reference"),
+                         row("b", 1.2, -17.57, 2.21, 0.04, engine="laplace"),
+                         row("c", -0.9, -2.03, 17.08, 0.03, engine="lme4"),
+                         row("d", -0.4, -0.8, -0.1, 0.01, n_not_converged=6)])
+    t = build_summaries(rows).set_index("model")
+    assert t["degenerate"].to_dict() == {"a": True, "b": True, "c": True, "d": False}
+    assert not t.loc[["a", "b", "c"], "significant"].any() and t.loc["d", "significant"]
+    assert "beyond +-10 log-odds (median -19.10, interval's lower end -19.46" in t.loc["a", "fit_problems"]
+    assert "interval's lower end -17.57" in t.loc["b", "fit_problems"] and "upper end 17.08" in t.loc["c", "fit_problems"]
+    assert t.loc["d", "fit_verdict"] == "caution" and "6 of 100 resamples did not converge" in t.loc["d", "fit_problems"]
+
+
+def test_an_interval_interpolated_from_a_diverged_estimate_is_degenerate():
+    """lme4 on per-answer rows (benchmarks/engine_verdicts.py): 26 ordinary clean estimates and one
+    of a separated resample at -14 give the interval [-9.28, 3.27], its lower end inside +-10 but
+    interpolated from -14: degenerate too. One such estimate the percentiles do not touch is not."""
+    from earnest.stats.summary import diverged_order_statistics, percentile_interval
+    rng = np.random.default_rng(1)
+    theta = np.r_[rng.uniform(1.1, 3.3, 26), -14.0]
+    lo, hi = percentile_interval(theta)
+    assert -10 < lo < 0 and diverged_order_statistics(theta)
+    assert not diverged_order_statistics(np.r_[rng.uniform(1.1, 3.3, 100), -14.0])
+    r = _row("a", 0.08)
+    r.update(median_log_or=float(np.median(theta)), ci_low_log=lo, ci_high_log=hi, diverged=True, n_diverged=1)
+    t = build_summaries(pd.DataFrame([r, _row("b", 0.08)])).set_index("model")
+    assert t["degenerate"].to_dict() == {"a": True, "b": False}
+    assert "built from 1 bootstrap estimate beyond +-10 log-odds" in t.loc["a", "fit_problems"]

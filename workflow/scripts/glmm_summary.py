@@ -45,6 +45,9 @@ try:
         summary["engine_check_resamples"] = verdict["checked"]
         summary["engine_check_max_diff"] = verdict["max_abs_diff"]
         summary["engine_check_clean_agree"] = verdict["clean_agree_tight"]
+        for mode in ("reference", "earnest"):             # per clean rule: with lme4 PIRLS converged, and its defaults
+            summary[f"engine_check_clean_agree_{mode}"] = verdict[f"clean_agree_tight_{mode}"]
+            summary[f"engine_check_clean_agree_default_{mode}"] = verdict[f"clean_agree_default_{mode}"]
         summary["engine_check_lme4_short"] = verdict["lme4_short"]
         summary["engine_check_warning"] = verdict["warning"]
         log.info("laplace engine checked against lme4 on %d resamples: largest difference %.2g, clean flags agree "

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from earnest.stats.summary import accuracies
+from earnest.stats.summary import DIVERGED_LOG_OR, accuracies
 
 LARGE_SPLIT_PP = 80.0
 
@@ -81,23 +81,42 @@ def _diagnostic_text(messages: str) -> str:
 
 # a fit whose clean resamples are fewer than this share of B rests on a selected subset
 MIN_CLEAN_SHARE = 0.5
+def diverged_statement(median, low, high, limit: float = DIVERGED_LOG_OR, *, built_from: bool = False,
+                       n_diverged=None) -> str:
+    """'' unless the median or an end of the interval (log-odds) lies beyond +-``limit``, or
+    ``built_from`` (summary column ``diverged``: one of the estimates they interpolate between does,
+    :func:`earnest.stats.summary.diverged_order_statistics`); else the statement that makes the fit
+    degenerate (one rule for the GLMM summaries and comparisons alike)."""
+    parts = [(name, float(v)) for name, v in (("median", median), ("interval's lower end", low),
+                                               ("interval's upper end", high))
+             if v is not None and np.isfinite(float(v)) and abs(float(v)) > limit]
+    if not parts and not built_from:
+        return ""
+    what = ", ".join(f"{name} {v:.2f}" for name, v in parts) or (
+        f"median {float(median):.2f}, interval [{float(low):.2f}, {float(high):.2f}] interpolated from them")
+    count = None if n_diverged is None or pd.isna(n_diverged) else int(n_diverged)
+    many = "bootstrap estimates" if count is None else f"{count} bootstrap estimate{'' if count == 1 else 's'}"
+    return (f"built from {many} beyond +-{limit:g} log-odds ({what}): resamples with "
+            f"(quasi-)separation whose estimates diverge, so the median, interval and p value carry no information")
 
 
 def fit_problems(row, labels: tuple[str, str] = ("GSM-Base", "GSM-Variants")) -> tuple[str, list[str]]:
     """Say in words what is wrong with one summary row (one analysis x GLMM x model x prompt x effect).
 
     Returns (verdict, statements): verdict "degenerate" when the effect cannot be estimated from the
-    data at all (no correct or no wrong answers, or complete separation on the variant indicator),
-    "caution" when the estimate stands on a weak footing (few clean resamples, singular resamples, a
-    non-convergent full-data fit), else "ok".
+    data at all (no correct or no wrong answers, complete separation on the variant indicator, or a
+    median or interval built from estimates beyond +-:data:`DIVERGED_LOG_OR` log-odds), "caution"
+    when the estimate stands on a weak footing (few clean resamples, resamples that did not converge,
+    singular resamples, a non-convergent full-data fit), else "ok".
 
     The one degenerate/separation rule: the GLMM summaries (:mod:`earnest.stats.summaries`) and the
     paired comparisons (:mod:`earnest.stats.compare`, whose condition b is "variant 0" and a
     "variant 1") both call it. ``labels`` names the two conditions (variant 0, variant 1) in the
     statements. Columns read: n_base, n_variants, acc_base, acc_variants (%), term, n_resamples,
-    n_clean and, when present, n_singular, wald_converged, wald_messages; and for a paired
-    comparison with item intercepts (item_effects) its discordant counts n_ab, n_ba: all of them
-    on one side is separation of the item-conditional OR.
+    n_clean and, when present, median_log_or, ci_low_log, ci_high_log, diverged, n_diverged,
+    n_not_converged, n_singular, wald_converged, wald_messages; and for a paired comparison with
+    item intercepts (item_effects) its discordant counts n_ab, n_ba: all of them on one side is
+    separation of the item-conditional OR.
     """
     out: list[str] = []
     verdict = "ok"
@@ -129,6 +148,13 @@ def fit_problems(row, labels: tuple[str, str] = ("GSM-Base", "GSM-Variants")) ->
                        f"complete separation in the pairs: every discordant item favours "
                        f"{l1 if n_ab else l0} ({n_ab}:{n_ba}); the item-conditional odds ratio diverges, so its "
                        f"estimate, interval and p value carry no information (McNemar's test still stands)")
+    built = row.get("diverged")
+    diverged = diverged_statement(row.get("median_log_or"), row.get("ci_low_log"), row.get("ci_high_log"),
+                                  built_from=bool(built) if built is not None and not pd.isna(built) else False,
+                                  n_diverged=row.get("n_diverged"))
+    if diverged:
+        verdict = "degenerate"
+        out.append(diverged)
     B, clean = int(row["n_resamples"]), int(row["n_clean"])
     if clean == 0:
         verdict = "degenerate"
@@ -136,13 +162,22 @@ def fit_problems(row, labels: tuple[str, str] = ("GSM-Base", "GSM-Variants")) ->
     elif clean < MIN_CLEAN_SHARE * B:
         verdict = "caution" if verdict == "ok" else verdict
         out.append(f"only {clean} of {B} bootstrap resamples converged cleanly; the summary rests on that subset")
+    n_nc = row.get("n_not_converged")
+    if n_nc is not None and not pd.isna(n_nc) and int(n_nc) > 0:
+        verdict = "caution" if verdict == "ok" else verdict
+        out.append(f"{int(n_nc)} of {B} resamples did not converge (clean under no rule, left out)")
     if int(row.get("n_singular", 0) or 0) > 0:
         verdict = "caution" if verdict == "ok" else verdict
         out.append(f"{int(row['n_singular'])} of {B} resamples were singular fits (template variance estimated at 0)")
     if row.get("wald_converged") is False or row.get("wald_converged") == 0:
         verdict = "caution" if verdict == "ok" else verdict
         msg = _diagnostic_text(str(row.get("wald_messages") or "")) or "no message"
-        out.append(f"the full-data (Wald) fit did not converge ({msg})")
+        tight = row.get("wald_tight_converged")
+        why = ""
+        if tight is True or tight == 1:
+            why = ("; with lme4's PIRLS converged (tolPwrss = 1e-12) it converges: the message is lme4's check firing "
+                   "on its inexact deviance")
+        out.append(f"the full-data (Wald) fit did not converge ({msg}){why}")
     return verdict, out
 
 

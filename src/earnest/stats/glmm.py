@@ -286,10 +286,38 @@ def model_frame(df: pd.DataFrame, glmm: int, aggregate: bool = True) -> pd.DataF
     return d[cols].reset_index(drop=True)
 
 
+#: What each engine x fidelity mode fits by default, and whether that reproduces the mode's clean
+#: verdicts (see :func:`rows_note`): lme4 + reference: answers (faithful: lme4's checks on the rows the
+#: paper's pymer4 fits); lme4 + earnest: aggregated (its own rule, faithful); laplace + earnest:
+#: aggregated (laplace evaluates lme4's deviance exactly, so its verdicts are lme4's with PIRLS
+#: converged, on whatever rows); laplace + reference: aggregated, the only rows it fits, and not
+#: faithful: the reference keeps what lme4 on per-answer rows keeps, checks that fire on lme4's
+#: inexact deviance, which no exact engine reproduces resample by resample.
+ROWS_FAITHFUL = {("lme4", fidelity.REFERENCE): ("answers",), ("lme4", fidelity.EARNEST): ("answers", "aggregated"),
+                 ("laplace", fidelity.EARNEST): ("aggregated",), ("laplace", fidelity.REFERENCE): ()}
+
+
+def rows_note(rows: str, fidelity_mode: str, engine: str) -> str:
+    """'' when ``engine`` on ``rows`` reproduces ``fidelity_mode``'s clean verdicts, else why not."""
+    faithful = ROWS_FAITHFUL[(check_engine(engine), fidelity.check_mode(fidelity_mode))]
+    if rows in faithful:
+        return ""
+    if engine == "laplace":
+        return (f"fidelity {fidelity_mode!r} with stats.engine laplace is not the reference's fit: the reference fits "
+                f"one row per answer with lme4, whose convergence checks fire on its inexact deviance (PIRLS "
+                f"tolerance) and so keep other resamples than the laplace engine's exact ones (which are lme4's "
+                f"with tolPwrss = 1e-12); the estimates are the same fit. Use stats.engine: lme4 for the "
+                f"reference's clean set")
+    return (f"fidelity {fidelity_mode!r} with stats.rows {rows!r}: lme4's convergence checks on {rows} rows flag "
+            f"other resamples than on the reference's per-answer rows (same likelihood, same estimates)")
+
+
 def resolve_rows(rows: str | None, fidelity_mode: str = fidelity.DEFAULT, *, engine: str = "lme4") -> str:
     """The rows the bootstrap fits: ``rows`` if given (``answers`` | ``aggregated``), else the
     fidelity mode's (:data:`ROWS_BY_FIDELITY`). The laplace engine fits aggregated rows only, so
-    answers with it is a ValueError that says what to change."""
+    answers with it is a ValueError that says what to change. A pair that does not reproduce the mode's clean verdicts (:data:`ROWS_FAITHFUL`, e.g.
+    reference with the laplace engine) gives a UserWarning saying why (:func:`rows_note`)."""
+    check_engine(engine)
     if rows in (None, "", "auto"):
         rows = ROWS_BY_FIDELITY[fidelity.check_mode(fidelity_mode)]
     elif rows not in ROWS:
@@ -297,7 +325,12 @@ def resolve_rows(rows: str | None, fidelity_mode: str = fidelity.DEFAULT, *, eng
     if engine == "laplace" and rows == "answers":
         raise ValueError(f"stats.engine: laplace fits aggregated rows only, but the bootstrap is to fit one row "
                          f"per answer (fidelity {fidelity_mode!r}, stats.rows {rows!r}); use stats.engine: lme4 "
-                         f"(the faithful path) or stats.rows: aggregated (the labelled speed path)")
+                         f"(the faithful path) or stats.rows: aggregated (the labelled speed path, whose clean set is "
+                         f"not the reference's)")
+    note = rows_note(rows, fidelity_mode, engine)
+    if note:
+        import warnings
+        warnings.warn(note, UserWarning, stacklevel=2)
     return rows
 
 
@@ -402,7 +435,8 @@ CHECK_TOL = 1e-4
 CHECK_MAX_ROWS = 200_000     # lme4 model-frame rows above which shards are not refitted with lme4
 CHECK_COLUMNS = ("resample", "term", "estimate", "converged", "messages", "default_estimate", "default_converged",
                  "default_messages", "tight_estimate", "tight_converged", "tight_messages", "abs_diff",
-                 "deviance_gap")
+                 "deviance_gap", "clean_reference", "clean_earnest", "default_clean_reference",
+                 "default_clean_earnest", "tight_clean_reference", "tight_clean_earnest")
 
 
 def cross_check(df: pd.DataFrame, glmm: int, shard: pd.DataFrame, n_check: int, base_seed: int) -> pd.DataFrame:
@@ -424,17 +458,26 @@ def cross_check(df: pd.DataFrame, glmm: int, shard: pd.DataFrame, n_check: int, 
         return pd.DataFrame({c: [] for c in CHECK_COLUMNS})
     seeds = [resample_seed(base_seed, b) for b in resamples]
     ro = rbridge.r()
+    from earnest.stats.summary import clean_mask
+
+    def by_rule(t: pd.DataFrame, prefix: str = "") -> pd.DataFrame:
+        # each fit's verdict under both clean rules, whichever the run uses
+        return t.assign(**{f"{prefix}clean_{m}": clean_mask(t, m).to_numpy() for m in fidelity.MODES})
+
     outs = {}
     for name, tol in (("default", 0.0), ("tight", 1e-12)):
         res = rbridge.from_r_frame(rbridge.call("earnest_check_fits", rbridge.to_r_frame(frame), glmm,
                                                 ro.IntVector([int(b) for b in resamples]), ro.IntVector(seeds),
                                                 float(tol)))
+        res["converged"] = res["converged"].astype(bool)
+        res = by_rule(res, f"{name}_")
         outs[name] = res.drop(columns="lme4_messages", errors="ignore").rename(columns={
             "estimate": f"{name}_estimate", "converged": f"{name}_converged", "messages": f"{name}_messages",
             "ranef_var": f"{name}_ranef_var"})[
-            ["resample", "term", f"{name}_estimate", f"{name}_converged", f"{name}_messages", f"{name}_ranef_var"]]
-    lap = shard[shard["resample"].isin(resamples)][["resample", "term", "estimate", "converged", "messages",
-                                                     "ranef_var"]]
+            ["resample", "term", f"{name}_estimate", f"{name}_converged", f"{name}_messages", f"{name}_ranef_var"]
+            + [f"{name}_clean_{m}" for m in fidelity.MODES]]
+    lap = by_rule(shard[shard["resample"].isin(resamples)])[
+        ["resample", "term", "estimate", "converged", "messages", "ranef_var"] + [f"clean_{m}" for m in fidelity.MODES]]
     out = lap.merge(outs["default"], on=["resample", "term"]).merge(outs["tight"], on=["resample", "term"])
     for c in ("converged", "default_converged", "tight_converged"):
         out[c] = out[c].astype(bool)
@@ -459,7 +502,9 @@ def cross_check(df: pd.DataFrame, glmm: int, shard: pd.DataFrame, n_check: int, 
 
 def check_summary(check: pd.DataFrame, tol: float = CHECK_TOL) -> dict:
     """The verdict of :func:`cross_check` rows: resamples checked, largest difference where both
-    are clean, clean-flag agreement with each lme4 fit, and a warning text ('' when fine).
+    are clean, clean-flag agreement with each lme4 fit (``clean_agree_default``/``_tight``: the
+    earnest rule's flag, ``converged``; ``clean_agree_{default,tight}_{reference,earnest}``: under
+    each clean rule), and a warning text ('' when fine).
 
     A difference above ``tol`` is a warning unless lme4's point has a higher Laplace deviance than
     laplace's (``deviance_gap`` > 1e-9: lme4's optimiser stopped short on a flat deviance, e.g.
@@ -485,9 +530,16 @@ def check_summary(check: pd.DataFrame, tol: float = CHECK_TOL) -> dict:
     elif n and agree_tight + stopped_short < n:
         warning = (f"laplace and lme4 (converged PIRLS) disagree on the clean flag of "
                    f"{n - agree_tight - stopped_short} of {n} checked resamples where lme4's optimum is not worse")
+    # the same agreement under each clean rule (checks written before these columns: NaN)
+    per_rule = {}
+    for m in fidelity.MODES:
+        for name in ("default", "tight"):
+            cols = [f"clean_{m}", f"{name}_clean_{m}"]
+            per_rule[f"clean_agree_{name}_{m}"] = (int((per[cols[0]].astype(bool) == per[cols[1]].astype(bool)).sum())
+                                                   if all(c in per.columns for c in cols) else float("nan"))
     return {"checked": n, "max_abs_diff": diff, "lme4_short": int(check.loc[far & short, "resample"].nunique()),
             "clean_agree_default": agree, "clean_agree_tight": agree_tight, "lme4_stopped_short": stopped_short,
-            "warning": warning}
+            **per_rule, "warning": warning}
 
 
 @dataclass
@@ -514,11 +566,19 @@ class WaldFit:
         return "; ".join(self.messages) if self.messages else self.error
 
 
-def wald_fit(df: pd.DataFrame, glmm: int) -> WaldFit:
-    """Fit ``glmm`` once on all rows of one model x prompt (row level, as the paper did)."""
+#: lme4's inner PIRLS iterated to convergence (glmerControl(tolPwrss = TIGHT_PWRSS)): the Laplace
+#: deviance evaluated exactly, the fit that shows whether a convergence message is lme4's own noise
+TIGHT_PWRSS = 1e-12
+
+
+def wald_fit(df: pd.DataFrame, glmm: int, *, tol_pwrss: float = 0.0) -> WaldFit:
+    """Fit ``glmm`` once on all rows of one model x prompt (row level, as the paper did); with
+    ``tol_pwrss`` > 0 lme4's PIRLS iterates to that relative tolerance (e.g. :data:`TIGHT_PWRSS`)."""
     glmm = _check_glmm(glmm)
     frame = model_frame(df, glmm, aggregate=False)
-    res = rbridge.from_r_list(rbridge.call("earnest_wald", rbridge.to_r_frame(frame), glmm))
+    ro = rbridge.r()
+    control = ro.r(f"glmerControl(tolPwrss = {float(tol_pwrss)!r})") if tol_pwrss > 0 else ro.r("glmerControl()")
+    res = rbridge.from_r_list(rbridge.call("earnest_wald", rbridge.to_r_frame(frame), glmm, control))
     err = res["error"]
     err = err[0] if isinstance(err, list) and err else (err or "")
     singular = res["singular"]

@@ -20,8 +20,13 @@ matrix of weights (resamples x templates) at once:
   gradient and Hessian of ``lme4:::deriv12`` (step 1e-4, the same evaluation points), the scaled
   gradient test (tol 0.002) and ``checkHess`` on the fixed-effect block and on the whole Hessian
   (negative or zero eigenvalues, "very large eigenvalue" above 1e6, eigenvalue ratio below 1e-6),
-  with lme4's message texts; plus lme4's ``checkScaleX`` warning. An optimiser that does not
-  converge is a warning too. A fit is clean when it has no message and no error, as with lme4.
+  with lme4's message texts; plus lme4's ``checkScaleX`` warning. Newton's method that does not
+  converge (iteration limit, no decrease found away from an optimum) is reported in lme4's own
+  convergence channel (``lme4_messages``, :data:`NO_CONVERGENCE`) as well as among the warnings, so
+  no clean rule keeps a fit that is not at an optimum (on separated resamples there is none: the
+  estimates drift to +-17..20); conditional modes that cannot be found are an error
+  (:data:`MODES_FAILED`), as lme4's PIRLS failure is. A fit is clean when it has no message and no
+  error, as with lme4.
   ``checks="screened"`` (the default of the bootstrap and the power analysis; ``"deriv12"`` runs
   it everywhere, and the full-data fit always does, its Hessian gives the Wald SEs) first decides
   checkConv from the exact gradient and Hessian at the optimum, which Newton's method has anyway:
@@ -82,6 +87,8 @@ SCALE_TOL = 1000             # lme4:::checkScaleX
 SINGULAR_MSG = "boundary (singular) fit: see help('isSingular')"
 SCALE_MSG = "Some predictor variables are on very different scales: consider rescaling"
 NO_CONVERGENCE = "laplace: Newton's method did not converge in {n} iterations (optimiser not converged)"
+# the inner (PIRLS) iterations failing is an error in lme4 ("pwrssUpdate did not converge"): no fit
+MODES_FAILED = "laplace: the conditional modes did not converge (no fit, as lme4's pwrssUpdate error)"
 DERIV12 = "deriv12"          # checkConv on deriv12's finite differences at every fit
 SCREENED = "screened"        # ... only where the exact derivatives leave its verdict in doubt
 CHECKS = (DERIV12, SCREENED)
@@ -393,7 +400,8 @@ class Fits:
     hessian: np.ndarray        # (B, q, q) deriv12's finite-difference Hessian (NaN when not computed)
     gradient: np.ndarray       # (B, q) deriv12's finite-difference gradient
     iterations: np.ndarray     # (B,) Newton iterations
-    lme4_messages: list = None  # per row: the messages of lme4's checkConv alone (a subset of messages)
+    lme4_messages: list = None  # per row: lme4's convergence channel (optinfo$conv$lme4$messages): checkConv's
+                                # messages and, where Newton's method did not converge, NO_CONVERGENCE
     exact_gradient: np.ndarray = None  # (B, q) the exact gradient at the optimum
     exact_hessian: np.ndarray = None   # (B, q, q) the exact Hessian at the optimum
     screened: np.ndarray = None        # (B,) bool: checkConv's verdict certain from the exact derivatives
@@ -425,11 +433,14 @@ def _take(y, idx):
 
 
 def _newton(des, y, K, P, U, *, maxit=60):
-    """Newton over (theta, beta) with exact gradient and Hessian for every row of K."""
+    """Newton over (theta, beta) with exact gradient and Hessian for every row of K. The last value
+    returned says per row whether it converged: a tiny step, or no decrease left with a tiny step;
+    not within ``maxit`` iterations, or stopped with a step that is not tiny (adrift), it did not."""
     N, q = P.shape
     D, U, G, H, dU = _evaluate(des, y, P, U, K)
     its = np.zeros(N, dtype=np.int64)
     done = np.zeros(N, dtype=bool)
+    adrift = np.zeros(N, dtype=bool)
     for _ in range(maxit):
         act = np.flatnonzero(~done)
         if act.size == 0:
@@ -485,8 +496,13 @@ def _newton(des, y, K, P, U, *, maxit=60):
         P[act], U[act], D[act], G[act], H[act], dU[act] = new
         its[act] += 1
         # a full Newton step below 1e-5: the error left is of the order of its square
-        done[act[small | stuck | ((alpha == 1.0) & (np.abs(step) <= 1e-5 * np.maximum(1.0, np.abs(Pa))).all(axis=1))]] = True
-    return P, U, D, G, H, dU, its, done
+        tiny = (np.abs(step) <= 1e-5 * np.maximum(1.0, np.abs(Pa))).all(axis=1)
+        done[act[small | stuck | ((alpha == 1.0) & tiny)]] = True
+        # no decrease found although Newton's step is not tiny: the deviance is flat to rounding
+        # along a direction the step still follows (separation: the estimate would drift on to
+        # infinity). The iterations stop there, but not at an optimum
+        adrift[act[stuck & ~small & ~tiny]] = True
+    return P, U, D, G, H, dU, its, done & ~adrift
 
 
 def _deriv12_points(x, delta=DERIV_DELTA):
@@ -686,8 +702,74 @@ def _check_design(des: Design) -> str:
 
 def _full_data_start(des: Design):
     P0 = np.r_[1.0, _glm_start(des)][None, :]
-    U0 = _solve_modes(_Batch(des, None), P0, np.zeros((1, des.n_templates)))
-    return _newton(des, None, np.ones((1, des.n_templates)), P0, U0)[0][0]
+    try:
+        U0 = _solve_modes(_Batch(des, None), P0, np.zeros((1, des.n_templates)))
+        return _newton(des, None, np.ones((1, des.n_templates)), P0, U0)[0][0]
+    except FloatingPointError:                            # the resamples' own fits say what fails
+        return P0[0]
+
+
+def _boundary_minimum(des, y, K, P, U, D, G, H, dU, conv):
+    """Replace, in place, the rows whose best fit at theta = 0 (beta optimised, a logistic
+    regression) has a lower deviance than their interior optimum. Screened by the Newton decrement
+    at theta = 0 from the interior beta: the deviance there is convex in beta and its quadratic
+    model falls by g' H^-1 g / 2; rows whose value minus twice that (a margin for the model's error)
+    stays above their optimum get no logistic fit (at the paper's designs almost all: the boundary
+    lies far above the interior minimum)."""
+    rows = np.flatnonzero((P[:, 0] >= SINGULAR_TOL) & np.isfinite(D))
+    if rows.size == 0:
+        return
+    P0 = P[rows].copy()
+    P0[:, 0] = 0.0
+    Tz = np.zeros((rows.size, K.shape[1]))
+    D0, _, G0, H0, _ = _evaluate(des, _take(y, rows), P0, Tz, K[rows])
+    g, Hb = G0[:, 1:], H0[:, 1:, 1:]
+    try:
+        dec = np.einsum("ni,ni->n", g, np.linalg.solve(Hb, g[..., None])[..., 0])
+    except np.linalg.LinAlgError:
+        dec = np.full(rows.size, np.inf)
+    dec = np.where(np.isfinite(dec) & (dec >= 0), dec, np.inf)
+    doubt = np.flatnonzero(D0 - dec <= D[rows])
+    if doubt.size == 0:
+        return
+    r = rows[doubt]
+    out = _newton(des, _take(y, r), K[r], P0[doubt], Tz[doubt])
+    better = np.flatnonzero((out[2] < D[r] - 1e-10 * np.abs(D[r])) & (out[0][:, 0] == 0.0))
+    for arr, val in zip((P, U, D, G, H, dU, conv), (out[0], out[1], out[2], out[3], out[4], out[5], out[7])):
+        arr[r[better]] = val[better]
+
+
+def _newton_guarded(des, y, K, start, Ustart):
+    """_newton for the rows of K from ``start``, plus ``failed`` (N,): rows where the conditional
+    modes could not be found at some point (their results are NaN). The whole batch first; only
+    if a mode search fails anywhere, row by row."""
+    N = K.shape[0]
+
+    def run(Kr, yr):
+        P = np.repeat(start[None, :], Kr.shape[0], axis=0)
+        U = np.repeat(Ustart, Kr.shape[0], axis=0)
+        if yr is not None:
+            U = _solve_modes(_Batch(des, yr), P, U)
+        return _newton(des, yr, Kr, P, U)
+
+    try:
+        return (*run(K, y), np.zeros(N, dtype=bool))
+    except FloatingPointError:
+        pass
+    q, T = start.size, K.shape[1]
+    out = [np.full((N, q), np.nan), np.full((N, T), np.nan), np.full(N, np.nan), np.full((N, q), np.nan),
+           np.full((N, q, q), np.nan), np.full((N, T, q), np.nan), np.zeros(N, dtype=np.int64),
+           np.zeros(N, dtype=bool)]
+    failed = np.zeros(N, dtype=bool)
+    for i in range(N):
+        try:
+            res = run(K[i:i + 1], _take(y, slice(i, i + 1)))
+        except FloatingPointError:
+            failed[i] = True
+            continue
+        for arr, val in zip(out, res):
+            arr[i] = val[0]
+    return (*out, failed)
 
 
 def _fit_part(args):
@@ -770,13 +852,22 @@ def _fit_serial(des: Design, weights, *, y=None, chunk=None, start=None, deriv_c
     scale_msgs = _scale_messages(des, K)
     nobs = K @ np.add.reduceat(des.trials, des.starts)     # answers per resample
     idx_all = np.flatnonzero(ok)
-    Ustart = _solve_modes(_Batch(des, None), start[None, :], np.zeros((1, T)))
+    try:
+        Ustart = _solve_modes(_Batch(des, None), start[None, :], np.zeros((1, T)))
+    except FloatingPointError:                            # each row's search starts from 0 then
+        Ustart = np.zeros((1, T))
     for lo in range(0, idx_all.size, chunk):
         idx = idx_all[lo: lo + chunk]
         Kc, yc = K[idx], _take(y, idx)
-        P = np.repeat(start[None, :], idx.size, axis=0)
-        U = np.repeat(Ustart, idx.size, axis=0) if y is None else _solve_modes(_Batch(des, yc), P, np.repeat(Ustart, idx.size, axis=0))
-        P, U, D, Gx, Hx, dU, it, conv = _newton(des, yc, Kc, P, U)
+        P, U, D, Gx, Hx, dU, it, conv, failed = _newton_guarded(des, yc, Kc, start, Ustart)
+        if failed.any():                                  # no mode found at some point: no fit, as in lme4
+            for b in idx[failed]:
+                errs[b] = MODES_FAILED
+            keep = ~failed
+            idx, Kc, yc = idx[keep], Kc[keep], _take(yc, np.flatnonzero(keep))
+            P, U, D, Gx, Hx, dU, it, conv = (a[keep] for a in (P, U, D, Gx, Hx, dU, it, conv))
+            if idx.size == 0:
+                continue
         neg = P[:, 0] < 0                                 # the deviance is even in theta: u -> -u
         P[neg, 0] *= -1
         U[neg] *= -1
@@ -784,10 +875,19 @@ def _fit_serial(des: Design, weights, *, y=None, chunk=None, start=None, deriv_c
         Gx[neg, 0] *= -1
         Hx[neg, 0, 1:] *= -1
         Hx[neg, 1:, 0] *= -1
+        # the boundary theta = 0 may hold a lower deviance than the interior minimum Newton found
+        # (the profile in theta can have two minima); lme4, whose optimiser starts from the nAGQ = 0
+        # fit, then ends there and calls the fit singular
+        _boundary_minimum(des, yc, Kc, P, U, D, Gx, Hx, dU, conv)
         exact_g[idx], exact_h[idx] = Gx, Hx
         par[idx], dev[idx], its[idx] = P, D, it
         for k, b in enumerate(idx):
-            msgs[b] = scale_msgs[b] + ([] if conv[k] else [NO_CONVERGENCE.format(n=it[k])])
+            msgs[b] = scale_msgs[b]
+            if not conv[k]:
+                # not at an optimum: a convergence failure in lme4's own channel too, so that no
+                # clean rule keeps it (lme4's gradient check flags a point that is not an optimum)
+                msgs[b] = msgs[b] + [NO_CONVERGENCE.format(n=it[k])]
+                conv_msgs[b].append(NO_CONVERGENCE.format(n=it[k]))
         s = P[:, 0] < SINGULAR_TOL
         sing[idx] = s
         for b in idx[s]:

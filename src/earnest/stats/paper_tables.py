@@ -298,7 +298,8 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
 
     dag_note = (f" Significant P values (below α = {alpha}, fit not degenerate) in bold; {DAGGER} marks cases where the Wald "
                 f"significance call differs from the bootstrap; {DEGENERATE} marks degenerate fits (no correct "
-                "answers or complete separation: the estimate carries no information; see fit_problems).")
+                "answers, complete separation, or a median or interval built from estimates beyond ±10 log-odds: "
+                "the estimate carries no information; see fit_problems).")
     for prompt in _order(allr.loc[allr["glmm"] == 1, "prompt"].tolist(), prompts):
         lab = _prompt_phrase(prompt, prompt_labels)
         d, raw, bold = variant_effect_table(s, prompt, models)

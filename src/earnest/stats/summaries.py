@@ -11,8 +11,13 @@ nothing downstream recomputes a P value, a correction or a verdict.
 The decisions made here, once:
 
 * ``degenerate``: the fit's verdict (:func:`earnest.stats.diagnostics.fit_problems`) is
-  "degenerate": no correct or no wrong answers, complete separation on the variant indicator, or
-  no clean resample. Its estimate, interval and P value carry no information.
+  "degenerate": no correct or no wrong answers, complete separation on the variant indicator, no
+  clean resample, or a median or interval end beyond +-10 log-odds (built from diverging estimates
+  of separated resamples, whichever engine and rule made it). Its estimate, interval and P value
+  carry no information.
+* ``n_clean_reference``, ``n_clean_earnest`` (from :func:`earnest.stats.summary.summarise`): the
+  clean resamples under each rule, whichever rule ``n_clean`` follows; ``n_not_converged``: the
+  resamples whose optimiser did not converge, clean under no rule.
 * ``significant``: the uncorrected bootstrap P value is below ``alpha`` and the fit is not
   degenerate (the paper's bold P values and hatching, and the Ex1 -> Ex2 rule of section 3.6).
 * ``significant_holm``: the same with the Holm-Bonferroni P value, in the published tables'

@@ -37,10 +37,15 @@ def clean_mask(shards: pd.DataFrame, fidelity: str = F.DEFAULT) -> pd.Series:
     fit" is one of them) and not singular, exactly as the reference's ``bootstrap_fit_df`` keeps
     ``clean_estimates``. ``earnest``: no warning of any kind (``converged``), which also excludes
     optimiser warnings lme4 does not count among its convergence messages.
+
+    In both, a fit whose optimiser did not converge (:func:`not_converged_mask`) is never clean: the
+    laplace engine reports its own non-convergence in lme4's channel, and an lme4 optimiser's
+    "convergence code" warning without a checkConv message (rare; the authors' rule would keep it)
+    is dropped too and counted in the summaries' ``n_not_converged``.
     """
     F.check_mode(fidelity)
     err = shards["error"].fillna("").astype(str)
-    ok = (err == "") & shards["estimate"].notna()
+    ok = (err == "") & shards["estimate"].notna() & ~not_converged_mask(shards)
     if fidelity == F.REFERENCE:
         if "lme4_messages" not in shards.columns:
             raise ValueError("fits without the column 'lme4_messages' (written before it existed): "
@@ -51,11 +56,31 @@ def clean_mask(shards: pd.DataFrame, fidelity: str = F.DEFAULT) -> pd.Series:
     return ok & shards["converged"].astype(bool)
 
 
+#: Texts that say a fit's optimiser stopped away from an optimum: lme4's checkConv ("Model failed to
+#: converge with max|grad| ...", "... degenerate Hessian"), its optimisers' "convergence code" warnings,
+#: the laplace engine's Newton iterations (earnest.stats.laplace.NO_CONVERGENCE).
+NOT_CONVERGED_TEXTS = ("failed to converge", "convergence code", "did not converge")
+
+
+def not_converged_mask(shards: pd.DataFrame) -> pd.Series:
+    """True for the rows of fits (without error) whose optimiser did not converge, by any engine:
+    never clean under any rule (:func:`clean_mask`), counted in the summaries (``n_not_converged``)."""
+    text = lambda c: (shards[c].fillna("").astype(str) if c in shards.columns  # noqa: E731
+                      else pd.Series("", index=shards.index))
+    msgs = text("messages") + " | " + text("lme4_messages")
+    err = text("error")
+    hit = np.zeros(len(shards), dtype=bool)
+    for text in NOT_CONVERGED_TEXTS:
+        hit |= msgs.str.contains(text, regex=False).to_numpy()
+    return pd.Series(hit, index=shards.index) & (err == "")
+
+
 def wald_clean(wald: WaldFit, fidelity: str = F.DEFAULT) -> bool:
     """Whether a full-data fit is clean under ``fidelity``, by the rule of :func:`clean_mask`."""
     row = pd.DataFrame({"estimate": [0.0 if wald.coefs["estimate"].notna().all() else np.nan],
                         "error": [wald.error or ""], "converged": [bool(wald.converged)],
-                        "singular": [wald.singular], "lme4_messages": [" | ".join(wald.lme4_messages)]})
+                        "singular": [wald.singular], "lme4_messages": [" | ".join(wald.lme4_messages)],
+                        "messages": [" | ".join(wald.messages)]})
     return bool(clean_mask(row, fidelity).iloc[0])
 
 
@@ -76,6 +101,27 @@ def percentile_interval(estimates, level: float = 0.95) -> tuple[float, float]:
         return float("nan"), float("nan")
     lo, hi = np.percentile(theta, [50 * (1 - level), 50 * (1 + level)])
     return float(lo), float(hi)
+
+
+#: Estimates beyond this on the log-odds scale (an odds ratio beyond e^10 ~ 22,000) are diverging
+#: fits of (quasi-)separated resamples: no finite estimate exists, and the optimiser stops wherever
+#: the deviance turns flat (lme4 at -13..-30, laplace at +-17..20 when it does not converge).
+DIVERGED_LOG_OR = 10.0
+
+
+def diverged_order_statistics(estimates, level: float = 0.95, limit: float = DIVERGED_LOG_OR) -> bool:
+    """Whether the median or the percentile interval (R's type 7, :func:`percentile_interval`) is
+    built from an estimate beyond +-``limit``: one of the order statistics each interpolates between
+    is one, even where the interpolated value itself lands inside."""
+    theta = np.sort(np.asarray(estimates, dtype=float)[~np.isnan(np.asarray(estimates, dtype=float))])
+    n = theta.size
+    if n == 0:
+        return False
+    used = set()
+    for q in (0.5, (1 - level) / 2, (1 + level) / 2):
+        h = (n - 1) * q
+        used |= {int(np.floor(h)), int(np.ceil(h))}
+    return bool(np.any(np.abs(theta[sorted(used)]) > limit))
 
 
 def accuracies(df: pd.DataFrame) -> dict:
@@ -126,6 +172,12 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str
     rv = clean_resamples["ranef_var"].astype(float)
     acc = accuracies(data)
     engines = shard_engines(shards)
+    per = shards.drop_duplicates("resample")
+    # the clean count under each rule whichever decides (the chosen one's is n_clean), and the fits
+    # whose optimiser did not converge, clean under no rule
+    by_rule = {f"n_clean_{mode}": int(clean_mask(per, mode).sum()) for mode in F.MODES
+               if mode != F.REFERENCE or "lme4_messages" in per.columns}
+    n_not_converged = int(not_converged_mask(per).sum())
     rows = []
     for term in EFFECTS[glmm]:
         theta = clean.loc[clean["term"] == term, "estimate"].astype(float).to_numpy()
@@ -139,7 +191,9 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str
             "n_singular": int(shards.drop_duplicates("resample")["singular"].fillna(False).astype(bool).sum()),
             "median_log_or": med, "odds_ratio": float(np.exp(med)),
             "ci_low_log": lo, "ci_high_log": hi, "ci_low": float(np.exp(lo)), "ci_high": float(np.exp(hi)),
-            "p_boot": bootstrap_p(theta),
+            "p_boot": bootstrap_p(theta), **by_rule, "n_not_converged": n_not_converged,
+            "n_diverged": int(np.sum(np.abs(theta) > DIVERGED_LOG_OR)),
+            "diverged": diverged_order_statistics(theta, level),
             "ranef_var_mean": float(rv.mean()) if len(rv) else float("nan"),
             "ranef_var_sd": float(rv.std(ddof=1)) if len(rv) > 1 else float("nan"),
             **acc, **engines,
