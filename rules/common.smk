@@ -10,7 +10,15 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from earnest.backends.hf import resolve_gguf
-from earnest.config import BUILT_BENCHMARK, ConfigError, check_config, check_config_files, resolve_path, validate_schema
+from earnest.config import (
+    BUILT_BENCHMARK,
+    ConfigError,
+    check_config,
+    check_config_files,
+    config_locations,
+    resolve_path,
+    validate_schema,
+)
 from earnest.datasets import DATASETS, release_path
 from earnest.prompts import PromptFormatError, load_formats
 from earnest.fidelity import other as other_mode
@@ -45,13 +53,17 @@ def _repo_path(p):
     return resolve_path(p, BASEDIR)
 
 
+# every problem of the config files, each named by file, line and key (earnest.config)
 try:
     check_config_files(workflow.configfiles)  # duplicate keys, bytes that are not UTF-8
-    validate_schema(config, BASEDIR / "config" / "schema.yaml")
+    _where = config_locations(workflow.configfiles)
+    validate_schema(config, BASEDIR / "config" / "schema.yaml", locations=_where)
     FORMATS = load_formats(_repo_path(config["prompts_dir"]), fidelity=config["fidelity"])
-    CHECKED = check_config(config, FORMATS, base_dir=BASEDIR)
+    CHECKED = check_config(config, FORMATS, base_dir=BASEDIR, locations=_where)
 except (ConfigError, PromptFormatError) as exc:
-    raise WorkflowError(f"config error: {exc}") from None
+    # the message alone: a WorkflowError would be prefixed with this file's name and line
+    print(f"earnest: config error: {exc}", file=sys.stderr)
+    sys.exit(1)
 
 EXP = config["experiments"]
 EX1_PROMPT = EXP["ex1_prompt"]

@@ -221,6 +221,35 @@ def test_malformed_jsonl_line_is_named(tmp_path):
          r"release\.jsonl:2")
 
 
+def test_config_mistakes_name_file_line_and_key_all_at_once(tmp_path):
+    """A misspelt key, NaN, an unsafe model name and a model folder that does not exist: every one named
+    with the config file and line, no Snakemake traceback pointing at rules/common.smk."""
+    cfg = copy.deepcopy(TINY)
+    cfg["stats"]["resampels"] = cfg["stats"].pop("resamples")
+    cfg["stats"]["alpha"] = float("nan")
+    proc = snakemake(tmp_path, cfg, "-n")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-2000:]
+    path = next(tmp_path.glob("config-*.yaml"))
+    lines = path.read_text().splitlines()
+    line = {k: i + 1 for i, t in enumerate(lines) for k in ("resampels", "alpha") if t.strip().startswith(k + ":")}
+    assert f"{path}:{line['resampels']}: stats.resampels: unknown key 'resampels' (did you mean 'resamples'?)" in out
+    assert f"{path}:{line['alpha']}: stats.alpha: nan is not a number" in out
+    assert "common.smk" not in out and "Traceback" not in out, out[-2000:]
+    # the schema passes: the checks after it (every section) speak, again with file and line
+    cfg = copy.deepcopy(TINY)
+    cfg["models"]["../../escape"] = dict(cfg["models"]["tiny"])
+    cfg["compare"] = {"agq": 3, "item_effects": False}
+    proc = snakemake(tmp_path, cfg, "-n")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-2000:]
+    assert "4 problems:" in out, out[-2000:]
+    assert re.search(r"config-\d+\.yaml:\d+: models\.\.\./\.\./escape: the name '\.\./\.\./escape' cannot be used", out)
+    assert re.search(r"config-\d+\.yaml:\d+: models\.tiny\.path: directory not found: tiny-model", out), out[-2000:]
+    assert re.search(r"config-\d+\.yaml:\d+: compare\.agq: 3 quadrature points", out), out[-2000:]
+    assert not (tmp_path / "results").exists() and not (tmp_path.parent / "escape").exists()
+
+
 def test_schema_violation_is_named(tmp_path):
     _bad(tmp_path, lambda c: c["stats"].update(resamples="many"), r"resamples")
 
