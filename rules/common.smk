@@ -87,9 +87,31 @@ def model_resources(model):
     return MODELS[model]["resources"]
 
 
+def on_gpu(model):
+    """A model's generation runs on a GPU node: it asks for GPUs (resources.gpu) and is not placed on
+    the CPU (device cpu, the transformers backend's default; an API client never needs a GPU)."""
+    m = MODELS[model]
+    return int(m["resources"]["gpu"]) > 0 and m["backend"] == "transformers" and m.get("device", "cpu") != "cpu"
+
+
 def gpus(wildcards):
     n = int(model_resources(wildcards.model)["gpu"])
-    return n if SLURM["request_gpus"] else 0
+    return n if SLURM["request_gpus"] and on_gpu(wildcards.model) else 0
+
+
+def generation_partition(wildcards):
+    return GPU_PARTITION if on_gpu(wildcards.model) else CPU_PARTITION
+
+
+if workflow.exec_mode.name == "DEFAULT":
+    for _m in MODELS:
+        if int(model_resources(_m)["gpu"]) > 0 and not on_gpu(_m):
+            print(
+                f"earnest: models.{_m} runs on the CPU (device {MODELS[_m].get('device', 'cpu')}, backend "
+                f"{MODELS[_m]['backend']}): its generation jobs go to the cpu partition and resources.gpu "
+                f"({model_resources(_m)['gpu']}) is not requested",
+                file=sys.stderr,
+            )
 
 
 # ---------------------------------------------------------------- wildcard constraints

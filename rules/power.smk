@@ -72,6 +72,8 @@ rule power_results:
         tex="results/tables/power/results_mde.tex",
     log:
         "logs/power/results_mde.log",
+    group:
+        "final"
     conda:
         "../envs/stats.yaml"
     resources:

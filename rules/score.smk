@@ -9,6 +9,8 @@ rule score:
         "results/scored/{model}/{prompt}/{dataset}.parquet",
     log:
         "logs/score/{model}/{prompt}/{dataset}.log",
+    group:
+        "post"
     conda:
         "../envs/score.yaml"
     resources:

@@ -305,3 +305,37 @@ def test_ex1_checkpoint_decides_ex2(tiny_run):
     assert not summaries["ex2"].any() and not summaries["significant"].any()
     problems = pd.read_csv(tiny_run / "results/tables/stats/fit_problems.csv")
     assert (problems["verdict"] == "degenerate").all()
+
+
+def test_cluster_plan_groups_small_jobs_and_routes_cpu_models(tmp_path):
+    """The Slurm profile's plan (a dry run; no cluster needed): every small CPU job inside one of three
+    group jobs, generation and the power study on their own; a model on the CPU (device cpu) generates
+    in the cpu partition without GPUs, a CUDA model in the gpu partition with its GPUs."""
+    pytest.importorskip("snakemake_executor_plugin_slurm")
+    cfg = copy.deepcopy(TINY)
+    (tmp_path / "tiny-model").mkdir()
+    cfg["models"]["big"] = {**cfg["models"]["tiny"], "device": "cuda", "resources": {"gpu": 2, "mem_mb": 9000}}
+    cfg["models"]["tiny"]["resources"] = {"gpu": 1}   # asks for a GPU it would not use: ignored
+    path = tmp_path / "cfg.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory",
+                           str(tmp_path), "--profile", str(REPO / "profiles" / "slurm"), "--configfile", str(path),
+                           "-n"], capture_output=True, text=True, timeout=600, env=child_env())
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    lines = [re.sub(r"^\[[^\]]+\] ", "", line) for line in out.splitlines()]
+    groups = [m.group(1) for line in lines if (m := re.match(r"^Group job (\w+) ", line))]
+    assert sorted(groups) == ["final", "post", "prep"], groups
+    alone = {m.group(1) for line in lines if (m := re.match(r"^(?:local)?rule (\w+):", line))}
+    assert alone == {"generate", "statform_generate", "power_paper_design", "all"}, alone
+    gen = {}
+    for i, line in enumerate(lines):
+        if re.match(r"^\s*rule (statform_)?generate:", line):
+            block = lines[i:i + 12]
+            wc = next(x for x in block if "wildcards:" in x)
+            res = next(x for x in block if "resources:" in x)
+            model = re.search(r"model=(\w+)", wc).group(1)
+            gen.setdefault(model, set()).add((re.search(r"slurm_partition=(\w+)", res).group(1),
+                                              re.search(r"\bgpu=(\d+)", res).group(1)))
+    assert gen == {"tiny": {("cpu", "0")}, "big": {("gpu", "2")}}, gen
+    assert not (tmp_path / "results").exists()
