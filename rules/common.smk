@@ -7,7 +7,6 @@ import re
 import sys
 from pathlib import Path
 
-from snakemake.exceptions import WorkflowError
 
 from earnest.backends.hf import resolve_gguf
 from earnest.config import (
@@ -16,6 +15,7 @@ from earnest.config import (
     check_config,
     check_config_files,
     config_locations,
+    locate,
     resolve_path,
     validate_schema,
 )
@@ -53,7 +53,15 @@ def _repo_path(p):
     return resolve_path(p, BASEDIR)
 
 
+def config_error(message):
+    """Stop before any job with the message alone, its key's config file and line in front (a
+    WorkflowError would be prefixed with this file's name and line instead)."""
+    print(f"earnest: config error: {locate(str(message), _where)}", file=sys.stderr)
+    sys.exit(1)
+
+
 # every problem of the config files, each named by file, line and key (earnest.config)
+_where = {}
 try:
     check_config_files(workflow.configfiles)  # duplicate keys, bytes that are not UTF-8
     _where = config_locations(workflow.configfiles)
@@ -61,9 +69,7 @@ try:
     FORMATS = load_formats(_repo_path(config["prompts_dir"]), fidelity=config["fidelity"])
     CHECKED = check_config(config, FORMATS, base_dir=BASEDIR, locations=_where)
 except (ConfigError, PromptFormatError) as exc:
-    # the message alone: a WorkflowError would be prefixed with this file's name and line
-    print(f"earnest: config error: {exc}", file=sys.stderr)
-    sys.exit(1)
+    config_error(exc)
 
 EXP = config["experiments"]
 EX1_PROMPT = EXP["ex1_prompt"]
@@ -135,7 +141,7 @@ FIDELITY = config["fidelity"]
 try:
     STATS_ROWS = resolve_rows(config["stats"].get("rows"), FIDELITY, engine=config["stats"]["engine"])
 except ValueError as exc:
-    raise WorkflowError(f"config error: {exc}") from None
+    config_error(exc)
 STATS_DIR = "results/stats"
 # the summaries table: the one contract downstream of the statistics (earnest.stats.summaries)
 SUMMARIES = f"{STATS_DIR}/summaries.parquet"

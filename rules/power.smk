@@ -13,7 +13,7 @@ POWER_PUBLISHED = BASEDIR / "resources/published"
 try:  # a scenario that names no paper model stops the run before any job
     published_scenarios(POWER_PUBLISHED, POWER["scenarios"])
 except PowerError as exc:
-    raise WorkflowError(f"config error: power.scenarios: {exc}") from None
+    config_error(f"power.scenarios: {exc}")
 
 
 rule power_paper_design:

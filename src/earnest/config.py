@@ -29,7 +29,7 @@ from earnest.jsonl import read_utf8
 from earnest.prompts import FORMATS_FILE, PromptFormat, PromptFormatError, validate_format_names
 
 __all__ = ["ConfigError", "Checked", "validate_schema", "check_config", "resolve_path", "load_yaml_strict",
-           "check_config_files", "config_locations", "SAFE_NAME"]
+           "check_config_files", "config_locations", "locate", "SAFE_NAME"]
 
 
 class ConfigError(ValueError):
@@ -163,7 +163,7 @@ def config_locations(paths) -> dict[str, str]:
 _LEADING_KEY = re.compile(r"^(?:config key ')?([A-Za-z_][^\s:']*)")
 
 
-def _located(problem: str, locations: Mapping[str, str] | None) -> str:
+def locate(problem: str, locations: Mapping[str, str] | None) -> str:
     """``problem`` (a message starting with a config key) prefixed with the file and line the key, or
     its nearest enclosing key, was written on; unchanged where no config file holds it."""
     if not locations:
@@ -246,7 +246,7 @@ def validate_schema(config: dict, schema: str | Path | Mapping,
         if tuple(err.absolute_path) not in bad_numbers:   # said already
             problems += [p for p in _schema_problems(err) if p not in problems]
     if problems:
-        raise ConfigError.collect([_located(p, locations) for p in problems])
+        raise ConfigError.collect([locate(p, locations) for p in problems])
     return config
 
 
@@ -474,5 +474,5 @@ def check_config(config: dict, formats: Mapping[str, PromptFormat], *,
     run(_check_statform, config, base_dir)
     entries, cases, excluded = run(_check_statform_build, config, base_dir, default=({}, {}, []))
     if problems:
-        raise ConfigError.collect([_located(p, locations) for p in problems])
+        raise ConfigError.collect([locate(p, locations) for p in problems])
     return Checked(templates=templates, build_entries=entries, build_cases=cases, build_excluded=excluded)
