@@ -3,7 +3,8 @@
 scripts/slurm-up.sh starts the cluster (munge, MariaDB + slurmdbd accounting, partitions `cpu` and
 `gpu`, one stand-in GPU).  The test runs the real Snakefile with tests/configs/tiny.yaml (a tiny random model) and checks,
 from Slurm's own accounting records (sacct), that generation jobs ran in the gpu partition with a
-GPU and the configured account, every other job in the cpu partition; that a generation job
+GPU and the configured account, every other job in the cpu partition, the small CPU jobs in two
+group jobs (one before the generations, one after them); that a generation job
 cancelled with scancel while running is retried by the profile and resumes from its checkpoint,
 the final table holding every item exactly once; and that a second run submits nothing.
 
