@@ -7,10 +7,18 @@ import re
 import sys
 from pathlib import Path
 
-from snakemake.exceptions import WorkflowError
 
 from earnest.backends.hf import resolve_gguf
-from earnest.config import BUILT_BENCHMARK, ConfigError, check_config, check_config_files, resolve_path, validate_schema
+from earnest.config import (
+    BUILT_BENCHMARK,
+    ConfigError,
+    check_config,
+    check_config_files,
+    config_locations,
+    locate,
+    resolve_path,
+    validate_schema,
+)
 from earnest.datasets import DATASETS, release_path
 from earnest.prompts import PromptFormatError, formats_file, load_formats
 from earnest.fidelity import other as other_mode
@@ -45,13 +53,23 @@ def _repo_path(p):
     return resolve_path(p, BASEDIR)
 
 
+def config_error(message):
+    """Stop before any job with the message alone, its key's config file and line in front (a
+    WorkflowError would be prefixed with this file's name and line instead)."""
+    print(f"earnest: config error: {locate(str(message), _where)}", file=sys.stderr)
+    sys.exit(1)
+
+
+# every problem of the config files, each named by file, line and key (earnest.config)
+_where = {}
 try:
     check_config_files(workflow.configfiles)  # duplicate keys, bytes that are not UTF-8
-    validate_schema(config, BASEDIR / "config" / "schema.yaml")
+    _where = config_locations(workflow.configfiles)
+    validate_schema(config, BASEDIR / "config" / "schema.yaml", locations=_where)
     FORMATS = load_formats(_repo_path(config["prompts_dir"]), fidelity=config["fidelity"])
-    CHECKED = check_config(config, FORMATS, base_dir=BASEDIR)
+    CHECKED = check_config(config, FORMATS, base_dir=BASEDIR, locations=_where)
 except (ConfigError, PromptFormatError) as exc:
-    raise WorkflowError(f"config error: {exc}") from None
+    config_error(exc)
 
 # every file a prompt is made of: its template (for this fidelity mode) and formats.yaml (stops, style)
 FORMATS_YAML = str(formats_file(_repo_path(config["prompts_dir"])))
@@ -83,9 +101,31 @@ def model_resources(model):
     return MODELS[model]["resources"]
 
 
+def on_gpu(model):
+    """A model's generation runs on a GPU node: it asks for GPUs (resources.gpu) and is not placed on
+    the CPU (device cpu, the transformers backend's default; an API client never needs a GPU)."""
+    m = MODELS[model]
+    return int(m["resources"]["gpu"]) > 0 and m["backend"] == "transformers" and m.get("device", "cpu") != "cpu"
+
+
 def gpus(wildcards):
     n = int(model_resources(wildcards.model)["gpu"])
-    return n if SLURM["request_gpus"] else 0
+    return n if SLURM["request_gpus"] and on_gpu(wildcards.model) else 0
+
+
+def generation_partition(wildcards):
+    return GPU_PARTITION if on_gpu(wildcards.model) else CPU_PARTITION
+
+
+if workflow.exec_mode.name == "DEFAULT":
+    for _m in MODELS:
+        if int(model_resources(_m)["gpu"]) > 0 and not on_gpu(_m):
+            print(
+                f"earnest: models.{_m} runs on the CPU (device {MODELS[_m].get('device', 'cpu')}, backend "
+                f"{MODELS[_m]['backend']}): its generation jobs go to the cpu partition and resources.gpu "
+                f"({model_resources(_m)['gpu']}) is not requested",
+                file=sys.stderr,
+            )
 
 
 # ---------------------------------------------------------------- wildcard constraints
@@ -109,7 +149,7 @@ FIDELITY = config["fidelity"]
 try:
     STATS_ROWS = resolve_rows(config["stats"].get("rows"), FIDELITY, engine=config["stats"]["engine"])
 except ValueError as exc:
-    raise WorkflowError(f"config error: {exc}") from None
+    config_error(exc)
 STATS_DIR = "results/stats"
 # the summaries table: the one contract downstream of the statistics (earnest.stats.summaries)
 SUMMARIES = f"{STATS_DIR}/summaries.parquet"

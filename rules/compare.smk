@@ -33,6 +33,8 @@ rule compare_family:
         pdf=f"{COMPARE_DIR}/{{family}}/{{fixed}}/matrix.pdf",
     log:
         "logs/compare/{family}/{fixed}.log",
+    group:
+        "final"
     conda:
         "../envs/stats.yaml"
     threads: COMPARE["threads"]

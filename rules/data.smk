@@ -35,6 +35,8 @@ if GSM["source"] in ("jsonl", "hub"):
             "results/data/{dataset}.parquet",
         log:
             "logs/release_items/{dataset}.log",
+        group:
+            "prep"
         conda:
             "../envs/score.yaml"
         resources:
@@ -53,6 +55,8 @@ else:
             "results/data/gsm_base.parquet",
         log:
             "logs/base_items.log",
+        group:
+            "prep"
         conda:
             "../envs/score.yaml"
         resources:
@@ -68,6 +72,8 @@ else:
             f"{VARIANTS_DIR}/t{{template}}.parquet",
         log:
             f"logs/template_variants/seed{GSM['seed']}-n{GSM['variants']}/t{{template}}.log",
+        group:
+            "prep"
         conda:
             "../envs/score.yaml"
         resources:
@@ -86,6 +92,8 @@ else:
             "results/data/gsm_variants.parquet",
         log:
             "logs/variant_items.log",
+        group:
+            "prep"
         conda:
             "../envs/score.yaml"
         resources:

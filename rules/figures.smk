@@ -20,6 +20,8 @@ rule fig_variant_effect:
         pdf="results/figures/fig1_variant_effect_{prompt}.pdf",
     log:
         "logs/figures/fig1_variant_effect_{prompt}.log",
+    group:
+        "final"
     conda:
         "../envs/plots.yaml"
     resources:
@@ -45,6 +47,8 @@ rule fig_prompts:
         pdf="results/figures/fig2_prompts.pdf",
     log:
         "logs/figures/fig2_prompts.log",
+    group:
+        "final"
     conda:
         "../envs/plots.yaml"
     resources:
@@ -70,6 +74,8 @@ rule fig_number_effect:
         pdf="results/figures/fig3_number_effect.pdf",
     log:
         "logs/figures/fig3_number_effect.log",
+    group:
+        "final"
     conda:
         "../envs/plots.yaml"
     resources:
@@ -96,6 +102,8 @@ rule error_class_table:
         tex="results/tables/error_classes.tex",
     log:
         "logs/figures/error_classes.log",
+    group:
+        "final"
     conda:
         "../envs/plots.yaml"
     resources:
@@ -123,6 +131,8 @@ rule fig_errors_nl:
         pdf="results/figures/fig9_errors_nl.pdf",
     log:
         "logs/figures/fig9_errors_nl.log",
+    group:
+        "final"
     conda:
         "../envs/plots.yaml"
     resources:
@@ -153,6 +163,8 @@ rule fig_errors_code:
         pdf="results/figures/fig10_errors_code.pdf",
     log:
         "logs/figures/fig10_errors_code.log",
+    group:
+        "final"
     conda:
         "../envs/plots.yaml"
     resources:
@@ -183,6 +195,8 @@ rule fig_errors_code_share:
         pdf="results/figures/fig11_errors_code_share.pdf",
     log:
         "logs/figures/fig11_errors_code_share.log",
+    group:
+        "final"
     conda:
         "../envs/plots.yaml"
     resources:
@@ -217,6 +231,8 @@ rule published_comparison:
         tex="results/tables/published_comparison.tex",
     log:
         "logs/figures/published_comparison.log",
+    group:
+        "final"
     conda:
         "../envs/plots.yaml"
     resources:

@@ -48,11 +48,13 @@ rule generate:
         "results/generations/{model}/{prompt}/{dataset}.parquet",
     log:
         "logs/generate/{model}/{prompt}/{dataset}.log",
+    benchmark:
+        "logs/benchmarks/generate/{model}/{prompt}/{dataset}.tsv"
     conda:
         "../envs/generate.yaml"
     threads: config["generation"]["threads"]
     resources:
-        slurm_partition=GPU_PARTITION,
+        slurm_partition=generation_partition,
         slurm_account=SLURM_ACCOUNT,
         gpu=gpus,
         mem_mb=lambda wc: model_resources(wc.model)["mem_mb"],

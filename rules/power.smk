@@ -13,7 +13,7 @@ POWER_PUBLISHED = BASEDIR / "resources/published"
 try:  # a scenario that names no paper model stops the run before any job
     published_scenarios(POWER_PUBLISHED, POWER["scenarios"])
 except PowerError as exc:
-    raise WorkflowError(f"config error: power.scenarios: {exc}") from None
+    config_error(f"power.scenarios: {exc}")
 
 
 rule power_paper_design:
@@ -72,6 +72,8 @@ rule power_results:
         tex="results/tables/power/results_mde.tex",
     log:
         "logs/power/results_mde.log",
+    group:
+        "final"
     conda:
         "../envs/stats.yaml"
     resources:

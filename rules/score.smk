@@ -9,6 +9,8 @@ rule score:
         "results/scored/{model}/{prompt}/{dataset}.parquet",
     log:
         "logs/score/{model}/{prompt}/{dataset}.log",
+    group:
+        "post"
     conda:
         # reference mode: the authors' Python (3.12) runs model code
         "../envs/score-reference.yaml" if config["fidelity"] == "reference" else "../envs/score.yaml"

@@ -25,6 +25,8 @@ if SENS["enabled"]:
                 f"{SENS_DIR}/{{mode}}/generations/{{model}}/{{prompt}}/{{dataset}}.parquet",
             log:
                 "logs/sensitivity/{mode}/generate/{model}/{prompt}/{dataset}.log",
+            benchmark:
+                "logs/benchmarks/sensitivity/{mode}/generate/{model}/{prompt}/{dataset}.tsv"
             params:
                 fidelity=OTHER,
 
@@ -61,6 +63,8 @@ if SENS["enabled"]:
             check=f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/shard-{{shard}}.check.parquet",
         log:
             "logs/sensitivity/{mode}/bootstrap_shard/{analysis}/glmm{glmm}/{model}/{prompt}/shard-{shard}.log",
+        benchmark:
+            "logs/benchmarks/sensitivity/{mode}/bootstrap_shard/{analysis}/glmm{glmm}/{model}/{prompt}/shard-{shard}.tsv"
         params:
             rows=OTHER_ROWS,
             n_shards=SENS["shards"],
@@ -113,6 +117,8 @@ if SENS["enabled"]:
             tex="results/tables/sensitivity.tex",
         log:
             "logs/sensitivity_table.log",
+        group:
+            "final"
         conda:
             "../envs/stats.yaml"
         resources:

@@ -11,6 +11,8 @@ rule statform_data:
         taxonomy=f"{SF_DIR}/data/taxonomy.yaml",
     log:
         "logs/statform_data.log",
+    group:
+        "prep"
     conda:
         "../envs/statform.yaml"
     resources:
@@ -33,11 +35,13 @@ rule statform_generate:
         f"{SF_DIR}/generations/{{model}}/{{strategy}}.parquet",
     log:
         "logs/statform_generate/{model}/{strategy}.log",
+    benchmark:
+        "logs/benchmarks/statform_generate/{model}/{strategy}.tsv"
     conda:
         "../envs/statform.yaml"
     threads: config["generation"]["threads"]
     resources:
-        slurm_partition=lambda wc: GPU_PARTITION if MODELS[wc.model]["backend"] == "transformers" else CPU_PARTITION,
+        slurm_partition=generation_partition,
         slurm_account=SLURM_ACCOUNT,
         gpu=gpus,
         mem_mb=lambda wc: model_resources(wc.model)["mem_mb"],
@@ -62,6 +66,8 @@ rule statform_score:
         f"{SF_DIR}/scored/{{model}}/{{strategy}}.parquet",
     log:
         "logs/statform_score/{model}/{strategy}.log",
+    group:
+        "post"
     conda:
         "../envs/statform.yaml"
     resources:
@@ -89,6 +95,8 @@ rule statform_analysis:
         ),
     log:
         "logs/statform_analysis.log",
+    group:
+        "final"
     conda:
         "../envs/statform.yaml"
     resources:

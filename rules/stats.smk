@@ -11,6 +11,8 @@ rule glmm_input:
         f"{STATS_DIR}/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
     log:
         "logs/glmm_input/{analysis}/{model}/{prompt}.log",
+    group:
+        "post"
     conda:
         "../envs/stats.yaml"
     resources:
@@ -30,6 +32,10 @@ rule bootstrap_shard:
         check=f"{STATS_DIR}/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/shard-{{shard}}.check.parquet",
     log:
         "logs/bootstrap_shard/{analysis}/glmm{glmm}/{model}/{prompt}/shard-{shard}.log",
+    benchmark:
+        "logs/benchmarks/bootstrap_shard/{analysis}/glmm{glmm}/{model}/{prompt}/shard-{shard}.tsv"
+    group:
+        "post"
     conda:
         "../envs/stats.yaml"
     threads: STATS["threads"]
@@ -67,6 +73,8 @@ rule glmm_summary:
         refits=f"{STATS_DIR}/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/refits.parquet",
     log:
         "logs/glmm_summary/{analysis}/glmm{glmm}/{model}/{prompt}.log",
+    group:
+        "post"
     conda:
         "../envs/stats.yaml"
     resources:
@@ -91,6 +99,8 @@ rule summaries:
         SUMMARIES,
     log:
         "logs/summaries.log",
+    group:
+        "final"
     conda:
         "../envs/stats.yaml"
     resources:
@@ -139,6 +149,8 @@ rule stats_tables:
         ),
     log:
         "logs/stats_tables.log",
+    group:
+        "final"
     conda:
         "../envs/stats.yaml"
     resources:
@@ -161,6 +173,8 @@ rule ks_test:
         figure=report("results/figures/fig8_integers.png", caption="../report/fig8.rst", category="Figures"),
     log:
         "logs/ks_test.log",
+    group:
+        "prep"
     conda:
         "../envs/stats.yaml"
     resources:

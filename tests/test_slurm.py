@@ -3,7 +3,8 @@
 scripts/slurm-up.sh starts the cluster (munge, MariaDB + slurmdbd accounting, partitions `cpu` and
 `gpu`, one stand-in GPU).  The test runs the real Snakefile with tests/configs/tiny.yaml (a tiny random model) and checks,
 from Slurm's own accounting records (sacct), that generation jobs ran in the gpu partition with a
-GPU and the configured account, every other job in the cpu partition; that a generation job
+GPU and the configured account, every other job in the cpu partition, the small CPU jobs in two
+group jobs (one before the generations, one after them); that a generation job
 cancelled with scancel while running is retried by the profile and resumes from its checkpoint,
 the final table holding every item exactly once; and that a second run submits nothing.
 
@@ -33,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODEL = "tiny"                  # the model of tests/configs/tiny.yaml
 ACCOUNT = "earnest-slurmtest"   # a non-default account, so that sacct shows the config value was used
 RUN_TIMEOUT_S = 900
+GROUPS = ("prep", "post", "final")   # the job groups of the rules (profiles/slurm group-components)
 
 
 def _as_root() -> list[str]:
@@ -84,7 +86,9 @@ def _configs(tmp_path: Path, workdir: Path, model_dir: Path) -> tuple[list[Path]
     assert MODEL in base_cfg["models"], f"{tiny} has no model {MODEL!r}"
     (workdir / "tiny-model").symlink_to(model_dir, target_is_directory=True)
     overlay = {
-        "models": {MODEL: {"batch_size": 1}},
+        # device auto: a GPU model (device cpu would route its generation to the cpu partition); it
+        # finds no CUDA device behind the stand-in GPU and runs on the CPU
+        "models": {MODEL: {"batch_size": 1, "device": "auto", "resources": {"gpu": 1}}},
         # a random model never stops early: every item takes max_new_tokens decode steps (about
         # 0.8 s here), which leaves seconds to interrupt the job between two checkpoints
         "generation": {"max_new_tokens": 600, "checkpoint_every": 1},
@@ -118,8 +122,11 @@ def _sacct(run_uuid: str) -> pd.DataFrame:
               "--format", ",".join(fields))
     rows = [line.split("|") for line in out.splitlines() if line.strip()]
     df = pd.DataFrame(rows, columns=fields)
-    # the plugin puts rule_<rule>[_wildcards_<values>] into the job comment
+    # the plugin puts rule_<rule>[_wildcards_<values>] into the job comment (rule_<group> for a group job)
     df["rule"] = df["Comment"].str.extract(r"^rule_(.+?)(?:_wildcards_.*)?$")[0]
+    # a group job's comment is rule_<group>_<its rules>: it is named by its group
+    group = df["rule"].str.extract(rf"^({'|'.join(GROUPS)})_")[0]
+    df["rule"] = group.fillna(df["rule"])
     df["wildcards"] = df["Comment"].str.extract(r"_wildcards_(.*)$")[0].fillna("")
     return df
 
@@ -185,7 +192,9 @@ def test_workflow_on_slurm(slurm_cluster, tiny_model_dir, tmp_path):
     # ---- Slurm's records: partitions, GPUs, account
     assert not run1.empty and run1["rule"].notna().all(), run1.to_string()
     gen_jobs, other = run1[run1["rule"] == "generate"], run1[run1["rule"] != "generate"]
-    assert set(other["rule"]) >= {"score"}, run1.to_string()
+    # the small CPU jobs travel in groups (profiles/slurm group-components): one job before the
+    # generations (the item tables), one after them (the four scoring jobs)
+    assert sorted(other["rule"]) == ["post", "prep"], run1.to_string()
     assert (gen_jobs["Partition"] == "gpu").all(), run1.to_string()
     assert (other["Partition"] == "cpu").all(), run1.to_string()
     assert gen_jobs["AllocTRES"].str.contains("gres/gpu=1").all(), run1.to_string()

@@ -311,6 +311,7 @@ def _config(mutate):
     from earnest.prompts import load_formats
 
     cfg = copy.deepcopy(yaml.safe_load((ROOT / "tests" / "configs" / "tiny.yaml").read_text()))
+    cfg["models"]["tiny"]["path"] = str(ROOT / "tests")   # an existing folder (the model is not loaded)
     cfg["statform_build"] = {"enabled": True, "entries": str(RES / "build_example" / "entries.jsonl"),
                              "cases": str(CASES), "model": "tiny"}
     mutate(cfg)

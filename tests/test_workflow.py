@@ -249,6 +249,35 @@ def test_malformed_jsonl_line_is_named(tmp_path):
          r"release\.jsonl:2")
 
 
+def test_config_mistakes_name_file_line_and_key_all_at_once(tmp_path):
+    """A misspelt key, NaN, an unsafe model name and a model folder that does not exist: every one named
+    with the config file and line, no Snakemake traceback pointing at rules/common.smk."""
+    cfg = copy.deepcopy(TINY)
+    cfg["stats"]["resampels"] = cfg["stats"].pop("resamples")
+    cfg["stats"]["alpha"] = float("nan")
+    proc = snakemake(tmp_path, cfg, "-n")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-2000:]
+    path = next(tmp_path.glob("config-*.yaml"))
+    lines = path.read_text().splitlines()
+    line = {k: i + 1 for i, t in enumerate(lines) for k in ("resampels", "alpha") if t.strip().startswith(k + ":")}
+    assert f"{path}:{line['resampels']}: stats.resampels: unknown key 'resampels' (did you mean 'resamples'?)" in out
+    assert f"{path}:{line['alpha']}: stats.alpha: nan is not a number" in out
+    assert "common.smk" not in out and "Traceback" not in out, out[-2000:]
+    # the schema passes: the checks after it (every section) speak, again with file and line
+    cfg = copy.deepcopy(TINY)
+    cfg["models"]["../../escape"] = dict(cfg["models"]["tiny"])
+    cfg["compare"] = {"agq": 3, "item_effects": False}
+    proc = snakemake(tmp_path, cfg, "-n")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-2000:]
+    assert "4 problems:" in out, out[-2000:]
+    assert re.search(r"config-\d+\.yaml:\d+: models\.\.\./\.\./escape: the name '\.\./\.\./escape' cannot be used", out)
+    assert re.search(r"config-\d+\.yaml:\d+: models\.tiny\.path: directory not found: tiny-model", out), out[-2000:]
+    assert re.search(r"config-\d+\.yaml:\d+: compare\.agq: 3 quadrature points", out), out[-2000:]
+    assert not (tmp_path / "results").exists() and not (tmp_path.parent / "escape").exists()
+
+
 def test_schema_violation_is_named(tmp_path):
     _bad(tmp_path, lambda c: c["stats"].update(resamples="many"), r"resamples")
 
@@ -304,3 +333,37 @@ def test_ex1_checkpoint_decides_ex2(tiny_run):
     assert not summaries["ex2"].any() and not summaries["significant"].any()
     problems = pd.read_csv(tiny_run / "results/tables/stats/fit_problems.csv")
     assert (problems["verdict"] == "degenerate").all()
+
+
+def test_cluster_plan_groups_small_jobs_and_routes_cpu_models(tmp_path):
+    """The Slurm profile's plan (a dry run; no cluster needed): every small CPU job inside one of three
+    group jobs, generation and the power study on their own; a model on the CPU (device cpu) generates
+    in the cpu partition without GPUs, a CUDA model in the gpu partition with its GPUs."""
+    pytest.importorskip("snakemake_executor_plugin_slurm")
+    cfg = copy.deepcopy(TINY)
+    (tmp_path / "tiny-model").mkdir()
+    cfg["models"]["big"] = {**cfg["models"]["tiny"], "device": "cuda", "resources": {"gpu": 2, "mem_mb": 9000}}
+    cfg["models"]["tiny"]["resources"] = {"gpu": 1}   # asks for a GPU it would not use: ignored
+    path = tmp_path / "cfg.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory",
+                           str(tmp_path), "--profile", str(REPO / "profiles" / "slurm"), "--configfile", str(path),
+                           "-n"], capture_output=True, text=True, timeout=600, env=child_env())
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    lines = [re.sub(r"^\[[^\]]+\] ", "", line) for line in out.splitlines()]
+    groups = [m.group(1) for line in lines if (m := re.match(r"^Group job (\w+) ", line))]
+    assert sorted(groups) == ["final", "post", "prep"], groups
+    alone = {m.group(1) for line in lines if (m := re.match(r"^(?:local)?rule (\w+):", line))}
+    assert alone == {"generate", "statform_generate", "power_paper_design", "all"}, alone
+    gen = {}
+    for i, line in enumerate(lines):
+        if re.match(r"^\s*rule (statform_)?generate:", line):
+            block = lines[i:i + 12]
+            wc = next(x for x in block if "wildcards:" in x)
+            res = next(x for x in block if "resources:" in x)
+            model = re.search(r"model=(\w+)", wc).group(1)
+            gen.setdefault(model, set()).add((re.search(r"slurm_partition=(\w+)", res).group(1),
+                                              re.search(r"\bgpu=(\d+)", res).group(1)))
+    assert gen == {"tiny": {("cpu", "0")}, "big": {("gpu", "2")}}, gen
+    assert not (tmp_path / "results").exists()

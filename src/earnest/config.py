@@ -17,6 +17,7 @@ unit test in ``tests/test_config.py``.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,14 +26,32 @@ from typing import Any, Mapping
 import yaml
 
 from earnest.jsonl import read_utf8
-from earnest.prompts import PromptFormat, PromptFormatError, validate_format_names
+from earnest.prompts import FORMATS_FILE, PromptFormat, PromptFormatError, validate_format_names
 
 __all__ = ["ConfigError", "Checked", "validate_schema", "check_config", "resolve_path", "load_yaml_strict",
-           "check_config_files"]
+           "check_config_files", "config_locations", "locate", "SAFE_NAME"]
 
 
 class ConfigError(ValueError):
-    """The configuration is invalid; the message starts with the config key or file it concerns."""
+    """The configuration is invalid; the message starts with the config key or file it concerns.
+
+    ``problems`` holds every problem found (one line each, ``file:line: key: message`` where the key's
+    place in a config file is known); the message lists them all."""
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        self.problems = list(problems) if problems else [message]
+        super().__init__(message)
+
+    @classmethod
+    def collect(cls, problems: list[str]) -> "ConfigError":
+        if len(problems) == 1:
+            return cls(problems[0])
+        return cls(f"{len(problems)} problems:\n" + "\n".join(f"  {p}" for p in problems), problems)
+
+
+#: model, prompt format and strategy names become folder names (results/generations/<model>/...):
+#: a letter or digit first, then letters, digits, '.', '_', '-' (no '/', no '..', no spaces)
+SAFE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
 
 @dataclass(frozen=True)
@@ -98,8 +117,66 @@ def load_yaml_strict(path: str | Path):
 def check_config_files(paths) -> None:
     """Read every config file as :func:`load_yaml_strict` does (Snakemake's own reading keeps the
     last of two equal keys without a word); raises ConfigError naming file and line."""
+    problems = []
     for path in paths:
-        load_yaml_strict(path)
+        try:
+            load_yaml_strict(path)
+        except ConfigError as exc:
+            problems += exc.problems
+    if problems:
+        raise ConfigError.collect(problems)
+
+
+def config_locations(paths) -> dict[str, str]:
+    """Where each key of the merged config was written: ``{"stats.resamples": "my.yaml:12"}``, for
+    every mapping key in ``paths`` (the config files in the order Snakemake merges them, a later file
+    overriding an earlier one). Files that cannot be read are skipped (:func:`check_config_files`
+    reports them)."""
+    where: dict[str, str] = {}
+
+    def walk(node, prefix, path):
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value in node.value:
+                key = f"{prefix}.{key_node.value}" if prefix else str(key_node.value)
+                where[key] = f"{path}:{key_node.start_mark.line + 1}"
+                walk(value, key, path)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, value in enumerate(node.value):
+                key = f"{prefix}.{i}"
+                where[key] = f"{path}:{value.start_mark.line + 1}"
+                walk(value, key, path)
+
+    for path in paths:
+        try:
+            loader = _StrictLoader(read_utf8(Path(path), error=ConfigError))
+            try:
+                node = loader.get_single_node()
+            finally:
+                loader.dispose()
+        except (ConfigError, yaml.YAMLError, OSError):
+            continue
+        if node is not None:
+            walk(node, "", path)
+    return where
+
+
+_LEADING_KEY = re.compile(r"^(?:config key ')?([A-Za-z_][^\s:']*)")
+
+
+def locate(problem: str, locations: Mapping[str, str] | None) -> str:
+    """``problem`` (a message starting with a config key) prefixed with the file and line the key, or
+    its nearest enclosing key, was written on; unchanged where no config file holds it."""
+    if not locations:
+        return problem
+    m = _LEADING_KEY.match(problem)
+    if not m:
+        return problem
+    key = m.group(1)
+    while key:
+        if key in locations:
+            return f"{locations[key]}: {problem}"
+        key = key.rpartition(".")[0]
+    return problem
 
 
 # ---------------------------------------------------------------- schema
@@ -107,10 +184,43 @@ def _key(path) -> str:
     return ".".join(str(p) for p in path) or "(top level)"
 
 
-def validate_schema(config: dict, schema: str | Path | Mapping) -> dict:
+def _schema_problems(err) -> list[str]:
+    """One line per problem of a jsonschema error; an unknown key is named, with the closest known one."""
+    import difflib
+
+    where = _key(err.absolute_path)
+    if err.validator == "additionalProperties" and err.validator_value is False and isinstance(err.instance, dict):
+        known = list(err.schema.get("properties", {}))
+        out = []
+        for name in sorted(set(err.instance) - set(known), key=str):
+            close = difflib.get_close_matches(str(name), known, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
+            key = f"{where}.{name}" if err.absolute_path else str(name)
+            out.append(f"{key}: unknown key {name!r} ({hint})")
+        if out:
+            return out
+    return [f"{where}: {err.message}"]
+
+
+def _non_finite(node, path=()):
+    """Paths of every NaN or infinite number in a config (YAML's .nan / .inf)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _non_finite(v, path + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _non_finite(v, path + (i,))
+    elif isinstance(node, float) and not math.isfinite(node):
+        yield path, node
+
+
+def validate_schema(config: dict, schema: str | Path | Mapping,
+                    locations: Mapping[str, str] | None = None) -> dict:
     """Check ``config`` against the JSON schema (a path or a loaded mapping) and fill in every
     default it declares, in place; also returns ``config``. Raises :class:`ConfigError` naming the
-    key (``stats.resamples: 'many' is not of type 'integer'``)."""
+    key (``stats.resamples: 'many' is not of type 'integer'``), for every problem found; with
+    ``locations`` (:func:`config_locations`) each problem starts with the config file and line.
+    A NaN or infinite number (``.nan``, ``.inf``) is refused everywhere: no setting means it."""
     import jsonschema
 
     if not isinstance(schema, Mapping):
@@ -128,11 +238,15 @@ def validate_schema(config: dict, schema: str | Path | Mapping) -> dict:
     validator_cls = jsonschema.validators.extend(base, {"properties": set_defaults})
     if not isinstance(config, dict):
         raise ConfigError(f"the config must be a mapping of keys, not {type(config).__name__}")
+    bad_numbers = dict(_non_finite(config))
+    problems = [f"{_key(path)}: {value} is not a number a setting can take (NaN and infinity are refused)"
+                for path, value in bad_numbers.items()]
     errors = sorted(validator_cls(schema).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
-    if errors:
-        err = errors[0]
-        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-        raise ConfigError(f"{_key(err.absolute_path)}: {err.message}{more}")
+    for err in errors:
+        if tuple(err.absolute_path) not in bad_numbers:   # said already
+            problems += [p for p in _schema_problems(err) if p not in problems]
+    if problems:
+        raise ConfigError.collect([locate(p, locations) for p in problems])
     return config
 
 
@@ -146,43 +260,69 @@ def _check_prompts(config: dict, formats: Mapping[str, PromptFormat]) -> None:
         raise ConfigError(str(exc)) from None
 
 
-def _check_models(config: dict, base_dir) -> None:
+def _check_names(config: dict, formats: Mapping[str, PromptFormat]) -> None:
+    """Model, prompt format and strategy names are folder names under results/ (:data:`SAFE_NAME`)."""
+    named = [f"models.{n}" for n in config["models"]] + [f"{FORMATS_FILE}: prompt format {n}" for n in formats]
+    named += [f"statform.strategies.{n}" for n in config.get("statform", {}).get("strategies", {})]
+    names = list(config["models"]) + list(formats) + list(config.get("statform", {}).get("strategies", {}))
+    bad = [f"{where}: the name {name!r} cannot be used: it becomes a folder under results/, so it must start "
+           "with a letter or digit and hold only letters, digits, '.', '_' and '-'"
+           for where, name in zip(named, names) if not isinstance(name, str) or not re.fullmatch(SAFE_NAME, name)]
+    if bad:
+        raise ConfigError.collect(bad)
+
+
+def _check_model(config: dict, name: str, m: dict) -> None:
     from earnest.backends import BACKENDS
 
-    models = config["models"]
-    for name, m in models.items():
-        backend = m["backend"]
-        if backend not in BACKENDS:
-            raise ConfigError(f"models.{name}.backend: unknown backend {backend!r} "
-                              f"(known: {', '.join(sorted(BACKENDS))})")
-        if backend == "openai":
-            url = m.get("base_url")
-            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-                raise ConfigError(f"models.{name}.base_url: the openai backend needs the server's http(s) API root, "
-                                  f"got {url!r}")
-        if backend == "transformers":
-            sources = [k for k in ("gguf", "path", "hub") if m.get(k)]
-            if len(sources) != 1:
-                raise ConfigError(f"models.{name}: give exactly one of gguf, path or hub (got {sources or 'none'})")
-            if config["paper_mode"] and m.get("hub") and not m.get("revision"):
-                raise ConfigError(f"models.{name}.revision: paper_mode needs every hub model pinned to a commit id")
-            if m.get("gguf"):
-                from earnest.backends.hf import resolve_gguf
+    backend = m["backend"]
+    if backend not in BACKENDS:
+        raise ConfigError(f"models.{name}.backend: unknown backend {backend!r} "
+                          f"(known: {', '.join(sorted(BACKENDS))})")
+    if backend == "openai":
+        url = m.get("base_url")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ConfigError(f"models.{name}.base_url: the openai backend needs the server's http(s) API root, "
+                              f"got {url!r}")
+    if backend == "transformers":
+        sources = [k for k in ("gguf", "path", "hub") if m.get(k)]
+        if len(sources) != 1:
+            raise ConfigError(f"models.{name}: give exactly one of gguf, path or hub (got {sources or 'none'})")
+        if config["paper_mode"] and m.get("hub") and not m.get("revision"):
+            raise ConfigError(f"models.{name}.revision: paper_mode needs every hub model pinned to a commit id")
+        if m.get("gguf") or m.get("path"):   # the files the jobs will load, checked as they check them
+            from earnest.backends.hf import model_source
 
-                try:
-                    resolve_gguf(m["gguf"])
-                except FileNotFoundError as exc:
-                    raise ConfigError(f"models.{name}.{exc}") from None
+            try:
+                model_source(name, m)
+            except FileNotFoundError as exc:
+                msg = str(exc) if str(exc).startswith("models.") else f"models.{name}.{exc}"
+                if m.get("path") and not Path(m["path"]).expanduser().is_absolute():
+                    msg += f" (a relative path is read from the working directory, {Path.cwd()})"
+                raise ConfigError(msg) from None
+
+
+def _check_models(config: dict, base_dir) -> None:
+    models = config["models"]
+    problems = []
+    for name, m in models.items():   # every model's problem, not only the first model's
+        try:
+            _check_model(config, name, m)
+        except ConfigError as exc:
+            problems.append(str(exc))
     for name in config["experiments"].get("ex2_models") or []:
         if name not in models:
-            raise ConfigError(f"experiments.ex2_models: {name!r} is not a configured model "
-                              f"(models: {', '.join(models)})")
+            problems.append(f"experiments.ex2_models: {name!r} is not a configured model "
+                            f"(models: {', '.join(models)})")
+    if problems:
+        raise ConfigError.collect(problems)
 
 
 def _gsm_templates(config: dict, base_dir) -> list[int]:
-    from earnest.datasets import RELEASE_TEMPLATES, DatasetError, read_release_jsonl, release_path
+    from earnest.datasets import RELEASE_TEMPLATES, DatasetError, read_release_jsonl, release_path, release_shortfall
 
     gsm = config["gsm_symbolic"]
+    records = None
     if gsm["source"] == "jsonl":
         if not gsm.get("jsonl"):
             raise ConfigError("gsm_symbolic.jsonl: source is jsonl but no file is given")
@@ -193,6 +333,7 @@ def _gsm_templates(config: dict, base_dir) -> list[int]:
         available = sorted({r["id"] for r in records})
         if not available:
             raise ConfigError(f"gsm_symbolic.jsonl: {gsm['jsonl']} holds no records")
+        where = gsm["jsonl"]
     elif gsm["source"] == "hub":
         hub = gsm.get("hub") or {}
         rev = hub.get("revision") or ""
@@ -201,9 +342,10 @@ def _gsm_templates(config: dict, base_dir) -> list[int]:
         fetched = resolve_path(release_path(hub["repo"], rev, hub["file"]), base_dir)
         if fetched.exists():  # fetched already: check it as a jsonl source
             try:
-                available = sorted({r["id"] for r in read_release_jsonl(fetched)})
+                records = read_release_jsonl(fetched)
             except DatasetError as exc:
                 raise ConfigError(str(exc)) from None
+            available, where = sorted({r["id"] for r in records}), str(fetched)
         else:  # the release's template ids; the job that reads the file checks them again
             available = list(RELEASE_TEMPLATES)
     else:
@@ -217,6 +359,10 @@ def _gsm_templates(config: dict, base_dir) -> list[int]:
     if len(templates) < 2:
         raise ConfigError(f"gsm_symbolic.templates: {templates} is a single template; the GLMMs' random intercept "
                           "per template and the bootstrap over templates need at least 2")
+    if records is not None:   # a release read now: every template must have the variants asked for
+        short = release_shortfall(records, templates, gsm["variants"])
+        if short:
+            raise ConfigError(short.replace("the release", f"the release {where}", 1))
     return templates
 
 
@@ -225,6 +371,13 @@ def _check_stats(config: dict) -> None:
     if stats["shards"] > stats["resamples"]:
         raise ConfigError(f"stats.shards: {stats['shards']} shards for {stats['resamples']} resamples would plan "
                           "shards without a resample; use at most stats.resamples shards")
+
+
+def _check_compare(config: dict) -> None:
+    cmp = config["compare"]
+    if cmp["agq"] > 1 and not cmp["item_effects"]:
+        raise ConfigError(f"compare.agq: {cmp['agq']} quadrature points integrate over the item intercepts, which "
+                          "compare.item_effects: false leaves out; use agq: 1 or item_effects: true")
 
 
 def _check_statform(config: dict, base_dir) -> None:
@@ -293,18 +446,33 @@ def _check_statform_build(config: dict, base_dir) -> tuple[dict, dict, list]:
 
 
 def check_config(config: dict, formats: Mapping[str, PromptFormat], *,
-                 base_dir: str | Path | None = None) -> Checked:
+                 base_dir: str | Path | None = None, locations: Mapping[str, str] | None = None) -> Checked:
     """Check a schema-validated config (:func:`validate_schema`) against the prompt formats
     (``formats.yaml``, :func:`earnest.prompts.load_formats`), the installed backends and the files it
     names; relative paths are resolved with :func:`resolve_path` against ``base_dir``.
 
     Raises :class:`ConfigError` naming the key (``experiments.ex2_prompts: unknown prompt format
-    'haiku'``) or file and line. Returns what it worked out (:class:`Checked`).
+    'haiku'``) or file and line, with every section's problem (not only the first); with
+    ``locations`` (:func:`config_locations`) each starts with the config file and line of its key.
+    Returns what it worked out (:class:`Checked`).
     """
-    _check_prompts(config, formats)
-    _check_models(config, base_dir)
-    templates = _gsm_templates(config, base_dir)
-    _check_stats(config)
-    _check_statform(config, base_dir)
-    entries, cases, excluded = _check_statform_build(config, base_dir)
+    problems: list[str] = []
+
+    def run(check, *args, default=None):
+        try:
+            return check(*args)
+        except (ConfigError, PromptFormatError) as exc:   # every section is checked; all problems are shown
+            problems.extend(getattr(exc, "problems", None) or [str(exc)])
+            return default
+
+    run(_check_names, config, formats)
+    run(_check_prompts, config, formats)
+    run(_check_models, config, base_dir)
+    templates = run(_gsm_templates, config, base_dir, default=[])
+    run(_check_stats, config)
+    run(_check_compare, config)
+    run(_check_statform, config, base_dir)
+    entries, cases, excluded = run(_check_statform_build, config, base_dir, default=({}, {}, []))
+    if problems:
+        raise ConfigError.collect([locate(p, locations) for p in problems])
     return Checked(templates=templates, build_entries=entries, build_cases=cases, build_excluded=excluded)

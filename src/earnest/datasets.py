@@ -210,6 +210,23 @@ def fetch_release(repo: str, revision: str, file: str, dest: str | Path, *,
     return dest
 
 
+def release_shortfall(records: list[dict], templates: Iterable[int], n_variants: int) -> str | None:
+    """Why ``records`` cannot give ``n_variants`` GSM-Variants (instances 0..n-1) for every template in
+    ``templates``, or None when they can."""
+    have: dict[int, set] = {t: set() for t in templates}
+    for r in records:
+        if r["id"] in have and 0 <= r["instance"] < n_variants:
+            have[r["id"]].add(r["instance"])
+    short = {t: len(s) for t, s in sorted(have.items()) if len(s) < n_variants}
+    if not short:
+        return None
+    shown = ", ".join(f"template {t}: {n}" for t, n in list(short.items())[:5])
+    more = f" and {len(short) - 5} more" if len(short) > 5 else ""
+    return (f"gsm_symbolic.variants: {n_variants} variants asked, but the release holds fewer instances "
+            f"numbered 0..{n_variants - 1} for {len(short)} template(s) ({shown}{more}); lower variants "
+            "or use a release with more instances")
+
+
 def release_items(records: list[dict], dataset: str, templates: Iterable[int] | None,
                   n_variants: int | None) -> pd.DataFrame:
     """GSM-Base (one original per template id) or GSM-Variants (instances < n_variants) from release records."""
@@ -225,6 +242,10 @@ def release_items(records: list[dict], dataset: str, templates: Iterable[int] | 
                 rows.append(dict(template_id=r["id"], instance=-1, question=r["original_question"].strip(),
                                  answer=gold_answer(r["original_answer"], r["_where"] + " original_answer")))
     elif dataset == "gsm_variants":
+        if n_variants is not None:
+            short = release_shortfall(records, ids, n_variants)
+            if short:
+                raise DatasetError(short)
         for r in records:
             if r["id"] in keep and (n_variants is None or r["instance"] < n_variants):
                 rows.append(dict(template_id=r["id"], instance=r["instance"], question=r["question"].strip(),

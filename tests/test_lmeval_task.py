@@ -1,0 +1,129 @@
+"""The lm-evaluation-harness task earnest ships (resources/lm_eval/gsm_symbolic), loaded by lm-eval
+0.4.13's own task loader (`--include_path`): every prompt it renders is byte for byte earnest's GSM
+prompt for the same question, the docs keep the template ids, the stop string and the answer filters
+are earnest's, and a real `lm_eval run --log_samples` with the tiny model writes samples that
+earnest's reader maps to templates and variants without any hand-written YAML.
+
+Needs the optional `lm_eval==0.4.13` (scripts/setup.sh --lm-eval); skipped without it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from earnest.datasets import package_base_items, package_variant_items
+from earnest.prompts import load_formats
+
+lm_eval = pytest.importorskip("lm_eval")
+
+REPO = Path(__file__).resolve().parents[1]
+SHIPPED = REPO / "resources" / "lm_eval" / "gsm_symbolic"
+TEMPLATES, VARIANTS = [0, 1, 2], 2
+
+
+def _release(path: Path) -> None:
+    """Rows in the official release's format (apple/GSM-Symbolic main/test.jsonl) from earnest's
+    package items, with the stray whitespace a release question may carry."""
+    base = package_base_items(TEMPLATES).set_index("template_id")
+    rows = []
+    for t in TEMPLATES:
+        for _, v in package_variant_items(t, VARIANTS, 7).iterrows():
+            rows.append({"id": t, "instance": int(v.instance), "question": v.question + "\n",
+                         "answer": f"Work.\n#### {v.answer}", "original_id": 1000 + t,
+                         "original_question": " " + base.at[t, "question"],
+                         "original_answer": f"Work.\n#### {base.at[t, 'answer']}"})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+@pytest.fixture()
+def task_dir(tmp_path):
+    """The shipped tasks reading a local release file instead of the hub (offline): each local task
+    includes the shipped one and overrides only the data source."""
+    release = tmp_path / "release.jsonl"
+    _release(release)
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    for kind in ("base", "variants"):
+        (tasks / f"local_{kind}.yaml").write_text(
+            f"include: {SHIPPED / f'gsm_symbolic_{kind}.yaml'}\ntask: local_gsm_symbolic_{kind}\n"
+            f"dataset_path: json\ndataset_name: null\ndataset_kwargs:\n  data_files:\n    test: {release}\n",
+            encoding="utf-8")
+    return tasks
+
+
+def _tasks(task_dir):
+    from lm_eval.tasks import TaskManager, get_task_dict
+
+    return get_task_dict(["local_gsm_symbolic_base", "local_gsm_symbolic_variants"],
+                         TaskManager(include_path=str(task_dir)))
+
+
+def test_prompts_are_earnest_bytes_and_docs_keep_templates(task_dir):
+    gsm = load_formats(REPO / "resources" / "prompts")["gsm"]
+    expected = {"local_gsm_symbolic_base": package_base_items(TEMPLATES),
+                "local_gsm_symbolic_variants": __import__("pandas").concat(
+                    [package_variant_items(t, VARIANTS, 7) for t in TEMPLATES])}
+    for name, task in _tasks(task_dir).items():
+        task.build_all_requests(limit=None, rank=0, world_size=1)
+        items = expected[name]
+        assert len(task.instances) == len(items), name
+        got = {(i.doc["id"], i.doc["instance"]): i for i in task.instances}
+        for _, item in items.iterrows():
+            inst = got[(int(item.template_id), int(item.instance))]
+            prompt, gen = inst.arguments
+            assert prompt == gsm.render(item.question), (name, item.item_id)   # byte for byte
+            assert gen["until"] == list(gsm.stop) and gen["do_sample"] is False
+            assert task.doc_to_target(inst.doc) == item.answer
+
+
+@pytest.mark.parametrize("response, strict, flexible", [
+    ("Let me see. 3 + 4 = 7. The final answer is 1,234.\n", "1234", "1234"),
+    ("The final answer is: $-5.50", "-5.50", "-5.50"),
+    ("so 12 and then 30 remain", None, "30"),
+])
+def test_answer_filters_and_metric(task_dir, response, strict, flexible):
+    task = _tasks(task_dir)["local_gsm_symbolic_variants"]
+    task.build_all_requests(limit=1, rank=0, world_size=1)
+    inst = task.instances[0]
+    inst.resps = [response]
+    task.apply_filters()
+    out = {name: inst.filtered_resps[name] for name in ("strict-match", "flexible-extract")}
+    for name, want in (("strict-match", strict), ("flexible-extract", flexible)):
+        if want is None:   # no match: lm-eval's regex filter gives its fallback
+            assert out[name] == "[invalid]", out
+            continue
+        doc = {**inst.doc, "answer": f"x #### {want.replace(',', '')}"}
+        assert task.process_results(doc, [out[name]])["exact_match"] == 1.0, (name, out)
+        doc = {**inst.doc, "answer": "x #### 999999"}
+        assert task.process_results(doc, [out[name]])["exact_match"] == 0.0, (name, out)
+
+
+@pytest.mark.slow
+def test_lm_eval_run_with_the_tiny_model_maps_to_templates(task_dir, tiny_model_dir, tmp_path):
+    """A real `lm_eval run --log_samples` (hf model, CPU) on the shipped tasks: its samples files read by
+    earnest with the base task named, every (template, variant) of the data once."""
+    from earnest.lmeval import Mapping, read_samples
+
+    exe = shutil.which("lm_eval") or shutil.which("lm-eval")
+    cmd = [exe] if exe else [sys.executable, "-m", "lm_eval"]
+    out = tmp_path / "out"
+    proc = subprocess.run(cmd + ["run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
+                                 "--device", "cpu", "--include_path", str(task_dir), "--tasks",
+                                 "local_gsm_symbolic_base,local_gsm_symbolic_variants", "--gen_kwargs",
+                                 "max_gen_toks=8", "--batch_size", "4", "--log_samples", "--output_path", str(out)],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    samples = sorted(out.rglob("samples_*.jsonl"))
+    assert len(samples) == 2, samples
+    rows = read_samples(samples, mapping=Mapping(base_tasks=("local_gsm_symbolic_base",)), filter_name="strict-match")
+    assert sorted(set(rows["template"])) == TEMPLATES
+    per = rows.groupby(["template", "variant"]).size()
+    assert per.xs(0, level="variant").tolist() == [1] * len(TEMPLATES)          # one GSM-Base doc each
+    assert per.xs(1, level="variant").tolist() == [VARIANTS] * len(TEMPLATES)   # the variants
+    assert set(rows["correct"]) <= {0, 1}
