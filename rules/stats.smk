@@ -6,7 +6,7 @@ STATS = config["stats"]
 
 rule glmm_input:
     input:
-        scored=expand("results/scored/{{model}}/{{prompt}}/{dataset}.parquet", dataset=DATASETS),
+        scored=lambda wc: [scored_path(wc.model, wc.prompt, d) for d in glmm_datasets(wc)],
     output:
         f"{STATS_DIR}/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
     log:
