@@ -7,6 +7,7 @@ STATS = config["stats"]
 rule glmm_input:
     input:
         scored=lambda wc: [scored_path(wc.model, wc.prompt, d) for d in glmm_datasets(wc)],
+        item_tables=lambda wc: [f"results/data/{d}.parquet" for d in glmm_datasets(wc)],
     output:
         f"{STATS_DIR}/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
     log:
@@ -18,6 +19,7 @@ rule glmm_input:
         slurm_account=SLURM_ACCOUNT,
     params:
         reasoning_only=lambda wc: wc.analysis == "reasoning_only",
+        covariate=STATS["covariate"],
     script:
         "../workflow/scripts/glmm_input.py"
 
@@ -79,6 +81,7 @@ rule glmm_summary:
         fidelity=FIDELITY,
         rows=STATS_ROWS,
         engine=STATS["engine"],
+        covariate=STATS["covariate"],
     script:
         "../workflow/scripts/glmm_summary.py"
 

@@ -82,3 +82,24 @@ def test_table_and_names():
     assert set(item_covariates(Q3, A3)) == set(COVARIATES) - {"number_tokens"}
     with pytest.raises(ValueError, match="stats.covariate: 'size'"):
         check_covariate("size")
+
+
+def test_item_values_and_with_covariate():
+    import pandas as pd
+
+    from earnest.covariates import item_values, with_covariate
+
+    items = pd.DataFrame({"item_id": ["t003-base", "t007-base"], "question": [Q3, "x"], "solution": [A3, A7],
+                          "gamma": [2.0, 0.0]})
+    v = item_values(items, "n_ops")
+    assert v.to_dict() == {"t003-base": 4.0, "t007-base": 8.0}
+    scored = pd.DataFrame({"item_id": ["t007-base", "t003-base"], "gamma": [9.9, 9.9]})
+    assert list(with_covariate(scored, v, "n_ops").gamma) == [8.0, 4.0]
+    assert with_covariate(scored, v, "gamma") is scored
+    with pytest.raises(ValueError, match="item t009-base has no carries"):
+        with_covariate(pd.DataFrame({"item_id": ["t009-base"], "gamma": [1.0]}), item_values(items, "carries"),
+                       "carries")
+    with pytest.raises(ValueError, match="tokenizer"):
+        item_values(items, "number_tokens")
+    with pytest.raises(ValueError, match="no 'solution' column"):
+        item_values(items.drop(columns="solution"), "carries")

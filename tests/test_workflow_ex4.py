@@ -76,3 +76,22 @@ def test_ex4_schema_rejects_bad_shift(tmp_path):
     cfg["ex4"]["shifts"] = [0]
     proc = snakemake(tmp_path, cfg, "-n")
     assert proc.returncode != 0 and "ex4" in (proc.stdout + proc.stderr)
+
+
+@pytest.mark.slow
+def test_glmm2_takes_another_covariate(tmp_path):
+    """stats.covariate: n_ops puts each item's number of operations where gamma goes; the summary names it."""
+    build_tiny_model(tmp_path / "tiny-model")
+    cfg = _config()
+    cfg["ex4"] = {"enabled": False}
+    cfg["stats"]["covariate"] = "n_ops"
+    target = "results/stats/all/glmm2/tiny/gsm/summary.parquet"
+    proc = snakemake(tmp_path, cfg, target)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    summary = pd.read_parquet(tmp_path / target)
+    assert set(summary.covariate) == {"n_ops"} and set(summary.term) == {"variant", "gamma_c"}
+    inp = pd.read_parquet(tmp_path / "results/stats/all/input/tiny/gsm.parquet")
+    from earnest.covariates import n_ops
+    items = pd.concat([pd.read_parquet(tmp_path / f"results/data/{d}.parquet") for d in ("gsm_base", "gsm_variants")])
+    want = sorted(float(n_ops(s)) for s in items.solution)
+    assert sorted(inp.gamma) == want and inp.gamma.nunique() > 1

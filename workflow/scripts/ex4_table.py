@@ -18,7 +18,8 @@ base, matched = pd.read_parquet(sm.input.base), pd.read_parquet(sm.input.matched
 report = pd.read_csv(sm.input.report, sep="\t")
 ks = ks_test(base[base.template_id.isin(matched.template_id)].question, matched.question,
              fidelity=sm.params.fidelity).as_dict()
-md = side_by_side_markdown(table, float(sm.params.alpha), ks)
+cov = summaries.loc[summaries.glmm.astype(int) == 2, "covariate"] if "covariate" in summaries else []
+md = side_by_side_markdown(table, float(sm.params.alpha), ks, covariate=str(cov.iloc[0]) if len(cov) else "gamma")
 bad = report[report.status != "ok"]
 if len(bad):
     md += "\nTemplates without matched variants (left out of GSM-Matched; GSM-Base keeps them):\n\n"

@@ -61,16 +61,20 @@ def _cell(r, k) -> str:
     return f"{r[f'{k}_or']:.2f} [{r[f'{k}_ci_low']:.2f}, {r[f'{k}_ci_high']:.2f}] p={r[f'{k}_p_holm']:.3g}{star}"
 
 
-def side_by_side_markdown(table: pd.DataFrame, alpha: float = ALPHA, ks: dict | None = None) -> str:
+def side_by_side_markdown(table: pd.DataFrame, alpha: float = ALPHA, ks: dict | None = None,
+                          covariate: str = "gamma") -> str:
     lines = ["# Ex4: the variant effect with number-matched variants", "",
              "Variant odds ratio (GSM-Variants / GSM-Matched vs GSM-Base) per model, 95% percentile bootstrap "
              f"interval, Holm-corrected bootstrap P across the models of each column; * = P < {alpha}. "
-             "Ex3 is the variant term of GLMM 2 (controlling for gamma). `differs` names the columns whose "
+             f"Ex3 is the variant term of GLMM 2 (controlling for {covariate}). `differs` names the columns whose "
              "conclusion (significance or direction) is not Ex4's.", ""]
     if ks:
         lines += [f"Integers of GSM-Matched vs GSM-Base: K-S D = {ks['statistic']:.4f}, p = {ks['pvalue']:.3g} "
                   f"({ks['n_base']} and {ks['n_variants']} integers).", ""]
-    lines += ["| Model | " + " | ".join(LABELS.values()) + " | differs |", "|---|---|---|---|---|"]
+    labels = dict(LABELS)
+    if covariate:
+        labels["ex3"] = f"Ex3 (GLMM 2, {covariate})"
+    lines += ["| Model | " + " | ".join(labels.values()) + " | differs |", "|---|---|---|---|---|"]
     for r in table.to_dict("records"):
         lines.append(f"| {r['model']} | {_cell(r, 'ex1')} | {_cell(r, 'ex3')} | {_cell(r, 'ex4')} | {r['differs'] or '—'} |")
     return "\n".join(lines) + "\n"
