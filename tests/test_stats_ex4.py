@@ -41,3 +41,19 @@ def test_dose_rows_and_figure(tmp_path):
     d = dose_rows(pd.DataFrame(rows), "gsm")
     assert list(d.digits_added) == [0, 1, 2] and list(d.odds_ratio) == [0.9, 0.7, 0.5]
     assert dose_response(d, tmp_path / "f.png").stat().st_size > 1000
+
+
+def test_glmm_input_takes_one_controlled_set_as_the_variants():
+    import pytest
+
+    from earnest.stats.glmm import GLMMInputError
+    from earnest.stats.inputs import glmm_input_from_scored
+
+    def scored(dataset, n):
+        return pd.DataFrame({"model": "m", "prompt": "gsm", "dataset": dataset, "template_id": range(n),
+                             "correct": [True] * n, "gamma": [1.0] * n})
+    df = glmm_input_from_scored([scored("gsm_base", 2), scored("gsm_matched", 3)])
+    assert list(df.variant) == [0, 0, 1, 1, 1]
+    assert list(glmm_input_from_scored([scored("gsm_base", 1), scored("gsm_shifted2", 1)]).variant) == [0, 1]
+    with pytest.raises(GLMMInputError, match="mixes variant sets"):
+        glmm_input_from_scored([scored("gsm_variants", 1), scored("gsm_matched", 1)])
