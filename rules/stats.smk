@@ -8,6 +8,7 @@ rule glmm_input:
     input:
         scored=lambda wc: [scored_path(wc.model, wc.prompt, d) for d in glmm_datasets(wc)],
         item_tables=lambda wc: [f"results/data/{d}.parquet" for d in glmm_datasets(wc)],
+        model=lambda wc: model_inputs(wc) if STATS["covariate"] == "number_tokens" else [],
     output:
         f"{STATS_DIR}/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
     log:
@@ -20,6 +21,7 @@ rule glmm_input:
     params:
         reasoning_only=lambda wc: wc.analysis == "reasoning_only",
         covariate=STATS["covariate"],
+        model_cfg=lambda wc: model_cfg(wc.model) if STATS["covariate"] == "number_tokens" else {},
     script:
         "../workflow/scripts/glmm_input.py"
 

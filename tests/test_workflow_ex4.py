@@ -95,3 +95,26 @@ def test_glmm2_takes_another_covariate(tmp_path):
     items = pd.concat([pd.read_parquet(tmp_path / f"results/data/{d}.parquet") for d in ("gsm_base", "gsm_variants")])
     want = sorted(float(n_ops(s)) for s in items.solution)
     assert sorted(inp.gamma) == want and inp.gamma.nunique() > 1
+
+
+@pytest.mark.slow
+def test_glmm2_number_tokens_with_the_models_tokenizer(tmp_path):
+    """stats.covariate: number_tokens counts with the model's own tokenizer (the tiny model's BPE)."""
+    from transformers import AutoTokenizer
+
+    from earnest.covariates import number_tokens
+
+    build_tiny_model(tmp_path / "tiny-model")
+    cfg = _config()
+    cfg["ex4"] = {"enabled": False}
+    cfg["stats"]["covariate"] = "number_tokens"
+    target = "results/stats/all/glmm2/tiny/gsm/summary.parquet"
+    proc = snakemake(tmp_path, cfg, target)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    assert set(pd.read_parquet(tmp_path / target).covariate) == {"number_tokens"}
+    tok = AutoTokenizer.from_pretrained(str(tmp_path / "tiny-model"))
+    items = pd.concat([pd.read_parquet(tmp_path / f"results/data/{d}.parquet") for d in ("gsm_base", "gsm_variants")])
+    want = sorted(float(number_tokens(q, lambda t: tok(t, add_special_tokens=False)["input_ids"]))
+                  for q in items.question)
+    inp = pd.read_parquet(tmp_path / "results/stats/all/input/tiny/gsm.parquet")
+    assert sorted(inp.gamma) == want and min(want) > 0

@@ -201,18 +201,18 @@ def check_covariate(name: str) -> str:
     return name
 
 
-#: covariates the workflow computes from an items table (number_tokens needs a model's tokenizer)
-ITEM_COVARIATES = tuple(c for c in COVARIATES if c != "number_tokens")
-
-
-def item_values(items: pd.DataFrame, name: str, source: str = "items") -> pd.Series:
-    """Covariate ``name`` of every item of an items table (needs its ``solution`` column), by item_id."""
+def item_values(items: pd.DataFrame, name: str, source: str = "items",
+                tokenize: Callable[[str], list] | None = None) -> pd.Series:
+    """Covariate ``name`` of every item of an items table (needs its ``solution`` column; for
+    ``number_tokens``, the model's ``tokenize``), by item_id."""
     check_covariate(name)
+    ids = items["item_id"].astype(str)
     if name == "gamma":
-        return pd.Series(items["gamma"].astype(float).to_numpy(), index=items["item_id"].astype(str))
-    if name not in ITEM_COVARIATES:
-        raise ValueError(f"stats.covariate: {name} needs a model's tokenizer (earnest.covariates.number_tokens); "
-                         f"the workflow offers {', '.join(ITEM_COVARIATES)}")
+        return pd.Series(items["gamma"].astype(float).to_numpy(), index=ids)
+    if name == "number_tokens":
+        if tokenize is None:
+            raise ValueError("stats.covariate: number_tokens needs the model's tokenizer")
+        return pd.Series([float(number_tokens(str(q), tokenize)) for q in items["question"]], index=ids)
     if "solution" not in items.columns:
         raise ValueError(f"{source}: no 'solution' column for covariate {name} (an items table from before "
                          "solutions were kept: delete results/data and rerun)")

@@ -26,7 +26,12 @@ try:
 
         items = snakemake.input.item_tables  # noqa: F821
         items = [items] if isinstance(items, str) else list(items)
-        values = pd.concat([item_values(pd.read_parquet(x), covariate, x) for x in items])
+        tokenize = None
+        if covariate == "number_tokens":     # counted with this model's own tokenizer
+            from earnest.backends.hf import load_tokenizer
+
+            tokenize = load_tokenizer(snakemake.wildcards.model, dict(snakemake.params.model_cfg))  # noqa: F821
+        values = pd.concat([item_values(pd.read_parquet(x), covariate, x, tokenize) for x in items])
         scored = [with_covariate(s, values, covariate, p) for s, p in zip(scored, paths)]
         log.info("GLMM 2 covariate: %s (from %s)", covariate, items)
     df = glmm_input_from_scored(scored, reasoning_only=reasoning_only, source=", ".join(paths))
