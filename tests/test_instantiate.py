@@ -189,3 +189,18 @@ def test_unmatchable_names_the_reason():
     assert "range(21, 30)" in err.value.reason and "n1 = 10" in err.value.reason and "21..29" in err.value.reason
     with pytest.raises(Unmatchable, match="no assignment .* satisfies the conditions"):
         instantiate(45, 5, seed=1, restriction=Restriction())
+
+
+def test_rare_assignment_is_found_by_enumeration(tmp_path):
+    """One valid combination among 7.6 million: rejection gives up, the enumeration finds it."""
+    src = OURS[3].path.read_text(encoding="utf-8")
+    src = (src.replace("- n_1 < n\n", "- n == 199\n").replace("- n_2 < n\n", "- n_1 == 2\n")
+           .replace("- n - (n_1 + n_2) - (2 * n_2) > 0", "- n_2 == 3"))
+    path = tmp_path / "0003.toml"
+    path.write_text(src, encoding="utf-8")
+    t = parse_template(path, REPL)
+    s = Sampler(t)
+    assert s.size == 195 * 198 * 198
+    draw = s.draw(3, seed=1)
+    assert all((i.values["n"], i.values["n_1"], i.values["n_2"]) == (199, 2, 3) for i in draw.instances)
+    assert draw.draws == s.size            # the enumeration (rejection alone drew 2 million rows in vain)

@@ -821,6 +821,9 @@ class Sampler:
                     got += 1
                     yield row
             if got == 0 and drawn >= max_draws:
+                if self.size <= MAX_ENUMERATE:      # rare or impossible: list the valid ones (raises if none)
+                    yield from self._rows_enumerated(rng)
+                    return
                 self._explain_empty(rng)
             batch = min(_BATCH * 16, batch * 4) if got < 8 else min(_BATCH, batch * 2)
 
@@ -851,9 +854,7 @@ class Sampler:
 
     def _explain_empty(self, rng, enumerated: bool = False):
         lines = ", ".join(str(self.t.lines[i].expr.where.split(":")[-1].rstrip(")")) for i in self.cons)
-        if enumerated or self.size <= MAX_ENUMERATE:
-            if not enumerated and self._valid_indices().size:
-                return      # rare but possible: keep drawing
+        if enumerated:
             reason = f"no assignment of the {self.size} combinations of lines {lines} satisfies the conditions"
         else:
             reason = f"no assignment satisfied the conditions in {MAX_DRAWS} uniform draws ({self.size} combinations)"
