@@ -88,6 +88,9 @@ MODELS = config["models"]
 GSM_MODELS = [m for m in MODELS if MODELS[m]["gsm_symbolic"]]
 GSM = config["gsm_symbolic"]
 TEMPLATES = CHECKED.templates
+# Ex4 (rules/experiments.smk): number-controlled variant sets, each a dataset of its own
+EX4 = config["ex4"]
+CONTROLLED = (["gsm_matched"] + [f"gsm_shifted{k}" for k in EX4["shifts"]]) if EX4["enabled"] else []
 
 # ---------------------------------------------------------------- Slurm routing
 SLURM = config["slurm"]
@@ -136,9 +139,9 @@ def _alternatives(names):
 wildcard_constraints:
     model=_alternatives(MODELS),
     prompt=_alternatives(FORMATS),
-    dataset=_alternatives(DATASETS),
+    dataset=_alternatives(list(DATASETS) + CONTROLLED),
     glmm="1|2",
-    analysis="all|reasoning_only",
+    analysis=r"all|reasoning_only|matched|shifted\d+",
     shard=r"\d+",
     template=r"\d+",
 
@@ -313,7 +316,29 @@ def all_targets(wildcards=None):
         targets += statform_build_targets()
     targets += power_targets()
     targets += compare_targets()
+    targets += ex4_targets()
     return targets
+
+
+def ex4_targets(wildcards=None):
+    if not EX4["enabled"]:
+        return []
+    out = ["results/tables/ex4_matched.md", "results/tables/ex4_matched.csv"]
+    if EX4["shifts"]:
+        out.append("results/figures/ex4_dose_response.png")
+    return out
+
+
+def ex4_summary_files(wildcards=None):
+    """Ex1 (GLMM 1), Ex3 (GLMM 2) and Ex4 (GLMM 1 on GSM-Matched) of every Ex1 model."""
+    return [summary_path(a, g, m, EX1_PROMPT) for m in GSM_MODELS for a, g in (("all", 1), ("all", 2), ("matched", 1))]
+
+
+def glmm_datasets(wildcards):
+    """GSM-Base and the variant set of an analysis: GSM-Variants, or Ex4's gsm_<analysis>."""
+    if wildcards.analysis in ("all", "reasoning_only"):
+        return list(DATASETS)
+    return ["gsm_base", f"gsm_{wildcards.analysis}"]
 
 
 # ---------------------------------------------------------------- power and paired comparisons

@@ -35,6 +35,8 @@ if GSM["source"] in ("jsonl", "hub"):
             "results/data/{dataset}.parquet",
         log:
             "logs/release_items/{dataset}.log",
+        wildcard_constraints:
+            dataset="gsm_base|gsm_variants",
         group:
             "prep"
         conda:
@@ -82,6 +84,7 @@ else:
         params:
             variants=GSM["variants"],
             seed=GSM["seed"],
+            instantiator=GSM["instantiator"],
         script:
             "../workflow/scripts/items_variants.py"
 
@@ -101,3 +104,28 @@ else:
             slurm_account=SLURM_ACCOUNT,
         script:
             "../workflow/scripts/items_concat.py"
+
+
+# Ex4: number-controlled variant sets (gsm_matched, gsm_shifted<k>) drawn by earnest's instantiator
+# from the package's templates (all selected templates in one job: seconds), with a per-template
+# report (unmatchable templates and why, mean gamma against the original's) and the K-S test.
+rule controlled_items:
+    output:
+        variants="results/data/{cset}.parquet",
+        report="results/data/{cset}.report.tsv",
+    log:
+        "logs/controlled_items/{cset}.log",
+    wildcard_constraints:
+        cset=r"gsm_matched|gsm_shifted\d+",
+    conda:
+        "../envs/score.yaml"
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
+    params:
+        templates=TEMPLATES,
+        variants=GSM["variants"],
+        seed=GSM["seed"],
+        window=EX4["window"],
+    script:
+        "../workflow/scripts/items_controlled.py"

@@ -17,3 +17,51 @@ checkpoint ex2_selection:
         ex1_prompt=EX1_PROMPT,
     script:
         "../workflow/scripts/select_ex2.py"
+
+
+# Ex4: GLMM 1 on GSM-Base vs GSM-Matched for every Ex1 model (analysis "matched"), beside Ex1 and
+# Ex3; the dose-response of the variant effect over the shifted sets (analyses "shifted<k>").
+rule ex4_table:
+    input:
+        summaries=ex4_summary_files,
+        base="results/data/gsm_base.parquet",
+        matched="results/data/gsm_matched.parquet",
+        report="results/data/gsm_matched.report.tsv",
+    output:
+        md=report("results/tables/ex4_matched.md", category="Tables"),
+        csv="results/tables/ex4_matched.csv",
+    log:
+        "logs/ex4_table.log",
+    conda:
+        "../envs/stats.yaml"
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
+    params:
+        prompt=EX1_PROMPT,
+        alpha=config["stats"]["alpha"],
+        fidelity=config["fidelity"],
+    script:
+        "../workflow/scripts/ex4_table.py"
+
+
+rule ex4_dose_response:
+    input:
+        summaries=lambda wc: [
+            summary_path(a, 1, m, EX1_PROMPT)
+            for m in GSM_MODELS
+            for a in ["matched"] + [f"shifted{k}" for k in EX4["shifts"]]
+        ],
+    output:
+        report("results/figures/ex4_dose_response.png", category="Figures"),
+    log:
+        "logs/ex4_dose_response.log",
+    conda:
+        "../envs/stats.yaml"
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
+    params:
+        prompt=EX1_PROMPT,
+    script:
+        "../workflow/scripts/ex4_dose_response.py"

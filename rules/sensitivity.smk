@@ -50,6 +50,7 @@ if SENS["enabled"]:
             scored=expand(
                 f"{SENS_DIR}/{{{{mode}}}}/scored/{{{{model}}}}/{{{{prompt}}}}/{{dataset}}.parquet", dataset=DATASETS
             ),
+            item_tables=expand("results/data/{dataset}.parquet", dataset=DATASETS),
         output:
             f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
         log:

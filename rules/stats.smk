@@ -6,7 +6,9 @@ STATS = config["stats"]
 
 rule glmm_input:
     input:
-        scored=expand("results/scored/{{model}}/{{prompt}}/{dataset}.parquet", dataset=DATASETS),
+        scored=lambda wc: [scored_path(wc.model, wc.prompt, d) for d in glmm_datasets(wc)],
+        item_tables=lambda wc: [f"results/data/{d}.parquet" for d in glmm_datasets(wc)],
+        model=lambda wc: model_inputs(wc) if STATS["covariate"] == "number_tokens" else [],
     output:
         f"{STATS_DIR}/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
     log:
@@ -20,6 +22,8 @@ rule glmm_input:
         slurm_account=SLURM_ACCOUNT,
     params:
         reasoning_only=lambda wc: wc.analysis == "reasoning_only",
+        covariate=STATS["covariate"],
+        model_cfg=lambda wc: model_cfg(wc.model) if STATS["covariate"] == "number_tokens" else {},
     script:
         "../workflow/scripts/glmm_input.py"
 
@@ -87,6 +91,7 @@ rule glmm_summary:
         fidelity=FIDELITY,
         rows=STATS_ROWS,
         engine=STATS["engine"],
+        covariate=STATS["covariate"],
     script:
         "../workflow/scripts/glmm_summary.py"
 

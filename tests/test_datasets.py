@@ -59,9 +59,9 @@ def test_release_jsonl_gives_the_same_table_as_the_package(tmp_path):
         for v in variants.itertuples():
             b = base[base.template_id == v.template_id].iloc[0]
             fh.write(json.dumps({"id": v.template_id, "instance": v.instance, "question": v.question,
-                                 "answer": f"steps...\n#### {v.answer}", "original_id": 1000 + v.template_id,
+                                 "answer": v.solution, "original_id": 1000 + v.template_id,
                                  "original_question": b.question,
-                                 "original_answer": f"steps...\n#### {b.answer}"}) + "\n")
+                                 "original_answer": b.solution}) + "\n")
     records = read_release_jsonl(path)
     pd.testing.assert_frame_equal(release_items(records, "gsm_base", None, None), base)
     pd.testing.assert_frame_equal(release_items(records, "gsm_variants", None, None), variants)

@@ -96,3 +96,14 @@ def test_glmm2_grid_corrects_across_the_prompts_of_each_model():
     assert got[("a", "simple_nl")] == pytest.approx(0.04)      # 2 x 0.02
     assert got[("b", "simple_code")] == pytest.approx(0.09)    # 3 x 0.03 within model b
     assert got[("b", "gsm")] == pytest.approx(0.09)            # max(2 x 0.04, 0.09)
+
+
+def test_glmm2_tables_name_another_covariate(tmp_path):
+    s = _summaries()
+    s["covariate"] = np.where(s["glmm"] == 2, "carries", "")
+    PT.write_stats_tables(s, tmp_path)
+    assert "the covariate carries (centred; in the term gamma_c)" in (tmp_path / "glmm2_gamma_c.md").read_text()
+    assert "(covariate carries)" in (tmp_path / "glmm2_bootstrap_gamma_c_gsm.md").read_text()
+    plain = tmp_path / "plain"
+    PT.write_stats_tables(_summaries(), plain)
+    assert "the large-number effect" in (plain / "glmm2_gamma_c.md").read_text()

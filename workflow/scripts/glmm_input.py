@@ -2,6 +2,8 @@
 
 snakemake.input.scored: scored parquets of that model x prompt (gsm_base and gsm_variants);
 snakemake.params.reasoning_only: optional bool (default False): drop code-error rows (Appendix G);
+snakemake.params.covariate: optional (default gamma): GLMM 2's covariate (earnest.covariates), put in
+  the gamma column from snakemake.input.item_tables (the datasets' items tables);
 snakemake.output[0]: GLMM input parquet (model, prompt, template, variant, correct, gamma);
 snakemake.log[0]: log file.
 """
@@ -15,7 +17,24 @@ try:
     paths = snakemake.input.scored  # noqa: F821
     paths = [paths] if isinstance(paths, str) else list(paths)
     reasoning_only = bool(snakemake.params.get("reasoning_only", False))  # noqa: F821
-    df = glmm_input_from_scored(read_scored(paths), reasoning_only=reasoning_only, source=", ".join(paths))
+    scored = read_scored(paths)
+    covariate = str(snakemake.params.get("covariate", "gamma"))  # noqa: F821
+    if covariate != "gamma":   # GLMM 2's covariate, in the gamma column (centred where gamma is)
+        import pandas as pd
+
+        from earnest.covariates import item_values, with_covariate
+
+        items = snakemake.input.item_tables  # noqa: F821
+        items = [items] if isinstance(items, str) else list(items)
+        tokenize = None
+        if covariate == "number_tokens":     # counted with this model's own tokenizer
+            from earnest.backends.hf import load_tokenizer
+
+            tokenize = load_tokenizer(snakemake.wildcards.model, dict(snakemake.params.model_cfg))  # noqa: F821
+        values = pd.concat([item_values(pd.read_parquet(x), covariate, x, tokenize) for x in items])
+        scored = [with_covariate(s, values, covariate, p) for s, p in zip(scored, paths)]
+        log.info("GLMM 2 covariate: %s (from %s)", covariate, items)
+    df = glmm_input_from_scored(scored, reasoning_only=reasoning_only, source=", ".join(paths))
     log.info("%d rows (%d GSM-Base, %d GSM-Variants) from %s; reasoning_only=%s", len(df),
              int((df.variant == 0).sum()), int((df.variant == 1).sum()), paths, reasoning_only)
     df.to_parquet(snakemake.output[0], index=False)  # noqa: F821

@@ -54,6 +54,7 @@ try:
                  "on %d", verdict["checked"], verdict["max_abs_diff"], verdict["clean_agree_tight"])
         if verdict["warning"]:
             log.warning(verdict["warning"])
+    summary["covariate"] = str(p.get("covariate", "gamma")) if glmm == 2 else ""
     for r in summary.itertuples():
         log.info("%s %s GLMM %d %s: OR %.3f, p_boot %.4f, %d/%d clean; Wald p %.4f, converged %s",
                  r.model, r.prompt, glmm, r.term, r.odds_ratio, r.p_boot, r.n_clean, r.n_resamples,

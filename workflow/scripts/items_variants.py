@@ -1,4 +1,5 @@
-"""GSM-Variants instances of one template, drawn with the package's generator from a per-template seed.
+"""GSM-Variants instances of one template, drawn from a per-template seed by the package's
+generator or earnest.instantiate (snakemake.params.instantiator: package | earnest).
 
 wildcards.template; snakemake.params.variants (N), snakemake.params.seed (base seed);
 snakemake.output[0]: items parquet of that template; snakemake.log[0].
@@ -13,6 +14,7 @@ from earnest.generation import write_parquet_atomic  # noqa: E402
 
 t0 = time.time()
 tid = int(snakemake.wildcards.template)  # noqa: F821
-items = package_variant_items(tid, int(snakemake.params.variants), int(snakemake.params.seed))  # noqa: F821
+items = package_variant_items(tid, int(snakemake.params.variants), int(snakemake.params.seed),  # noqa: F821
+                              instantiator=snakemake.params.get("instantiator", "package"))  # noqa: F821
 write_parquet_atomic(items, snakemake.output[0])  # noqa: F821
 log.info("template %d: %d variants in %.1f s", tid, len(items), time.time() - t0)

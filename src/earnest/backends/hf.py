@@ -105,6 +105,19 @@ def model_source(model_name: str, cfg: dict) -> tuple[str, dict]:
     return cfg["hub"], kwargs
 
 
+def load_tokenizer(model_name: str, cfg: dict):
+    """The model's tokenizer alone (what ``earnest.covariates.number_tokens`` counts with): a
+    function from text to token ids, without special tokens."""
+    from transformers import AutoTokenizer
+
+    if cfg.get("backend", "transformers") != "transformers":
+        raise ValueError(f"models.{model_name}: backend {cfg.get('backend')!r} has no local tokenizer to count "
+                         "number tokens with (stats.covariate: number_tokens needs a transformers model)")
+    source, kwargs = model_source(model_name, cfg)
+    tok = AutoTokenizer.from_pretrained(source, **kwargs)
+    return lambda text: tok(text, add_special_tokens=False)["input_ids"]
+
+
 # Strings the conversion check tokenizes with both tokenizers: digits, units, code, chat markers.
 _TOKENIZER_PROBES = (
     "Q: Tom has 1,250 apples and gives away 3/4 of them. How many are left?\nA: The final answer is 312.5.",

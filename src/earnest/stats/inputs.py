@@ -7,6 +7,8 @@ the GLMM input has model, prompt, template, variant (0 = GSM-Base, 1 = GSM-Varia
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from typing import Iterable
 
@@ -52,9 +54,18 @@ def glmm_input_from_scored(scored: pd.DataFrame | Iterable[pd.DataFrame], *, rea
     for col in SCORED_COLUMNS:
         if col not in df.columns:
             raise GLMMInputError(f"{source}: missing column '{col}'")
+    # Ex4: a number-controlled variant set (gsm_matched, gsm_shifted<k>) stands where GSM-Variants does
+    names = set(df["dataset"].astype(str))
+    controlled = sorted(n for n in names if re.fullmatch(r"gsm_(matched|shifted[1-9]\d*)", n))
+    if controlled:
+        if len(controlled) > 1 or "gsm_variants" in names:
+            raise GLMMInputError(f"{source}: column 'dataset' mixes variant sets {sorted(names - {'gsm_base'})}; "
+                                 "one GLMM input compares GSM-Base with one of them")
+        df = df.assign(dataset=df["dataset"].astype(str).replace(controlled[0], "gsm_variants"))
     unknown = sorted(set(df["dataset"].astype(str)) - set(DATASET_VARIANT))
     if unknown:
-        raise GLMMInputError(f"{source}: column 'dataset' holds {unknown}, expected gsm_base or gsm_variants")
+        raise GLMMInputError(f"{source}: column 'dataset' holds {unknown}, expected gsm_base and gsm_variants, "
+                             "gsm_matched or gsm_shifted<k>")
     correct = df["correct"]
     if not pd.api.types.is_bool_dtype(correct):
         num = pd.to_numeric(correct, errors="coerce")

@@ -313,8 +313,12 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
              f"N estimates is the number of cleanly converged bootstrap resamples over which the statistics "
              f"are calculated. " + RANEF_NOTE, rows=allr[(allr["glmm"] == 1) & (allr["prompt"] == prompt)])
     g2 = allr[allr["glmm"] == 2]
+    # GLMM 2's covariate (stats.covariate; the summaries' column covariate): gamma unless named
+    cov = sorted({c for c in g2.get("covariate", pd.Series(dtype=str)).fillna("").astype(str) if c} - {"gamma"})
+    cov_what = f"the covariate {', '.join(cov)} (centred; in the term gamma_c)" if cov else "the large-number effect"
+    cov_note = f" (covariate {', '.join(cov)})" if cov else ""
     if len(g2):
-        for term, name, what, tab in (("gamma_c", "glmm2_gamma_c", "the large-number effect", "14"),
+        for term, name, what, tab in (("gamma_c", "glmm2_gamma_c", cov_what, "14"),
                                       ("variant", "glmm2_variant", "the large-number-effect-corrected variant effect", "15")):
             d, raw, bold = glmm2_grid_table(s, term, prompts, models, prompt_labels)
             emit(name, d, raw,
@@ -326,7 +330,8 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
             for term in ("variant", "gamma_c"):
                 d, raw = bootstrap_stats_table(s, prompt, term, 2, models)
                 emit(f"glmm2_bootstrap_{term}_{prompt}", d, raw,
-                     f"Bootstrap statistics of {TERM_LABEL[term]} with {_prompt_phrase(prompt, prompt_labels)}, "
+                     f"Bootstrap statistics of {TERM_LABEL[term]}{cov_note if term == 'gamma_c' else ''} with "
+                     f"{_prompt_phrase(prompt, prompt_labels)}, "
                      f"GLMM 2. N estimates is the number of cleanly converged bootstrap resamples. " + RANEF_NOTE,
                      rows=g2[g2["prompt"] == prompt])
     problems = s[["analysis", "glmm", "model", "prompt", "term", "fit_verdict", "fit_problems"]].rename(

@@ -1,0 +1,59 @@
+"""Ex4's side-by-side table and dose-response rows on hand-made summaries."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from earnest.stats.ex4 import dose_response, dose_rows, side_by_side, side_by_side_markdown
+
+
+def _row(analysis, glmm, model, odds_ratio, p, term="variant"):
+    return {"analysis": analysis, "glmm": glmm, "model": model, "prompt": "gsm", "term": term,
+            "odds_ratio": odds_ratio, "ci_low": odds_ratio * 0.8, "ci_high": odds_ratio * 1.2, "p_boot": p,
+            "median_log_or": np.log(odds_ratio)}
+
+
+def test_side_by_side_flags_where_conclusions_differ():
+    rows = [
+        # model a: significant drop on the original variants, gone when numbers are matched
+        _row("all", 1, "a", 0.6, 0.001), _row("all", 2, "a", 0.7, 0.01), _row("matched", 1, "a", 0.95, 0.6),
+        # model b: the drop survives every control
+        _row("all", 1, "b", 0.5, 0.001), _row("all", 2, "b", 0.55, 0.002), _row("matched", 1, "b", 0.6, 0.003),
+        # model c: nothing anywhere
+        _row("all", 1, "c", 0.9, 0.5), _row("all", 2, "c", 0.95, 0.7), _row("matched", 1, "c", 1.0, 0.9),
+        _row("all", 2, "a", 0.8, 0.01, term="gamma_c"),
+    ]
+    t = side_by_side(pd.DataFrame(rows), "gsm", alpha=0.05).set_index("model")
+    assert t.loc["a", "differs"] == "Ex1 vs Ex4, Ex3 vs Ex4"
+    assert t.loc["b", "differs"] == "" and t.loc["c", "differs"] == ""
+    assert t.loc["a", "ex1_significant"] and not t.loc["a", "ex4_significant"]
+    # Holm within each column's family (3 models): a's Ex1 p 0.001 -> 0.003
+    assert np.isclose(t.loc["a", "ex1_p_holm"], 0.003)
+    md = side_by_side_markdown(t.reset_index(), 0.05, {"statistic": 0.04, "pvalue": 0.6, "n_base": 280,
+                                                       "n_variants": 14000})
+    assert "| a | 0.60 [0.48, 0.72] p=0.003 * |" in md and "K-S D = 0.0400" in md
+
+
+def test_dose_rows_and_figure(tmp_path):
+    rows = [_row("matched", 1, "a", 0.9, 0.3), _row("shifted1", 1, "a", 0.7, 0.01),
+            _row("shifted2", 1, "a", 0.5, 0.001), _row("all", 1, "a", 0.6, 0.001)]
+    d = dose_rows(pd.DataFrame(rows), "gsm")
+    assert list(d.digits_added) == [0, 1, 2] and list(d.odds_ratio) == [0.9, 0.7, 0.5]
+    assert dose_response(d, tmp_path / "f.png").stat().st_size > 1000
+
+
+def test_glmm_input_takes_one_controlled_set_as_the_variants():
+    import pytest
+
+    from earnest.stats.glmm import GLMMInputError
+    from earnest.stats.inputs import glmm_input_from_scored
+
+    def scored(dataset, n):
+        return pd.DataFrame({"model": "m", "prompt": "gsm", "dataset": dataset, "template_id": range(n),
+                             "correct": [True] * n, "gamma": [1.0] * n})
+    df = glmm_input_from_scored([scored("gsm_base", 2), scored("gsm_matched", 3)])
+    assert list(df.variant) == [0, 0, 1, 1, 1]
+    assert list(glmm_input_from_scored([scored("gsm_base", 1), scored("gsm_shifted2", 1)]).variant) == [0, 1]
+    with pytest.raises(GLMMInputError, match="mixes variant sets"):
+        glmm_input_from_scored([scored("gsm_variants", 1), scored("gsm_matched", 1)])
