@@ -181,7 +181,8 @@ def test_editing_a_prompt_file_plans_its_generation_and_dependants_only(tiny_run
         jobs = planned(proc)
         assert jobs["generate"] == 2 and jobs["score"] == 2, jobs
         out = proc.stdout + proc.stderr
-        generated = set(re.findall(r"results/generations/tiny/(\w+)/\w+\.parquet", out.split("Job stats:")[1]))
+        # the prompts of the planned generate jobs (their output lines)
+        generated = set(re.findall(r"rule generate:\n(?:    .*\n)*?    output: results/generations/tiny/(\w+)/", out))
         assert generated == {"simple_code"}, generated
         assert not {"base_items", "variant_items", "template_variants", "ks_test"} & set(jobs)
     finally:
