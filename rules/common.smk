@@ -317,6 +317,8 @@ def all_targets(wildcards=None):
     targets += power_targets()
     targets += compare_targets()
     targets += ex4_targets()
+    if any(FORMATS[p].style == "code" for _, p in model_prompts()):
+        targets.append("results/tables/sandbox.md")  # which Python and layers ran model code
     return targets
 
 

@@ -23,3 +23,26 @@ rule score:
         sandbox_python=config["sandbox"]["python"],
     script:
         "../workflow/scripts/score.py"
+
+
+def code_scored_files(wildcards=None):
+    return [f for f in scored_files() if FORMATS[f.split("/")[3]].style == "code"]
+
+
+rule sandbox_table:
+    input:
+        scored=code_scored_files,
+    output:
+        md=report("results/tables/sandbox.md", category="Tables"),
+        csv="results/tables/sandbox.csv",
+    log:
+        "logs/sandbox_table.log",
+    group:
+        "final"
+    conda:
+        "../envs/score.yaml"
+    resources:
+        slurm_partition=CPU_PARTITION,
+        slurm_account=SLURM_ACCOUNT,
+    script:
+        "../workflow/scripts/sandbox_table.py"

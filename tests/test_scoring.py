@@ -296,6 +296,14 @@ def test_scored_code_tables_record_the_python_and_layers_and_reference_warns(cap
         assert not [r for r in caplog.records if "authors' code on Python" in r.getMessage()]
     text = score_table(gens.assign(prompt="simple_nl", response=["The answer is 9."]), items, "text")
     assert (text["code_python"].iloc[0], text["sandbox"].iloc[0]) == ("", "")
+    # the report's table: one row per code-scored model x prompt x dataset, none for text prompts
+    from earnest.scoring import sandbox_table
+
+    table = sandbox_table(pd.concat([scored, text], ignore_index=True))
+    assert table.to_dict("records") == [{"model": "m", "prompt": "simple_code", "dataset": "gsm_base",
+                                         "python": version, "sandbox": scored["sandbox"].iloc[0]}]
+    with pytest.raises(ValueError, match="code_python"):
+        sandbox_table(scored.drop(columns=["code_python"]))
 
 
 def test_a_worker_that_cannot_restart_is_a_clear_error():

@@ -95,6 +95,10 @@ def test_end_to_end_outputs(tiny_run):
     pairs = pd.read_csv(wd / "results/compare/prompts/tiny/pairs.csv")
     assert len(pairs) == 1 and pairs.n_items.iloc[0] == 9 and pairs.n_resamples.iloc[0] == TINY["stats"]["resamples"]
     assert (wd / "results/compare/prompts/tiny/matrix.png").exists()
+    # which Python ran the code answers, under which sandbox layers (issue 21.2)
+    sandbox = pd.read_csv(wd / "results/tables/sandbox.csv")
+    assert sandbox["prompt"].tolist() == ["simple_code", "simple_code"]
+    assert sandbox["python"].str.match(r"3\.\d+\.\d+").all() and sandbox["sandbox"].str.contains("seccomp").all()
     assert "Finished" in (wd / "logs/generate/tiny/gsm/gsm_base.log").read_text() or \
         "progress:" in (wd / "logs/generate/tiny/gsm/gsm_base.log").read_text()
     # nothing left to do

@@ -300,3 +300,20 @@ def add_parser(subparsers) -> None:
     p.add_argument("input", help="input JSON lines file")
     p.add_argument("output", help="output JSON lines file")
     p.set_defaults(func=_cmd_extract)
+
+
+SANDBOX_TABLE_CAPTION = ("Model-written code: the Python version that ran it and the sandbox layers in force, per "
+                         "model, prompt and dataset (scored tables' code_python and sandbox columns; reference mode "
+                         "wants the authors' Python 3.12, resources/FIDELITY.md section 4).")
+
+
+def sandbox_table(scored: "pd.DataFrame") -> "pd.DataFrame":
+    """One row per model x prompt x dataset whose answers ran as code: the Python version and the
+    sandbox's layers (from the scored tables' ``code_python`` and ``sandbox`` columns)."""
+    cols = ["model", "prompt", "dataset", "code_python", "sandbox"]
+    missing = [c for c in cols if c not in scored.columns]
+    if missing:
+        raise ValueError(f"scored rows lack column(s) {missing} (scored before code_python was recorded?)")
+    code = scored[scored["code_python"].astype(str) != ""]
+    return (code[cols].drop_duplicates().sort_values(["model", "prompt", "dataset"])
+            .rename(columns={"code_python": "python"}).reset_index(drop=True))
