@@ -202,6 +202,11 @@ def scored_files(wildcards=None):
     return [scored_path(m, p, d) for m, p in model_prompts() for d in DATASETS]
 
 
+def code_scored_files(wildcards=None):
+    """The scored tables of the code prompts (their answers ran in the sandbox)."""
+    return [scored_path(m, p, d) for m, p in model_prompts() for d in DATASETS if FORMATS[p].style == "code"]
+
+
 def summary_files(wildcards=None):
     """Ex1 (GLMM 1), Ex2 (GLMM 1), Ex3 (GLMM 2), and the reasoning-only analysis of code prompts."""
     out = []

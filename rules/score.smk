@@ -25,10 +25,6 @@ rule score:
         "../workflow/scripts/score.py"
 
 
-def code_scored_files(wildcards=None):
-    return [f for f in scored_files() if FORMATS[f.split("/")[3]].style == "code"]
-
-
 rule sandbox_table:
     input:
         scored=code_scored_files,
