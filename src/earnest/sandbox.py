@@ -262,6 +262,17 @@ def find_violations(tree: ast.AST, *, names: bool = True) -> list[str]:
 _WARNINGS_LOCK = threading.Lock()
 
 
+def _size_limit(source: str, fidelity: str) -> RunResult | None:
+    """A source too long to run (checked with the static policy on or off); ValueError for a
+    fidelity that is not a mode."""
+    if fidelity not in (_EARNEST, _REFERENCE):
+        raise ValueError(f"fidelity: {fidelity!r} is not a fidelity mode")
+    if len(source) > MAX_SOURCE_CHARS:
+        return RunResult(UNCLASSIFIED if fidelity == _REFERENCE else RESOURCE_LIMIT,
+                         detail=f"resource limit: source of {len(source)} characters (limit {MAX_SOURCE_CHARS})")
+    return None
+
+
 def check_source(source: str, fidelity: str = _EARNEST, *, foreign_python: bool = False) -> RunResult | None:
     """The static policy: a RunResult if ``source`` is not to be run, else None. It classifies;
     it is not what contains model code (the process layers are).
@@ -274,13 +285,10 @@ def check_source(source: str, fidelity: str = _EARNEST, *, foreign_python: bool 
     does not have); syntax errors are what compiling raises in the interpreter that runs it, as in
     the reference (``syntax_error``; ``type_value_error`` for a null byte before Python 3.12).
     """
-    reference = fidelity == _REFERENCE
-    if fidelity not in (_EARNEST, _REFERENCE):
-        raise ValueError(f"fidelity: {fidelity!r} is not a fidelity mode")
-    if len(source) > MAX_SOURCE_CHARS:
-        return RunResult(UNCLASSIFIED if reference else RESOURCE_LIMIT,
-                         detail=f"resource limit: source of {len(source)} characters (limit {MAX_SOURCE_CHARS})")
-    if reference:
+    oversized = _size_limit(source, fidelity)
+    if oversized is not None:
+        return oversized
+    if fidelity == _REFERENCE:
         m = REFERENCE_FORBIDDEN.search(source)
         if m is not None:
             return RunResult(FORBIDDEN_STRING, detail=f"forbidden string {_short(m.group(), 60)!r}")
@@ -694,12 +702,7 @@ class Sandbox:
     def check(self, source: str, fidelity: str = _EARNEST) -> RunResult | None:
         """The static policy's verdict (None: run it); with the policy disabled only the size limit."""
         if not self.static:
-            if fidelity not in (_EARNEST, _REFERENCE):
-                raise ValueError(f"fidelity: {fidelity!r} is not a fidelity mode")
-            if len(source) > MAX_SOURCE_CHARS:
-                return RunResult(UNCLASSIFIED if fidelity == _REFERENCE else RESOURCE_LIMIT,
-                                 detail=f"resource limit: source of {len(source)} characters")
-            return None
+            return _size_limit(source, fidelity)
         return check_source(source, fidelity, foreign_python=self.python != sys.executable)
 
     def run(self, source: str, *, fidelity: str = _EARNEST) -> RunResult:
@@ -1229,11 +1232,11 @@ def _drop_capabilities(libc) -> None:
 
 
 def _child_outer(payload: memoryview, result_w: int, setup: dict, worker_pid: int) -> None:
-    """The forked child: its own session (the worker kills the group), only its result pipe,
-    then the snippet (``_child``). In the worker's pid namespace it is pid 2 or more (the
-    namespace's pid 1 ignores its own SIGXCPU and SIGALRM; ``_namespace_init`` is pid 1)."""
+    """The forked child: its own session (the worker kills the group), then the snippet
+    (``_child``, which keeps no descriptor but the result pipe). In the worker's pid namespace it
+    is pid 2 or more (the namespace's pid 1 ignores its own SIGXCPU and SIGALRM;
+    ``_namespace_init`` is pid 1)."""
     libc = setup["libc"]
-    keep = -1
     try:
         os.setsid()
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
@@ -1242,17 +1245,13 @@ def _child_outer(payload: memoryview, result_w: int, setup: dict, worker_pid: in
             libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         # the worker died before prctl took effect? (in the pid namespace the worker, outside it,
         # is parent 0; an orphan's parent is the namespace's init, 1)
-        if os.getppid() != (0 if setup["pid_ns"] else worker_pid):
+        if os.getppid() != (0 if setup["init"] is not None else worker_pid):
             os._exit(1)
-        # keep only the result pipe: the worker's protocol descriptors must not reach the snippet
-        keep = fcntl_dup_high(result_w)
-        os.closerange(0, keep)
-        os.closerange(keep + 1, 1 << 16)
-        _child(payload, keep, setup)
+        _child(payload, result_w, setup)
     except BaseException as exc:  # noqa: BLE001
         try:
-            os.write(keep, json.dumps({"error": "unclassified",
-                                       "detail": "sandbox setup failed: " + _describe(exc)}).encode())
+            os.write(result_w, json.dumps({"error": "unclassified",
+                                           "detail": "sandbox setup failed: " + _describe(exc)}).encode())
         except BaseException:  # noqa: BLE001
             pass
     os._exit(70)
@@ -1339,15 +1338,9 @@ def _empty_namespaces(setup: dict) -> bool:
     return ok
 
 
-def fcntl_dup_high(fd: int) -> int:
-    import fcntl
-
-    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
-
-
 def _child(payload: memoryview, result_fd: int, setup: dict) -> None:
-    """Body of the child that runs the snippet (B): drop privileges, limit, lock down, run,
-    report on fd 3 (its only descriptor), exit."""
+    """Body of the child that runs the snippet: keep only the result pipe (as fd 3), drop
+    privileges, limit, lock down, run, report on fd 3, exit."""
     import resource
 
     libc, root = setup["libc"], setup["root"]
@@ -1365,7 +1358,7 @@ def _child(payload: memoryview, result_fd: int, setup: dict) -> None:
         if source is None:
             raise ValueError("malformed request")
         if root:
-            if not setup["namespaces"] and "chroot" in setup["layers"]:
+            if "chroot" in setup["layers"]:
                 os.chroot(setup["base"])
                 os.chdir("/")
             os.setgroups([])
@@ -1599,7 +1592,7 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
                     if present]
         layers = blockers + (["no_new_privs"] if libc is not None else []) + (["setuid"] if root else []) + ["rlimits"]
         setup = {"libc": libc, "root": root, "base": base, "modules": modules, "namespaces": namespaces,
-                 "pid_ns": init is not None, "init": init, "landlock": landlock, "seccomp": seccomp,
+                 "init": init, "landlock": landlock, "seccomp": seccomp,
                  "layers": layers}
         _send(proto_out, {"pid": os.getpid(), "base": base, "uid": uid,
                           "python": "%d.%d.%d" % sys.version_info[:3], "executable": sys.executable,
