@@ -61,19 +61,6 @@ def designs() -> dict:
     return out
 
 
-def separated(df: pd.DataFrame, resamples, base_seed: int) -> np.ndarray:
-    des = L.Design.from_input(df, 1)
-    _, K = L.resample_weights(des.n_templates, resamples, base_seed)
-    drawn = K[:, des.tix] > 0
-    out = np.zeros(len(resamples), dtype=bool)
-    for v in (0, 1):
-        rows = des.X[:, 1] == v
-        succ = (drawn[:, rows] * des.y[rows]).sum(axis=1)
-        trials = (drawn[:, rows] * des.trials[rows]).sum(axis=1)
-        out |= (succ == 0) | (succ == trials)
-    return out
-
-
 def compare(name: str, raw: pd.DataFrame, n: int, seed: int, rows: str) -> None:
     df = G.validate_glmm_input(raw, 1)
     acc = raw.groupby("variant")["correct"].mean()
@@ -84,7 +71,7 @@ def compare(name: str, raw: pd.DataFrame, n: int, seed: int, rows: str) -> None:
     t2 = time.perf_counter()
     v = lambda s: s[s["term"] == "variant"].reset_index(drop=True)  # noqa: E731
     a, b = v(lap), v(lme)
-    sep = separated(df, range(n), seed)
+    sep = L.separated_resamples(df, range(n), seed)
     print(f"\n{name}: GSM-Base {100 * acc[0]:.1f}%, GSM-Variants {100 * acc[1]:.1f}%; {n} resamples ({int(sep.sum())} "
           f"separated); laplace {1000 * (t1 - t0) / n:.1f} ms, lme4 ({rows} rows) {1000 * (t2 - t1) / n:.0f} ms per "
           f"resample")

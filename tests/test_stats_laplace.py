@@ -309,21 +309,6 @@ def _hard(name):
     return G.validate_glmm_input(raw, 1)
 
 
-def _separated(df, resamples, base_seed):
-    """Per resample: GSM-Base or GSM-Variants all right or all wrong among the drawn templates (the
-    variant effect has no finite estimate)."""
-    des = L.Design.from_input(df, 1)
-    _, K = L.resample_weights(des.n_templates, resamples, base_seed)
-    drawn = K[:, des.tix] > 0
-    out = np.zeros(len(resamples), dtype=bool)
-    for v in (0, 1):
-        rows = des.X[:, 1] == v
-        succ = (drawn[:, rows] * des.y[rows]).sum(axis=1)
-        trials = (drawn[:, rows] * des.trials[rows]).sum(axis=1)
-        out |= (succ == 0) | (succ == trials)
-    return out
-
-
 HARD = ["variants 99.5%, GSM-Base all right", "GSM-Base 97.5%: one answer wrong", "2%: one GSM-Base answer right",
         "GSM-Base all wrong", "a template always right"]
 
@@ -342,7 +327,7 @@ def test_hard_designs_resample_by_resample_against_lme4(name):
     lme = G.run_shard(df, 1, B, seed, engine="lme4")
     v = lambda s: s[s["term"] == "variant"].reset_index(drop=True)  # noqa: E731
     a, b = v(lap), v(lme)
-    sep = _separated(df, range(B), seed)
+    sep = L.separated_resamples(df, range(B), seed)
     nc = not_converged_mask(a).to_numpy()
     laplace_clean = {m: clean_mask(a, m).to_numpy() for m in ("reference", "earnest")}
     lme4_clean = {m: clean_mask(b, m).to_numpy() for m in ("reference", "earnest")}

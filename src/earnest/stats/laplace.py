@@ -979,6 +979,21 @@ def resample_weights(n_templates: int, resamples, base_seed: int) -> tuple[np.nd
     return seeds, template_counts(seeds, n_templates)
 
 
+def separated_resamples(data, resamples, base_seed: int) -> np.ndarray:
+    """Per listed resample (GLMM 1): whether GSM-Base or GSM-Variants is all right or all wrong
+    among the drawn templates, so that the variant effect has no finite estimate."""
+    des = data if isinstance(data, Design) else Design.from_input(data, 1)
+    _, K = resample_weights(des.n_templates, resamples, base_seed)
+    drawn = K[:, des.tix] > 0
+    out = np.zeros(len(resamples), dtype=bool)
+    for v in (0, 1):
+        rows = des.X[:, 1] == v
+        succ = (drawn[:, rows] * des.y[rows]).sum(axis=1)
+        trials = (drawn[:, rows] * des.trials[rows]).sum(axis=1)
+        out |= (succ == 0) | (succ == trials)
+    return out
+
+
 def bootstrap(data, glmm: int, resamples, base_seed: int, *, chunk: int | None = None,
               workers: int = 1, checks: str = SCREENED) -> pd.DataFrame:
     """A bootstrap shard (records of glmm.SHARD_COLUMNS) for the listed resamples."""
