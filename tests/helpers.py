@@ -18,3 +18,50 @@ def child_env(**extra) -> dict:
         env.pop("LD_LIBRARY_PATH")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
     return env
+
+
+# ------------------------------------------------ running tests as the unprivileged user nobody
+
+NOBODY = 65534
+
+
+def nobody_command() -> list[str] | None:
+    """The command prefix that runs a program as ``nobody`` (util-linux), or None."""
+    import shutil
+
+    if shutil.which("setpriv"):
+        return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+    if shutil.which("runuser"):
+        return ["runuser", "-u", "nobody", "--"]
+    return None
+
+
+def nobody_interpreter(drop: list[str], env: dict) -> str | None:
+    """A Python that ``nobody`` can run whole, itself and as the sandbox's workers (its
+    sys.executable there must be executable by nobody: this one may live under a private /root)."""
+    import subprocess
+    import sys
+
+    check = "import ctypes, json, decimal, os, sys; sys.exit(0 if os.access(sys.executable, os.X_OK) else 1)"
+    for exe in dict.fromkeys(["/usr/bin/python3", sys.executable]):
+        if os.path.exists(exe) and subprocess.run(drop + [exe, "-c", check], env=env,
+                                                  capture_output=True).returncode == 0:
+            return exe
+    return None
+
+
+def nobody_copy(home: Path, tests: list[str]) -> Path:
+    """A copy of the package and of ``tests`` (paths under tests/, files or folders) in
+    ``home``/repo that nobody can read (the checkout may live where it cannot)."""
+    import shutil
+
+    copy = Path(home) / "repo"
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(REPO / "src" / "earnest", copy / "src" / "earnest", ignore=skip)
+    for name in tests:
+        src, dst = REPO / "tests" / name, copy / "tests" / name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(src, dst) if src.is_dir() else shutil.copy(src, dst)
+    for path in [copy, *copy.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return copy

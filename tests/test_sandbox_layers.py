@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from earnest.sandbox import LAYERS, Limits, Sandbox, SandboxUnavailable
+from helpers import NOBODY, nobody_command, nobody_copy, nobody_interpreter
 
 REPO = Path(__file__).resolve().parents[1]
 ATTACKS = REPO / "tests" / "sandbox_attacks.py"
-NOBODY = 65534
 API_KEY = "sk-earnest-test-0123456789"
 LIMITS = Limits(cpu_seconds=1, wall_seconds=3.0)
 
@@ -54,27 +54,12 @@ def test_every_layer_holds_alone_as_the_current_user(tmp_path):
 
 
 def _nobody_copy() -> tuple[list[str], str, Path]:
-    drop = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+    drop = nobody_command()
+    assert drop is not None, "neither setpriv nor runuser is installed (util-linux)"
     home = tempfile.mkdtemp(prefix="earnest-nobody-")
     os.chown(home, NOBODY, NOBODY)
-    copy = Path(home) / "repo"
-    skip = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(REPO / "src" / "earnest", copy / "src" / "earnest", ignore=skip)
-    (copy / "tests").mkdir()
-    shutil.copy(ATTACKS, copy / "tests" / "sandbox_attacks.py")
-    for path in [copy, *copy.rglob("*")]:
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    exe = None
-    # an interpreter nobody can run whole, itself and as the sandbox's workers (sys.executable
-    # there must be executable by nobody: this one may live under a private /root)
-    check = "import ctypes, json, decimal, os, sys; sys.exit(0 if os.access(sys.executable, os.X_OK) else 1)"
-    for candidate in dict.fromkeys(["/usr/bin/python3", sys.executable]):
-        if not os.path.exists(candidate):
-            continue
-        probe = subprocess.run(drop + [candidate, "-c", check], env=_env(home), capture_output=True)
-        if probe.returncode == 0:
-            exe = candidate
-            break
+    copy = nobody_copy(Path(home), ["sandbox_attacks.py"])
+    exe = nobody_interpreter(drop, _env(home))
     assert exe is not None, "no Python interpreter is usable by nobody"
     return drop + [exe], home, copy
 
@@ -83,7 +68,6 @@ def _nobody_copy() -> tuple[list[str], str, Path]:
 def test_every_layer_holds_alone_as_nobody():
     if os.geteuid() != 0:
         pytest.skip("not root: the test above already ran unprivileged")
-    assert shutil.which("setpriv"), "setpriv (util-linux) is needed"
     command, home, copy = _nobody_copy()
     try:
         proc = subprocess.run(command + [str(copy / "tests" / "sandbox_attacks.py")], cwd=home,

@@ -12,44 +12,22 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from helpers import NOBODY, nobody_command, nobody_copy, nobody_interpreter
 from hostile_checks import CHECKS
 
 REPO = Path(__file__).resolve().parents[1]
-NOBODY = 65534
-
-
-def _drop_command() -> list[str] | None:
-    if shutil.which("setpriv"):
-        return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
-    if shutil.which("runuser"):
-        return ["runuser", "-u", "nobody", "--"]
-    return None
-
-
-def _interpreter(drop: list[str], env: dict) -> str | None:
-    """A Python that ``nobody`` can use whole (this one may live under a private /root)."""
-    probe = "import sys, ctypes, decimal, json; print(sys.prefix)"
-    for exe in dict.fromkeys([sys.executable, "/usr/bin/python3"]):
-        if not os.path.exists(exe):
-            continue
-        own = subprocess.run([exe, "-c", probe], capture_output=True, text=True)
-        as_nobody = subprocess.run(drop + [exe, "-c", probe], capture_output=True, text=True, env=env)
-        if own.returncode == 0 and as_nobody.returncode == 0 and own.stdout == as_nobody.stdout:
-            return exe
-    return None
 
 
 @pytest.mark.slow
 def test_hostile_checks_hold_as_nobody():
     if os.geteuid() != 0:
         pytest.skip("not root: tests/test_sandbox_hostile.py already runs unprivileged")
-    drop = _drop_command()
+    drop = nobody_command()
     assert drop is not None, "neither setpriv nor runuser is installed (util-linux)"
     home = tempfile.mkdtemp(prefix="earnest-nobody-")
     try:
@@ -58,15 +36,9 @@ def test_hostile_checks_hold_as_nobody():
                "PYTHONDONTWRITEBYTECODE": "1"}
         assert subprocess.run(drop + ["id", "-u"], capture_output=True, text=True,
                               env=env).stdout.strip() == str(NOBODY)
-        exe = _interpreter(drop, env)
+        exe = nobody_interpreter(drop, env)
         assert exe is not None, "no Python interpreter is readable by nobody"
-        copy = Path(home) / "repo"
-        skip = shutil.ignore_patterns("__pycache__", "*.pyc")
-        shutil.copytree(REPO / "src" / "earnest", copy / "src" / "earnest", ignore=skip)
-        shutil.copytree(REPO / "tests" / "data" / "hostile", copy / "tests" / "data" / "hostile")
-        shutil.copy(REPO / "tests" / "hostile_checks.py", copy / "tests" / "hostile_checks.py")
-        for path in [copy, *copy.rglob("*")]:
-            path.chmod(0o755 if path.is_dir() else 0o644)
+        copy = nobody_copy(Path(home), ["data/hostile", "hostile_checks.py"])
         proc = subprocess.run(drop + [exe, str(copy / "tests" / "hostile_checks.py")], cwd=home,
                               env=env, capture_output=True, text=True, timeout=600)
         out = proc.stdout + proc.stderr

@@ -146,7 +146,7 @@ _EARNEST, _REFERENCE = "earnest", "reference"  # = earnest.fidelity's names (sta
 if __name__ != "__main__":
     from earnest.failure_classes import EARNEST as _FC_EARNEST, FAILURE_CLASSES as _FAILURE_CLASSES
     from earnest.failure_classes import (FORBIDDEN_CONSTRUCT, FORBIDDEN_STRING, RESOURCE_LIMIT, SYNTAX_ERROR,
-                                         TIMEOUT, TYPE_VALUE_ERROR, UNCLASSIFIED)
+                                         TIMEOUT, UNCLASSIFIED)
     from earnest.failure_classes import classes as _classes
 
     ERROR_CLASSES = _classes("code", _FC_EARNEST, scoring=False)
