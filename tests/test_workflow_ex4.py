@@ -78,21 +78,28 @@ def test_ex4_schema_rejects_bad_shift(tmp_path):
     assert proc.returncode != 0 and "ex4" in (proc.stdout + proc.stderr)
 
 
-@pytest.mark.slow
-def test_glmm2_takes_another_covariate(tmp_path):
-    """stats.covariate: n_ops puts each item's number of operations where gamma goes; the summary names it."""
+def _glmm2_with_covariate(tmp_path, covariate: str):
+    """The tiny config's GLMM 2 for the GSM prompt with ``stats.covariate``: (its summary, the
+    GSM-Base and GSM-Variants items, the GLMM input)."""
     build_tiny_model(tmp_path / "tiny-model")
     cfg = _config()
     cfg["ex4"] = {"enabled": False}
-    cfg["stats"]["covariate"] = "n_ops"
+    cfg["stats"]["covariate"] = covariate
     target = "results/stats/all/glmm2/tiny/gsm/summary.parquet"
     proc = snakemake(tmp_path, cfg, target)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    summary = pd.read_parquet(tmp_path / target)
-    assert set(summary.covariate) == {"n_ops"} and set(summary.term) == {"variant", "gamma_c"}
-    inp = pd.read_parquet(tmp_path / "results/stats/all/input/tiny/gsm.parquet")
-    from earnest.covariates import n_ops
     items = pd.concat([pd.read_parquet(tmp_path / f"results/data/{d}.parquet") for d in ("gsm_base", "gsm_variants")])
+    inp = pd.read_parquet(tmp_path / "results/stats/all/input/tiny/gsm.parquet")
+    return pd.read_parquet(tmp_path / target), items, inp
+
+
+@pytest.mark.slow
+def test_glmm2_takes_another_covariate(tmp_path):
+    """stats.covariate: n_ops puts each item's number of operations where gamma goes; the summary names it."""
+    from earnest.covariates import n_ops
+
+    summary, items, inp = _glmm2_with_covariate(tmp_path, "n_ops")
+    assert set(summary.covariate) == {"n_ops"} and set(summary.term) == {"variant", "gamma_c"}
     want = sorted(float(n_ops(s)) for s in items.solution)
     assert sorted(inp.gamma) == want and inp.gamma.nunique() > 1
 
@@ -104,17 +111,9 @@ def test_glmm2_number_tokens_with_the_models_tokenizer(tmp_path):
 
     from earnest.covariates import number_tokens
 
-    build_tiny_model(tmp_path / "tiny-model")
-    cfg = _config()
-    cfg["ex4"] = {"enabled": False}
-    cfg["stats"]["covariate"] = "number_tokens"
-    target = "results/stats/all/glmm2/tiny/gsm/summary.parquet"
-    proc = snakemake(tmp_path, cfg, target)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    assert set(pd.read_parquet(tmp_path / target).covariate) == {"number_tokens"}
+    summary, items, inp = _glmm2_with_covariate(tmp_path, "number_tokens")
+    assert set(summary.covariate) == {"number_tokens"}
     tok = AutoTokenizer.from_pretrained(str(tmp_path / "tiny-model"))
-    items = pd.concat([pd.read_parquet(tmp_path / f"results/data/{d}.parquet") for d in ("gsm_base", "gsm_variants")])
     want = sorted(float(number_tokens(q, lambda t: tok(t, add_special_tokens=False)["input_ids"]))
                   for q in items.question)
-    inp = pd.read_parquet(tmp_path / "results/stats/all/input/tiny/gsm.parquet")
     assert sorted(inp.gamma) == want and min(want) > 0
