@@ -106,7 +106,7 @@ def model_source(model_name: str, cfg: dict) -> tuple[str, dict]:
 
 
 def load_tokenizer(model_name: str, cfg: dict):
-    """The model's tokenizer alone (what ``earnest.covariates.number_tokens`` counts with): a
+    """The model's tokenizer alone (what ``earnest.gsm.covariates.number_tokens`` counts with): a
     function from text to token ids, without special tokens."""
     from transformers import AutoTokenizer
 
@@ -210,7 +210,11 @@ class TransformersBackend(Backend):
         # transformers 5.x renamed past_key_values to cache; older releases (e.g. on a cluster) know only the old name
         import inspect
 
-        self._cache_kw = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
+        params = inspect.signature(self.model.forward).parameters
+        self._cache_kw = "cache" if "cache" in params else "past_key_values"
+        # only the last position's logits are used: without this a ~1,500-token few-shot prefix
+        # also computes 1,500 rows of the output layer (~90 GFLOP for a 49k vocabulary)
+        self._keep_kw = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
         log.info("loaded %s from %s in %.1f s", model_name, source, time.time() - t0)
         self.chat_template = bool(cfg.get("chat_template", False))
         self.batch_size = int(cfg.get("batch_size", 8))
@@ -255,7 +259,7 @@ class TransformersBackend(Backend):
 
     def _forward(self, cache, **kwargs):
         """One model call with ``cache``; returns (logits of the last position, the updated cache)."""
-        out = self.model(**{self._cache_kw: cache}, use_cache=True, **kwargs)
+        out = self.model(**{self._cache_kw: cache}, use_cache=True, **self._keep_kw, **kwargs)
         new_cache = getattr(out, "cache", None)
         return out.logits[:, -1, :], new_cache if new_cache is not None else out.past_key_values
 
