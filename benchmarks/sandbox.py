@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from earnest import failure_classes as fc
+from earnest.gsm import failure_classes as fc
 from earnest.sandbox import Limits, Sandbox
 
 

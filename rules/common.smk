@@ -19,8 +19,8 @@ from earnest.config import (
     resolve_path,
     validate_schema,
 )
-from earnest.datasets import DATASETS, release_path
-from earnest.prompts import PromptFormatError, formats_file, load_formats
+from earnest.gsm.datasets import DATASETS, release_path
+from earnest.gsm.prompts import PromptFormatError, formats_file, load_formats
 from earnest.fidelity import other as other_mode
 from earnest.stats.glmm import resolve_rows
 from earnest.runlock import clear_stale_locks, record_owner, release_owner

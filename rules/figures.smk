@@ -3,7 +3,7 @@
 # (Tables 4-5). Every figure is drawn from one results table file, never from recomputed numbers;
 # one script per kind of output. Needs from rules/common.smk: MODELS, EX1_PROMPT, GSM_MODELS,
 # BASEDIR, SUMMARIES (rule summaries in rules/stats.smk), PROMPT_LABELS, scored_path(), scored_files().
-from earnest.failure_classes import WRONG_ANSWER
+from earnest.gsm.failure_classes import WRONG_ANSWER
 
 
 rule fig_variant_effect:

@@ -31,7 +31,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 if str(SRC) not in sys.path:
     sys.path.insert(0, str(SRC))
 
-from earnest.extraction import extract_code_many  # noqa: E402
+from earnest.gsm.extraction import extract_code_many  # noqa: E402
 from earnest.sandbox import Limits, Sandbox, _temp_prefix  # noqa: E402
 
 HOSTILE = Path(__file__).parent / "data" / "hostile"
@@ -190,7 +190,7 @@ def check_corpus() -> None:
             assert all(descendants(w) <= helpers for w in workers)
             assert wait_until_clean(sandbox) == set()
             # reference mode: the same answers end in the reference's classes only, contained alike
-            from earnest.failure_classes import classes
+            from earnest.gsm.failure_classes import classes
 
             reference = set(classes("code", "reference", scoring=False)) | {""}
             for (name, _, _), result in zip(cases, extract_code_many([r for _, _, r in cases], sandbox,

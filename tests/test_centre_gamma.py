@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from earnest.scoring import SCORED_COLUMNS
+from earnest.gsm.scoring import SCORED_COLUMNS
 from earnest.stats.glmm import centre_gamma, model_frame
 
 

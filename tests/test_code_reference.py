@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from earnest import failure_classes as fc
-from earnest.extraction import extract_code, extract_code_many, locate_solution_reference
+from earnest.gsm import failure_classes as fc
+from earnest.gsm.extraction import extract_code, extract_code_many, locate_solution_reference
 from earnest.sandbox import Limits, Sandbox
-from earnest.scoring import is_correct
+from earnest.gsm.scoring import is_correct
 
 GOLDEN = Path(__file__).parent / "data" / "golden" / "reference" / "code_answers.jsonl"
 ROWS = [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlines()]
@@ -50,7 +50,7 @@ def test_reference_mode_gives_the_references_value_and_class(box):
     wrong = [(r["id"], r["error_class"], r["value"], res) for r, res in zip(ROWS, results)
              if res.error_class != r["error_class"] or not _same_value(res.value, r["value"])]
     assert wrong == []
-    # correct as the reference's evaluator decides it (earnest.scoring in reference mode)
+    # correct as the reference's evaluator decides it (earnest.gsm.scoring in reference mode)
     for r, res in zip(ROWS, results):
         if r["ran_reference"]:
             assert is_correct(res, r["answer"], fidelity="reference") == r["correct"], r["id"]

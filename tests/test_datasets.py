@@ -6,9 +6,9 @@ import math
 import pandas as pd
 import pytest
 
-from earnest.datasets import (DatasetError, ITEM_COLUMNS, gold_answer, package_base_items, package_variant_items,
+from earnest.gsm.datasets import (DatasetError, ITEM_COLUMNS, gold_answer, package_base_items, package_variant_items,
                               read_release_jsonl, release_items, template_seed)
-from earnest.gamma import gamma, integers_in
+from earnest.gsm.gamma import gamma, integers_in
 
 
 @pytest.mark.parametrize("text, ints", [

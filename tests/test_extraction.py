@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from earnest.extraction import extract_code, extract_text, locate_solution, parse_number, trim_next_question
+from earnest.gsm.extraction import extract_code, extract_text, locate_solution, parse_number, trim_next_question
 from earnest.sandbox import Limits, Sandbox
 
 # Listing 7 (phi-2): runaway doubling, no "The final answer is"; cut short here.

@@ -1,9 +1,9 @@
-"""The one list of failure classes (earnest.failure_classes) and who uses it."""
+"""The one list of failure classes (earnest.gsm.failure_classes) and who uses it."""
 
 import pytest
 
-from earnest import failure_classes as fc
-from earnest.extraction import TEXT_ERROR_CLASSES
+from earnest.gsm import failure_classes as fc
+from earnest.gsm.extraction import TEXT_ERROR_CLASSES
 from earnest.sandbox import ERROR_CLASSES
 
 
@@ -44,7 +44,7 @@ def test_check_names_the_place_of_an_unknown_class():
 
 def test_sandbox_worker_writes_only_known_class_names():
     # the worker side of earnest.sandbox runs alone (standard library only) and so writes the class
-    # names as strings; every one of them must be a class of earnest.failure_classes
+    # names as strings; every one of them must be a class of earnest.gsm.failure_classes
     import ast
     import inspect
 

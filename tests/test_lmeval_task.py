@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from earnest.datasets import package_base_items, package_variant_items
-from earnest.prompts import load_formats
+from earnest.gsm.datasets import package_base_items, package_variant_items
+from earnest.gsm.prompts import load_formats
 
 lm_eval = pytest.importorskip("lm_eval")
 
@@ -108,7 +108,7 @@ def test_answer_filters_and_metric(task_dir, response, strict, flexible):
 def test_lm_eval_run_with_the_tiny_model_maps_to_templates(task_dir, tiny_model_dir, tmp_path):
     """A real `lm_eval run --log_samples` (hf model, CPU) on the shipped tasks: its samples files read by
     earnest with the base task named, every (template, variant) of the data once."""
-    from earnest.lmeval import Mapping, read_samples
+    from earnest.readers.lmeval import Mapping, read_samples
 
     exe = shutil.which("lm_eval") or shutil.which("lm-eval")
     cmd = [exe] if exe else [sys.executable, "-m", "lm_eval"]

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from earnest import plots
-from earnest.error_table import ERROR_TABLE_COLUMNS, error_class_table, write_error_class_table
+from earnest.gsm import plots
+from earnest.gsm.error_table import ERROR_TABLE_COLUMNS, error_class_table, write_error_class_table
 from earnest.stats.summaries import build_summaries, figure2_models, read_summaries, write_summaries
 from earnest.tables import TableColumnError, read_table
 
@@ -175,7 +175,7 @@ def test_error_class_table_counts():
 @pytest.mark.parametrize("mode, listed, absent", [("reference", "Forbidden string", "Forbidden construct"),
                                                    ("earnest", "Forbidden construct", "Forbidden string")])
 def test_error_class_table_lists_the_forbidden_label_of_its_mode(mode, listed, absent):
-    # the label comes from earnest.failure_classes, once per class; each mode lists only its own
+    # the label comes from earnest.gsm.failure_classes, once per class; each mode lists only its own
     t = error_class_table(scored(["a"]), STYLES, fidelity=mode)
     code = t[(t.prompt == "simple_code") & (t.dataset == "gsm_variants")]
     assert list(code["label"]).count(listed) == 1

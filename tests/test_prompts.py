@@ -11,7 +11,7 @@ import json
 import pytest
 import yaml
 
-from earnest.prompts import (
+from earnest.gsm.prompts import (
     QUESTION_PLACEHOLDER,
     PromptFormat,
     PromptFormatError,

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from earnest.tables import TableColumnError
-from earnest.published import COMPARISON_COLUMNS, compare_published, load_published, variant_sd, write_comparison
+from earnest.gsm.published import COMPARISON_COLUMNS, compare_published, load_published, variant_sd, write_comparison
 
 
 @pytest.fixture(scope="module")

@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from earnest.config import ConfigError, check_config, validate_schema
-from earnest.datasets import (HUB_RELEASE, DatasetError, fetch_release, package_base_items,
+from earnest.gsm.datasets import (HUB_RELEASE, DatasetError, fetch_release, package_base_items,
                               package_variant_items, read_release_jsonl, release_items, release_path)
-from earnest.prompts import load_formats
+from earnest.gsm.prompts import load_formats
 
 REPO = Path(__file__).resolve().parents[1]
 REV = "0123456789abcdef0123456789abcdef01234567"

@@ -15,9 +15,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from earnest.extraction import Extraction
+from earnest.gsm.extraction import Extraction
 from earnest.sandbox import Limits, Sandbox
-from earnest.scoring import (SCORED_COLUMNS, is_correct, numbers_match, parse_gold,
+from earnest.gsm.scoring import (SCORED_COLUMNS, is_correct, numbers_match, parse_gold,
                              score_table)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -283,7 +283,7 @@ def test_scored_code_tables_record_the_python_and_layers_and_reference_warns(cap
                          "stop_reason": ["stop"], "seconds": [0.1]})
     version = "%d.%d.%d" % sys.version_info[:3]
     with Sandbox(workers=1, limits=Limits(cpu_seconds=1, wall_seconds=4.0)) as box:
-        with caplog.at_level(logging.WARNING, logger="earnest.scoring"):
+        with caplog.at_level(logging.WARNING, logger="earnest.gsm.scoring"):
             scored = score_table(gens, items, "code", box, fidelity="reference")
         assert bool(scored["correct"].iloc[0])
         assert scored["code_python"].iloc[0] == version
@@ -291,13 +291,13 @@ def test_scored_code_tables_record_the_python_and_layers_and_reference_warns(cap
         warned = [r for r in caplog.records if "authors' code on Python" in r.getMessage()]
         assert bool(warned) == (sys.version_info[:2] != REFERENCE_PYTHON)
         caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="earnest.scoring"):
+        with caplog.at_level(logging.WARNING, logger="earnest.gsm.scoring"):
             score_table(gens, items, "code", box, fidelity="earnest")
         assert not [r for r in caplog.records if "authors' code on Python" in r.getMessage()]
     text = score_table(gens.assign(prompt="simple_nl", response=["The answer is 9."]), items, "text")
     assert (text["code_python"].iloc[0], text["sandbox"].iloc[0]) == ("", "")
     # the report's table: one row per code-scored model x prompt x dataset, none for text prompts
-    from earnest.scoring import sandbox_table
+    from earnest.gsm.scoring import sandbox_table
 
     table = sandbox_table(pd.concat([scored, text], ignore_index=True))
     assert table.to_dict("records") == [{"model": "m", "prompt": "simple_code", "dataset": "gsm_base",

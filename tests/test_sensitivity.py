@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from earnest.stats.sensitivity import compare_modes as _compare_modes
-from earnest.stats.sensitivity import write_sensitivity
+from earnest.gsm.sensitivity import compare_modes as _compare_modes
+from earnest.gsm.sensitivity import write_sensitivity
 from earnest.stats.summaries import build_summaries
 
 

@@ -308,7 +308,7 @@ def _config(mutate):
     import yaml
 
     from earnest.config import check_config, validate_schema
-    from earnest.prompts import load_formats
+    from earnest.gsm.prompts import load_formats
 
     cfg = copy.deepcopy(yaml.safe_load((ROOT / "tests" / "configs" / "tiny.yaml").read_text()))
     cfg["models"]["tiny"]["path"] = str(ROOT / "tests")   # an existing folder (the model is not loaded)

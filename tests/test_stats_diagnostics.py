@@ -4,7 +4,8 @@ from scored tables and the reasoning-only comparison (Appendix G)."""
 import pandas as pd
 import pytest
 
-from earnest.stats import diagnostics, reasoning
+from earnest.stats import diagnostics
+from earnest.gsm import reasoning
 from earnest.stats.glmm import GLMMInputError
 from earnest.stats.inputs import code_error_mask, glmm_input_from_scored
 from earnest.stats.summaries import build_summaries

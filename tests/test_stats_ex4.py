@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from earnest.stats.ex4 import dose_response, dose_rows, side_by_side, side_by_side_markdown
+from earnest.gsm.ex4 import dose_response, dose_rows, side_by_side, side_by_side_markdown
 
 
 def _row(analysis, glmm, model, odds_ratio, p, term="variant"):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from earnest.stats.ks import integers_of, ks_test, plot_integer_distributions
+from earnest.gsm.ks import integers_of, ks_test, plot_integer_distributions
 
 
 def test_ks_on_question_integers(tmp_path):

@@ -177,7 +177,7 @@ def test_many_fits_at_once_api_for_power_analysis():
 
 
 def test_laplace_shards_summaries_and_tables_name_the_engine(tmp_path):
-    from earnest.stats import paper_tables
+    from earnest.gsm import paper_tables
     from earnest.stats.run import run_glmm
 
     df = _data(1, n_templates=12)

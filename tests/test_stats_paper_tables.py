@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from earnest.stats import paper_tables as PT
+from earnest.gsm import paper_tables as PT
 from earnest.stats.summaries import build_summaries
 
 

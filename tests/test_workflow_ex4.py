@@ -96,7 +96,7 @@ def _glmm2_with_covariate(tmp_path, covariate: str):
 @pytest.mark.slow
 def test_glmm2_takes_another_covariate(tmp_path):
     """stats.covariate: n_ops puts each item's number of operations where gamma goes; the summary names it."""
-    from earnest.covariates import n_ops
+    from earnest.gsm.covariates import n_ops
 
     summary, items, inp = _glmm2_with_covariate(tmp_path, "n_ops")
     assert set(summary.covariate) == {"n_ops"} and set(summary.term) == {"variant", "gamma_c"}
@@ -109,7 +109,7 @@ def test_glmm2_number_tokens_with_the_models_tokenizer(tmp_path):
     """stats.covariate: number_tokens counts with the model's own tokenizer (the tiny model's BPE)."""
     from transformers import AutoTokenizer
 
-    from earnest.covariates import number_tokens
+    from earnest.gsm.covariates import number_tokens
 
     summary, items, inp = _glmm2_with_covariate(tmp_path, "number_tokens")
     assert set(summary.covariate) == {"number_tokens"}

@@ -12,8 +12,8 @@ import sys
 
 # module path -> it defines add_parser(subparsers) which sets func=... on its parser
 SUBCOMMAND_MODULES = [
-    "earnest.prompts",          # earnest prompt
-    "earnest.scoring",          # earnest extract
+    "earnest.gsm.prompts",          # earnest prompt
+    "earnest.gsm.scoring",          # earnest extract
     "earnest.stats.cli",        # earnest glmm
     "earnest.stats.power_cli",  # earnest power
     "earnest.stats.compare_cli",  # earnest compare

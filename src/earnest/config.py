@@ -26,7 +26,7 @@ from typing import Any, Mapping
 import yaml
 
 from earnest.jsonl import read_utf8
-from earnest.prompts import FORMATS_FILE, PromptFormat, PromptFormatError, validate_format_names
+from earnest.gsm.prompts import FORMATS_FILE, PromptFormat, PromptFormatError, validate_format_names
 
 __all__ = ["ConfigError", "Checked", "validate_schema", "check_config", "resolve_path", "load_yaml_strict",
            "check_config_files", "config_locations", "locate", "SAFE_NAME"]
@@ -319,7 +319,7 @@ def _check_models(config: dict, base_dir) -> None:
 
 
 def _gsm_templates(config: dict, base_dir) -> list[int]:
-    from earnest.datasets import RELEASE_TEMPLATES, DatasetError, read_release_jsonl, release_path, release_shortfall
+    from earnest.gsm.datasets import RELEASE_TEMPLATES, DatasetError, read_release_jsonl, release_path, release_shortfall
 
     gsm = config["gsm_symbolic"]
     records = None
@@ -448,7 +448,7 @@ def _check_statform_build(config: dict, base_dir) -> tuple[dict, dict, list]:
 def check_config(config: dict, formats: Mapping[str, PromptFormat], *,
                  base_dir: str | Path | None = None, locations: Mapping[str, str] | None = None) -> Checked:
     """Check a schema-validated config (:func:`validate_schema`) against the prompt formats
-    (``formats.yaml``, :func:`earnest.prompts.load_formats`), the installed backends and the files it
+    (``formats.yaml``, :func:`earnest.gsm.prompts.load_formats`), the installed backends and the files it
     names; relative paths are resolved with :func:`resolve_path` against ``base_dir``.
 
     Raises :class:`ConfigError` naming the key (``experiments.ex2_prompts: unknown prompt format

@@ -24,8 +24,8 @@ from typing import Sequence
 
 import pandas as pd
 
-from .backends.base import Backend, GenerationRequest, GenerationResult, check_stop_reason, is_error
-from .prompts import PromptFormat
+from earnest.backends.base import Backend, GenerationRequest, GenerationResult, check_stop_reason, is_error
+from earnest.gsm.prompts import PromptFormat
 
 GENERATION_COLUMNS = ["item_id", "model", "prompt", "dataset", "response", "prompt_tokens",
                       "new_tokens", "stop_reason", "seconds"]

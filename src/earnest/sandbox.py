@@ -41,7 +41,7 @@ The calling process trusts nothing that comes back: a reply is size-limited befo
 and validated field by field; anything malformed becomes that answer's ``unclassified`` result. A
 snippet can still forge its own result (by writing to fd 3), never another answer's.
 
-Result classes: ``earnest.failure_classes`` (Appendix F of the GSM-Symbolic re-evaluation, plus
+Result classes: ``earnest.gsm.failure_classes`` (Appendix F of the GSM-Symbolic re-evaluation, plus
 ``timeout`` and ``resource_limit``; in reference mode these two are reported as ``unclassified``,
 the reference's catch-all, since the reference has no limits). Model code is compiled with the
 running interpreter's own flags (``dont_inherit``): this file's ``__future__`` imports never apply.
@@ -139,15 +139,15 @@ MAX_SOURCE_CHARS = 200_000
 _MAX_EXACT_BITS = 1024
 _EARNEST, _REFERENCE = "earnest", "reference"  # = earnest.fidelity's names (standard library only here)
 
-#: Classes a run can end in ("" = it returned a number): ``earnest.failure_classes`` names them
+#: Classes a run can end in ("" = it returned a number): ``earnest.gsm.failure_classes`` names them
 #: (imported only on the calling side: the worker runs this file alone, standard library only, so
 #: the worker's code writes the names as strings; ``validate_reply`` turns any name that is not a
 #: class there into ``unclassified``, and tests/test_failure_classes.py checks the worker's names).
 if __name__ != "__main__":
-    from earnest.failure_classes import EARNEST as _FC_EARNEST, FAILURE_CLASSES as _FAILURE_CLASSES
-    from earnest.failure_classes import (FORBIDDEN_CONSTRUCT, FORBIDDEN_STRING, RESOURCE_LIMIT, SYNTAX_ERROR,
+    from earnest.gsm.failure_classes import EARNEST as _FC_EARNEST, FAILURE_CLASSES as _FAILURE_CLASSES
+    from earnest.gsm.failure_classes import (FORBIDDEN_CONSTRUCT, FORBIDDEN_STRING, RESOURCE_LIMIT, SYNTAX_ERROR,
                                          TIMEOUT, UNCLASSIFIED)
-    from earnest.failure_classes import classes as _classes
+    from earnest.gsm.failure_classes import classes as _classes
 
     ERROR_CLASSES = _classes("code", _FC_EARNEST, scoring=False)
     _KNOWN_CLASSES = frozenset(_FAILURE_CLASSES)

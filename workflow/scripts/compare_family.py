@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from earnest.joblog import job_logger
-from earnest.plots_power import figure_pairwise_matrix
+from earnest.stats.plots_power import figure_pairwise_matrix
 from earnest.stats import compare as C
 
 log = job_logger(snakemake.log[0], "compare_family")  # noqa: F821

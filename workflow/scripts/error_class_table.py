@@ -1,4 +1,4 @@
-"""The error-class count table (Appendix F) from the scored tables (earnest.error_table).
+"""The error-class count table (Appendix F) from the scored tables (earnest.gsm.error_table).
 
 snakemake.input.scored: scored parquets; snakemake.params: styles (prompt -> text|code),
 prompt_labels (prompt -> label), fidelity (which failure classes are listed);
@@ -13,7 +13,7 @@ from earnest.joblog import job_logger
 
 log = job_logger(snakemake.log[0], "error_class_table")  # noqa: F821
 
-from earnest.error_table import error_class_table, write_error_class_table  # noqa: E402
+from earnest.gsm.error_table import error_class_table, write_error_class_table  # noqa: E402
 from earnest.tables import require_columns  # noqa: E402
 
 COLUMNS = ["model", "prompt", "dataset", "error_class"]

@@ -8,7 +8,7 @@ import pandas as pd
 from earnest.joblog import job_logger  # noqa: E402
 
 log = job_logger(snakemake.log[0], "ex4_dose_response")  # noqa: F821
-from earnest.stats.ex4 import dose_response, dose_rows  # noqa: E402
+from earnest.gsm.ex4 import dose_response, dose_rows  # noqa: E402
 
 sm = snakemake  # noqa: F821
 rows = dose_rows(pd.concat([pd.read_parquet(p) for p in sm.input.summaries], ignore_index=True), sm.params.prompt)

@@ -8,8 +8,8 @@ import pandas as pd
 from earnest.joblog import job_logger  # noqa: E402
 
 log = job_logger(snakemake.log[0], "ex4_table")  # noqa: F821
-from earnest.stats.ex4 import side_by_side, side_by_side_markdown  # noqa: E402
-from earnest.stats.ks import ks_test  # noqa: E402
+from earnest.gsm.ex4 import side_by_side, side_by_side_markdown  # noqa: E402
+from earnest.gsm.ks import ks_test  # noqa: E402
 
 sm = snakemake  # noqa: F821
 summaries = pd.concat([pd.read_parquet(p) for p in sm.input.summaries], ignore_index=True)

@@ -7,7 +7,7 @@ cache_dir (huggingface_hub cache or None); snakemake.output[0]: the release file
 from earnest.joblog import job_logger  # noqa: E402
 
 log = job_logger(snakemake.log[0], "fetch_gsm_symbolic")  # noqa: F821
-from earnest.datasets import fetch_release, read_release_jsonl  # noqa: E402
+from earnest.gsm.datasets import fetch_release, read_release_jsonl  # noqa: E402
 
 p = snakemake.params  # noqa: F821
 path = fetch_release(p.repo, p.revision, p.file, snakemake.output[0], cache_dir=p.cache_dir)  # noqa: F821

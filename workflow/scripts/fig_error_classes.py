@@ -1,5 +1,5 @@
 """Figures 9-11: error classes per model, one panel per prompt, from the error-class count table
-(earnest.plots.figure_error_classes).
+(earnest.gsm.plots.figure_error_classes).
 
 snakemake.input.table: the table's CSV (rule error_class_table);
 snakemake.params: prompts (panels, top to bottom), datasets (pooled; empty = all), proportions
@@ -13,8 +13,8 @@ from earnest.joblog import job_logger
 
 log = job_logger(snakemake.log[0], "fig_error_classes")  # noqa: F821
 
-from earnest import plots  # noqa: E402
-from earnest.error_table import ERROR_TABLE_COLUMNS  # noqa: E402
+from earnest.gsm import plots  # noqa: E402
+from earnest.gsm.error_table import ERROR_TABLE_COLUMNS  # noqa: E402
 from earnest.tables import read_table  # noqa: E402
 
 try:

@@ -1,5 +1,5 @@
 """Figure 3: the variant effect (GLMM 1, GLMM 2) and the large-number effect (GLMM 2) across the
-prompt formats for the Ex2 models (the summaries table's ex2 column; earnest.plots.figure_number_effect).
+prompt formats for the Ex2 models (the summaries table's ex2 column; earnest.gsm.plots.figure_number_effect).
 
 snakemake.input.summaries: results/stats/summaries.parquet; snakemake.params.prompts: prompts in
 display order (Ex1 first); snakemake.output.png / .pdf (same stem); snakemake.log[0].
@@ -11,7 +11,7 @@ from earnest.joblog import job_logger
 
 log = job_logger(snakemake.log[0], "fig_number_effect")  # noqa: F821
 
-from earnest import plots  # noqa: E402
+from earnest.gsm import plots  # noqa: E402
 from earnest.stats.summaries import figure2_models, read_summaries  # noqa: E402
 
 try:

@@ -1,5 +1,5 @@
 """Figure 2: accuracies and Delta_var across the prompt formats for the Ex2 models (the summaries
-table's ex2 column; earnest.plots.figure_prompt_comparison).
+table's ex2 column; earnest.gsm.plots.figure_prompt_comparison).
 
 snakemake.input.summaries: results/stats/summaries.parquet; snakemake.params.prompts: prompts in
 display order (Ex1 first); snakemake.output.png / .pdf (same stem); snakemake.log[0].
@@ -11,7 +11,7 @@ from earnest.joblog import job_logger
 
 log = job_logger(snakemake.log[0], "fig_prompts")  # noqa: F821
 
-from earnest import plots  # noqa: E402
+from earnest.gsm import plots  # noqa: E402
 from earnest.stats.summaries import figure2_models, read_summaries  # noqa: E402
 
 try:

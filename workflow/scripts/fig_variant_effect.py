@@ -1,5 +1,5 @@
 """Figure 1 (and Figures 4-7): the variant effect of GLMM 1 for one prompt, from the summaries table
-(earnest.plots.figure_variant_effect).
+(earnest.gsm.plots.figure_variant_effect).
 
 snakemake.input.summaries: results/stats/summaries.parquet; snakemake.wildcards.prompt;
 snakemake.params.models: display order; snakemake.output.png / .pdf (same stem); snakemake.log[0].
@@ -11,7 +11,7 @@ from earnest.joblog import job_logger
 
 log = job_logger(snakemake.log[0], "fig_variant_effect")  # noqa: F821
 
-from earnest import plots  # noqa: E402
+from earnest.gsm import plots  # noqa: E402
 from earnest.stats.summaries import read_summaries  # noqa: E402
 
 try:

@@ -12,7 +12,7 @@ from earnest.joblog import job_logger  # noqa: E402
 log = job_logger(snakemake.log[0], "generate")  # noqa: F821
 from earnest.backends import load_backend  # noqa: E402
 from earnest.generation import generate_dataset  # noqa: E402
-from earnest.prompts import load_formats  # noqa: E402
+from earnest.gsm.prompts import load_formats  # noqa: E402
 
 sm = snakemake  # noqa: F821
 cfg = dict(sm.params.model_cfg)

@@ -2,7 +2,7 @@
 
 snakemake.input.scored: scored parquets of that model x prompt (gsm_base and gsm_variants);
 snakemake.params.reasoning_only: optional bool (default False): drop code-error rows (Appendix G);
-snakemake.params.covariate: optional (default gamma): GLMM 2's covariate (earnest.covariates), put in
+snakemake.params.covariate: optional (default gamma): GLMM 2's covariate (earnest.gsm.covariates), put in
   the gamma column from snakemake.input.item_tables (the datasets' items tables);
 snakemake.output[0]: GLMM input parquet (model, prompt, template, variant, correct, gamma);
 snakemake.log[0]: log file.
@@ -22,7 +22,7 @@ try:
     if covariate != "gamma":   # GLMM 2's covariate, in the gamma column (centred where gamma is)
         import pandas as pd
 
-        from earnest.covariates import item_values, with_covariate
+        from earnest.gsm.covariates import item_values, with_covariate
 
         items = snakemake.input.item_tables  # noqa: F821
         items = [items] if isinstance(items, str) else list(items)

@@ -9,7 +9,7 @@ import time
 from earnest.joblog import job_logger  # noqa: E402
 
 log = job_logger(snakemake.log[0], "items_controlled")  # noqa: F821
-from earnest.datasets import controlled_variant_items  # noqa: E402
+from earnest.gsm.datasets import controlled_variant_items  # noqa: E402
 from earnest.generation import write_parquet_atomic  # noqa: E402
 
 sm = snakemake  # noqa: F821

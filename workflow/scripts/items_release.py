@@ -7,7 +7,7 @@ snakemake.output[0]: items parquet; snakemake.log[0].
 from earnest.joblog import job_logger  # noqa: E402
 
 log = job_logger(snakemake.log[0], "items_release")  # noqa: F821
-from earnest.datasets import read_release_jsonl, release_items  # noqa: E402
+from earnest.gsm.datasets import read_release_jsonl, release_items  # noqa: E402
 from earnest.generation import write_parquet_atomic  # noqa: E402
 
 records = read_release_jsonl(snakemake.input[0])  # noqa: F821

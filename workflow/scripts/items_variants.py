@@ -1,5 +1,5 @@
 """GSM-Variants instances of one template, drawn from a per-template seed by the package's
-generator or earnest.instantiate (snakemake.params.instantiator: package | earnest).
+generator or earnest.gsm.instantiate (snakemake.params.instantiator: package | earnest).
 
 wildcards.template; snakemake.params.variants (N), snakemake.params.seed (base seed);
 snakemake.output[0]: items parquet of that template; snakemake.log[0].
@@ -9,7 +9,7 @@ import time
 from earnest.joblog import job_logger  # noqa: E402
 
 log = job_logger(snakemake.log[0], "items_variants")  # noqa: F821
-from earnest.datasets import package_variant_items  # noqa: E402
+from earnest.gsm.datasets import package_variant_items  # noqa: E402
 from earnest.generation import write_parquet_atomic  # noqa: E402
 
 t0 = time.time()

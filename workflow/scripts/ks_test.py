@@ -3,7 +3,7 @@
 snakemake.input.base, snakemake.input.variants: item parquets (column question);
 snakemake.output.table: CSV path of the result table (.md and .tex are written beside it, same stem);
 snakemake.output.figure: PNG path of the figure (the .pdf is written beside it);
-snakemake.params.fidelity (optional, default "earnest"): how numbers are read (earnest.gamma);
+snakemake.params.fidelity (optional, default "earnest"): how numbers are read (earnest.gsm.gamma);
 snakemake.log[0]: log file.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from earnest.stats.ks import integers_of, ks_test, plot_integer_distributions
+from earnest.gsm.ks import integers_of, ks_test, plot_integer_distributions
 from earnest.tables import write_table
 from earnest.joblog import job_logger
 

@@ -10,7 +10,7 @@ snakemake.output.power / .mde: CSV tables (Markdown and LaTeX beside them), .png
 import time
 from pathlib import Path
 
-from earnest.plots_power import figure_power_curves
+from earnest.stats.plots_power import figure_power_curves
 from earnest.joblog import job_logger
 from earnest.stats import power as P
 

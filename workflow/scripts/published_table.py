@@ -1,5 +1,5 @@
 """This run's GSM-Base / GSM-Variants accuracies and deltas next to the published ones (Tables 4-5;
-earnest.published).
+earnest.gsm.published).
 
 snakemake.input.summaries: results/stats/summaries.parquet;
 snakemake.input.table4, .table5: resources/published/table4_accuracy.csv, table5_variant_delta.csv;
@@ -17,7 +17,7 @@ from earnest.joblog import job_logger
 
 log = job_logger(snakemake.log[0], "published_table")  # noqa: F821
 
-from earnest.published import (TABLE4_COLUMNS, TABLE5_COLUMNS, compare_published, variant_sd,  # noqa: E402
+from earnest.gsm.published import (TABLE4_COLUMNS, TABLE5_COLUMNS, compare_published, variant_sd,  # noqa: E402
                                write_comparison)
 from earnest.stats.summaries import read_summaries  # noqa: E402
 from earnest.tables import read_table, require_columns  # noqa: E402

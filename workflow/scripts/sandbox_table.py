@@ -1,4 +1,4 @@
-"""Which Python ran model code, under which sandbox layers (earnest.scoring.sandbox_table).
+"""Which Python ran model code, under which sandbox layers (earnest.gsm.scoring.sandbox_table).
 
 snakemake.input.scored: the scored parquets of the code prompts; snakemake.output.md (csv and tex
 beside it); snakemake.log[0]: log file.
@@ -12,7 +12,7 @@ from earnest.joblog import job_logger
 
 log = job_logger(snakemake.log[0], "sandbox_table")  # noqa: F821
 
-from earnest.scoring import SANDBOX_TABLE_CAPTION, sandbox_table  # noqa: E402
+from earnest.gsm.scoring import SANDBOX_TABLE_CAPTION, sandbox_table  # noqa: E402
 from earnest.tables import write_table  # noqa: E402
 
 try:

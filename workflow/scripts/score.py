@@ -1,4 +1,4 @@
-"""Score one generations table: extract answers, compare with gold answers (earnest.scoring).
+"""Score one generations table: extract answers, compare with gold answers (earnest.gsm.scoring).
 
 snakemake.input.generations: generations parquet; snakemake.input.dataset_items: this dataset's
 items (Snakemake reserves the name ``items`` for input, so it cannot be used);
@@ -13,7 +13,7 @@ from earnest.joblog import job_logger
 
 log = job_logger(snakemake.log[0], "score")  # noqa: F821
 
-from earnest.scoring import score_table  # noqa: E402
+from earnest.gsm.scoring import score_table  # noqa: E402
 
 try:
     sm = snakemake  # noqa: F821

@@ -11,7 +11,7 @@ from earnest.joblog import job_logger  # noqa: E402
 log = job_logger(snakemake.log[0], "sensitivity_table")  # noqa: F821
 from pathlib import Path  # noqa: E402
 
-from earnest.stats.sensitivity import compare_modes, write_sensitivity  # noqa: E402
+from earnest.gsm.sensitivity import compare_modes, write_sensitivity  # noqa: E402
 from earnest.stats.summaries import read_summaries  # noqa: E402
 
 sm = snakemake  # noqa: F821

@@ -15,7 +15,7 @@ from earnest.joblog import job_logger
 
 log = job_logger(snakemake.log[0], "stats_tables")  # noqa: F821
 
-from earnest.stats.paper_tables import write_stats_tables  # noqa: E402
+from earnest.gsm.paper_tables import write_stats_tables  # noqa: E402
 from earnest.stats.summaries import read_summaries  # noqa: E402
 
 

@@ -13,7 +13,7 @@ The solution's arithmetic is annotated ``<<lhs=result>>`` (GSM8K's calculator an
 * ``number_tokens``: tokens a tokenizer spends on the numbers written in digits in the question,
   each number tokenized as it stands (with the space before it, as BPE vocabularies see it).
 
-``gamma`` (earnest.gamma) is the paper's. Any of them can be GLMM 2's covariate; centring happens in
+``gamma`` (earnest.gsm.gamma) is the paper's. Any of them can be GLMM 2's covariate; centring happens in
 the one place gamma is centred (:func:`earnest.stats.glmm.centre_gamma`).
 """
 
@@ -27,7 +27,7 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
-from .gamma import gamma
+from earnest.gsm.gamma import gamma
 
 COVARIATES = ("gamma", "n_ops", "max_digits", "carries", "has_fraction", "has_decimal", "number_tokens")
 

@@ -23,14 +23,14 @@ from typing import Iterable
 
 import pandas as pd
 
-from .gamma import gamma
-from .jsonl import iter_jsonl
+from earnest.gsm.gamma import gamma
+from earnest.jsonl import iter_jsonl
 
 ITEM_COLUMNS = ["item_id", "dataset", "template_id", "instance", "question", "answer", "gamma", "solution"]
 DATASETS = ("gsm_base", "gsm_variants")
 #: How tables and figures name the datasets.
 DATASET_LABELS = {"gsm_base": "GSM-Base", "gsm_variants": "GSM-Variants", "gsm_matched": "GSM-Matched"}
-#: number-controlled variant sets (earnest.instantiate): gsm_matched, gsm_shifted1, gsm_shifted2, ...
+#: number-controlled variant sets (earnest.gsm.instantiate): gsm_matched, gsm_shifted1, gsm_shifted2, ...
 _CONTROLLED = re.compile(r"^gsm_(?:(?P<matched>matched)|shifted(?P<shift>[1-9]\d*))$")
 JSONL_FIELDS = ("id", "instance", "question", "answer", "original_id", "original_question", "original_answer")
 
@@ -47,7 +47,7 @@ def gold_answer(answer_text: str, where: str) -> str:
     if not m:
         raise DatasetError(f"{where}: answer has no '#### <number>' line: {answer_text[-80:]!r}")
     value = m.group(1).replace(",", "").replace("$", "").strip()
-    from .scoring import parse_gold   # the one definition of a valid gold answer (scoring compares with it)
+    from earnest.gsm.scoring import parse_gold   # the one definition of a valid gold answer (scoring compares with it)
 
     try:
         parse_gold(value)
@@ -117,7 +117,7 @@ def package_base_items(templates: Iterable[int] | None) -> pd.DataFrame:
 def package_variant_items(template_id: int, n: int, base_seed: int, instantiator: str = "package") -> pd.DataFrame:
     """GSM-Variants instances 0..n-1 of one template, drawn from :func:`template_seed`.
 
-    ``instantiator``: ``package`` = the package's generator; ``earnest`` = :mod:`earnest.instantiate`
+    ``instantiator``: ``package`` = the package's generator; ``earnest`` = :mod:`earnest.gsm.instantiate`
     (the same law, every template in well under a second)."""
     if instantiator == "earnest":
         return controlled_variant_items("gsm_variants", [template_id], n, base_seed)[0]
@@ -284,9 +284,9 @@ REPORT_COLUMNS = ["template_id", "status", "reason", "draws", "rejected_answers"
 
 
 def controlled_restriction(dataset: str, window: float = 0.15):
-    """The :class:`earnest.instantiate.Restriction` of a variant set: None for ``gsm_variants``
+    """The :class:`earnest.gsm.instantiate.Restriction` of a variant set: None for ``gsm_variants``
     (the templates' own ranges), shift 0 for ``gsm_matched``, shift k for ``gsm_shifted<k>``."""
-    from .instantiate import Restriction
+    from earnest.gsm.instantiate import Restriction
 
     if dataset == "gsm_variants":
         return None
@@ -310,7 +310,7 @@ def controlled_variant_items(dataset: str, templates: Iterable[int] | None, n: i
     report, one row per template: ``status`` ok or unmatchable (with the ``reason``), the draws,
     the answers redrawn, a broken ``#answer`` expression, and the mean gamma of its questions
     against the original question's (``gamma_diff``)."""
-    from .instantiate import TemplateError, Unmatchable, instantiate, load_templates
+    from earnest.gsm.instantiate import TemplateError, Unmatchable, instantiate, load_templates
 
     try:
         pool = load_templates()

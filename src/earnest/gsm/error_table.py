@@ -1,7 +1,7 @@
 """The error-class count table (Appendix F of the GSM-Symbolic re-evaluation): how many answers of
-each model, prompt and dataset ended in each failure class (:mod:`earnest.failure_classes`), built
+each model, prompt and dataset ended in each failure class (:mod:`earnest.gsm.failure_classes`), built
 from the scored tables and written with :func:`earnest.tables.write_table`. Figures 9-11
-(:func:`earnest.plots.figure_error_classes`) are drawn from it.
+(:func:`earnest.gsm.plots.figure_error_classes`) are drawn from it.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Mapping
 
 import pandas as pd
 
-from earnest import failure_classes as fc
-from earnest.datasets import DATASET_LABELS
+from earnest.gsm import failure_classes as fc
+from earnest.gsm.datasets import DATASET_LABELS
 from earnest.fidelity import EARNEST
 from earnest.tables import require_columns
 
@@ -28,7 +28,7 @@ def error_class_table(scored: pd.DataFrame, styles: Mapping[str, str], *,
 
     ``scored`` needs model, prompt, dataset, error_class (CONTRACTS.md; "" = correct);
     ``styles`` maps each prompt to ``text`` or ``code`` and, with ``fidelity``, decides which
-    classes are listed (:func:`earnest.failure_classes.classes`; zero counts where absent, so
+    classes are listed (:func:`earnest.gsm.failure_classes.classes`; zero counts where absent, so
     every figure row has the same classes; a class outside that list, if the scorer ever writes
     one, is kept too). ``prompt_labels``: prompt -> label (formats.yaml). Correct answers count in
     ``n_responses`` only. Columns: :data:`ERROR_TABLE_COLUMNS`.

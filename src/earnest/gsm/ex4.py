@@ -1,7 +1,7 @@
 """Ex4: the variant effect when the variants' numbers are as large as the originals', by construction.
 
 GLMM 1 is fitted on GSM-Base vs GSM-Matched (``analysis`` = ``matched`` in the summaries; variants
-whose number variables stay within a factor of the original's values, earnest.instantiate) with
+whose number variables stay within a factor of the original's values, earnest.gsm.instantiate) with
 the same bootstrap, Holm correction and diagnostics as Ex1. :func:`side_by_side` sets, per model,
 Ex1 (GLMM 1, original variants), Ex3 (GLMM 2's variant term: statistical control by gamma) and Ex4
 (design control) next to each other and flags where the conclusions differ. :func:`dose_response`

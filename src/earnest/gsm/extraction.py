@@ -16,7 +16,7 @@ Error classes (``error_class``; "" = a number was extracted):
   ``type_value_error``, ``zero_division_error``, ``attribute_error``, ``none_returned``,
   ``not_a_number``, ``unclassified``, ``timeout``, ``resource_limit``.
 
-Scoring adds ``wrong_answer`` and ``wrong_answer_last_number`` (see ``earnest.scoring``).
+Scoring adds ``wrong_answer`` and ``wrong_answer_last_number`` (see ``earnest.gsm.scoring``).
 
 ``fidelity="reference"`` (``earnest.fidelity``) extracts text answers as the authors' released code
 does (``AnswerExtractor.extract_answer_textual``, the-mysh/gsm-symbolic-benchmarking @ d063998;
@@ -37,9 +37,9 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import TYPE_CHECKING, Sequence
 
-from earnest.failure_classes import (EMPTY_AFTER_TRIMMING, EMPTY_RESPONSE, NO_FUNCTION, NO_NUMBER_FOUND,
+from earnest.gsm.failure_classes import (EMPTY_AFTER_TRIMMING, EMPTY_RESPONSE, NO_FUNCTION, NO_NUMBER_FOUND,
                                      RESOURCE_LIMIT, UNCLASSIFIED)
-from earnest.failure_classes import TEXT_ERROR_CLASSES  # noqa: F401 - re-exported
+from earnest.gsm.failure_classes import TEXT_ERROR_CLASSES  # noqa: F401 - re-exported
 from earnest.fidelity import EARNEST, REFERENCE, check_mode
 
 if TYPE_CHECKING:  # pragma: no cover

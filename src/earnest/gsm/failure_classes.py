@@ -2,7 +2,7 @@
 re-evaluation, plus earnest's extra classes).
 
 A scored answer has ``error_class`` "" (correct) or one of the names below. Extraction
-(``earnest.extraction``), the sandbox (``earnest.sandbox``), scoring (``earnest.scoring``) and the
+(``earnest.gsm.extraction``), the sandbox (``earnest.sandbox``), scoring (``earnest.gsm.scoring``) and the
 figures use these names; import them from here instead of writing the strings.
 
 Which classes each fidelity mode (``earnest.fidelity``) produces:

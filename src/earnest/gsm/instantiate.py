@@ -39,7 +39,7 @@ number variable (a numeric variable written in digits in the question) within a 
 by ``10**k`` and keeps those within the same factor of ``original * 10**k``. Conditions and answer
 checks apply unchanged; a template where no assignment survives is reported (:class:`Unmatchable`).
 
-Seeds: :func:`earnest.datasets.template_seed` per template and set, so a template's instances depend
+Seeds: :func:`earnest.gsm.datasets.template_seed` per template and set, so a template's instances depend
 only on the seed, the template and the set, never on the number of jobs or the other templates.
 """
 

@@ -1,6 +1,6 @@
 """Section 4.3 / Appendix D.3: are the integers in GSM-Variants questions larger than in GSM-Base?
 
-All integers written in digits in each dataset's questions (``earnest.gamma.integers_in``) are
+All integers written in digits in each dataset's questions (``earnest.gsm.gamma.integers_in``) are
 unrolled into one sample per dataset and compared with the two-sample Kolmogorov-Smirnov test;
 :func:`plot_integer_distributions` draws Figure 8 (binned shares and cumulative shares).
 """
@@ -14,9 +14,9 @@ from typing import Iterable
 import numpy as np
 from scipy import stats
 
-from earnest.datasets import DATASET_LABELS
+from earnest.gsm.datasets import DATASET_LABELS
 from earnest.fidelity import EARNEST
-from earnest.gamma import integers_in
+from earnest.gsm.gamma import integers_in
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class KSResult:
 def integers_of(questions: Iterable[str], *, fidelity: str = EARNEST) -> np.ndarray:
     """Every integer written in digits in every question, unrolled, as |n| (the magnitude is what
     gamma measures; signs are rare and would only mirror the distribution). ``fidelity``:
-    which numbers count (``earnest.gamma.integers_in``)."""
+    which numbers count (``earnest.gsm.gamma.integers_in``)."""
     out: list[int] = []
     for q in questions:
         out.extend(abs(n) for n in integers_in(str(q), fidelity=fidelity))

@@ -18,8 +18,9 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from earnest.prompts import prompt_noun
-from earnest.stats import diagnostics, reasoning
+from earnest.gsm.prompts import prompt_noun
+from earnest.stats import diagnostics
+from earnest.gsm import reasoning
 from earnest.stats.summary import HOLM_FAMILY_TEXT, ranef_column
 from earnest.tables import write_table
 
@@ -57,7 +58,7 @@ def _label(prompt: str, labels: Mapping[str, str] | None) -> str:
 
 
 def _prompt_phrase(prompt: str, labels: Mapping[str, str] | None) -> str:
-    """"the <label> prompt" for a caption (:func:`earnest.prompts.prompt_noun`)."""
+    """"the <label> prompt" for a caption (:func:`earnest.gsm.prompts.prompt_noun`)."""
     return f"the {prompt_noun(_label(prompt, labels))}"
 
 

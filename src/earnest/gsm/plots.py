@@ -4,7 +4,7 @@ function takes an already-read results table and writes ``stem.png`` and ``stem.
 * The GLMM figures take the summaries table (:mod:`earnest.stats.summaries`), whose columns
   ``significant``, ``degenerate``, ``prompt_label`` and ``alpha`` decide hatching, marks and
   labels; nothing here recomputes a statistic or a decision.
-* The failure-mode figures take the error-class count table (:mod:`earnest.error_table`).
+* The failure-mode figures take the error-class count table (:mod:`earnest.gsm.error_table`).
 
 * Figure 1 (and Figures 4-7, the same layout for the other prompts): :func:`figure_variant_effect`.
 * Figure 2: :func:`figure_prompt_comparison`.
@@ -28,9 +28,9 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from earnest import failure_classes as fc
-from earnest.error_table import DATASET_LABELS, ERROR_TABLE_COLUMNS
-from earnest.prompts import prompt_noun
+from earnest.gsm import failure_classes as fc
+from earnest.gsm.error_table import DATASET_LABELS, ERROR_TABLE_COLUMNS
+from earnest.gsm.prompts import prompt_noun
 from earnest.tables import require_columns
 
 #: Log odds ratios beyond +-CLIP_LOG_OR (OR ~ 1:3000) are drawn at the axis edge with their value.
@@ -491,7 +491,7 @@ def figure_error_classes(table: pd.DataFrame, prompts: Sequence[str], stem: str 
                          exclude: Sequence[str] = (), models: Sequence[str] | None = None,
                          title: str = "Error classes") -> list[Path]:
     """Figures 9-11: per-model stacked bars of error classes, one panel per prompt (top to bottom
-    in ``prompts`` order), from the error-class count table (:mod:`earnest.error_table`).
+    in ``prompts`` order), from the error-class count table (:mod:`earnest.gsm.error_table`).
 
     ``datasets``: which datasets to pool (default all); ``exclude``: classes left out (Figure 11
     leaves out ``wrong_answer``); ``proportions``: bars show each class's share (%) of the

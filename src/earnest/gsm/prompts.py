@@ -27,7 +27,7 @@ FORMATS_FILE = "formats.yaml"
 _ENTRY_KEYS = {"file", "style", "description", "paper_name", "listing", "stop", "reference_source"}
 
 #: resources/prompts of the source tree (valid when the package is used from src/, as the workflow does).
-DEFAULT_PROMPTS_DIR = Path(__file__).resolve().parents[2] / "resources" / "prompts"
+DEFAULT_PROMPTS_DIR = Path(__file__).resolve().parents[3] / "resources" / "prompts"
 
 
 class PromptFormatError(ValueError):

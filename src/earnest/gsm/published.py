@@ -17,7 +17,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from earnest.prompts import prompt_noun
+from earnest.gsm.prompts import prompt_noun
 from earnest.tables import read_table, require_columns
 
 TABLE4_COLUMNS = ("model", "gsm_base_m", "gsm_variants_m", "gsm_variants_m_sd", "gsm_base_o",

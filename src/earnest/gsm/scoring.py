@@ -10,7 +10,7 @@ missing values are never correct. ``fidelity="reference"``: the authors' evaluat
 integers too (so 123456790 is not 123456789, but 18.000001 is 18).
 
 Error classes in the scored table: "" for a correct answer; the extraction's class when nothing
-was extracted (``earnest.extraction``); otherwise ``wrong_answer_last_number`` when the wrong
+was extracted (``earnest.gsm.extraction``); otherwise ``wrong_answer_last_number`` when the wrong
 number came from the last-number fallback (Appendix F, "Wrong answer — last number") and
 ``wrong_answer`` for any other wrong number.
 """
@@ -25,10 +25,10 @@ import sys
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from earnest.extraction import Extraction, extract_code_many, extract_text, parse_number
-from earnest.failure_classes import CORRECT, WRONG_ANSWER, WRONG_ANSWER_LAST_NUMBER
+from earnest.gsm.extraction import Extraction, extract_code_many, extract_text, parse_number
+from earnest.gsm.failure_classes import CORRECT, WRONG_ANSWER, WRONG_ANSWER_LAST_NUMBER
 from earnest.fidelity import EARNEST, MODES, REFERENCE, check_mode
-from earnest.gamma import gamma
+from earnest.gsm.gamma import gamma
 from earnest.jsonl import iter_jsonl
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -199,7 +199,7 @@ def sandbox_record(sandbox: "Sandbox", fidelity: str) -> tuple[str, str]:
     version = caps["python"]
     if fidelity == REFERENCE and tuple(int(x) for x in version.split(".")[:2]) != REFERENCE_PYTHON:
         want = ".".join(map(str, REFERENCE_PYTHON))
-        logging.getLogger("earnest.scoring").warning(
+        logging.getLogger("earnest.gsm.scoring").warning(
             "reference mode runs model code on Python %s, the authors' code on Python %s: answers "
             "using syntax or functions of one version only (nested same-quote f-strings, math.sumprod) "
             "are classified differently; set sandbox.python to a Python %s interpreter "

@@ -83,7 +83,7 @@ def _fmt(x, digits: int) -> str:
 
 
 def _p(p, p_holm) -> str:
-    from earnest.stats.paper_tables import fmt_p
+    from earnest.gsm.paper_tables import fmt_p
 
     if pd.isna(p):
         return ""

@@ -1,4 +1,4 @@
-"""Inspect AI evaluation logs read as harness samples (:mod:`earnest.lmeval`'s rows), without inspect-ai.
+"""Inspect AI evaluation logs read as harness samples (:mod:`earnest.readers.lmeval`'s rows), without inspect-ai.
 
 Format followed: the ``.eval`` log as inspect-ai 0.3.x writes it (tested on a log of 0.3.285): a zip
 archive with ``header.json`` (``eval``: ``task``, ``model``, ``dataset``, ...; ``status``) and one
@@ -30,7 +30,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from earnest.lmeval import (LmEvalError, Mapping, ROW_COLUMNS, binary_value, doc_hash, foreign_file, integer_id,
+from earnest.readers.lmeval import (LmEvalError, Mapping, ROW_COLUMNS, binary_value, doc_hash, foreign_file, integer_id,
                             model_names, sample_row)
 
 FORMAT_VERSION = "Inspect AI .eval / .json logs (as inspect-ai 0.3.x writes them)"
@@ -156,7 +156,7 @@ def _question(sample: dict, mapping: Mapping):
 
 def read_logs(paths: Sequence[str | Path], *, mapping: Mapping = Mapping(), scorer: str | None = None,
               epoch: int | None = None, model: Sequence[str] | str | None = None) -> pd.DataFrame:
-    """Rows (:data:`earnest.lmeval.ROW_COLUMNS`) of every sample of every log in ``paths``."""
+    """Rows (:data:`earnest.readers.lmeval.ROW_COLUMNS`) of every sample of every log in ``paths``."""
     logs = [(Path(p), *read_log(p)) for p in paths]
     heads = []
     for path, header, _ in logs:

@@ -1,5 +1,5 @@
 """Per-sample results of other harnesses as earnest's inputs: lm-evaluation-harness
-(``lm_eval --log_samples``) here, Inspect AI logs in :mod:`earnest.inspect_log`; both become the
+(``lm_eval --log_samples``) here, Inspect AI logs in :mod:`earnest.readers.inspect_log`; both become the
 same rows, which one mapping (:class:`Mapping`) turns into the GLMM, compare and power inputs.
 
 lm-eval format followed: 0.4.x as written by 0.4.13 (``EvaluationTracker.save_results_samples``):
@@ -388,7 +388,7 @@ def to_glmm_input(samples: pd.DataFrame, mapping: Mapping = Mapping(), *, glmm: 
     """GLMM input (model, prompt, template, variant, correct, item[, gamma]) from
     :func:`read_samples` rows: one fit per model x prompt (:func:`prompt_rows`). GLMM 2's gamma is
     computed from the doc's question field (``mapping.question_field``) by
-    :func:`earnest.gamma.gamma` in the ``fidelity`` mode."""
+    :func:`earnest.gsm.gamma.gamma` in the ``fidelity`` mode."""
     out = prompt_rows(samples, mapping)
     for (model, prompt), sub in out.groupby(["model", "prompt"], sort=True):
         variants = set(sub["variant"])
@@ -399,7 +399,7 @@ def to_glmm_input(samples: pd.DataFrame, mapping: Mapping = Mapping(), *, glmm: 
     cols = ["model", "prompt", "template", "variant", "correct", "item"]
     if glmm == 2:
         from earnest.fidelity import DEFAULT
-        from earnest.gamma import gamma
+        from earnest.gsm.gamma import gamma
         bad = out["question"].isna()
         if bad.any():
             where = out.loc[bad, "source"].iloc[0]
@@ -439,7 +439,7 @@ def _group(text: str) -> tuple[str, tuple[str, ...]]:
 
 def add_arguments(parser, *, required: bool = False) -> None:
     """The harness input options shared by ``earnest glmm``, ``compare`` and ``power``."""
-    from earnest.inspect_log import FORMAT_VERSION as INSPECT_VERSION
+    from earnest.readers.inspect_log import FORMAT_VERSION as INSPECT_VERSION
 
     g = parser.add_argument_group("results of other harnesses (" + FORMAT_VERSION + "; " + INSPECT_VERSION + ")")
     g.add_argument("--lm-eval", type=Path, nargs="+", required=required, metavar="SAMPLES_JSONL",
@@ -499,7 +499,7 @@ def samples_from_args(args) -> pd.DataFrame:
         frames.append(read_samples(args.lm_eval, mapping=mapping, metric=args.lm_eval_metric,
                                    filter_name=args.lm_eval_filter, model=args.lm_eval_model))
     if getattr(args, "inspect", None):
-        from earnest import inspect_log
+        from earnest.readers import inspect_log
         frames.append(inspect_log.read_logs(args.inspect, mapping=mapping, scorer=args.inspect_scorer,
                                             epoch=args.inspect_epoch, model=args.lm_eval_model))
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]

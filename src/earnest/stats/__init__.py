@@ -10,9 +10,9 @@ from earnest.stats.glmm import (EFFECTS, GLMMInputError, OPTIMISERS, SHARD_COLUM
                                 run_shard, shard_resamples, validate_glmm_input, wald_fit)
 from earnest.stats.diagnostics import nonconvergent_fits, separation_check, separation_table, wald_mismatches
 from earnest.stats.inputs import code_error_mask, glmm_input_from_scored
-from earnest.stats.ks import integers_of, ks_test, plot_integer_distributions
-from earnest.stats.paper_tables import write_stats_tables
-from earnest.stats.reasoning import reasoning_only_comparison
+from earnest.gsm.ks import integers_of, ks_test, plot_integer_distributions
+from earnest.gsm.paper_tables import write_stats_tables
+from earnest.gsm.reasoning import reasoning_only_comparison
 from earnest.stats.run import read_shards, run_glmm, shard_path, summarise_group, write_shard
 from earnest.stats.summary import accuracies, add_holm, bootstrap_p, holm, percentile_interval, summarise
 

@@ -38,14 +38,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "and lme4's convergence checks in numpy, all resamples at once (far faster; README)")
     p.add_argument("--check-resamples", type=int, default=3,
                    help="laplace engine: resamples per shard refitted with lme4 as a check (0: none)")
-    from earnest import lmeval
+    from earnest.readers import lmeval
     lmeval.add_arguments(p)
     p.set_defaults(func=run)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    from earnest.stats import paper_tables, run as R
+    from earnest.gsm import paper_tables
+    from earnest.stats import run as R
     from earnest.stats.summaries import build_summaries
 
     if args.resamples < 1:
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
             raw = G.read_glmm_input(args.input)
             source = str(args.input)
         else:
-            from earnest import lmeval
+            from earnest.readers import lmeval
             raw = lmeval.to_glmm_input(lmeval.samples_from_args(args), lmeval.mapping_from_args(args),
                                        glmm=args.glmm, fidelity=args.fidelity)
             source = "harness samples"
@@ -114,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
 def draw_figures(table, glmm: int, out_dir: Path) -> list[Path]:
     """The paper's figures of one ``earnest glmm`` run: Figure 1's layout per prompt (GLMM 1's
     variant effect), or Figure 3's (GLMM 2's number and corrected variant effects)."""
-    from earnest import plots
+    from earnest.gsm import plots
     from earnest.stats.run import safe_name
 
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -15,8 +15,8 @@ def add_subcommand(subparsers, name: str, run: Callable[[argparse.Namespace], in
                    options: Callable[[argparse.ArgumentParser], None] | None = None) -> argparse.ArgumentParser:
     """Register ``earnest <name>``: the optional positional ``input`` table (when ``input_help`` is
     given), the options ``options(parser)`` adds, then the lm-eval input options
-    (:func:`earnest.lmeval.add_arguments`); ``func`` = ``run``."""
-    from earnest import lmeval
+    (:func:`earnest.readers.lmeval.add_arguments`); ``func`` = ``run``."""
+    from earnest.readers import lmeval
 
     p = subparsers.add_parser(name, help=help, description=description)
     if input_help is not None:
@@ -42,7 +42,7 @@ def log(msg: str) -> None:
 def input_choice_problem(args: argparse.Namespace, table: str = "an input table") -> str | None:
     """The complaint when not exactly one of the ``input`` table and harness results (``--lm-eval``,
     ``--inspect``) is given."""
-    from earnest import lmeval
+    from earnest.readers import lmeval
     if (args.input is None) == (not lmeval.given(args)):
         return f"give either {table} or --lm-eval / --inspect files"
     return None

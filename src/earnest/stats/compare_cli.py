@@ -43,7 +43,7 @@ def _options(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from earnest.plots_power import figure_pairwise_matrix
+    from earnest.stats.plots_power import figure_pairwise_matrix
     from earnest.stats import compare as C
     from earnest.stats.rbridge import RError
 
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if args.engine != "lme4" and not args.no_item_effects:
         return fail("--engine laplace fits one random intercept: add --no-item-effects (template intercepts only)")
     try:
-        from earnest import lmeval
+        from earnest.readers import lmeval
         if lmeval.given(args):
             data = C.validate_compare_input(lmeval.to_compare_input(lmeval.samples_from_args(args),
                                                                     lmeval.mapping_from_args(args), by=args.by),

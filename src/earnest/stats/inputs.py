@@ -15,12 +15,12 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from earnest.failure_classes import WRONG_ANSWER_CLASSES
+from earnest.gsm.failure_classes import WRONG_ANSWER_CLASSES
 from earnest.stats.glmm import GLMMInputError, integer_ids
 
 DATASET_VARIANT = {"gsm_base": 0, "gsm_variants": 1}
 SCORED_COLUMNS = ("model", "prompt", "dataset", "template_id", "correct", "gamma")
-# WRONG_ANSWER_CLASSES (earnest.failure_classes): wrong numbers, not failures to produce one; they
+# WRONG_ANSWER_CLASSES (earnest.gsm.failure_classes): wrong numbers, not failures to produce one; they
 # stay in the reasoning-only analysis. Any other non-empty error_class is a code error.
 
 

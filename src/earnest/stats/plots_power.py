@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from earnest.plots import _empty_figure, _plt, _save
+from earnest.gsm.plots import _empty_figure, _plt, _save
 
 
 def figure_power_curves(power: pd.DataFrame, mde: pd.DataFrame | None, stem: str | Path, *,

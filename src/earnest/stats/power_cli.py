@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         if args.paper_scenario:
             published = args.published or P.default_published_dir()
             scenarios += P.published_scenarios(published, args.paper_scenario)
-        from earnest import lmeval
+        from earnest.readers import lmeval
         found = []
         if args.from_summary or lmeval.given(args):
             glmm_input = None
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - t0
     mde = P.minimum_detectable_or(power)
     paths = P.write_power_tables(power, mde, args.out)
-    from earnest.plots_power import figure_power_curves
+    from earnest.stats.plots_power import figure_power_curves
     figure_power_curves(power, mde, args.out / "power_curves")
     fits = int(power["fits"].sum())
     log(f"earnest power: {fits} fits in {seconds:.1f} s ({fits / max(seconds, 1e-9):.1f} fits/s); wrote "

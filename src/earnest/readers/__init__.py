@@ -1,0 +1,1 @@
+"""Readers of other tools' results (lm-evaluation-harness samples, Inspect logs)."""

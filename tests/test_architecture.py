@@ -1,0 +1,89 @@
+"""The layout tells the architecture: no import cycle between earnest modules, the generic
+machinery imports no benchmark, and the library knows nothing of Snakemake."""
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PKG = SRC / "earnest"
+# the benchmarks and the readers of other tools' results; everything else is generic machinery
+BENCHMARKS = ("earnest.gsm", "earnest.statform", "earnest.readers")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def imports_of(path: Path, modules: set[str]) -> set[str]:
+    """earnest modules ``path`` imports, anywhere in the file (function-level imports count)."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            targets = [f"{base}.{a.name}" for a in node.names] + [base]
+        else:
+            continue
+        for t in targets:
+            while t and t not in modules:
+                t = t.rpartition(".")[0]
+            if t and t != name:
+                found.add(t)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    paths = sorted(PKG.rglob("*.py"))
+    modules = {module_name(p) for p in paths}
+    return {module_name(p): imports_of(p, modules) for p in paths}
+
+
+def package_of(mod: str, g) -> bool:
+    return mod in g
+
+
+def test_no_import_cycle_between_modules():
+    g = graph()
+    # a package's __init__ re-exporting its own submodules is not a cycle of the design
+    edges = {m: {t for t in ts if not (m.startswith(t + ".") and t in g)} for m, ts in g.items()}
+    state, stack, cycles = {}, [], []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for t in sorted(edges.get(m, ())):
+            if state.get(t) == 1:
+                cycles.append(stack[stack.index(t):] + [t])
+            elif t not in state:
+                visit(t)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(edges):
+        if m not in state:
+            visit(m)
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_generic_machinery_imports_no_benchmark():
+    g = graph()
+    offenders = sorted(f"{m} imports {t}" for m, ts in g.items() if not m.startswith(BENCHMARKS)
+                       for t in ts if t.startswith(BENCHMARKS) and m != "earnest.cli")
+    assert not offenders, offenders
+
+
+def test_library_knows_nothing_of_snakemake():
+    users = [str(p.relative_to(SRC)) for p in PKG.rglob("*.py")
+             if any(isinstance(n, (ast.Import, ast.ImportFrom)) and "snakemake" in ast.unparse(n)
+                    for n in ast.walk(ast.parse(p.read_text())))]
+    assert not users, users
