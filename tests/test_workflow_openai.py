@@ -91,7 +91,8 @@ def test_gsm_workflow_with_the_openai_backend(tmp_path):
 
 @pytest.mark.slow
 def test_kill_9_of_snakemake_then_the_same_command_finishes(tmp_path):
-    """README: after a killed Snakemake, running the same command again continues (no --unlock)."""
+    """docs/workflow.md, "Rebuilding one result": after a killed Snakemake, running the same command
+    again continues (no --unlock)."""
     _run(tmp_path, _config("http://127.0.0.1:9/v1"), "results/data/gsm_base.parquet",
          "results/data/gsm_variants.parquet")
     answer, _ = _answers(tmp_path)
