@@ -37,6 +37,18 @@ log = logging.getLogger(__name__)
 REFERENCE_MAX_LENGTH = 2048
 REFERENCE_STOP_WINDOW = 10
 
+# How the decoding batch attends to the few-shot prefix every prompt of a job shares (a model
+# entry's ``attention``). standard: each row keeps its own copy of the prefix's keys and values
+# and transformers' SDPA attends over all of them. shared_prefix: the prefix's keys and values are
+# kept once and, at every decoding step, attended once for the whole batch (one matrix product per
+# key/value head), the rows' own columns separately, and the two softmax parts merged exactly
+# (log-sum-exp). The same attention in exact arithmetic; the float rounding differs (~1e-7 in
+# float32), so a near-tie between two tokens can rarely go the other way. It reads B times less
+# memory per step: benchmarks/generation.py measures the speed and the answers' agreement.
+STANDARD_ATTENTION = "standard"
+SHARED_PREFIX_ATTENTION = "shared_prefix"
+ATTENTION_MODES = (STANDARD_ATTENTION, SHARED_PREFIX_ATTENTION)
+
 # transformers 4.x (the reference used 4.57.1) applied this clean-up to every decode of a
 # tokenizer loaded with clean_up_tokenization_spaces=True, as the reference's was; transformers 5
 # skips it for BPE tokenizers, so reference decoding applies it itself.
@@ -183,7 +195,7 @@ class TransformersBackend(Backend):
 
     Config keys (a model entry): gguf | path | hub (+ revision, cache_dir, offline), dtype,
     device, chat_template (wrap raw prompts in the model's chat template; default false),
-    batch_size, threads.
+    batch_size, threads, attention (``ATTENTION_MODES``; default standard).
     """
 
     def __init__(self, model_name: str, cfg: dict):
@@ -218,6 +230,14 @@ class TransformersBackend(Backend):
         log.info("loaded %s from %s in %.1f s", model_name, source, time.time() - t0)
         self.chat_template = bool(cfg.get("chat_template", False))
         self.batch_size = int(cfg.get("batch_size", 8))
+        self.attention = cfg.get("attention", STANDARD_ATTENTION)
+        if self.attention not in ATTENTION_MODES:
+            raise ValueError(f"models.{model_name}.attention: {self.attention!r} is not one of {', '.join(ATTENTION_MODES)}")
+        if self.attention == SHARED_PREFIX_ATTENTION:
+            if self.model.config._attn_implementation != "sdpa":
+                raise ValueError(f"models.{model_name}.attention: shared_prefix needs the model's sdpa attention "
+                                 f"(this model uses {self.model.config._attn_implementation!r}); use standard")
+            self.model.set_attn_implementation(_register_shared_prefix_attention())
         self.eos_ids = self._eos_ids()
         # the reference passes eos_token_id=tokenizer.eos_token_id to generate(), which replaces
         # the generation config's EOS list (e.g. Llama-3-Instruct's <|eot_id|>)
@@ -327,7 +347,9 @@ class TransformersBackend(Backend):
             cache = None
             if P:
                 cache = copy.deepcopy(self._prefix_cache(prefix))
-                if B > 1:
+                if self.attention == SHARED_PREFIX_ATTENTION and _share_prefix(cache, B, L + max_new_tokens + 1):
+                    pass                                   # prefix kept once; rows hold only their own columns
+                elif B > 1:
                     cache.batch_repeat_interleave(B)
             logits, cache = self._forward(cache, input_ids=input_ids, attention_mask=mask, position_ids=positions)
             cache = _preallocate(cache, max_new_tokens + 1)
@@ -514,6 +536,156 @@ def _preallocated_layer_class():
             raise NotImplementedError("a preallocated decoding cache is not cropped")
 
     return PreallocatedLayer
+
+
+def _share_prefix(cache, batch: int, room: int) -> bool:
+    """Turn a prefix cache (batch 1, plain dynamic layers) into shared-prefix layers for ``batch``
+    rows with ``room`` own columns each; False (nothing changed) where a layer is of another kind."""
+    from transformers.cache_utils import DynamicLayer
+
+    layers = getattr(cache, "layers", None)
+    if not layers or any(type(layer) is not DynamicLayer or not layer.is_initialized for layer in layers):
+        return False
+    cls = _shared_prefix_layer_class()
+    cache.layers = [cls(layer.keys, layer.values, batch, room) for layer in layers]
+    return True
+
+
+_SHARED_PREFIX = "_earnest_shared_prefix"   # attribute of the key tensor a shared-prefix layer returns
+
+
+@functools.lru_cache(maxsize=1)
+def _shared_prefix_layer_class():
+    from transformers.cache_utils import DynamicLayer
+
+    class SharedPrefixLayer(DynamicLayer):
+        """The prefix's keys/values once (1, heads, P, dim); each row's own columns in a buffer.
+
+        ``update`` returns the rows' own keys/values, the key tensor carrying the prefix as an
+        attribute for ``shared_prefix_attention``; sequence length and mask sizes count both.
+        """
+
+        def __init__(self, prefix_keys, prefix_values, batch: int, room: int):
+            super().__init__()
+            _, h, p, d = prefix_keys.shape
+            self._pk, self._pv, self._p = prefix_keys, prefix_values, p
+            self._k = prefix_keys.new_empty((batch, h, room, d))
+            self._v = prefix_values.new_empty((batch, h, room, prefix_values.shape[-1]))
+            self._len = 0
+            self.device = prefix_keys.device
+            self.is_initialized = True
+            self._views()
+
+        def _views(self):
+            self.keys = self._k[:, :, : self._len]
+            self.values = self._v[:, :, : self._len]
+            setattr(self.keys, _SHARED_PREFIX, (self._pk, self._pv))
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            n = key_states.shape[-2]
+            if self._len + n > self._k.shape[-2]:
+                grow = max(n, self._k.shape[-2])
+                self._k = torch_grow(self._k, grow)
+                self._v = torch_grow(self._v, grow)
+            self._k[:, :, self._len:self._len + n] = key_states
+            self._v[:, :, self._len:self._len + n] = value_states
+            self._len += n
+            self._views()
+            return self.keys, self.values
+
+        def get_seq_length(self) -> int:
+            return self._p + self._len
+
+        def write_slot(self, slot, keys, values, start):
+            """Overwrite one row's columns start.. (counted from the prefix's first column)."""
+            n, own = keys.shape[-2], start - self._p
+            self._k[slot, :, own:own + n] = keys
+            self._v[slot, :, own:own + n] = values
+
+        def batch_select_indices(self, indices):
+            self._k = self._k[indices]
+            self._v = self._v[indices]
+            self._views()
+
+        def batch_repeat_interleave(self, repeats):
+            self._k = self._k.repeat_interleave(repeats, dim=0)
+            self._v = self._v.repeat_interleave(repeats, dim=0)
+            self._views()
+
+        def crop(self, tokens_to_remove):
+            raise NotImplementedError("a shared-prefix decoding cache is not cropped")
+
+    return SharedPrefixLayer
+
+
+def torch_grow(buf, grow: int):
+    import torch
+
+    return torch.cat([buf, buf.new_empty(buf.shape[:2] + (grow,) + buf.shape[3:])], dim=2)
+
+
+def shared_prefix_attention(module, query, key, value, attention_mask, dropout: float = 0.0,
+                            scaling: float | None = None, **kwargs):
+    """SDPA for a shared-prefix cache (``SHARED_PREFIX_ATTENTION``); plain SDPA for anything else.
+
+    One decoding step (one query per row) attends to the prefix once for all rows and to each
+    row's own columns, and merges the two softmax parts; longer queries (the rows' own prompt
+    tokens) see the prefix copied out and go to transformers' SDPA, as in standard attention.
+    """
+    import torch
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    shared = getattr(key, _SHARED_PREFIX, None)
+    if shared is None:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      **kwargs)
+    pk, pv = shared
+    B, H, S, d = query.shape
+    P = pk.shape[2]
+    if attention_mask is None:
+        allowed = None
+    else:
+        allowed = attention_mask if attention_mask.dtype == torch.bool else attention_mask == 0
+    if S > 1 or dropout or (allowed is not None and not bool(allowed[..., :P].all())):
+        full_k = torch.cat([pk.expand(B, -1, -1, -1), key], dim=2)
+        full_v = torch.cat([pv.expand(B, -1, -1, -1), value], dim=2)
+        return sdpa_attention_forward(module, query, full_k, full_v, attention_mask, dropout=dropout,
+                                      scaling=scaling, **kwargs)
+    kvh = pk.shape[1]
+    g = H // kvh
+    scale = scaling if scaling is not None else d ** -0.5
+    work = torch.float32 if query.dtype in (torch.float16, torch.bfloat16) else query.dtype
+    q = query.reshape(B, kvh, g, d).to(work)
+    # the prefix: every row's queries of one key/value head against the one copy of the prefix
+    qp = q.permute(1, 0, 2, 3).reshape(kvh, B * g, d)
+    sp = torch.matmul(qp, pk[0].to(work).transpose(-1, -2)) * scale            # (kvh, B*g, P)
+    mp = sp.amax(-1, keepdim=True)
+    ep = torch.exp(sp - mp)
+    lp, op = ep.sum(-1, keepdim=True), torch.matmul(ep, pv[0].to(work))        # (kvh, B*g, 1|d)
+    mp, lp, op = (t.reshape(kvh, B, g, -1).permute(1, 0, 2, 3) for t in (mp, lp, op))
+    # each row's own columns (its prompt tokens behind the masked gap, its answer so far)
+    ss = torch.matmul(q, key.to(work).transpose(-1, -2)) * scale                # (B, kvh, g, T)
+    if allowed is not None:
+        ss = ss.masked_fill(~allowed[..., P:], float("-inf"))
+    ms = ss.amax(-1, keepdim=True)
+    es = torch.exp(ss - ms)
+    ls, os_ = es.sum(-1, keepdim=True), torch.matmul(es, value.to(work))
+    m = torch.maximum(mp, ms)
+    a, b = torch.exp(mp - m), torch.exp(ms - m)
+    out = (a * op + b * os_) / (a * lp + b * ls)                               # (B, kvh, g, d)
+    return out.reshape(B, 1, H, d).to(query.dtype).contiguous(), None
+
+
+@functools.lru_cache(maxsize=1)
+def _register_shared_prefix_attention() -> str:
+    """Register ``shared_prefix_attention`` (and SDPA's mask) with transformers; its name."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    name = "earnest_shared_prefix"
+    AttentionInterface.register(name, shared_prefix_attention)
+    AttentionMaskInterface.register(name, sdpa_mask)
+    return name
 
 
 def shared_token_prefix(seqs: Sequence[Sequence[int]]) -> list[int]:
