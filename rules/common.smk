@@ -12,8 +12,7 @@ from earnest.backends.hf import resolve_gguf
 from earnest.config import (
     BUILT_BENCHMARK,
     ConfigError,
-    check_config,
-    check_config_files,
+    check_workflow_config,
     config_locations,
     locate,
     resolve_path,
@@ -63,11 +62,8 @@ def config_error(message):
 # every problem of the config files, each named by file, line and key (earnest.config)
 _where = {}
 try:
-    check_config_files(workflow.configfiles)  # duplicate keys, bytes that are not UTF-8
     _where = config_locations(workflow.configfiles)
-    validate_schema(config, BASEDIR / "config" / "schema.yaml", locations=_where)
-    FORMATS = load_formats(_repo_path(config["prompts_dir"]), fidelity=config["fidelity"])
-    CHECKED = check_config(config, FORMATS, base_dir=BASEDIR, locations=_where)
+    CHECKED, FORMATS, _, _where = check_workflow_config(config, workflow.configfiles, BASEDIR)
 except (ConfigError, PromptFormatError) as exc:
     config_error(exc)
 

@@ -300,3 +300,31 @@ def test_problems_name_the_config_file_and_line(tmp_path):
     validate_schema(cfg, SCHEMA)
     with pytest.raises(ConfigError, match=r"^" + str(base) + r":12: models\.tiny\.backend: unknown backend 'vllm'"):
         check_config(cfg, FORMATS, base_dir=REPO, locations=where)
+
+
+def test_check_config_command_names_what_snakemake_cannot(tmp_path):
+    """`earnest check-config` runs the workflow's checks on files Snakemake would read itself first:
+    a file that is not UTF-8 is named by file, line and byte, not a traceback; a good config passes;
+    the second file is merged over the first as Snakemake merges --configfile."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(b"stats:\n  alpha: 0.05  # \xff\n")
+    nan = tmp_path / "nan.yaml"
+    nan.write_text("stats:\n  alpha: .nan\n")
+
+    def run(*files):
+        return subprocess.run([sys.executable, "-m", "earnest.cli", "check-config", "--workflow", str(repo),
+                               *map(str, files)], capture_output=True, text=True, cwd=tmp_path)
+
+    r = run(bad)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"{bad.name}:2: not UTF-8 text (byte 0xff" in r.stderr
+    r = run(repo / "config" / "config.yaml", nan)
+    assert r.returncode == 1 and "nan.yaml:2: stats.alpha" in r.stderr
+    r = run(repo / "config" / "paper.yaml")
+    assert r.returncode == 0, r.stderr
+    r = run()
+    assert r.returncode == 0 and "config.yaml" in r.stdout

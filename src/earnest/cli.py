@@ -17,6 +17,7 @@ SUBCOMMAND_MODULES = [
     "earnest.stats.cli",        # earnest glmm
     "earnest.stats.power_cli",  # earnest power
     "earnest.stats.compare_cli",  # earnest compare
+    "earnest.config",           # earnest check-config
 ]
 
 

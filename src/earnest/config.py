@@ -476,3 +476,69 @@ def check_config(config: dict, formats: Mapping[str, PromptFormat], *,
     if problems:
         raise ConfigError.collect([locate(p, locations) for p in problems])
     return Checked(templates=templates, build_entries=entries, build_cases=cases, build_excluded=excluded)
+
+
+def merge_config_files(paths) -> dict:
+    """The config Snakemake builds from ``paths`` (each file read as :func:`load_yaml_strict`, a
+    later file's mapping merged into the earlier ones key by key, as Snakemake's ``update_config``)."""
+    merged: dict = {}
+
+    def update(into: dict, new: Mapping) -> None:
+        for key, value in new.items():
+            if isinstance(value, Mapping) and isinstance(into.get(key), dict):
+                update(into[key], value)
+            else:
+                into[key] = value
+
+    for path in paths:
+        content = load_yaml_strict(path)
+        if content is None:
+            continue
+        if not isinstance(content, Mapping):
+            raise ConfigError(f"{path}: a config file is a mapping of keys, not a {type(content).__name__}")
+        update(merged, content)
+    return merged
+
+
+def check_workflow_config(config: dict, paths, base_dir: str | Path) -> tuple[Checked, dict, dict, dict[str, str]]:
+    """Every check the workflow makes before its first job, in its order: the files themselves
+    (UTF-8, YAML, duplicate keys), the schema (defaults filled into ``config``), the prompt formats,
+    then :func:`check_config`. Returns (what it worked out, the prompt formats, ``config``, where
+    each key was written); raises ConfigError / PromptFormatError naming file, line and key."""
+    from earnest.gsm.prompts import load_formats
+
+    base = Path(base_dir)
+    check_config_files(paths)
+    where = config_locations(paths)
+    validate_schema(config, base / "config" / "schema.yaml", locations=where)
+    formats = load_formats(resolve_path(config["prompts_dir"], base), fidelity=config["fidelity"])
+    return check_config(config, formats, base_dir=base, locations=where), formats, config, where
+
+
+def _cmd_check_config(args) -> int:
+    import sys
+
+    base = Path(args.workflow).resolve()
+    # as the Snakefile: the embedded default unless --configfile names complete configs of their own
+    paths = list(args.configfile) or [base / "config" / "config.yaml"]
+    try:
+        config = merge_config_files(paths)
+        check_workflow_config(config, paths, base)
+    except (ConfigError, PromptFormatError) as exc:
+        print(f"earnest: config error: {exc}", file=sys.stderr)
+        return 1
+    print(f"earnest: config ok ({', '.join(str(p) for p in paths)})")
+    return 0
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "check-config", help="check config files as the workflow does, before Snakemake reads them",
+        description="Check config files as the workflow does before its first job (UTF-8, YAML, duplicate keys, "
+                    "schema, models, prompts, datasets), each problem named by file, line and key. Snakemake "
+                    "reads a --configfile itself before the workflow's checks run, so a file that is not UTF-8 "
+                    "ends there in a traceback; this command names the file, line and byte instead.")
+    p.add_argument("configfile", nargs="*", type=Path,
+                   help="config files in the order given to --configfile (none: the workflow's config/config.yaml)")
+    p.add_argument("--workflow", default=".", help="the workflow directory (default: the current directory)")
+    p.set_defaults(func=_cmd_check_config)
