@@ -191,7 +191,10 @@ def test_laplace_shards_summaries_and_tables_name_the_engine(tmp_path):
     from earnest.stats.summaries import build_summaries
     paths = paper_tables.write_stats_tables(build_summaries(summaries), tmp_path / "tables")
     text = (tmp_path / "tables" / "glmm1_variant_gsm.md").read_text()
-    assert "Fitted by GLMM 1: the laplace engine." in text and paths
+    # the summary carries the shards' cross-check (engine_check_*) as the workflow's does, so the
+    # tables say so on both paths
+    assert (summaries["engine_check_resamples"] == 4).all()
+    assert "Fitted by GLMM 1: the laplace engine, checked against lme4 on 4 resamples" in text and paths
     # a rerun with the other engine does not reuse the laplace shards
     s2, _, c2 = run_glmm(df, 1, 6, 3, tmp_path / "shards", n_shards=2, cores=1, engine="lme4",
                          log=lambda m: None)

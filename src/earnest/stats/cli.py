@@ -39,8 +39,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "and lme4's convergence checks in numpy, all resamples at once (far faster; README)")
     p.add_argument("--check-resamples", type=int, default=3,
                    help="laplace engine: resamples per shard refitted with lme4 as a check (0: none)")
-    from earnest.readers import lmeval
-    lmeval.add_arguments(p)
+    from earnest.readers import options
+    options.add_arguments(p)
     p.set_defaults(func=run)
     return p
 
@@ -62,8 +62,8 @@ def run(args: argparse.Namespace) -> int:
             raw = G.read_glmm_input(args.input)
             source = str(args.input)
         else:
-            from earnest.readers import lmeval
-            raw = lmeval.to_glmm_input(lmeval.samples_from_args(args), lmeval.mapping_from_args(args),
+            from earnest.readers import lmeval, options
+            raw = lmeval.to_glmm_input(options.samples_from_args(args), options.mapping_from_args(args),
                                        glmm=args.glmm, fidelity=args.fidelity)
             source = "harness samples"
         df = G.validate_glmm_input(raw, args.glmm, source=source, fidelity=args.fidelity)

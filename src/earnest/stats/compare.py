@@ -260,8 +260,8 @@ def compare_family(data: pd.DataFrame, family: str, fixed: str, conditions: Sequ
 
 def write_pairs_table(pairs: pd.DataFrame, stem, *, alpha: float = 0.05, labels: dict | None = None) -> dict:
     """``stem.{csv,md,tex}``: one row per pair; a degenerate pair's OR is marked
-    (:data:`earnest.gsm.paper_tables.DEGENERATE`, as in the GLMM tables) and never bold."""
-    from earnest.gsm.paper_tables import DEGENERATE
+    (:data:`earnest.stats.diagnostics.DEGENERATE`, as in the GLMM tables) and never bold."""
+    from earnest.stats.diagnostics import DEGENERATE
     from earnest.tables import write_table
 
     def f(v, spec=".3f"):

@@ -67,10 +67,10 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--engine {args.engine} fits one random intercept: add --no-item-effects (template intercepts "
                     f"only)")
     try:
-        from earnest.readers import lmeval
-        if lmeval.given(args):
-            data = C.validate_compare_input(lmeval.to_compare_input(lmeval.samples_from_args(args),
-                                                                    lmeval.mapping_from_args(args), by=args.by),
+        from earnest.readers import lmeval, options
+        if options.given(args):
+            data = C.validate_compare_input(lmeval.to_compare_input(options.samples_from_args(args),
+                                                                    options.mapping_from_args(args), by=args.by),
                                             "harness samples")
         else:
             src = args.input
