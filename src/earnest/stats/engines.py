@@ -260,6 +260,8 @@ def run_shard(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, sha
                          labels)
 
 
+# ---------------------------------------------------------------------------- the check against lme4
+# (LaplaceEngine.cross_check; run once per shard by earnest.stats.run.bootstrap_shard)
 CHECK_TOL = 1e-4
 CHECK_MAX_ROWS = 200_000     # lme4 model-frame rows above which shards are not refitted with lme4
 CHECK_COLUMNS = ("resample", "term", "estimate", "converged", "messages", "default_estimate", "default_converged",
