@@ -35,6 +35,7 @@ import time
 import numpy as np
 import pandas as pd
 
+from earnest.stats import engines as E
 from earnest.stats import glmm as G
 from earnest.stats import rbridge
 from earnest.stats.simulate import simulate_glmm_input
@@ -92,7 +93,7 @@ def engine(df: pd.DataFrame, glmm: int, resamples, base_seed: int, cores: int,
            rows: str = "aggregated") -> tuple[pd.DataFrame, float]:
     frame = G.model_frame(df, glmm, aggregate=rows == "aggregated")
     t0 = time.perf_counter()
-    out = G.run_bootstrap(frame, glmm, resamples, base_seed, cores)
+    out = E.run_bootstrap(frame, glmm, resamples, base_seed, cores)
     secs = time.perf_counter() - t0
     v = out[out["term"] == "variant"][["resample", "estimate", "converged"]]
     return v.rename(columns={"estimate": "variant", "converged": "clean"}).reset_index(drop=True), secs
@@ -175,14 +176,14 @@ def paper_scale(args) -> None:
     for glmm in per:
         df = datasets[next(key for key in datasets if key[0] == glmm)]
         for agg in (True, False):
-            G.run_bootstrap(G.model_frame(df, glmm, aggregate=agg), glmm, [10_000], args.seed, 1)
+            E.run_bootstrap(G.model_frame(df, glmm, aggregate=agg), glmm, [10_000], args.seed, 1)
     for glmm in per:
         (g, k) = next(key for key in datasets if key[0] == glmm)
         df = datasets[(g, k)]
         n = args.lme4_resamples
         for rows in ("aggregated", "answers") if glmm == 1 else ("answers",):
             t0 = time.perf_counter()
-            lme = G.run_bootstrap(G.model_frame(df, glmm, aggregate=rows == "aggregated"), glmm, range(n), args.seed,
+            lme = E.run_bootstrap(G.model_frame(df, glmm, aggregate=rows == "aggregated"), glmm, range(n), args.seed,
                                   args.cores)
             rates[(glmm, rows)] = (time.perf_counter() - t0) / n
             lap = shards[(g, k)]
@@ -200,8 +201,8 @@ def paper_scale(args) -> None:
             print(f"lme4 engine, GLMM {glmm}, {rows} rows: {1000 * rates[(glmm, rows)]:.0f} ms per resample on "
                   f"{args.cores} cores ({n} resamples); laplace {1000 * per[glmm]:.2f} ms: "
                   f"{rates[(glmm, rows)] / per[glmm]:.0f}x")
-        chk = G.cross_check(df, glmm, shards[(g, k)], args.check_resamples, args.seed)
-        v = G.check_summary(chk)
+        chk = E.cross_check(df, glmm, shards[(g, k)], args.check_resamples, args.seed)
+        v = E.check_summary(chk)
         print(f"GLMM {glmm}: against lme4 with its PIRLS converged (tolPwrss 1e-12) on {v['checked']} resamples: largest "
               f"difference {v['max_abs_diff']:.1e} where both are clean ({v['lme4_short']} where lme4 stopped at a "
               f"higher deviance), clean flags agree on {v['clean_agree_tight']}/{v['checked']}"

@@ -17,6 +17,7 @@ import argparse
 
 import numpy as np
 
+from earnest.stats import engines as E
 from earnest.stats import glmm as G
 from earnest.stats.simulate import simulate_glmm_input
 from earnest.stats.summary import clean_mask
@@ -43,7 +44,7 @@ def main() -> None:
     frame = G.model_frame(df, 1, aggregate=False)
     fits = {}
     for labels in G.CLUSTER_LABELS:
-        sh = G.run_bootstrap(frame, 1, range(args.resamples), args.boot_seed, args.cores, labels=labels)
+        sh = E.run_bootstrap(frame, 1, range(args.resamples), args.boot_seed, args.cores, labels=labels)
         v = sh[sh["term"] == "variant"].reset_index(drop=True)
         fits[labels] = (clean_mask(v, "reference").to_numpy(), v["estimate"].to_numpy(dtype=float))
     (c_old, e_old), (c_new, e_new) = fits["draw"], fits["reference"]

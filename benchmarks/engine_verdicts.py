@@ -31,6 +31,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from earnest.stats import engines as E
 from earnest.stats import glmm as G
 from earnest.stats import laplace as L
 from earnest.stats.simulate import simulate_glmm_input
@@ -65,9 +66,9 @@ def compare(name: str, raw: pd.DataFrame, n: int, seed: int, rows: str) -> None:
     df = G.validate_glmm_input(raw, 1)
     acc = raw.groupby("variant")["correct"].mean()
     t0 = time.perf_counter()
-    lap = G.run_shard(df, 1, n, seed, engine="laplace")
+    lap = E.run_shard(df, 1, n, seed, engine="laplace")
     t1 = time.perf_counter()
-    lme = G.run_shard(df, 1, n, seed, engine="lme4", aggregate=rows == "aggregated")
+    lme = E.run_shard(df, 1, n, seed, engine="lme4", aggregate=rows == "aggregated")
     t2 = time.perf_counter()
     v = lambda s: s[s["term"] == "variant"].reset_index(drop=True)  # noqa: E731
     a, b = v(lap), v(lme)
@@ -87,7 +88,7 @@ def compare(name: str, raw: pd.DataFrame, n: int, seed: int, rows: str) -> None:
         if diff.size:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                tight = G.cross_check(df, 1, lap[lap["resample"].isin(diff)], len(diff), seed)
+                tight = E.cross_check(df, 1, lap[lap["resample"].isin(diff)], len(diff), seed)
             tight = tight[tight["term"] == "variant"].set_index("resample")
         for r in diff:
             if sep[r]:

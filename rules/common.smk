@@ -21,7 +21,7 @@ from earnest.config import (
 from earnest.gsm.datasets import DATASETS, release_path
 from earnest.gsm.prompts import PromptFormatError, formats_file, load_formats
 from earnest.fidelity import other as other_mode
-from earnest.stats.glmm import resolve_rows
+from earnest.stats.engines import engine_for, resolve_rows
 from earnest.runlock import clear_stale_locks, record_owner, release_owner
 
 # After a killed Snakemake (kill -9, a lost login session) its locks stay in .snakemake/locks and

@@ -49,8 +49,8 @@ rule compare_family:
         seed=COMPARE["seed"],
         item_effects=COMPARE["item_effects"],
         agq=COMPARE["agq"],
-        # item intercepts need lme4; template intercepts alone use the run's engine
-        engine="lme4" if COMPARE["item_effects"] else config["stats"]["engine"],
+        # item intercepts need an engine that fits them (lme4); template intercepts alone use the run's
+        engine=engine_for(config["stats"]["engine"], item_effects=COMPARE["item_effects"]),
         alpha=config["stats"]["alpha"],
         labels={p: FORMATS[p].paper_name for p in FORMATS},
     script:

@@ -9,8 +9,8 @@ SENS = config["sensitivity"]
 SENS_DIR = "results/sensitivity"
 OTHER = other_mode(FIDELITY)
 OTHER_ROWS = resolve_rows(None, OTHER)
-# the laplace engine fits aggregated rows only: the other mode's answers are fitted by lme4
-OTHER_ENGINE = STATS["engine"] if OTHER_ROWS == "aggregated" else "lme4"
+# the configured engine if it fits the other mode's rows (laplace fits aggregated rows only), else lme4
+OTHER_ENGINE = engine_for(STATS["engine"], rows=OTHER_ROWS)
 
 
 if SENS["enabled"]:

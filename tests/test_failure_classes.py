@@ -4,7 +4,7 @@ import pytest
 
 from earnest.gsm import failure_classes as fc
 from earnest.gsm.extraction import TEXT_ERROR_CLASSES
-from earnest.sandbox import ERROR_CLASSES
+from earnest.sandbox import ERROR_CLASSES, REFERENCE_ERROR_CLASSES
 
 
 def test_reference_mode_has_exactly_the_reference_error_types():
@@ -21,7 +21,8 @@ def test_earnest_mode_adds_its_own_classes_only():
     code = fc.classes("code", "earnest", scoring=False)
     assert "forbidden_construct" in code and "timeout" in code and "resource_limit" in code
     assert "forbidden_string" not in code
-    assert set(ERROR_CLASSES) == set(code)
+    assert ERROR_CLASSES == code          # the sandbox's own names are the taxonomy's, in its order
+    assert REFERENCE_ERROR_CLASSES == fc.classes("code", "reference", scoring=False)
     assert set(TEXT_ERROR_CLASSES) == set(fc.classes("text", "earnest", scoring=False))
 
 

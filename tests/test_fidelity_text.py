@@ -134,7 +134,7 @@ def test_reference_gamma_and_its_centring_match_the_reference_code():
 
     from earnest.gsm.scoring import score_table
     from earnest.stats.glmm import centre_gamma
-    from earnest.stats.inputs import glmm_input_from_scored
+    from earnest.gsm.glmm_input import glmm_input_from_scored
 
     assert len(GAMMA["questions"]) >= 20
     tables = [_items("gsm_base"), _items("gsm_variants")]

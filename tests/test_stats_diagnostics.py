@@ -7,7 +7,7 @@ import pytest
 from earnest.stats import diagnostics
 from earnest.gsm import reasoning
 from earnest.stats.glmm import GLMMInputError
-from earnest.stats.inputs import code_error_mask, glmm_input_from_scored
+from earnest.gsm.glmm_input import code_error_mask, glmm_input_from_scored
 from earnest.stats.summaries import build_summaries
 
 

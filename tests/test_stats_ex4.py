@@ -47,7 +47,7 @@ def test_glmm_input_takes_one_controlled_set_as_the_variants():
     import pytest
 
     from earnest.stats.glmm import GLMMInputError
-    from earnest.stats.inputs import glmm_input_from_scored
+    from earnest.gsm.glmm_input import glmm_input_from_scored
 
     def scored(dataset, n):
         return pd.DataFrame({"model": "m", "prompt": "gsm", "dataset": dataset, "template_id": range(n),

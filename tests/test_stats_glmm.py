@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from earnest.stats import engines as E
 from earnest.stats import glmm as G
 from earnest.stats import rbridge
 from earnest.stats.simulate import simulate_glmm_input
@@ -48,8 +49,8 @@ def test_aggregated_rows_give_the_row_level_estimates(data, glmm):
     assert len(rows) == len(data) and agg["succ"].sum() == data["correct"].sum()
     if glmm == 1:
         assert len(agg) == 2 * data["template"].nunique()
-    a = G.run_bootstrap(agg, glmm, [3, 4], base_seed=5)
-    r = G.run_bootstrap(rows, glmm, [3, 4], base_seed=5)
+    a = E.run_bootstrap(agg, glmm, [3, 4], base_seed=5)
+    r = E.run_bootstrap(rows, glmm, [3, 4], base_seed=5)
     assert np.allclose(a["estimate"], r["estimate"], atol=2e-3)
     assert np.allclose(a["ranef_var"], r["ranef_var"], rtol=1e-2)
 
@@ -77,8 +78,8 @@ def test_resample_makes_duplicate_templates_distinct_clusters(data):
 
 
 def test_shards_do_not_change_results(data):
-    whole = G.run_shard(data, 1, 9, base_seed=42, cores=2)
-    parts = pd.concat([G.run_shard(data, 1, 9, base_seed=42, shard=i, n_shards=3, cores=1) for i in range(3)])
+    whole = E.run_shard(data, 1, 9, base_seed=42, cores=2)
+    parts = pd.concat([E.run_shard(data, 1, 9, base_seed=42, shard=i, n_shards=3, cores=1) for i in range(3)])
     assert sorted(parts["resample"].unique()) == list(range(9))
     m = whole.merge(parts, on=["resample", "term"])
     assert len(m) == 18
@@ -87,7 +88,7 @@ def test_shards_do_not_change_results(data):
     assert list(whole.columns) == list(G.SHARD_COLUMNS) + ["engine"]
     assert (whole["engine"] == "lme4").all()
     assert whole["estimate"].nunique() > 2                 # different resamples, different data
-    other = G.run_shard(data, 1, 3, base_seed=43)
+    other = E.run_shard(data, 1, 3, base_seed=43)
     assert not np.allclose(other["estimate"], whole["estimate"].iloc[:6])
 
 
@@ -186,7 +187,7 @@ def test_bootstrap_falls_back_to_glmer_when_the_fast_path_differs(data, cores):
         assert not ro.r("earnest_fast_path_checked$glmm1")[0]
         again, again_glmer = _both_paths(frame, 1, [3, 4], base_seed=5, cores=cores)
         # the shard says so: engine "lme4 (glmer fallback)", counted in the summary
-        table = G.run_bootstrap(frame, 1, [5, 6], base_seed=5, cores=cores)
+        table = E.run_bootstrap(frame, 1, [5, 6], base_seed=5, cores=cores)
         assert (table["engine"] == G.GLMER_FALLBACK).all()
         from earnest.stats.summary import summarise
         s = summarise(table, data, 1, model="m", prompt="p")
@@ -203,9 +204,9 @@ def test_workers_share_resamples_and_return_them_in_order(data):
     resample once, in order, bit-identical to fitting them on one core."""
     frame = G.model_frame(data, 2, aggregate=True)
     resamples = [7, 3, 11, 0, 5, 9, 1]
-    one = G.run_bootstrap(frame, 2, resamples, base_seed=23, cores=1)
-    two = G.run_bootstrap(frame, 2, resamples, base_seed=23, cores=2)
-    three = G.run_bootstrap(frame, 2, resamples, base_seed=23, cores=3)
+    one = E.run_bootstrap(frame, 2, resamples, base_seed=23, cores=1)
+    two = E.run_bootstrap(frame, 2, resamples, base_seed=23, cores=2)
+    three = E.run_bootstrap(frame, 2, resamples, base_seed=23, cores=3)
     assert two["resample"].drop_duplicates().tolist() == resamples
     pd.testing.assert_frame_equal(one, two, check_exact=True)
     pd.testing.assert_frame_equal(one, three, check_exact=True)
@@ -222,6 +223,6 @@ def test_a_failing_worker_is_an_error_not_a_short_shard(data):
                   if (resample == 4L) stop("disk full while recording resample 4")
                   earnest_record_saved(out, glmm, resample, seed) }""")
         with pytest.raises(rbridge.RError, match=r"bootstrap worker \d of 2 failed: disk full while recording resample 4"):
-            G.run_bootstrap(frame, 1, [2, 3, 4, 5], base_seed=5, cores=2)
+            E.run_bootstrap(frame, 1, [2, 3, 4, 5], base_seed=5, cores=2)
     finally:
         ro.r("earnest_record <- earnest_record_saved; rm(earnest_record_saved)")

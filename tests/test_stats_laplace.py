@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from earnest.stats import engines as E
 from earnest.stats import glmm as G
 from earnest.stats import laplace as L
 from earnest.stats import rbridge
@@ -111,9 +112,9 @@ def test_estimates_and_clean_flags_agree_with_lme4(glmm, scenario):
     """On the same resamples: where both call a fit clean, estimates within 1e-4 of lme4 with its
     inner PIRLS converged (the same deviance), and the same clean and singular calls."""
     df = _data(glmm, **SCENARIOS[scenario])
-    shard = G.run_shard(df, glmm, 5, base_seed=9, engine="laplace")
-    check = G.cross_check(df, glmm, shard, 5, base_seed=9)
-    verdict = G.check_summary(check)
+    shard = E.run_shard(df, glmm, 5, base_seed=9, engine="laplace")
+    check = E.cross_check(df, glmm, shard, 5, base_seed=9)
+    verdict = E.check_summary(check)
     assert verdict["checked"] == 5
     assert verdict["warning"] == "", (scenario, check.to_string())
     per = check.drop_duplicates("resample")
@@ -134,8 +135,8 @@ def test_one_template_and_no_correct_answers_fail_as_in_lme4(glmm):
     none = _data(glmm)
     none["correct"] = 0
     for df in (one, none):
-        lap = G.run_shard(df, glmm, 2, base_seed=1, engine="laplace")
-        lme = G.run_shard(df, glmm, 2, base_seed=1, engine="lme4")
+        lap = E.run_shard(df, glmm, 2, base_seed=1, engine="laplace")
+        lme = E.run_shard(df, glmm, 2, base_seed=1, engine="lme4")
         assert lap["estimate"].isna().all() and not lap["converged"].any()
         assert lap["error"].tolist() == lme["error"].tolist() != ["", ""]
 
@@ -190,7 +191,10 @@ def test_laplace_shards_summaries_and_tables_name_the_engine(tmp_path):
     from earnest.stats.summaries import build_summaries
     paths = paper_tables.write_stats_tables(build_summaries(summaries), tmp_path / "tables")
     text = (tmp_path / "tables" / "glmm1_variant_gsm.md").read_text()
-    assert "Fitted by GLMM 1: the laplace engine." in text and paths
+    # the summary carries the shards' cross-check (engine_check_*) as the workflow's does, so the
+    # tables say so on both paths
+    assert (summaries["engine_check_resamples"] == 4).all()
+    assert "Fitted by GLMM 1: the laplace engine, checked against lme4 on 4 resamples" in text and paths
     # a rerun with the other engine does not reuse the laplace shards
     s2, _, c2 = run_glmm(df, 1, 6, 3, tmp_path / "shards", n_shards=2, cores=1, engine="lme4",
                          log=lambda m: None)
@@ -235,9 +239,9 @@ def test_modes_converge_far_out_and_a_power_data_set_that_stopped_the_engine_fit
     U = L._solve_modes(L._Batch(des, None), P, np.zeros((1, des.n_templates)))
     S1, _ = L._Batch(des, None).light(P, U)
     assert np.abs(U - P[:, :1] * S1).max() < 1e-6          # the mode equation holds
-    shard = G.run_shard(df, 1, 100, 1985460996, engine="laplace")
+    shard = E.run_shard(df, 1, 100, 1985460996, engine="laplace")
     assert (shard["error"] == "").all()
-    verdict = G.check_summary(G.cross_check(df, 1, shard, 6, 1985460996))
+    verdict = E.check_summary(E.cross_check(df, 1, shard, 6, 1985460996))
     assert verdict["checked"] == 6 and verdict["warning"] == "", verdict
 
 
@@ -323,8 +327,8 @@ def test_hard_designs_resample_by_resample_against_lme4(name):
     from earnest.stats.summary import clean_mask, not_converged_mask
     df = _hard(name)
     B, seed = 20, 5
-    lap = G.run_shard(df, 1, B, seed, engine="laplace")
-    lme = G.run_shard(df, 1, B, seed, engine="lme4")
+    lap = E.run_shard(df, 1, B, seed, engine="laplace")
+    lme = E.run_shard(df, 1, B, seed, engine="lme4")
     v = lambda s: s[s["term"] == "variant"].reset_index(drop=True)  # noqa: E731
     a, b = v(lap), v(lme)
     sep = L.separated_resamples(df, range(B), seed)
@@ -345,7 +349,7 @@ def test_hard_designs_resample_by_resample_against_lme4(name):
     only_laplace = np.flatnonzero(laplace_clean["earnest"] & ~lme4_clean["earnest"])
     if only_laplace.size:
         assert b.loc[only_laplace, "messages"].str.contains("max|grad|", regex=False).all()
-        check = G.cross_check(df, 1, lap[lap["resample"].isin(only_laplace)], len(only_laplace), seed)
+        check = E.cross_check(df, 1, lap[lap["resample"].isin(only_laplace)], len(only_laplace), seed)
         assert check.drop_duplicates("resample")["tight_converged"].all()
     assert not (~laplace_clean["reference"] & lme4_clean["reference"] & ~sep).any()
     # the summaries count the fits that did not converge, and judge as a statistician would
@@ -369,7 +373,7 @@ def test_boundary_against_an_interior_minimum_either_way():
     raw = simulate_glmm_input(100, 50, variant_effect=1.5, intercept=4.0, ranef_sd=0.5, seed=10)
     df = G.validate_glmm_input(raw, 1)
     lap = L.bootstrap(df, 1, [2, 15, 60], 77)
-    check = G.cross_check(df, 1, lap, 3, 77)
+    check = E.cross_check(df, 1, lap, 3, 77)
     per = check.drop_duplicates("resample").set_index("resample")
     assert not per["default_converged"].any() and not per["tight_converged"].any()
     assert per["default_messages"].str.contains("singular").all()
@@ -377,7 +381,7 @@ def test_boundary_against_an_interior_minimum_either_way():
     assert not per.loc[60, "converged"] and "singular" in per.loc[60, "messages"]
     v = check[check["term"] == "variant"].set_index("resample")
     assert abs(v.loc[60, "estimate"] - v.loc[60, "tight_estimate"]) < 1e-4
-    verdict = G.check_summary(check)
+    verdict = E.check_summary(check)
     assert verdict["lme4_stopped_short"] == 2 and verdict["warning"] == ""
     assert verdict["clean_agree_tight_reference"] == verdict["clean_agree_tight_earnest"] == 1
 

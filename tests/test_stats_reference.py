@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from earnest.stats import engines as E
 from earnest.stats import glmm as G
 from earnest.stats import rbridge
 from earnest.stats.rdraws import r_sample_draws
@@ -72,14 +73,14 @@ def low_accuracy():
 
 
 def test_rows_follow_the_fidelity_mode():
-    assert G.resolve_rows(None, "reference") == "answers"
-    assert G.resolve_rows(None, "earnest") == "aggregated"
+    assert E.resolve_rows(None, "reference") == "answers"
+    assert E.resolve_rows(None, "earnest") == "aggregated"
     with pytest.warns(UserWarning, match="flag other resamples"):
-        assert G.resolve_rows("aggregated", "reference") == "aggregated"
+        assert E.resolve_rows("aggregated", "reference") == "aggregated"
     with pytest.raises(ValueError, match="stats.rows: 'binomial'"):
-        G.resolve_rows("binomial", "earnest")
+        E.resolve_rows("binomial", "earnest")
     with pytest.raises(ValueError, match="not a fidelity mode"):
-        G.resolve_rows(None, "paper")
+        E.resolve_rows(None, "paper")
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +96,7 @@ def test_cluster_labels_follow_the_fidelity_mode():
     assert G.cluster_labels("reference") == "reference"
     assert G.cluster_labels("earnest") == "draw"
     with pytest.raises(ValueError, match="cluster labels 'names'"):
-        G.run_bootstrap(G.model_frame(simulate_glmm_input(3, 2), 1), 1, [0], 1, labels="names")
+        E.run_bootstrap(G.model_frame(simulate_glmm_input(3, 2), 1), 1, [0], 1, labels="names")
 
 
 @pytest.mark.parametrize("data", ["low_accuracy", "zero_base"])
@@ -119,7 +120,7 @@ def test_reference_bootstrap_on_answers_is_the_reference_loop(data, request, tmp
     if data == "zero_base":
         # earnest's own labels (clusters numbered in draw order) fit other resamples here: the
         # reference loop above tells the two apart
-        own = G.run_bootstrap(G.model_frame(df, 1, aggregate=False), 1, range(B), seed, labels="draw")
+        own = E.run_bootstrap(G.model_frame(df, 1, aggregate=False), 1, range(B), seed, labels="draw")
         own = own[own["term"] == "variant"].reset_index(drop=True)
         same = (clean_mask(own, "reference").to_numpy() == kept) & np.isclose(own["estimate"], v["estimate"],
                                                                                 rtol=0, atol=1e-6)
@@ -141,8 +142,8 @@ def test_aggregated_rows_flag_other_resamples(low_accuracy):
     """Why reference mode fits answers: the same likelihood on aggregated counts passes lme4's
     convergence checks on a different set of resamples."""
     resamples = range(24)
-    ans = G.run_bootstrap(G.model_frame(low_accuracy, 1, aggregate=False), 1, resamples, 5)
-    agg = G.run_bootstrap(G.model_frame(low_accuracy, 1, aggregate=True), 1, resamples, 5)
+    ans = E.run_bootstrap(G.model_frame(low_accuracy, 1, aggregate=False), 1, resamples, 5)
+    agg = E.run_bootstrap(G.model_frame(low_accuracy, 1, aggregate=True), 1, resamples, 5)
     ca = clean_mask(ans, "reference")[ans["term"] == "variant"].to_numpy()
     cg = clean_mask(agg, "reference")[agg["term"] == "variant"].to_numpy()
     assert (ca != cg).any()
@@ -198,16 +199,16 @@ def test_laplace_engine_cannot_fit_answers():
     """Which rows each engine x mode fits, and a warning where the pair cannot give the mode's clean set."""
     import warnings
     with pytest.raises(ValueError, match="laplace fits aggregated rows only"):
-        G.resolve_rows(None, "reference", engine="laplace")
+        E.resolve_rows(None, "reference", engine="laplace")
     with pytest.warns(UserWarning, match="not the reference's fit: the reference fits one row per answer with lme4"):
-        assert G.resolve_rows("aggregated", "reference", engine="laplace") == "aggregated"
+        assert E.resolve_rows("aggregated", "reference", engine="laplace") == "aggregated"
     with pytest.warns(UserWarning, match="lme4's convergence checks on aggregated rows flag other resamples"):
-        assert G.resolve_rows("aggregated", "reference") == "aggregated"
+        assert E.resolve_rows("aggregated", "reference") == "aggregated"
     with warnings.catch_warnings():
         warnings.simplefilter("error")                   # the faithful pairs say nothing
-        assert G.resolve_rows(None, "reference") == "answers"
-        assert G.resolve_rows(None, "earnest", engine="laplace") == "aggregated"
-        assert G.resolve_rows("answers", "earnest") == "answers"
+        assert E.resolve_rows(None, "reference") == "answers"
+        assert E.resolve_rows(None, "earnest", engine="laplace") == "aggregated"
+        assert E.resolve_rows("answers", "earnest") == "answers"
 
 
 def test_cli_reference_mode(low_accuracy, tmp_path, capsys):

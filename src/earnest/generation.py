@@ -20,12 +20,22 @@ import shutil
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Sequence
+from typing import Protocol, Sequence
 
 import pandas as pd
 
 from earnest.backends.base import Backend, GenerationRequest, GenerationResult, check_stop_reason, is_error
-from earnest.gsm.prompts import PromptFormat
+
+
+class PromptFormat(Protocol):
+    """What generation needs of a prompt format (a benchmark's, e.g. earnest.gsm.prompts.PromptFormat):
+    its name, the full prompt of a question, the stop strings and the fidelity mode it was loaded for."""
+    name: str
+    stop: tuple[str, ...]
+    fidelity: str
+
+    def render(self, question: str) -> str: ...
+
 
 GENERATION_COLUMNS = ["item_id", "model", "prompt", "dataset", "response", "prompt_tokens",
                       "new_tokens", "stop_reason", "seconds"]

@@ -41,7 +41,7 @@ The calling process trusts nothing that comes back: a reply is size-limited befo
 and validated field by field; anything malformed becomes that answer's ``unclassified`` result. A
 snippet can still forge its own result (by writing to fd 3), never another answer's.
 
-Result classes: ``earnest.gsm.failure_classes`` (Appendix F of the GSM-Symbolic re-evaluation, plus
+Result classes: :data:`ERROR_CLASSES`, named as ``earnest.gsm.failure_classes`` names them (Appendix F of the GSM-Symbolic re-evaluation, plus
 ``timeout`` and ``resource_limit``; in reference mode these two are reported as ``unclassified``,
 the reference's catch-all, since the reference has no limits). Model code is compiled with the
 running interpreter's own flags (``dont_inherit``): this file's ``__future__`` imports never apply.
@@ -139,18 +139,31 @@ MAX_SOURCE_CHARS = 200_000
 _MAX_EXACT_BITS = 1024
 _EARNEST, _REFERENCE = "earnest", "reference"  # = earnest.fidelity's names (standard library only here)
 
-#: Classes a run can end in ("" = it returned a number): ``earnest.gsm.failure_classes`` names them
-#: (imported only on the calling side: the worker runs this file alone, standard library only, so
-#: the worker's code writes the names as strings; ``validate_reply`` turns any name that is not a
-#: class there into ``unclassified``, and tests/test_failure_classes.py checks the worker's names).
-if __name__ != "__main__":
-    from earnest.gsm.failure_classes import EARNEST as _FC_EARNEST, FAILURE_CLASSES as _FAILURE_CLASSES
-    from earnest.gsm.failure_classes import (FORBIDDEN_CONSTRUCT, FORBIDDEN_STRING, RESOURCE_LIMIT, SYNTAX_ERROR,
-                                         TIMEOUT, UNCLASSIFIED)
-    from earnest.gsm.failure_classes import classes as _classes
-
-    ERROR_CLASSES = _classes("code", _FC_EARNEST, scoring=False)
-    _KNOWN_CLASSES = frozenset(_FAILURE_CLASSES)
+#: Classes a run can end in ("" = it returned a number). The sandbox knows no benchmark: these are
+#: its own names, the ones the failure-class taxonomy of the benchmark that scores the answers uses
+#: for code (earnest.gsm.failure_classes, Appendix F; tests/test_failure_classes.py checks that the
+#: two agree). The worker's code writes them as strings (it runs this file alone, standard library
+#: only); ``validate_reply`` turns any name that is not one of them into ``unclassified``.
+NO_FUNCTION = "no_function"
+FORBIDDEN_STRING = "forbidden_string"
+FORBIDDEN_CONSTRUCT = "forbidden_construct"
+SYNTAX_ERROR = "syntax_error"
+NAME_ERROR = "name_error"
+TYPE_VALUE_ERROR = "type_value_error"
+ZERO_DIVISION_ERROR = "zero_division_error"
+ATTRIBUTE_ERROR = "attribute_error"
+NONE_RETURNED = "none_returned"
+NOT_A_NUMBER = "not_a_number"
+UNCLASSIFIED = "unclassified"
+TIMEOUT = "timeout"
+RESOURCE_LIMIT = "resource_limit"
+#: earnest mode's classes, in the taxonomy's legend order; reference mode's (no limits, the
+#: reference's forbidden-string check instead of earnest's static one)
+ERROR_CLASSES = (NO_FUNCTION, FORBIDDEN_CONSTRUCT, SYNTAX_ERROR, NAME_ERROR, TYPE_VALUE_ERROR, ZERO_DIVISION_ERROR,
+                 ATTRIBUTE_ERROR, NONE_RETURNED, NOT_A_NUMBER, UNCLASSIFIED, TIMEOUT, RESOURCE_LIMIT)
+REFERENCE_ERROR_CLASSES = (NO_FUNCTION, FORBIDDEN_STRING, SYNTAX_ERROR, NAME_ERROR, TYPE_VALUE_ERROR,
+                           ZERO_DIVISION_ERROR, ATTRIBUTE_ERROR, NONE_RETURNED, NOT_A_NUMBER, UNCLASSIFIED)
+_KNOWN_CLASSES = frozenset(ERROR_CLASSES + REFERENCE_ERROR_CLASSES)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ snakemake.output[0]: GLMM input parquet (model, prompt, template, variant, corre
 snakemake.log[0]: log file.
 """
 
-from earnest.stats.inputs import glmm_input_from_scored, read_scored
+from earnest.gsm.glmm_input import glmm_input_from_scored, read_scored
 from earnest.joblog import job_logger
 
 log = job_logger(snakemake.log[0], "glmm_input")  # noqa: F821

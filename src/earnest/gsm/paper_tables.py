@@ -27,7 +27,7 @@ from earnest.tables import write_table
 DAGGER = "‡"
 RANEF_NOTE = ("Rand. eff. variance ± std. dev.: the random-intercept variance of the full-data fit and "
               "its square root (lme4's Variance and Std.Dev.), as the paper prints them.")
-DEGENERATE = "§"  # a degenerate fit (earnest.stats.diagnostics.fit_problems)
+DEGENERATE = diagnostics.DEGENERATE  # a degenerate fit (earnest.stats.diagnostics.fit_problems)
 TERM_LABEL = {"variant": "Variant", "gamma_c": "γc"}
 
 

@@ -31,6 +31,8 @@ import pandas as pd
 from earnest.gsm import failure_classes as fc
 from earnest.gsm.error_table import DATASET_LABELS, ERROR_TABLE_COLUMNS
 from earnest.gsm.prompts import prompt_noun
+from earnest.plotting import NOTE_COLOUR as _NOTE_COLOUR, empty_figure as _empty_figure, pyplot as _plt
+from earnest.plotting import save_figure as _save
 from earnest.tables import require_columns
 
 #: Log odds ratios beyond +-CLIP_LOG_OR (OR ~ 1:3000) are drawn at the axis edge with their value.
@@ -47,7 +49,6 @@ DEGENERATE_MARK = "§"
 DEGENERATE_NOTE = ("§ degenerate fit (no correct or no wrong answers, or complete separation): its estimate, "
                    "interval and p value carry no information; see the fit_problems table.")
 _HATCH = "///"
-_NOTE_COLOUR = "#b2182b"
 
 
 def _order(values: Iterable[str], preferred: Sequence[str] | None) -> list[str]:
@@ -87,35 +88,6 @@ def _labels(s: pd.DataFrame) -> dict[str, str]:
 def _hatch(sub: pd.DataFrame) -> np.ndarray:
     """True where a bar is hatched: the effect is not significant (the table's decision)."""
     return ~sub["significant"].astype(bool).to_numpy()
-
-
-# ---------------------------------------------------------------- matplotlib helpers
-def _plt():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
-
-
-def _save(fig, stem: str | Path) -> list[Path]:
-    stem = Path(stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = [stem.parent / f"{stem.name}.png", stem.parent / f"{stem.name}.pdf"]
-    for p in paths:
-        fig.savefig(p, dpi=150, bbox_inches="tight")
-    _plt().close(fig)
-    return paths
-
-
-def _empty_figure(stem: str | Path, title: str, note: str) -> list[Path]:
-    """A figure that says why there is nothing to draw (the rule still owes its output)."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 2.2))
-    ax.set_axis_off()
-    ax.set_title(title, fontsize=11)
-    ax.text(0.5, 0.45, note, ha="center", va="center", wrap=True, fontsize=10, color=_NOTE_COLOUR,
-            transform=ax.transAxes)
-    return _save(fig, stem)
 
 
 def _prompt_colours(prompts: Sequence[str]) -> dict[str, object]:

@@ -1,26 +1,9 @@
-"""Statistics of the GSM-Symbolic re-evaluation: bootstrapped binomial GLMMs fitted with lme4 in R
-(through rpy2), Wald fits and their diagnostics, separation checks, the reasoning-only analysis,
-the Kolmogorov-Smirnov test on question integers, and the paper's tables.
+"""The statistics engine: the GLMM input contract and model frame (:mod:`.glmm`), the engines that
+fit it (:mod:`.engines`: lme4 through R, :mod:`.rbridge`; laplace, :mod:`.laplace`), the steps of a
+bootstrapped GLMM (:mod:`.run`), summaries and Holm (:mod:`.summary`, :mod:`.summaries`), paired
+comparisons (:mod:`.compare`), power (:mod:`.power`), simulation (:mod:`.simulate`) and fit
+diagnostics (:mod:`.diagnostics`). Nothing here knows a benchmark; GSM-Symbolic's tables, K-S test
+and reasoning-only analysis are in :mod:`earnest.gsm`.
 
-Importing this package does not start R; the first fit does.
+Importing this package imports none of its modules and does not start R; the first fit does.
 """
-
-from earnest.stats.glmm import (EFFECTS, GLMMInputError, OPTIMISERS, SHARD_COLUMNS, TERMS, WaldFit,
-                                model_frame, read_glmm_input, refit_optimisers, resample_seed, run_bootstrap,
-                                run_shard, shard_resamples, validate_glmm_input, wald_fit)
-from earnest.stats.diagnostics import nonconvergent_fits, separation_check, separation_table, wald_mismatches
-from earnest.stats.inputs import code_error_mask, glmm_input_from_scored
-from earnest.gsm.ks import integers_of, ks_test, plot_integer_distributions
-from earnest.gsm.paper_tables import write_stats_tables
-from earnest.gsm.reasoning import reasoning_only_comparison
-from earnest.stats.run import read_shards, run_glmm, shard_path, summarise_group, write_shard
-from earnest.stats.summary import accuracies, add_holm, bootstrap_p, holm, percentile_interval, summarise
-
-__all__ = [
-    "EFFECTS", "GLMMInputError", "OPTIMISERS", "SHARD_COLUMNS", "TERMS", "WaldFit", "accuracies", "add_holm",
-    "bootstrap_p", "code_error_mask", "glmm_input_from_scored", "holm", "model_frame", "percentile_interval",
-    "read_glmm_input", "refit_optimisers", "resample_seed", "run_bootstrap", "run_shard", "shard_resamples",
-    "summarise", "validate_glmm_input", "wald_fit", "nonconvergent_fits", "separation_check", "separation_table",
-    "wald_mismatches", "integers_of", "ks_test", "plot_integer_distributions", "write_stats_tables",
-    "reasoning_only_comparison", "read_shards", "run_glmm", "shard_path", "summarise_group", "write_shard",
-]

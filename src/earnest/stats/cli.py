@@ -7,6 +7,7 @@ import warnings
 from pathlib import Path
 
 from earnest.fidelity import DEFAULT, MODES
+from earnest.stats import engines as E
 from earnest.stats import glmm as G
 from earnest.stats.cli_common import fail, input_choice_problem, log
 from earnest.stats.rbridge import RError
@@ -33,13 +34,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="answers (one row per answer, as the paper's pymer4 fits) or aggregated (binomial rows, "
                         "same likelihood, faster; lme4's checks flag other resamples); default: the fidelity mode's")
     p.add_argument("--row-level", action="store_true", help="the same as --rows answers")
-    p.add_argument("--engine", choices=G.ENGINES, default="lme4",
+    p.add_argument("--engine", choices=E.engine_names(), default="lme4",
                    help="lme4 (default): glmer through R, one fit per resample; laplace: the same Laplace deviance "
                         "and lme4's convergence checks in numpy, all resamples at once (far faster; README)")
     p.add_argument("--check-resamples", type=int, default=3,
                    help="laplace engine: resamples per shard refitted with lme4 as a check (0: none)")
-    from earnest.readers import lmeval
-    lmeval.add_arguments(p)
+    from earnest.readers import options
+    options.add_arguments(p)
     p.set_defaults(func=run)
     return p
 
@@ -61,8 +62,8 @@ def run(args: argparse.Namespace) -> int:
             raw = G.read_glmm_input(args.input)
             source = str(args.input)
         else:
-            from earnest.readers import lmeval
-            raw = lmeval.to_glmm_input(lmeval.samples_from_args(args), lmeval.mapping_from_args(args),
+            from earnest.readers import lmeval, options
+            raw = lmeval.to_glmm_input(options.samples_from_args(args), options.mapping_from_args(args),
                                        glmm=args.glmm, fidelity=args.fidelity)
             source = "harness samples"
         df = G.validate_glmm_input(raw, args.glmm, source=source, fidelity=args.fidelity)
@@ -72,14 +73,16 @@ def run(args: argparse.Namespace) -> int:
     try:
         with warnings.catch_warnings():                   # a pair that is not faithful: run_glmm logs why
             warnings.simplefilter("ignore", UserWarning)
-            G.resolve_rows("answers" if args.row_level else args.rows, args.fidelity, engine=args.engine)
+            E.resolve_rows("answers" if args.row_level else args.rows, args.fidelity, engine=args.engine)
     except ValueError as exc:
-        msg = str(exc).replace("stats.engine: laplace", "--engine laplace").replace("stats.engine: lme4", "--engine lme4")
+        msg = str(exc).replace("stats.engine: ", "--engine ")
         return fail("glmm", msg.replace("stats.rows: ", "--rows ").replace("stats.rows ", "--rows "))
     out = args.out
-    if args.engine == "lme4" and len(df) > 100_000:
-        log(f"earnest glmm: {len(df)} rows with the lme4 engine: each glmer() fit takes minutes at this size; "
-            f"--engine laplace fits the same model in seconds")
+    engine = E.get_engine(args.engine)
+    if engine.slow_rows is not None and len(df) > engine.slow_rows:
+        faster = [e.name for e in E.ENGINES.values() if e.slow_rows is None]
+        log(f"earnest glmm: {len(df)} rows with the {engine.name} engine: each glmer() fit takes minutes at this "
+            f"size; --engine {' / '.join(faster)} fits the same model in seconds")
     try:
         summaries, refits, checks = R.run_glmm(df, args.glmm, args.resamples, args.seed, out / "shards",
                                                n_shards=args.shards, cores=args.cores,

@@ -15,15 +15,15 @@ def add_subcommand(subparsers, name: str, run: Callable[[argparse.Namespace], in
                    options: Callable[[argparse.ArgumentParser], None] | None = None) -> argparse.ArgumentParser:
     """Register ``earnest <name>``: the optional positional ``input`` table (when ``input_help`` is
     given), the options ``options(parser)`` adds, then the lm-eval input options
-    (:func:`earnest.readers.lmeval.add_arguments`); ``func`` = ``run``."""
-    from earnest.readers import lmeval
+    (:func:`earnest.readers.options.add_arguments`); ``func`` = ``run``."""
+    from earnest.readers import options as harness
 
     p = subparsers.add_parser(name, help=help, description=description)
     if input_help is not None:
         p.add_argument("input", type=Path, nargs="?", help=input_help)
     if options is not None:
         options(p)
-    lmeval.add_arguments(p)
+    harness.add_arguments(p)
     p.set_defaults(func=run)
     return p
 
@@ -42,7 +42,7 @@ def log(msg: str) -> None:
 def input_choice_problem(args: argparse.Namespace, table: str = "an input table") -> str | None:
     """The complaint when not exactly one of the ``input`` table and harness results (``--lm-eval``,
     ``--inspect``) is given."""
-    from earnest.readers import lmeval
-    if (args.input is None) == (not lmeval.given(args)):
+    from earnest.readers import options
+    if (args.input is None) == (not options.given(args)):
         return f"give either {table} or --lm-eval / --inspect files"
     return None

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from earnest.stats import engines as E
 from earnest.stats import glmm as G
 from earnest.stats import rbridge
 from earnest.stats.diagnostics import fit_problems
@@ -170,8 +171,8 @@ def bootstrap_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_eff
     resamples = list(range(int(n_resamples)))
     if not item_effects:
         agg = frame.groupby(["template", "variant"], as_index=False)[["succ", "fail"]].sum()
-        return G.run_bootstrap(agg, 1, resamples, seed, cores, engine)
-    if engine != "lme4":
+        return E.run_bootstrap(agg, 1, resamples, seed, cores, engine)
+    if not E.get_engine(engine).fits_item_effects:
         raise CompareInputError(f"item random intercepts need the lme4 engine (the {engine} engine fits one "
                                 f"random intercept); use item_effects=False (--no-item-effects) with it")
     seeds = [G.resample_seed(seed, b) for b in resamples]
@@ -259,8 +260,8 @@ def compare_family(data: pd.DataFrame, family: str, fixed: str, conditions: Sequ
 
 def write_pairs_table(pairs: pd.DataFrame, stem, *, alpha: float = 0.05, labels: dict | None = None) -> dict:
     """``stem.{csv,md,tex}``: one row per pair; a degenerate pair's OR is marked
-    (:data:`earnest.gsm.paper_tables.DEGENERATE`, as in the GLMM tables) and never bold."""
-    from earnest.gsm.paper_tables import DEGENERATE
+    (:data:`earnest.stats.diagnostics.DEGENERATE`, as in the GLMM tables) and never bold."""
+    from earnest.stats.diagnostics import DEGENERATE
     from earnest.tables import write_table
 
     def f(v, spec=".3f"):

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from earnest.stats.cli_common import add_subcommand, fail as cli_fail, input_choice_problem, log
-from earnest.stats.glmm import ENGINES
+from earnest.stats.engines import engine_names, get_engine
 from earnest.stats.summary import check_alpha
 
 
@@ -31,7 +31,7 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--no-item-effects", action="store_true",
                    help="template intercepts only (GLMM 1's fast path; the OR is then marginal over items)")
-    p.add_argument("--engine", choices=ENGINES, default="lme4",
+    p.add_argument("--engine", choices=engine_names(), default="lme4",
                    help="GLMM engine; laplace only with --no-item-effects (it fits one random intercept)")
     p.add_argument("--agq", type=int, default=1,
                    help="1: Laplace, template and item intercepts; k > 1: item intercepts alone by adaptive "
@@ -63,13 +63,14 @@ def run(args: argparse.Namespace) -> int:
         check_alpha(args.alpha, "--alpha")
     except ValueError as exc:
         return fail(str(exc))
-    if args.engine != "lme4" and not args.no_item_effects:
-        return fail("--engine laplace fits one random intercept: add --no-item-effects (template intercepts only)")
+    if not get_engine(args.engine).fits_item_effects and not args.no_item_effects:
+        return fail(f"--engine {args.engine} fits one random intercept: add --no-item-effects (template intercepts "
+                    f"only)")
     try:
-        from earnest.readers import lmeval
-        if lmeval.given(args):
-            data = C.validate_compare_input(lmeval.to_compare_input(lmeval.samples_from_args(args),
-                                                                    lmeval.mapping_from_args(args), by=args.by),
+        from earnest.readers import lmeval, options
+        if options.given(args):
+            data = C.validate_compare_input(lmeval.to_compare_input(options.samples_from_args(args),
+                                                                    options.mapping_from_args(args), by=args.by),
                                             "harness samples")
         else:
             src = args.input

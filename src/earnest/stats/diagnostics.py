@@ -10,6 +10,8 @@ import pandas as pd
 from earnest.stats.summary import DIVERGED_LOG_OR, accuracies
 
 LARGE_SPLIT_PP = 80.0
+#: the mark of a degenerate fit (:func:`fit_problems`) in every table (GLMM summaries, paired comparisons)
+DEGENERATE = "§"
 
 
 def separation_check(df: pd.DataFrame, threshold_pp: float = LARGE_SPLIT_PP) -> dict:

@@ -8,10 +8,11 @@ Both are binomial with logit link. The bootstrap resamples templates with replac
 drawn twice becomes two clusters. Resample b of a run with base seed S always uses the seed
 :func:`resample_seed` (S, b), so results are identical however the resamples are split into shards.
 
-Two engines fit the same resamples (:data:`ENGINES`): ``lme4`` (glmer through R, one fit per
-resample) and ``laplace`` (:mod:`earnest.stats.laplace`: the same Laplace deviance and the same
-convergence checks in numpy, every resample of a shard at once). Shards carry an ``engine`` column
-naming what fitted each resample ("lme4 (glmer fallback)" where lme4's fast path was refused).
+This module holds the model (input contract, model frame, seeds, shards) and lme4's own fits
+(:func:`lme4_bootstrap`, :func:`wald_fit`, :func:`refit_optimisers`). The engines that fit it,
+lme4 and laplace (:mod:`earnest.stats.laplace`), are chosen by name in :mod:`earnest.stats.engines`.
+Shards carry an ``engine`` column naming what fitted each resample (:data:`GLMER_FALLBACK` where
+lme4's fast path was refused; :func:`engine_name` maps it back to the engine).
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ ROWS_BY_FIDELITY = {fidelity.REFERENCE: "answers", fidelity.EARNEST: "aggregated
 #: convergence checks (resources/FIDELITY.md, point 8). The laplace engine has no labels.
 CLUSTER_LABELS = ("draw", "reference")
 CLUSTER_LABELS_BY_FIDELITY = {fidelity.REFERENCE: "reference", fidelity.EARNEST: "draw"}
-ENGINES = ("lme4", "laplace")
-GLMER_FALLBACK = "lme4 (glmer fallback)"
+#: The lme4 engine's name, and what its shards record for a resample its fast path refused
+LME4 = "lme4"
+GLMER_FALLBACK = f"{LME4} (glmer fallback)"
 #: Template ids are handed to R as its integers (32-bit, and -2**31 is R's NA), so they must lie in
 #: +-ID_MAX; a larger id would overflow, or (read as a float) merge with its neighbours.
 ID_MAX = 2**31 - 1
@@ -286,54 +288,6 @@ def model_frame(df: pd.DataFrame, glmm: int, aggregate: bool = True) -> pd.DataF
     return d[cols].reset_index(drop=True)
 
 
-#: What each engine x fidelity mode fits by default, and whether that reproduces the mode's clean
-#: verdicts (see :func:`rows_note`): lme4 + reference: answers (faithful: lme4's checks on the rows the
-#: paper's pymer4 fits); lme4 + earnest: aggregated (its own rule, faithful); laplace + earnest:
-#: aggregated (laplace evaluates lme4's deviance exactly, so its verdicts are lme4's with PIRLS
-#: converged, on whatever rows); laplace + reference: aggregated, the only rows it fits, and not
-#: faithful: the reference keeps what lme4 on per-answer rows keeps, checks that fire on lme4's
-#: inexact deviance, which no exact engine reproduces resample by resample.
-ROWS_FAITHFUL = {("lme4", fidelity.REFERENCE): ("answers",), ("lme4", fidelity.EARNEST): ("answers", "aggregated"),
-                 ("laplace", fidelity.EARNEST): ("aggregated",), ("laplace", fidelity.REFERENCE): ()}
-
-
-def rows_note(rows: str, fidelity_mode: str, engine: str) -> str:
-    """'' when ``engine`` on ``rows`` reproduces ``fidelity_mode``'s clean verdicts, else why not."""
-    faithful = ROWS_FAITHFUL[(check_engine(engine), fidelity.check_mode(fidelity_mode))]
-    if rows in faithful:
-        return ""
-    if engine == "laplace":
-        return (f"fidelity {fidelity_mode!r} with stats.engine laplace is not the reference's fit: the reference fits "
-                f"one row per answer with lme4, whose convergence checks fire on its inexact deviance (PIRLS "
-                f"tolerance) and so keep other resamples than the laplace engine's exact ones (which are lme4's "
-                f"with tolPwrss = 1e-12); the estimates are the same fit. Use stats.engine: lme4 for the "
-                f"reference's clean set")
-    return (f"fidelity {fidelity_mode!r} with stats.rows {rows!r}: lme4's convergence checks on {rows} rows flag "
-            f"other resamples than on the reference's per-answer rows (same likelihood, same estimates)")
-
-
-def resolve_rows(rows: str | None, fidelity_mode: str = fidelity.DEFAULT, *, engine: str = "lme4") -> str:
-    """The rows the bootstrap fits: ``rows`` if given (``answers`` | ``aggregated``), else the
-    fidelity mode's (:data:`ROWS_BY_FIDELITY`). The laplace engine fits aggregated rows only, so
-    answers with it is a ValueError that says what to change. A pair that does not reproduce the mode's clean verdicts (:data:`ROWS_FAITHFUL`, e.g.
-    reference with the laplace engine) gives a UserWarning saying why (:func:`rows_note`)."""
-    check_engine(engine)
-    if rows in (None, "", "auto"):
-        rows = ROWS_BY_FIDELITY[fidelity.check_mode(fidelity_mode)]
-    elif rows not in ROWS:
-        raise ValueError(f"stats.rows: {rows!r} is not one of {', '.join(ROWS)}")
-    if engine == "laplace" and rows == "answers":
-        raise ValueError(f"stats.engine: laplace fits aggregated rows only, but the bootstrap is to fit one row "
-                         f"per answer (fidelity {fidelity_mode!r}, stats.rows {rows!r}); use stats.engine: lme4 "
-                         f"(the faithful path) or stats.rows: aggregated (the labelled speed path, whose clean set is "
-                         f"not the reference's)")
-    note = rows_note(rows, fidelity_mode, engine)
-    if note:
-        import warnings
-        warnings.warn(note, UserWarning, stacklevel=2)
-    return rows
-
-
 def cluster_labels(fidelity_mode: str = fidelity.DEFAULT) -> str:
     """The cluster labels of the lme4 engine's resamples in ``fidelity_mode`` (:data:`CLUSTER_LABELS_BY_FIDELITY`)."""
     return CLUSTER_LABELS_BY_FIDELITY[fidelity.check_mode(fidelity_mode)]
@@ -351,6 +305,11 @@ def resample_seed(base_seed: int, resample: int) -> int:
     return int(ss.generate_state(1, dtype=np.uint32)[0] & 0x7FFFFFFF)
 
 
+def engine_name(fitted_by: str) -> str:
+    """The engine that a shard's ``engine`` entry names (:data:`GLMER_FALLBACK` is lme4's)."""
+    return LME4 if fitted_by == GLMER_FALLBACK else fitted_by
+
+
 def shard_resamples(n_resamples: int, shard: int, n_shards: int) -> np.ndarray:
     """Resample indices of shard ``shard`` of ``n_shards``: contiguous, near-equal slices of 0..B-1."""
     if n_shards < 1 or not 0 <= shard < n_shards:
@@ -360,35 +319,22 @@ def shard_resamples(n_resamples: int, shard: int, n_shards: int) -> np.ndarray:
     return np.array_split(np.arange(n_resamples), n_shards)[shard]
 
 
-def check_engine(engine: str) -> str:
-    if engine not in ENGINES:
-        raise ValueError(f"unknown GLMM engine {engine!r}; choose one of {', '.join(ENGINES)}")
-    return engine
-
-
-def run_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, cores: int = 1,
-                  engine: str = "lme4", labels: str = "draw") -> pd.DataFrame:
-    """Fit ``glmm`` on each listed resample of ``frame`` (from :func:`model_frame`).
+def lme4_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, cores: int = 1,
+                   labels: str = "draw") -> pd.DataFrame:
+    """The lme4 engine's fits of each listed resample of ``frame`` (from :func:`model_frame`), in one
+    R call over ``cores`` forked R workers.
 
     Returns the bootstrap shard table: one row per resample and term with columns
-    :data:`SHARD_COLUMNS` plus ``engine``. A fit that fails gives NaN estimates and its error text;
-    convergence warnings are kept in ``messages`` and make ``converged`` false. ``engine="lme4"``
-    fits in one R call over ``cores`` forked R workers; ``engine="laplace"`` fits all resamples at
-    once in numpy over ``cores`` processes. ``labels``: how lme4's resamples label their clusters
-    (:data:`CLUSTER_LABELS`; :func:`cluster_labels` gives a fidelity mode's; laplace ignores it).
+    :data:`SHARD_COLUMNS` plus ``engine`` (:data:`LME4`, or :data:`GLMER_FALLBACK`). A fit that fails
+    gives NaN estimates and its error text; convergence warnings are kept in ``messages`` and make
+    ``converged`` false. ``labels``: how the resamples label their clusters (:data:`CLUSTER_LABELS`;
+    :func:`cluster_labels` gives a fidelity mode's).
     """
     glmm = _check_glmm(glmm)
-    check_engine(engine)
     _check_labels(labels)
     resamples = [int(b) for b in resamples]
     if not resamples:
         return pd.DataFrame({c: [] for c in SHARD_COLUMNS + ("engine",)})
-    if engine == "laplace":
-        from earnest.stats import laplace
-        table = laplace.bootstrap(laplace.Design.from_frame(frame, glmm), glmm, resamples, base_seed,
-                                  workers=max(1, int(cores)))
-        table["engine"] = "laplace"
-        return table
     rbridge.check_lme4()
     seeds = [resample_seed(base_seed, b) for b in resamples]
     ro = rbridge.r()
@@ -402,144 +348,8 @@ def run_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, cor
         logging.getLogger("earnest.stats").warning(
             "GLMM %d: lme4's bootstrap fast path differs from glmer() with this lme4; %d resamples refitted "
             "with glmer() (counted in the summary as n_glmer_fallback)", glmm, int(table.loc[fallback, "resample"].nunique()))
-    table["engine"] = np.where(fallback, GLMER_FALLBACK, "lme4")
+    table["engine"] = np.where(fallback, GLMER_FALLBACK, LME4)
     return table[list(SHARD_COLUMNS) + ["engine"]]
-
-
-def run_shard(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, shard: int = 0,
-              n_shards: int = 1, cores: int = 1, aggregate: bool = True, engine: str = "lme4",
-              labels: str = "draw") -> pd.DataFrame:
-    """Shard ``shard`` of ``n_shards`` of a B=``n_resamples`` bootstrap for one model x prompt.
-
-    ``df`` is validated GLMM input (see :func:`validate_glmm_input`) for a single model x prompt.
-    With no rows (e.g. the reasoning-only analysis excluded every item as a code error) every
-    resample is recorded as an error, so the summary says so instead of the run failing.
-    ``engine``: ``lme4`` or ``laplace`` (the laplace engine always aggregates rows; the likelihood
-    is the same). ``labels``: the lme4 engine's cluster labels (:func:`cluster_labels`).
-    """
-    check_engine(engine)
-    _check_labels(labels)
-    if len(df) == 0:
-        resamples = shard_resamples(n_resamples, shard, n_shards)
-        return pd.DataFrame([
-            {"resample": int(b), "seed": resample_seed(base_seed, int(b)), "term": term, "estimate": np.nan,
-             "ranef_var": np.nan, "converged": False, "singular": None, "messages": "",
-             "lme4_messages": "", "error": NO_ROWS, "engine": engine} for b in resamples for term in TERMS[_check_glmm(glmm)]],
-            columns=list(SHARD_COLUMNS) + ["engine"])
-    frame = model_frame(df, glmm, aggregate=aggregate or engine == "laplace")
-    return run_bootstrap(frame, glmm, shard_resamples(n_resamples, shard, n_shards), base_seed, cores, engine,
-                         labels)
-
-
-CHECK_TOL = 1e-4
-CHECK_MAX_ROWS = 200_000     # lme4 model-frame rows above which shards are not refitted with lme4
-CHECK_COLUMNS = ("resample", "term", "estimate", "converged", "messages", "default_estimate", "default_converged",
-                 "default_messages", "tight_estimate", "tight_converged", "tight_messages", "abs_diff",
-                 "deviance_gap", "clean_reference", "clean_earnest", "default_clean_reference",
-                 "default_clean_earnest", "tight_clean_reference", "tight_clean_earnest")
-
-
-def cross_check(df: pd.DataFrame, glmm: int, shard: pd.DataFrame, n_check: int, base_seed: int) -> pd.DataFrame:
-    """Refit the first ``n_check`` resamples of a laplace ``shard`` with lme4, twice: as the lme4
-    engine fits them (glmer's defaults) and with lme4's inner PIRLS iterated to convergence
-    (``tolPwrss = 1e-12``: the same Laplace deviance evaluated exactly, as the laplace engine does).
-
-    One row per checked resample and term (:data:`CHECK_COLUMNS`); ``abs_diff`` is the difference
-    from the converged-PIRLS lme4 fit where both are clean (NaN otherwise). Use
-    :func:`check_summary` for the verdict.
-    """
-    glmm = _check_glmm(glmm)
-    if n_check <= 0 or len(df) == 0 or len(shard) == 0:
-        return pd.DataFrame({c: [] for c in CHECK_COLUMNS})
-    resamples = sorted(shard["resample"].unique())[:n_check]
-    frame = model_frame(df, glmm, aggregate=True)
-    if len(frame) > CHECK_MAX_ROWS:
-        # glmer() takes many minutes per fit at this size; no check (check_summary: 0 checked)
-        return pd.DataFrame({c: [] for c in CHECK_COLUMNS})
-    seeds = [resample_seed(base_seed, b) for b in resamples]
-    ro = rbridge.r()
-    from earnest.stats.summary import clean_mask
-
-    def by_rule(t: pd.DataFrame, prefix: str = "") -> pd.DataFrame:
-        # each fit's verdict under both clean rules, whichever the run uses
-        return t.assign(**{f"{prefix}clean_{m}": clean_mask(t, m).to_numpy() for m in fidelity.MODES})
-
-    outs = {}
-    for name, tol in (("default", 0.0), ("tight", 1e-12)):
-        res = rbridge.from_r_frame(rbridge.call("earnest_check_fits", rbridge.to_r_frame(frame), glmm,
-                                                ro.IntVector([int(b) for b in resamples]), ro.IntVector(seeds),
-                                                float(tol)))
-        res["converged"] = res["converged"].astype(bool)
-        res = by_rule(res, f"{name}_")
-        outs[name] = res.drop(columns="lme4_messages", errors="ignore").rename(columns={
-            "estimate": f"{name}_estimate", "converged": f"{name}_converged", "messages": f"{name}_messages",
-            "ranef_var": f"{name}_ranef_var"})[
-            ["resample", "term", f"{name}_estimate", f"{name}_converged", f"{name}_messages", f"{name}_ranef_var"]
-            + [f"{name}_clean_{m}" for m in fidelity.MODES]]
-    lap = by_rule(shard[shard["resample"].isin(resamples)])[
-        ["resample", "term", "estimate", "converged", "messages", "ranef_var"] + [f"clean_{m}" for m in fidelity.MODES]]
-    out = lap.merge(outs["default"], on=["resample", "term"]).merge(outs["tight"], on=["resample", "term"])
-    for c in ("converged", "default_converged", "tight_converged"):
-        out[c] = out[c].astype(bool)
-    both = out["converged"] & out["tight_converged"]
-    out["abs_diff"] = np.where(both, (out["estimate"] - out["tight_estimate"]).abs(), np.nan)
-    # the Laplace deviance at lme4's optimum minus at laplace's: >= 0 means lme4's optimiser stopped
-    # at a point no better than laplace's (its Nelder-Mead tolerance), not at another optimum
-    from earnest.stats import laplace
-    des = laplace.Design.from_frame(frame, glmm)
-    _, K = laplace.resample_weights(des.n_templates, resamples, base_seed)
-    gaps = {}
-    for k, b in enumerate(resamples):
-        rows = out[out["resample"] == b].set_index("term").reindex(list(TERMS[glmm]))
-        P = np.array([[np.sqrt(rows["ranef_var"].iloc[0])] + rows["estimate"].tolist(),
-                      [np.sqrt(rows["tight_ranef_var"].iloc[0])] + rows["tight_estimate"].tolist()])
-        if np.all(np.isfinite(P)):
-            D = laplace._evaluate(des, None, P, np.zeros((2, des.n_templates)), np.repeat(K[k:k + 1], 2, 0), False)[0]
-            gaps[b] = float(D[1] - D[0])
-    out["deviance_gap"] = out["resample"].map(gaps).astype(float)
-    return out[list(CHECK_COLUMNS)].reset_index(drop=True)
-
-
-def check_summary(check: pd.DataFrame, tol: float = CHECK_TOL) -> dict:
-    """The verdict of :func:`cross_check` rows: resamples checked, largest difference where both
-    are clean, clean-flag agreement with each lme4 fit (``clean_agree_default``/``_tight``: the
-    earnest rule's flag, ``converged``; ``clean_agree_{default,tight}_{reference,earnest}``: under
-    each clean rule), and a warning text ('' when fine).
-
-    A difference above ``tol`` is a warning unless lme4's point has a higher Laplace deviance than
-    laplace's (``deviance_gap`` > 1e-9: lme4's optimiser stopped short on a flat deviance, e.g.
-    Nelder-Mead's tolerance; counted in ``lme4_short``), and so is a clean flag that differs from
-    lme4's with converged PIRLS."""
-    per = check.drop_duplicates("resample")
-    n = len(per)
-    gap = check.get("deviance_gap", pd.Series(np.nan, index=check.index)).astype(float)
-    short = gap > 1e-9                                    # far above the engine's rounding of the deviance
-    far = check["abs_diff"] > tol
-    diff = float(np.nanmax(check["abs_diff"])) if check["abs_diff"].notna().any() else float("nan")
-    agree = int((per["converged"] == per["default_converged"]).sum())
-    agree_tight = int((per["converged"] == per["tight_converged"]).sum())
-    # laplace clean, lme4 (converged PIRLS) not, at a point of higher deviance: lme4's optimiser
-    # stopped short and its gradient check says so; expected, not a disagreement about the fit
-    gap_per = per.get("deviance_gap", pd.Series(np.nan, index=per.index)).astype(float)
-    stopped_short = int((per["converged"] & ~per["tight_converged"] & (gap_per > 1e-9)).sum())
-    unexplained = check[far & ~short]
-    warning = ""
-    if len(unexplained):
-        warning = (f"laplace and lme4 (converged PIRLS) estimates differ by {unexplained['abs_diff'].max():.2g} > "
-                   f"{tol:g} on resamples both call clean, and lme4's optimum is not worse")
-    elif n and agree_tight + stopped_short < n:
-        warning = (f"laplace and lme4 (converged PIRLS) disagree on the clean flag of "
-                   f"{n - agree_tight - stopped_short} of {n} checked resamples where lme4's optimum is not worse")
-    # the same agreement under each clean rule (checks written before these columns: NaN)
-    per_rule = {}
-    for m in fidelity.MODES:
-        for name in ("default", "tight"):
-            cols = [f"clean_{m}", f"{name}_clean_{m}"]
-            per_rule[f"clean_agree_{name}_{m}"] = (int((per[cols[0]].astype(bool) == per[cols[1]].astype(bool)).sum())
-                                                   if all(c in per.columns for c in cols) else float("nan"))
-    return {"checked": n, "max_abs_diff": diff, "lme4_short": int(check.loc[far & short, "resample"].nunique()),
-            "clean_agree_default": agree, "clean_agree_tight": agree_tight, "lme4_stopped_short": stopped_short,
-            **per_rule, "warning": warning}
 
 
 @dataclass

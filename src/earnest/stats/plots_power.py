@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from earnest.gsm.plots import _empty_figure, _plt, _save
+from earnest.plotting import empty_figure as _empty_figure, pyplot as _plt, save_figure as _save
 
 
 def figure_power_curves(power: pd.DataFrame, mde: pd.DataFrame | None, stem: str | Path, *,

@@ -11,7 +11,7 @@ says so at ``alpha``. Its power is estimated by simulation:
    b0 + u_template + log(OR) * gamma_c (number effect, GLMM 2; OR per unit of gamma, whose spread
    is ``gamma_sd``), u ~ N(0, ranef_var). b0 is chosen so that the expected GSM-Base accuracy,
    averaged over templates, is ``baseline_acc`` (:func:`intercept_for_accuracy`).
-2. Run the bootstrap test on it with the workflow's own code (``earnest.stats.glmm.run_shard``),
+2. Run the bootstrap test on it with the workflow's own code (``earnest.stats.engines.run_shard``),
    engine ``lme4`` (glmer through R) or ``laplace`` (the batched numpy engine, checked against lme4,
    30-40x faster here; the same resamples, drawn by R's generator from the same seeds).
 3. Power = share of simulated data sets with a significant effect; its Monte Carlo standard error
@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special, stats
 
+from earnest.stats import engines as E
 from earnest.stats import glmm as G
 from earnest.stats.summary import bootstrap_p, clean_mask, significant
 
@@ -160,9 +161,9 @@ def _check_effect(effect: str) -> None:
 
 
 def check_engine(engine: str) -> str:
-    """glmm.check_engine, its refusal as a PowerError."""
+    """engines.check_engine, its refusal as a PowerError."""
     try:
-        return G.check_engine(engine)
+        return E.check_engine(engine)
     except ValueError as exc:
         raise PowerError(str(exc)) from None
 
@@ -172,7 +173,7 @@ def bootstrap_table(df: pd.DataFrame, glmm: int, n_resamples: int, seed: int, *,
                     cores: int = 1) -> pd.DataFrame:
     """The bootstrap shard table (``SHARD_COLUMNS``) of one model x prompt, by ``engine``."""
     check_engine(engine)
-    return G.run_shard(df, glmm, n_resamples, seed, cores=cores, engine=engine)
+    return E.run_shard(df, glmm, n_resamples, seed, cores=cores, engine=engine)
 
 
 def test_p(shards: pd.DataFrame, term: str) -> tuple[float, int]:
@@ -436,15 +437,16 @@ def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: 
         try:
             table = bootstrap_table(df, glmm, n_resamples, s, engine=engine, cores=cores)
         except (FloatingPointError, np.linalg.LinAlgError) as exc:
-            if engine != "laplace":
+            fallback = E.get_engine(engine).fallback
+            if fallback is None:
                 raise
-            # the laplace engine gave up on this data set (numerically): lme4 fits the same
-            # resamples (R's draws from the same seed), and the row counts it
+            # the engine (laplace) gave up on this data set (numerically): its fallback (lme4) fits
+            # the same resamples (R's draws from the same seed), and the row counts it
             n_fallback += 1
             import logging
             logging.getLogger("earnest.stats.power").warning(
-                "laplace engine failed on a simulated data set (%s); refitted with lme4", exc)
-            table = bootstrap_table(df, glmm, n_resamples, s, engine="lme4", cores=cores)
+                "%s engine failed on a simulated data set (%s); refitted with %s", engine, exc, fallback)
+            table = bootstrap_table(df, glmm, n_resamples, s, engine=fallback, cores=cores)
         p, n_clean = test_p(table, term)
         clean += n_clean
         if math.isnan(p):

@@ -62,19 +62,19 @@ def run(args: argparse.Namespace) -> int:
         if args.paper_scenario:
             published = args.published or P.default_published_dir()
             scenarios += P.published_scenarios(published, args.paper_scenario)
-        from earnest.readers import lmeval
+        from earnest.readers import lmeval, options
         found = []
-        if args.from_summary or lmeval.given(args):
+        if args.from_summary or options.given(args):
             glmm_input = None
-            if lmeval.given(args):
-                glmm_input = lmeval.to_glmm_input(lmeval.samples_from_args(args), lmeval.mapping_from_args(args))
+            if options.given(args):
+                glmm_input = lmeval.to_glmm_input(options.samples_from_args(args), options.mapping_from_args(args))
             found, design = P.scenarios_from_results(summary=args.from_summary, glmm_input=glmm_input, log=log)
             scenarios += found
             if design and not found:
                 log(f"earnest power: the results read gave no scenario (above); their design, {design[0]} templates x "
                     f"{design[1]} variants, stays the grid's unless --templates/--variants are given")
         if not scenarios:
-            if args.from_summary or lmeval.given(args):
+            if args.from_summary or options.given(args):
                 return _fail("the results given gave no usable scenario (reasons above: a GSM-Base accuracy of 0 or "
                              "100%, or no clean fit); state one with --baseline-acc and --ranef-var, or "
                              "--paper-scenario, and the grid keeps the results' design")

@@ -40,7 +40,8 @@ def coverage_study(n_datasets: int, variant_effect: float, *, n_resamples: int, 
     One row per data set: median estimate, 95% percentile interval (log-odds), bootstrap P value,
     clean count, whether the interval covers the true effect and whether P < ``alpha``.
     """
-    from earnest.stats.glmm import run_shard, validate_glmm_input
+    from earnest.stats.engines import run_shard
+    from earnest.stats.glmm import validate_glmm_input
     from earnest.stats.summary import bootstrap_p, clean_mask, percentile_interval
 
     rows = []

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from earnest import fidelity as F
-from earnest.stats.glmm import EFFECTS, SHARD_COLUMNS, WaldFit
+from earnest.stats.glmm import EFFECTS, GLMER_FALLBACK, LME4, SHARD_COLUMNS, WaldFit, engine_name
 
 ALPHA = 0.05
 
@@ -207,11 +207,10 @@ def shard_engines(shards: pd.DataFrame) -> dict:
     """engine: what fitted the resamples ("lme4", "laplace", or both joined by "+"; shards without
     an engine column are lme4's); n_glmer_fallback: resamples lme4 fitted with glmer() because its
     bootstrap fast path was refused (logged when it happens)."""
-    from earnest.stats.glmm import GLMER_FALLBACK
     if "engine" not in shards.columns:
-        return {"engine": "lme4", "n_glmer_fallback": 0}
-    per = shards.drop_duplicates("resample")["engine"].fillna("lme4").astype(str)
-    names = sorted({"lme4" if e == GLMER_FALLBACK else e for e in per})
+        return {"engine": LME4, "n_glmer_fallback": 0}
+    per = shards.drop_duplicates("resample")["engine"].fillna(LME4).astype(str)
+    names = sorted({engine_name(e) for e in per})
     return {"engine": "+".join(names), "n_glmer_fallback": int((per == GLMER_FALLBACK).sum())}
 
 

@@ -1,4 +1,4 @@
-"""GLMM input built from scored tables (CONTRACTS.md), optionally without code errors (Appendix G).
+"""GSM-Symbolic's GLMM input (earnest.stats.glmm's contract) built from its scored tables (CONTRACTS.md), optionally without code errors (Appendix G).
 
 Scored rows carry template_id, dataset (gsm_base | gsm_variants), correct, gamma and error_class;
 the GLMM input has model, prompt, template, variant (0 = GSM-Base, 1 = GSM-Variants), correct

@@ -1,0 +1,41 @@
+"""What every figure of the project shares, whichever benchmark it shows: matplotlib on the Agg
+backend (imported on first use), saving a figure as ``stem.png`` and ``stem.pdf``, and the figure
+that says why there is nothing to draw. Benchmark figures (earnest.gsm.plots) and the statistics
+engine's (earnest.stats.plots_power) both draw with these."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: the colour of notes drawn on a figure (missing values, degenerate fits, nothing to draw)
+NOTE_COLOUR = "#b2182b"
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend (importing this module does not import matplotlib)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def save_figure(fig, stem: str | Path) -> list[Path]:
+    """Write ``fig`` to ``stem.png`` and ``stem.pdf`` (folders made as needed), close it, return the paths."""
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.parent / f"{stem.name}.png", stem.parent / f"{stem.name}.pdf"]
+    for p in paths:
+        fig.savefig(p, dpi=150, bbox_inches="tight")
+    pyplot().close(fig)
+    return paths
+
+
+def empty_figure(stem: str | Path, title: str, note: str) -> list[Path]:
+    """A figure that says why there is nothing to draw (the rule still owes its output)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 2.2))
+    ax.set_axis_off()
+    ax.set_title(title, fontsize=11)
+    ax.text(0.5, 0.45, note, ha="center", va="center", wrap=True, fontsize=10, color=NOTE_COLOUR,
+            transform=ax.transAxes)
+    return save_figure(fig, stem)
