@@ -51,7 +51,7 @@ def wald_mismatches(summaries: pd.DataFrame) -> pd.DataFrame:
     p_boot, wald_p. Uses the uncorrected P values, as the paper's tables mark them.
     """
     s = summaries[summaries["wald_mismatch"].astype(bool)].copy()
-    s["bootstrap_significant"] = s["significant"].astype(bool)
+    s["bootstrap_significant"] = s["significant_uncorrected"].astype(bool)
     out = s
     cols = ["analysis", "glmm", "term", "prompt", "model", "bootstrap_significant", "wald_significant",
             "wald_converged", "p_boot", "wald_p"]
