@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from earnest.stats.summary import ALPHA, add_holm, significant
-from earnest.wording import format_p
+from earnest.stats.summary import ALPHA, HOLM_FAMILY, add_holm, significant
+from earnest.wording import format_p, holm_family_text
 
 COLUMNS = {"ex1": ("all", 1), "ex3": ("all", 2), "ex4": ("matched", 1)}
 LABELS = {"ex1": "Ex1 (GSM-Variants)", "ex3": "Ex3 (GLMM 2, gamma)", "ex4": "Ex4 (GSM-Matched)"}
@@ -67,7 +67,8 @@ def side_by_side_markdown(table: pd.DataFrame, alpha: float = ALPHA, ks: dict | 
                           covariate: str = "gamma") -> str:
     lines = ["# Ex4: the variant effect with number-matched variants", "",
              "Variant odds ratio (GSM-Variants / GSM-Matched vs GSM-Base) per model, 95% percentile bootstrap "
-             f"interval, Holm-corrected bootstrap P across the models of each column; * = P < {alpha}. "
+             f"interval, Holm-corrected bootstrap P (Ex1, Ex4: {holm_family_text(HOLM_FAMILY[1])}; Ex3, GLMM 2: "
+             f"{holm_family_text(HOLM_FAMILY[2])}); * = Holm P < {alpha}. "
              f"Ex3 is the variant term of GLMM 2 (controlling for {covariate}). `differs` names the columns whose "
              "conclusion (significance or direction) is not Ex4's.", ""]
     if ks:

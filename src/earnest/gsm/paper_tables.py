@@ -252,6 +252,15 @@ def reasoning_only_table(all_s: pd.DataFrame, ro_s: pd.DataFrame, prompt: str, g
 
 
 # ---------------------------------------------------------------- everything
+def caption_values(fidelity: str, engine: str) -> dict[str, str]:
+    """The words the report caption of the statistics tables (report/stats_tables.rst, through the
+    rule's params) takes from the code: the GLMM engine, the fidelity mode, its clean-fit rule, each
+    GLMM's Holm family and how a missing P value counts in it."""
+    return {"engine": str(engine), "fidelity": fidelity, "clean_rule": CLEAN_RULE[fidelity],
+            "holm_glmm1": holm_family_text(HOLM_FAMILY[1]), "holm_glmm2": holm_family_text(HOLM_FAMILY[2]),
+            "holm_missing": HOLM_MISSING_TEXT[fidelity]}
+
+
 def engine_note(rows: pd.DataFrame) -> str:
     """The caption sentence naming the GLMM engine(s) that fitted ``rows`` ('' without an engine column)."""
     if "engine" not in rows.columns or not len(rows):

@@ -53,9 +53,10 @@ from scipy import optimize, special, stats
 
 from earnest.stats import glmm as G
 from earnest.stats.summary import bootstrap_p, clean_mask, significant
+from earnest.wording import GAMMA_C, VARIANT
 
 #: effect -> (GLMM, term tested)
-EFFECT_TERMS = {"variant": (1, "variant"), "gamma": (2, "gamma_c")}
+EFFECT_TERMS = {"variant": (1, VARIANT), "gamma": (2, GAMMA_C)}
 TARGET_POWER = 0.8
 #: Monte Carlo band of the MDE: power +- MC_Z standard errors
 MC_Z = 1.96
@@ -755,7 +756,7 @@ def write_power_tables(power: pd.DataFrame, mde: pd.DataFrame, out_dir) -> dict:
         how = "no simulations"
     shown = power.assign(
         baseline_acc=(100 * power["baseline_acc"]).map(lambda v: f"{v:.1f}%"),
-        power=[f"{p:.3f} ± {s:.3f}" for p, s in zip(power["power"], power["mc_se"])],
+        power=[f"{pw:.3f} ± {se:.3f}" for pw, se in zip(power["power"], power["mc_se"])],
     )[["scenario", "effect", "n_templates", "n_variants", "baseline_acc", "ranef_var", "odds_ratio", "power",
        "wald_power", "n_no_p", "clean_share", "seconds"]]
     paths = {"power": write_table(shown, out_dir / "power",
@@ -857,7 +858,8 @@ def write_results_mde_table(summaries: pd.DataFrame, stem, *, target: float = TA
         "acc_base": [fmt(v, ".1f") for v in t["acc_base"]],
         "odds_ratio": [f"{fmt(o)} [{fmt(lo)}, {fmt(hi)}]" for o, lo, hi in zip(t["odds_ratio"], t["ci_low"], t["ci_high"])],
         "p_boot": [format_p(p, alpha, missing="n/a") for p in t["p_boot"]],
-        "significant": [verdict(a, b) for a, b in zip(t["significant_uncorrected"], t["significant_holm"])],
+        "significant (uncorrected; Holm)": [verdict(a, b) for a, b in zip(t["significant_uncorrected"],
+                                                                   t["significant_holm"])],
         "mde_wald": [fmt(v) for v in t["mde_or"]],
         "mde_observed": [fmt(v) for v in t["mde_or_observed"]],
         "note": t["mde_note"],
