@@ -13,8 +13,8 @@ import pytest
 
 from earnest import fidelity as F
 from earnest import wording as W
-from earnest.stats.summary import HOLM_FAMILY, holm  # before earnest.gsm: earnest.stats re-exports paper_tables
-from earnest.gsm.paper_tables import caption_values  # noqa: E402
+from earnest.gsm.paper_tables import caption_values
+from earnest.stats.summary import HOLM_FAMILY, holm
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted([*(ROOT / "src" / "earnest").rglob("*.py"), *(ROOT / "workflow" / "scripts").glob("*.py")])
