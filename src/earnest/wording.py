@@ -121,6 +121,16 @@ DEGENERATE_TEXT = ("no correct or no wrong answers, complete separation, or a me
 DEGENERATE_NOTE = f"{DEGENERATE_MARK} degenerate fit ({DEGENERATE_TEXT})."
 
 
+def significant_label(alpha: float) -> str:
+    """A figure legend's entry for a significant effect (uncorrected P, fit not degenerate)."""
+    return f"significant (p < {alpha:g})"
+
+
+def not_significant_label(alpha: float) -> str:
+    """A figure legend's entry for an effect that is not significant (the hatched bars)."""
+    return f"not significant (p ≥ {alpha:g} or degenerate)"
+
+
 def significance_text(alpha: float, corrected: bool = False) -> str:
     """What 'significant' means in a caption: 'P < α = 0.05 (uncorrected; fit not degenerate)'."""
     which = "Holm-Bonferroni-corrected" if corrected else "uncorrected"

@@ -33,7 +33,8 @@ from earnest.gsm import failure_classes as fc
 from earnest.gsm.error_table import DATASET_LABELS, ERROR_TABLE_COLUMNS
 from earnest.gsm.prompts import prompt_noun
 from earnest.tables import require_columns
-from earnest.wording import DEGENERATE_MARK, DEGENERATE_NOTE, GAMMA_C, VARIANT, effect_title, term_label
+from earnest.wording import (DEGENERATE_MARK, DEGENERATE_NOTE, GAMMA_C, VARIANT, effect_title, not_significant_label,
+                             significant_label, term_label)
 
 #: Log odds ratios beyond +-CLIP_LOG_OR (OR ~ 1:3000) are drawn at the axis edge with their value.
 #: lme4 returns such estimates only for (quasi-)separated data, and one of them would otherwise
@@ -219,11 +220,11 @@ def figure_variant_effect(summaries: pd.DataFrame, prompt: str, stem: str | Path
                  fontsize=7, color="#555555")
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
-    handles = [Line2D([], [], color=sig_c, marker="o", lw=2, label=f"significant (p < {alpha:g})"),
+    handles = [Line2D([], [], color=sig_c, marker="o", lw=2, label=significant_label(alpha)),
                Line2D([], [], color=ns_c, marker="o", mfc="white", lw=2, label="not significant"),
                Line2D([], [], color="black", ls="--", lw=1, label="null effect (OR = 1)"),
                Patch(facecolor="white", edgecolor="black", hatch=_HATCH,
-                     label=f"hatched bar: not significant (p ≥ {alpha:g} or degenerate)")]
+                     label=f"hatched bar: {not_significant_label(alpha)}")]
     top.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4,
                fontsize=8, frameon=False)
     top.set_title(title, pad=22)
@@ -332,7 +333,7 @@ def _prompt_legend(ax, prompts, colours, labels, alpha, extra=()):
     from matplotlib.patches import Patch
     handles = [Patch(facecolor=colours[p], edgecolor=colours[p], label=labels.get(p, p)) for p in prompts]
     handles.append(Patch(facecolor="white", edgecolor="black", hatch=_HATCH,
-                         label=f"not significant (p ≥ {alpha:g} or degenerate)"))
+                         label=not_significant_label(alpha)))
     handles.extend(extra)
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
