@@ -180,3 +180,15 @@ def test_workflow_caption_names_the_configured_engine_and_no_wrong_family():
     assert "``laplace`` engine" in text
     # the old hand-written family, wrong for GLMM 2 (whose family is the prompts of one model)
     assert "across models per effect and prompt" not in text
+
+
+@pytest.mark.parametrize("item_effects, agq, model, fitted", [
+    (False, 1, "``correct ~ condition + (1|template)``", "``laplace`` engine"),
+    (True, 1, "``correct ~ condition + (1|template) + (1|item)``", "lme4, Laplace"),
+    (True, 5, "``correct ~ condition + (1|item)``", "quadrature with 5 points"),
+])
+def test_compare_caption_states_the_model_the_run_fits(item_effects, agq, model, fitted):
+    # the embedded config fits template intercepts only: the caption said (1|item) regardless
+    config = {"stats": {"engine": "laplace"}, "compare": {"item_effects": item_effects, "agq": agq}}
+    text = _render("compare.rst", config=config)
+    assert model in text and fitted in text
