@@ -374,8 +374,9 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
             if (allr["glmm"] == glmm).any():
                 d, raw = nonconvergent_table(s, glmm, prompt_labels)
                 emit(f"nonconvergent_glmm{glmm}", d, raw,
-                     f"Non-convergent full-data fits of GLMM {glmm} (layout of Table {tab}), quoting lme4's "
-                     f"diagnostics.", rows=allr[allr["glmm"] == glmm])
+                     f"Non-convergent full-data fits of GLMM {glmm} (layout of Table {tab}), quoting the "
+                     f"fit's convergence diagnostics (lme4's, or the laplace engine's in lme4's terms; the engine "
+                     f"is named below).", rows=allr[allr["glmm"] == glmm])
     if refits is not None and len(refits):
         d, raw = optimiser_table(refits)
         emit("optimiser_refits", d, raw,
