@@ -29,7 +29,7 @@ def wald_study(n_datasets, effect, seed, glmm, templates, variants, gamma_effect
                                                      gamma_effect=gamma_effect, seed=seed + k), glmm)
         c = wald_fit(df, glmm).coefs.set_index("term").loc["variant"]
         half = stats.norm.ppf(0.975) * c["se"]
-        rows.append({"covered": c["estimate"] - half <= effect <= c["estimate"] + half, "significant": c["p"] < 0.05})
+        rows.append({"covered": c["estimate"] - half <= effect <= c["estimate"] + half, "p_below_alpha": c["p"] < 0.05})
     return pd.DataFrame(rows)
 
 
@@ -55,9 +55,9 @@ def main() -> None:
         wald = wald_study(args.datasets, effect, seed, args.glmm, args.templates, args.variants, gamma_effect)
         what = "power" if effect != 0 else "false-positive rate"
         print(f"{label} (true log-OR {effect:+.2f}): bootstrap coverage {boot.covered.mean():.3f}, "
-              f"{what} {boot.significant.mean():.3f}, median estimate {np.median(boot['median']):+.3f}, "
+              f"{what} {boot.p_below_alpha.mean():.3f}, median estimate {np.median(boot['median']):+.3f}, "
               f"clean {boot.n_clean.mean() / args.resamples:.3f} | Wald coverage {wald.covered.mean():.3f}, "
-              f"{what} {wald.significant.mean():.3f}  ({time.time() - t0:.0f} s)")
+              f"{what} {wald.p_below_alpha.mean():.3f}  ({time.time() - t0:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from earnest.stats import power as P
 
 def _line(label, row, extra=""):
     lo, hi = row["power_ci_low"], row["power_ci_high"]
-    print(f"{label}: {row['n_significant']}/{row['n_sims']} significant = {row['power']:.3f} "
+    print(f"{label}: {row['n_p_below_alpha']}/{row['n_sims']} significant = {row['power']:.3f} "
           f"[{lo:.3f}, {hi:.3f}]{extra}; {row['fits']} fits in {row['seconds']:.0f} s "
           f"({row['fits'] / max(row['seconds'], 1e-9):.1f} fits/s)", flush=True)
 

@@ -155,7 +155,7 @@ SUMMARIES = f"{STATS_DIR}/summaries.parquet"
 EX1_SUMMARIES = f"{STATS_DIR}/ex1/summaries.parquet"
 EX2_DECISION = "results/experiments/ex2_models.yaml"
 # each prompt's label in tables and figures: its paper_name in formats.yaml, else its name
-PROMPT_LABELS = {p: FORMATS[p].paper_name or p for p in FORMATS}
+PROMPT_LABELS = {p: FORMATS[p].label for p in FORMATS}
 
 
 # ---------------------------------------------------------------- target lists

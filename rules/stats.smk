@@ -1,5 +1,6 @@
-# Statistics: bootstrapped binomial GLMMs in lme4 (R, through rpy2), sharded per model x prompt.
+# Statistics: bootstrapped binomial GLMMs (stats.engine: lme4 through rpy2, or the laplace engine), sharded per model x prompt.
 # Resample b always uses a seed derived from (stats.seed, b): the shard count never changes a result.
+from earnest.gsm.paper_tables import caption_values as stats_caption_values
 
 STATS = config["stats"]
 
@@ -165,6 +166,8 @@ rule stats_tables:
         models=list(MODELS),
         prompts=list(FORMATS),
         code_prompts=CODE_PROMPTS,
+        # the words report/stats_tables.rst takes from the code (earnest.wording)
+        caption=stats_caption_values(FIDELITY, STATS["engine"]),
     script:
         "../workflow/scripts/stats_tables.py"
 

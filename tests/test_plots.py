@@ -1,5 +1,5 @@
 """Figures drawn from small hand-made summaries tables (earnest.stats.summaries.build_summaries):
-files exist and are not trivial, hatching follows the table's significant column, degenerate values
+files exist and are not trivial, hatching follows the table's significant_uncorrected column, degenerate values
 do not crash, missing columns are named."""
 
 import math
@@ -48,7 +48,7 @@ def assert_figure(paths, min_png=8000):
 def test_bars_are_hatched_exactly_where_the_table_says_not_significant():
     plt = plots._plt()
     table = summary_rows(["a", "b", "c"], ["gsm"]).query("glmm == 1")
-    table["significant"] = [True, False, True]
+    table["significant_uncorrected"] = [True, False, True]
     fig, ax = plt.subplots()
     plots._hbars(ax, np.arange(3), table["delta_var"].to_numpy(), plots._hatch(table), "red")
     hatches = [bar.get_hatch() for bar in ax.patches]
@@ -60,7 +60,7 @@ def test_bars_are_hatched_exactly_where_the_table_says_not_significant():
 def test_figure_variant_effect_one_model_from_the_written_table(tmp_path):
     path = write_summaries(summary_rows(["SmolLM2-135M"], ["gsm"], p=0.03), tmp_path / "stats" / "summaries.parquet")
     s = read_summaries(path)
-    assert s["significant"].all() and set(s["prompt_label"]) == {"GSM prompt (Ex1)"}
+    assert s["significant_uncorrected"].all() and set(s["prompt_label"]) == {"GSM prompt (Ex1)"}
     assert_figure(plots.figure_variant_effect(s, "gsm", tmp_path / "fig1"))
 
 
@@ -94,7 +94,7 @@ def test_figures_2_and_3(tmp_path, n_models):
     s.loc[(s.model == "m0") & (s.prompt == "simple_code") & (s.glmm == 2), "median_log_or"] = np.nan
     s.loc[(s.model == "m0") & (s.prompt == "simple_nl") & (s.glmm == 2) & (s.term == "variant"),
           "median_log_or"] = 25.0
-    s.loc[(s.model == "m0") & (s.prompt == "structured_nl"), ["degenerate", "significant"]] = [True, False]
+    s.loc[(s.model == "m0") & (s.prompt == "structured_nl"), ["degenerate", "significant_uncorrected"]] = [True, False]
     shown = figure2_models(s)
     assert shown == models
     assert_figure(plots.figure_prompt_comparison(s, PROMPTS, tmp_path / "fig2", models=shown))
@@ -103,7 +103,7 @@ def test_figures_2_and_3(tmp_path, n_models):
 
 def test_degenerate_fits_are_marked_in_figure_2(tmp_path):
     s = summary_rows(["a", "b"], ["gsm", "simple_nl"], p=0.01, ex2=["a", "b"])
-    s.loc[s.model == "a", ["degenerate", "significant"]] = [True, False]
+    s.loc[s.model == "a", ["degenerate", "significant_uncorrected"]] = [True, False]
     plt = plots._plt()
     fig, ax = plt.subplots()
     sub = plots._select(s, glmm=1, term="variant")
@@ -132,8 +132,8 @@ def test_figure_3_with_only_glmm1_results(tmp_path):
 # ---------------------------------------------------------------- missing columns
 def test_missing_column_names_file_and_column(tmp_path):
     path = tmp_path / "summaries.parquet"
-    summary_rows(["m"], ["gsm"]).drop(columns=["significant"]).to_parquet(path)
-    with pytest.raises(ValueError, match=r"summaries\.parquet: missing column\(s\) significant"):
+    summary_rows(["m"], ["gsm"]).drop(columns=["significant_uncorrected"]).to_parquet(path)
+    with pytest.raises(ValueError, match=r"summaries\.parquet: missing column\(s\) significant_uncorrected"):
         read_summaries(path)
     with pytest.raises(FileNotFoundError, match="nowhere.parquet"):
         read_summaries(tmp_path / "nowhere.parquet")

@@ -63,7 +63,7 @@ def test_a_degenerate_fit_is_never_a_significant_conclusion():
     ref.loc[0, ["acc_base", "acc_variants"]] = 0.0          # no correct answer at all: degenerate
     t = compare_modes({"reference": ref, "earnest": ear})
     a = t[(t["glmm"] == 1) & (t["model"] == "a")].iloc[0]
-    assert not a["significant_reference"] and a["significant_earnest"] and a["changed"].startswith("significance")
+    assert not a["significant_uncorrected_reference"] and a["significant_uncorrected_earnest"] and a["changed"].startswith("significance")
 
 
 def test_rows_in_one_mode_only_and_bad_modes():
@@ -81,7 +81,7 @@ def test_written_table(tmp_path):
     paths = write_sensitivity(t, tmp_path / "sensitivity", ["earnest", "reference"], regenerated=False,
                               prompt_labels={"gsm": "GSM"})
     md = paths["md"].read_text()
-    assert "| GLMM 1 variant | GSM | b | 40.0 / 30.0 | 0.61 | 0.040 (0.080) | yes | 40.0 / 35.0 | 0.61 | 0.300 (0.600) | no | **significance** |" in md
+    assert "| GLMM 1 Variant | GSM | b | 40.0 / 30.0 | 0.61 | 0.040 (0.080) | yes | 40.0 / 35.0 | 0.61 | 0.300 (0.600) | no | **significance** |" in md
     assert "from the same generations" in md and "2 of 5 rows change" in md
     csv = pd.read_csv(paths["csv"])
     assert {"p_boot_earnest", "p_boot_reference", "rows_reference", "changed"} <= set(csv.columns)

@@ -57,7 +57,7 @@ def test_paired_glmm_recovers_a_known_difference_and_holm_runs_across_pairs():
     assert ab["n_items"] == 180 and ab["n_clean"] >= 15
     assert ab["ci_low"] < math.exp(-1.5) < ab["ci_high"]
     assert abs(ab["median_log_or"] + 1.5) < 0.5
-    assert bool(ab["significant"]) and not bool(t.iloc[2]["significant"])
+    assert bool(ab["significant_holm"]) and not bool(t.iloc[2]["significant_holm"])
     # Holm: adjusted p never below the raw p, and the smallest is multiplied by the number of pairs
     assert (t["p_holm"] >= t["p_boot"] - 1e-12).all()
     i = int(np.argmin(t["p_boot"]))
@@ -146,7 +146,7 @@ def _separated(n_templates=10, per=6, correct_b=(0, 1)):
 def test_a_separated_pair_is_degenerate_never_significant_and_does_not_overflow(tmp_path, item_effects, engine):
     """0/60 against 2/60 (10 templates x 6 items, 40 resamples): the bootstrap log ORs run to minus
     thousands (median about -3500 with item intercepts), which once gave OR 0 [0, 0], p_boot 0 and
-    'significant', or an OverflowError in exp. The GLMM summaries' rule (fit_problems) calls it
+    'significant_holm', or an OverflowError in exp. The GLMM summaries' rule (fit_problems) calls it
     complete separation: degenerate, never significant, not bold; McNemar (0:2, p = 0.5) stands."""
     data = _separated()
     t = C.compare_family(data, "prompts", "m", n_resamples=40, seed=1, item_effects=item_effects, engine=engine)
@@ -155,7 +155,7 @@ def test_a_separated_pair_is_degenerate_never_significant_and_does_not_overflow(
     assert r["p_mcnemar"] == pytest.approx(0.5)
     assert r["fit_verdict"] == "degenerate" and bool(r["degenerate"])
     assert "complete separation: p2 2/60 correct, p1 0/60" in r["fit_problems"]
-    assert not bool(r["significant"]) and not bool(r["significant_mcnemar"])
+    assert not bool(r["significant_holm"]) and not bool(r["p_mcnemar_holm_below_alpha"])
     if item_effects:  # lme4 counts most resamples clean, at log ORs of minus thousands
         assert r["n_clean"] > 0 and r["median_log_or"] < -50 and r["odds_ratio"] < 1e-20
     C.write_pairs_table(t, tmp_path / "pairs")

@@ -97,9 +97,9 @@ def test_scored_errors_name_source_and_column():
 def test_reasoning_only_comparison():
     cols = dict(glmm=1, model="m", prompt="simple_code", term="variant", n_base=100, n_clean=50)
     all_s = pd.DataFrame([{**cols, "delta_var": -4.4, "p_boot": 0.04, "median_log_or": -0.60, "n_variants": 5000,
-                           "significant": True}])
+                           "significant_uncorrected": True}])
     ro_s = pd.DataFrame([{**cols, "delta_var": -4.2, "p_boot": 0.067, "median_log_or": -0.565, "n_variants": 4975,
-                          "n_base": 100, "significant": False}])
+                          "n_base": 100, "significant_uncorrected": False}])
     r = reasoning.reasoning_only_comparison(all_s, ro_s).iloc[0]
     assert r.exclusion_rate == pytest.approx(0.5)
     assert r.estimate_delta == pytest.approx(0.035)

@@ -27,7 +27,7 @@ def test_side_by_side_flags_where_conclusions_differ():
     t = side_by_side(pd.DataFrame(rows), "gsm", alpha=0.05).set_index("model")
     assert t.loc["a", "differs"] == "Ex1 vs Ex4, Ex3 vs Ex4"
     assert t.loc["b", "differs"] == "" and t.loc["c", "differs"] == ""
-    assert t.loc["a", "ex1_significant"] and not t.loc["a", "ex4_significant"]
+    assert t.loc["a", "ex1_p_holm_below_alpha"] and not t.loc["a", "ex4_p_holm_below_alpha"]
     # Holm within each column's family (3 models): a's Ex1 p 0.001 -> 0.003
     assert np.isclose(t.loc["a", "ex1_p_holm"], 0.003)
     md = side_by_side_markdown(t.reset_index(), 0.05, {"statistic": 0.04, "pvalue": 0.6, "n_base": 280,

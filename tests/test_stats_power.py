@@ -107,7 +107,7 @@ def test_number_effect_known_answers_strong_effect_and_no_effect():
     null = P.power_point(30, 10, 1.0, sc, effect="gamma", n_sims=n, n_resamples=40, seed=4, engine="laplace")
     from scipy import stats
     assert null["n_no_p"] == 0
-    assert stats.binomtest(null["n_significant"], n, 0.05).pvalue > 0.01, null["n_significant"]
+    assert stats.binomtest(null["n_p_below_alpha"], n, 0.05).pvalue > 0.01, null["n_p_below_alpha"]
 
 
 def _power_table(ors, powers, n=400):
@@ -117,7 +117,7 @@ def _power_table(ors, powers, n=400):
         lo, hi = P.wilson(k, n)
         rows.append({"scenario": "s", "effect": "variant", "n_templates": 100, "n_variants": 50, "baseline_acc": 0.5,
                      "ranef_var": 7.0, "odds_ratio": o, "log_or": math.log(o), "n_sims": n, "n_resamples": 100,
-                     "alpha": 0.05, "engine": "lme4", "n_significant": k, "power": k / n,
+                     "alpha": 0.05, "engine": "lme4", "n_p_below_alpha": k, "power": k / n,
                      "mc_se": math.sqrt(k / n * (1 - k / n) / n), "power_ci_low": lo, "power_ci_high": hi})
     return pd.DataFrame(rows)
 
@@ -162,7 +162,7 @@ def test_design_mde_of_real_results_says_why_it_is_missing(tmp_path):
     assert t.loc[0, "mde_or_observed"] == pytest.approx(math.exp(-2.8016 * 1.2 / 3.92), rel=1e-3)
     assert math.isnan(t.loc[1, "mde_or"]) and "no OR is detectable" in t.loc[1, "mde_note"]
     # the report's table shows the summaries table's own verdicts, not recomputed ones
-    full = s.assign(alpha=0.05, significant=[False, False], significant_holm=[False, False], p_holm=[1.0, 1.0],
+    full = s.assign(alpha=0.05, significant_uncorrected=[False, False], significant_holm=[False, False], p_holm=[1.0, 1.0],
                     prompt_label="GSM prompt (Ex1)", odds_ratio=[0.6, float("nan")], ci_low=[0.37, float("nan")],
                     ci_high=[1.22, float("nan")], p_boot=[0.2, float("nan")])
     paths = P.write_results_mde_table(full, tmp_path / "results_mde")
@@ -178,7 +178,7 @@ def test_a_strong_effect_is_always_detected_and_no_effect_rarely():
     strong = P.power_point(20, 5, 0.05, sc, n_sims=4, n_resamples=40, seed=2)
     assert strong["power"] == 1.0 and strong["n_no_p"] == 0 and strong["fits"] == 160
     null = P.power_point(20, 5, 1.0, sc, n_sims=4, n_resamples=40, seed=2)
-    assert null["n_significant"] <= 1
+    assert null["n_p_below_alpha"] <= 1
 
 
 def test_cli_refuses_a_run_without_a_scenario(tmp_path):

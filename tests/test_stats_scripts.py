@@ -91,7 +91,7 @@ def test_stats_scripts_under_snakemake(tmp_path):
         (tmp_path / "tables" / "glmm2_gamma_c.md").read_text()
     assert (tmp_path / "tables" / "glmm2_gamma_c.tex").exists()
     table = pd.read_parquet(tmp_path / "summaries.parquet")
-    assert set(table.prompt_label) == {"GSM"} and "significant" in table and "p_holm" in table
+    assert set(table.prompt_label) == {"GSM"} and "significant_uncorrected" in table and "p_holm" in table
     ks = pd.read_csv(tmp_path / "ks" / "ks.csv")
     assert ks["p"].iloc[0] < 0.01 and (tmp_path / "ks" / "number_counts.pdf").exists()
     assert "shard 2/2" in (tmp_path / "logs" / "shard-1.log").read_text()

@@ -13,6 +13,6 @@ def test_interval_covers_true_effect_and_false_positives_are_rare():
     null = coverage_study(6, 0.0, n_resamples=20, seed=200, cores=2)
     assert effect["covered"].sum() >= 5, effect
     assert null["covered"].sum() >= 5, null
-    assert null["significant"].sum() <= 1, null
+    assert null["p_below_alpha"].sum() <= 1, null
     # the effect is large enough to be seen most of the time, with the right sign
-    assert (effect["median"] < 0).sum() >= 5 and effect["significant"].sum() >= 3, effect
+    assert (effect["median"] < 0).sum() >= 5 and effect["p_below_alpha"].sum() >= 3, effect

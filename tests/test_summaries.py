@@ -30,7 +30,7 @@ def test_one_definition_of_significant_and_degenerate():
     table = build_summaries(rows, {"gsm": "GSM prompt (Ex1)"}, alpha=0.05, ex2_models=["a"])
     assert list(table.columns[:len(SUMMARIES_COLUMNS)]) == list(SUMMARIES_COLUMNS)
     t = table.set_index("model")
-    assert t["significant"].to_dict() == {"a": True, "b": True, "c": False, "d": False, "e": False}
+    assert t["significant_uncorrected"].to_dict() == {"a": True, "b": True, "c": False, "d": False, "e": False}
     assert t["degenerate"].to_dict() == {"a": False, "b": False, "c": True, "d": False, "e": False}
     assert t.loc["c", "fit_verdict"] == "degenerate" and "no correct answer" in t.loc["c", "fit_problems"]
     # Holm across the models of the prompt (4 P values; NaN is not a test)
@@ -97,7 +97,7 @@ def test_estimates_beyond_ten_log_odds_are_degenerate_whichever_engine_and_rule(
                          row("d", -0.4, -0.8, -0.1, 0.01, n_not_converged=6)])
     t = build_summaries(rows).set_index("model")
     assert t["degenerate"].to_dict() == {"a": True, "b": True, "c": True, "d": False}
-    assert not t.loc[["a", "b", "c"], "significant"].any() and t.loc["d", "significant"]
+    assert not t.loc[["a", "b", "c"], "significant_uncorrected"].any() and t.loc["d", "significant_uncorrected"]
     assert "beyond +-10 log-odds (median -19.10, interval's lower end -19.46" in t.loc["a", "fit_problems"]
     assert "interval's lower end -17.57" in t.loc["b", "fit_problems"] and "upper end 17.08" in t.loc["c", "fit_problems"]
     assert t.loc["d", "fit_verdict"] == "caution" and "6 of 100 resamples did not converge" in t.loc["d", "fit_problems"]

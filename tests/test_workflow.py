@@ -77,7 +77,7 @@ def test_end_to_end_outputs(tiny_run):
     summary = pd.read_parquet(wd / "results/stats/all/glmm1/tiny/gsm/summary.parquet")
     assert summary.n_resamples.iloc[0] == TINY["stats"]["resamples"]
     table = pd.read_parquet(wd / "results/stats/summaries.parquet")
-    assert {"p_holm", "significant", "degenerate", "wald_mismatch", "prompt_label", "ex2"} <= set(table.columns)
+    assert {"p_holm", "significant_uncorrected", "significant_holm", "degenerate", "wald_mismatch", "prompt_label", "ex2"} <= set(table.columns)
     assert set(table.prompt) == {"gsm", "simple_code"} and table.ex2.all()
     assert set(table.prompt_label) == {"GSM prompt (Ex1)", "Ex2.C simple code prompt"}
     # StatFormBench ran end to end on the tiny model: generations, scored rows, tables and figures
@@ -335,7 +335,7 @@ def test_ex1_checkpoint_decides_ex2(tiny_run):
 
     summaries = pd.read_parquet(tiny_run / "results/stats/summaries.parquet")
     assert set(summaries["prompt"]) == {"gsm"}     # Ex2 prompts were not planned for anyone
-    assert not summaries["ex2"].any() and not summaries["significant"].any()
+    assert not summaries["ex2"].any() and not summaries["significant_uncorrected"].any()
     problems = pd.read_csv(tiny_run / "results/tables/stats/fit_problems.csv")
     assert (problems["verdict"] == "degenerate").all()
 

@@ -13,6 +13,7 @@ import pandas as pd
 
 from earnest.gsm.ks import integers_of, ks_test, plot_integer_distributions
 from earnest.tables import write_table
+from earnest.wording import format_p
 from earnest.joblog import job_logger
 
 log = job_logger(snakemake.log[0], "ks_test")  # noqa: F821
@@ -28,7 +29,7 @@ try:
     stem = Path(snakemake.output.table).with_suffix("")  # noqa: F821
     write_table(table, stem, "Two-sample Kolmogorov-Smirnov test of the integers written in GSM-Base "
                 "against GSM-Variants questions (section 4.3).",
-                formatters={"D": lambda x: f"{x:.4f}", "p": lambda x: "<0.001" if x < 0.001 else f"{x:.3f}"})
+                formatters={"D": lambda x: f"{x:.4f}", "p": format_p})
     plot_integer_distributions(integers_of(base, fidelity=fidelity), integers_of(variants, fidelity=fidelity),
                                Path(snakemake.output.figure).with_suffix(""), ks=res)  # noqa: F821
 except Exception:

@@ -1,7 +1,7 @@
 """Ex1 -> Ex2 (section 3.6): the models whose variant effect (GLMM 1, the Ex1 prompt) is
 significant in the Ex1 summaries table go on to the alternative prompt formats
-(earnest.stats.summaries.ex2_selection: the table's one definition of significant, which never
-counts a degenerate fit); the decision file says why for each model.
+(earnest.stats.summaries.ex2_selection: the table's column significant_uncorrected, the bootstrap
+P value before Holm below alpha, which never counts a degenerate fit); the decision file says why for each model.
 
 snakemake.input[0]: the Ex1 summaries table (rule ex1_summaries); snakemake.params.ex1_prompt;
 snakemake.output[0]: YAML {ex2_models: [...], alpha, decisions: {model: {p_boot, verdict, problems,

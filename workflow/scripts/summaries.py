@@ -19,8 +19,8 @@ try:
     table = build_summaries(read_summary_files(paths), dict(sm.params.prompt_labels), alpha=float(sm.params.alpha),
                             ex2_models=list(sm.params.ex2_models), source=f"{len(paths)} summary files")
     write_summaries(table, sm.output[0])
-    log.info("%d rows from %d summary files: %d significant, %d degenerate, %d Wald mismatches",
-             len(table), len(paths), int(table["significant"].sum()), int(table["degenerate"].sum()),
+    log.info("%d rows from %d summary files: %d significant (uncorrected), %d degenerate, %d Wald mismatches",
+             len(table), len(paths), int(table["significant_uncorrected"].sum()), int(table["degenerate"].sum()),
              int(table["wald_mismatch"].sum()))
 except Exception:
     log.exception("building the summaries table failed")

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from earnest.stats.summary import ALPHA, add_holm, significant
+from earnest.stats.summary import ALPHA, HOLM_FAMILY, add_holm, significant
+from earnest.wording import format_p, holm_family_text
 
 COLUMNS = {"ex1": ("all", 1), "ex3": ("all", 2), "ex4": ("matched", 1)}
 LABELS = {"ex1": "Ex1 (GSM-Variants)", "ex3": "Ex3 (GLMM 2, gamma)", "ex4": "Ex4 (GSM-Matched)"}
@@ -41,12 +42,12 @@ def side_by_side(summaries: pd.DataFrame, prompt: str, alpha: float = ALPHA) -> 
         for k, part in parts.items():
             if m not in part.index:
                 row.update({f"{k}_or": np.nan, f"{k}_ci_low": np.nan, f"{k}_ci_high": np.nan, f"{k}_p_holm": np.nan,
-                            f"{k}_significant": None})
+                            f"{k}_p_holm_below_alpha": None})
                 continue
             r = part.loc[m]
             sig = bool(significant([r["p_holm"]], alpha)[0])
             row.update({f"{k}_or": r["odds_ratio"], f"{k}_ci_low": r["ci_low"], f"{k}_ci_high": r["ci_high"],
-                        f"{k}_p_holm": r["p_holm"], f"{k}_significant": sig})
+                        f"{k}_p_holm": r["p_holm"], f"{k}_p_holm_below_alpha": sig})
             decision[k] = (sig, np.sign(np.log(r["odds_ratio"])) if sig else 0)
         row["differs"] = ", ".join(f"{LABELS[k].split(' ')[0]} vs Ex4" for k in ("ex1", "ex3")
                                    if k in decision and "ex4" in decision and decision[k] != decision["ex4"])
@@ -54,29 +55,31 @@ def side_by_side(summaries: pd.DataFrame, prompt: str, alpha: float = ALPHA) -> 
     return pd.DataFrame(rows)
 
 
-def _cell(r, k) -> str:
+def _cell(r, k, alpha: float) -> str:
     if pd.isna(r[f"{k}_or"]):
         return "—"
-    star = " *" if r[f"{k}_significant"] else ""
-    return f"{r[f'{k}_or']:.2f} [{r[f'{k}_ci_low']:.2f}, {r[f'{k}_ci_high']:.2f}] p={r[f'{k}_p_holm']:.3g}{star}"
+    star = " *" if r[f"{k}_p_holm_below_alpha"] else ""
+    return (f"{r[f'{k}_or']:.2f} [{r[f'{k}_ci_low']:.2f}, {r[f'{k}_ci_high']:.2f}] "
+            f"p={format_p(r[f'{k}_p_holm'], alpha, missing='n/a')}{star}")
 
 
 def side_by_side_markdown(table: pd.DataFrame, alpha: float = ALPHA, ks: dict | None = None,
                           covariate: str = "gamma") -> str:
     lines = ["# Ex4: the variant effect with number-matched variants", "",
              "Variant odds ratio (GSM-Variants / GSM-Matched vs GSM-Base) per model, 95% percentile bootstrap "
-             f"interval, Holm-corrected bootstrap P across the models of each column; * = P < {alpha}. "
+             f"interval, Holm-corrected bootstrap P (Ex1, Ex4: {holm_family_text(HOLM_FAMILY[1])}; Ex3, GLMM 2: "
+             f"{holm_family_text(HOLM_FAMILY[2])}); * = Holm P < {alpha}. "
              f"Ex3 is the variant term of GLMM 2 (controlling for {covariate}). `differs` names the columns whose "
              "conclusion (significance or direction) is not Ex4's.", ""]
     if ks:
-        lines += [f"Integers of GSM-Matched vs GSM-Base: K-S D = {ks['statistic']:.4f}, p = {ks['pvalue']:.3g} "
+        lines += [f"Integers of GSM-Matched vs GSM-Base: K-S D = {ks['statistic']:.4f}, p = {format_p(ks['pvalue'])} "
                   f"({ks['n_base']} and {ks['n_variants']} integers).", ""]
     labels = dict(LABELS)
     if covariate:
         labels["ex3"] = f"Ex3 (GLMM 2, {covariate})"
     lines += ["| Model | " + " | ".join(labels.values()) + " | differs |", "|---|---|---|---|---|"]
     for r in table.to_dict("records"):
-        lines.append(f"| {r['model']} | {_cell(r, 'ex1')} | {_cell(r, 'ex3')} | {_cell(r, 'ex4')} | {r['differs'] or '—'} |")
+        lines.append(f"| {r['model']} | {_cell(r, 'ex1', alpha)} | {_cell(r, 'ex3', alpha)} | {_cell(r, 'ex4', alpha)} | {r['differs'] or '—'} |")
     return "\n".join(lines) + "\n"
 
 

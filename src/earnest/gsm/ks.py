@@ -17,6 +17,7 @@ from scipy import stats
 from earnest.gsm.datasets import DATASET_LABELS
 from earnest.fidelity import EARNEST
 from earnest.gsm.gamma import integers_in
+from earnest.wording import format_p
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ def plot_integer_distributions(base_ints, variant_ints, stem: str | Path, ks: KS
     top.legend()
     title = "Integers in question texts"
     if ks is not None:
-        title += f" (K-S D = {ks.statistic:.4f}, p = {ks.pvalue:.3g})"
+        title += f" (K-S D = {ks.statistic:.4f}, p = {format_p(ks.pvalue)})"
     top.set_title(title)
     limit = float(np.quantile(np.concatenate([a, b]), zoom_quantile)) if a.size + b.size else 1.0
     for data, name in ((a, base), (b, variants)):

@@ -1,8 +1,10 @@
 """The statistics tables of the GSM-Symbolic re-evaluation, built from the summaries table
-(:mod:`earnest.stats.summaries`: its ``significant``, ``significant_holm``, ``degenerate``,
-``wald_mismatch`` and ``prompt_label`` columns are the only definitions used here) and written
-through :func:`earnest.tables.write_table` (CSV with raw numbers, Markdown and LaTeX with the
-paper's formatting: bold significant P values, a double dagger where Wald disagrees).
+(:mod:`earnest.stats.summaries`: its ``significant_uncorrected``, ``significant_holm``,
+``degenerate``, ``wald_mismatch`` and ``prompt_label`` columns are the only definitions used here)
+and written through :func:`earnest.tables.write_table` (CSV with raw numbers, Markdown and LaTeX
+with the paper's formatting: bold significant P values, a double dagger where Wald disagrees).
+Labels, marks, P-value display and the caption texts of Holm families and clean fits come from
+:mod:`earnest.wording`.
 
 Layouts: Tables 2, 6, 8, 10, 12 (variant effect per prompt, GLMM 1); Tables 3, 7, 9, 11, 13
 (bootstrap statistics); Tables 14-15 (GLMM 2, effect x prompt grid); Table 16 (Wald mismatch);
@@ -21,22 +23,21 @@ import pandas as pd
 from earnest.gsm.prompts import prompt_noun
 from earnest.stats import diagnostics
 from earnest.gsm import reasoning
-from earnest.stats.summary import HOLM_FAMILY_TEXT, ranef_column
+from earnest.stats.summaries import table_fidelity
+from earnest.stats.summary import HOLM_FAMILY, ranef_column
 from earnest.tables import write_table
+from earnest.wording import (CLEAN_RULE, DAGGER, DEGENERATE_MARK as DEGENERATE, DEGENERATE_TEXT, EFFECTS, GAMMA_C,
+                             HOLM_MISSING_TEXT, TERMS, VARIANT, effect_name, format_p, holm_family_text, term_label)
 
-DAGGER = "‡"
 RANEF_NOTE = ("Rand. eff. variance ± std. dev.: the random-intercept variance of the full-data fit and "
               "its square root (lme4's Variance and Std.Dev.), as the paper prints them.")
-DEGENERATE = diagnostics.DEGENERATE  # a degenerate fit (earnest.stats.diagnostics.fit_problems)
-TERM_LABEL = {"variant": "Variant", "gamma_c": "γc"}
 
 
 # ---------------------------------------------------------------- formatting
-def fmt_p(p: float) -> str:
-    """P values as the paper prints them: three decimals, '<0.001' below that."""
-    if p is None or (isinstance(p, float) and math.isnan(p)):
-        return ""
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
+def _alpha_of(rows: pd.DataFrame) -> float | None:
+    """The significance level of summary rows (their ``alpha``), for :func:`format_p`."""
+    values = sorted(set(rows["alpha"].dropna().astype(float))) if "alpha" in rows.columns else []
+    return values[0] if values else None
 
 
 def _f(x, digits: int) -> str:
@@ -66,27 +67,28 @@ def _prompt_phrase(prompt: str, labels: Mapping[str, str] | None) -> str:
 def variant_effect_table(s: pd.DataFrame, prompt: str, models: Sequence[str] | None = None,
                          glmm: int = 1, analysis: str = "all"):
     """(display, raw, bold) of the variant-effect table of one prompt (Table 2 layout)."""
-    sub = s[(s["analysis"] == analysis) & (s["glmm"] == glmm) & (s["prompt"] == prompt) & (s["term"] == "variant")]
+    sub = s[(s["analysis"] == analysis) & (s["glmm"] == glmm) & (s["prompt"] == prompt) & (s["term"] == VARIANT)]
     sub = sub.set_index("model").loc[_order(sub["model"].tolist(), models)].reset_index()
+    alpha = _alpha_of(sub)
     display = pd.DataFrame({
         "Model": sub["model"],
         "Ā GSM-Base": [_f(x, 1) for x in sub["acc_base"]],
         "Ā GSM-Variants": [_f(x, 1) for x in sub["acc_variants"]],
         "Δvar": [_f(x, 2) for x in sub["delta_var"]],
-        "P value": [fmt_p(p) + (f" {DAGGER}" if m else "") + (f" {DEGENERATE}" if d else "")
+        "P value": [format_p(p, alpha) + (f" {DAGGER}" if m else "") + (f" {DEGENERATE}" if d else "")
                     for p, m, d in zip(sub["p_boot"], sub["wald_mismatch"], sub["degenerate"])],
-        "Corrected P value": [fmt_p(p) for p in sub["p_holm"]],
+        "Corrected P value": [format_p(p, alpha) for p in sub["p_holm"]],
     })
     raw = sub[["model", "prompt", "acc_base", "acc_variants", "delta_var", "p_boot", "p_holm", "wald_p",
                "wald_mismatch", "degenerate", "n_clean", "n_resamples"]]
     bold = pd.DataFrame(False, index=display.index, columns=display.columns)
-    bold["P value"] = sub["significant"].astype(bool).to_numpy()
+    bold["P value"] = sub["significant_uncorrected"].astype(bool).to_numpy()
     bold["Corrected P value"] = sub["significant_holm"].astype(bool).to_numpy()
     return display, raw.reset_index(drop=True), bold
 
 
 # ---------------------------------------------------------------- Tables 3, 7, 9, 11, 13
-def bootstrap_stats_table(s: pd.DataFrame, prompt: str, term: str = "variant", glmm: int = 1,
+def bootstrap_stats_table(s: pd.DataFrame, prompt: str, term: str = VARIANT, glmm: int = 1,
                           models: Sequence[str] | None = None, analysis: str = "all"):
     """(display, raw) of the bootstrap statistics of one prompt and effect (Table 3 layout)."""
     sub = s[(s["analysis"] == analysis) & (s["glmm"] == glmm) & (s["prompt"] == prompt) & (s["term"] == term)]
@@ -119,6 +121,7 @@ def glmm2_grid_table(s: pd.DataFrame, term: str, prompts: Sequence[str] | None =
     numbers of Tables 14 and 15 are (their captions say "column-wise").
     """
     sub = s[(s["analysis"] == analysis) & (s["glmm"] == 2) & (s["term"] == term)]
+    alpha = _alpha_of(sub)
     prompts = _order(sub["prompt"].tolist(), prompts)
     models = _order(sub["model"].tolist(), models)
     cells = sub.set_index(["model", "prompt"])
@@ -134,8 +137,9 @@ def glmm2_grid_table(s: pd.DataFrame, term: str, prompts: Sequence[str] | None =
             c = cells.loc[(model, prompt)]
             dag = f" {DAGGER}" if c["wald_mismatch"] else ""
             dag += f" {DEGENERATE}" if c["degenerate"] else ""
-            col.append(f"{_f(c['odds_ratio'], 2)}; {fmt_p(c['p_boot'])}{dag} / {fmt_p(c['p_holm'])}")
-            b.append(bool(c["significant"]))
+            col.append(f"{_f(c['odds_ratio'], 2)}; {format_p(c['p_boot'], alpha)}{dag} / "
+                       f"{format_p(c['p_holm'], alpha)}")
+            b.append(bool(c["significant_uncorrected"]))
         display[_label(prompt, prompt_labels)] = col
         bold_cols[_label(prompt, prompt_labels)] = b
     raw = sub[["model", "prompt", "term", "odds_ratio", "median_log_or", "p_boot", "p_holm", "wald_p",
@@ -151,7 +155,7 @@ def wald_mismatch_table(s: pd.DataFrame, prompt_labels: Mapping[str, str] | None
     tick = {True: "✓", False: "✘"}
     display = pd.DataFrame({
         "Test": [f"GLMM {g}" for g in mm["glmm"]],
-        "Effect": [TERM_LABEL.get(t, t) for t in mm["term"]],
+        "Effect": [term_label(t) for t in mm["term"]],
         "Prompt": [_label(p, prompt_labels) for p in mm["prompt"]],
         "Model": mm["model"],
         "Bootstrap": [tick[bool(x)] for x in mm["bootstrap_significant"]],
@@ -181,7 +185,7 @@ def optimiser_table(refits: pd.DataFrame):
                               values="estimate", sort=False).reset_index()
     conv = refits.drop_duplicates(["glmm", "model", "prompt", "optimiser"]).set_index(
         ["glmm", "model", "prompt", "optimiser"])["converged"]
-    terms = [t for t in ("(Intercept)", "variant", "gamma_c") if t in wide.columns]
+    terms = [t for t in dict.fromkeys(t for g in sorted(TERMS) for t in TERMS[g]) if t in wide.columns]
     display = pd.DataFrame({"GLMM": wide["glmm"].astype(int).astype(str), "Model": wide["model"],
                             "Prompt": wide["prompt"], "Optimiser": wide["optimiser"]})
     for t in terms:
@@ -212,10 +216,11 @@ def reasoning_only_table(all_s: pd.DataFrame, ro_s: pd.DataFrame, prompt: str, g
     cmp = reasoning.reasoning_only_comparison(all_s, ro_s)
     sub = cmp[(cmp["prompt"] == prompt) & (cmp["glmm"] == glmm)]
     model_order = _order(sub["model"].tolist(), models)
-    term_order = {"gamma_c": 0, "variant": 1}
+    term_order = {GAMMA_C: 0, VARIANT: 1}  # Tables 22-23 list γc first
     sub = sub.assign(_m=sub["model"].map({m: i for i, m in enumerate(model_order)}),
                      _t=sub["term"].map(term_order)).sort_values(["_m", "_t"]).drop(columns=["_m", "_t"])
     star = ["*" if c else "" for c in sub["significance_changed"]]
+    alpha = _alpha_of(all_s)
 
     def est_delta(x):
         return "|·| < 0.001" if abs(x) < 0.0005 else _f(x, 3)
@@ -224,29 +229,38 @@ def reasoning_only_table(all_s: pd.DataFrame, ro_s: pd.DataFrame, prompt: str, g
         display = pd.DataFrame({
             "Model": [f"{m} {st}".strip() for m, st in zip(sub["model"], star)],
             "Δvar (all errors)": [_f(x, 1) for x in sub["delta_var_all"]],
-            "P value (all errors)": [fmt_p(p) for p in sub["p_boot_all"]],
+            "P value (all errors)": [format_p(p, alpha) for p in sub["p_boot_all"]],
             "Δvar (reasoning-only)": [_f(x, 1) for x in sub["delta_var_ro"]],
-            "P value (reasoning-only)": [fmt_p(p) for p in sub["p_boot_ro"]],
+            "P value (reasoning-only)": [format_p(p, alpha) for p in sub["p_boot_ro"]],
             "Exclusion rate": [_f(x, 1) for x in sub["exclusion_rate"]],
             "Estimate Δ": [est_delta(x) for x in sub["estimate_delta"]],
         })
     else:
         display = pd.DataFrame({
             "Model": list(sub["model"]),
-            "Metric": [f"{st} {TERM_LABEL.get(t, t)}".strip() for t, st in zip(sub["term"], star)],
-            "P value (all errors)": [fmt_p(p) for p in sub["p_boot_all"]],
-            "P value (reasoning-only)": [fmt_p(p) for p in sub["p_boot_ro"]],
+            "Metric": [f"{st} {term_label(t)}".strip() for t, st in zip(sub["term"], star)],
+            "P value (all errors)": [format_p(p, alpha) for p in sub["p_boot_all"]],
+            "P value (reasoning-only)": [format_p(p, alpha) for p in sub["p_boot_ro"]],
             "Exclusion rate": [_f(x, 1) for x in sub["exclusion_rate"]],
             "Estimate Δ": [est_delta(x) for x in sub["estimate_delta"]],
         })
     display = display.reset_index(drop=True)
     bold = pd.DataFrame(False, index=display.index, columns=display.columns)
-    bold["P value (all errors)"] = sub["significant_all"].astype(bool).to_numpy()
-    bold["P value (reasoning-only)"] = sub["significant_ro"].astype(bool).to_numpy()
+    bold["P value (all errors)"] = sub["significant_uncorrected_all"].astype(bool).to_numpy()
+    bold["P value (reasoning-only)"] = sub["significant_uncorrected_ro"].astype(bool).to_numpy()
     return display, sub.reset_index(drop=True), bold
 
 
 # ---------------------------------------------------------------- everything
+def caption_values(fidelity: str, engine: str) -> dict[str, str]:
+    """The words the report caption of the statistics tables (report/stats_tables.rst, through the
+    rule's params) takes from the code: the GLMM engine, the fidelity mode, its clean-fit rule, each
+    GLMM's Holm family and how a missing P value counts in it."""
+    return {"engine": str(engine), "fidelity": fidelity, "clean_rule": CLEAN_RULE[fidelity],
+            "holm_glmm1": holm_family_text(HOLM_FAMILY[1]), "holm_glmm2": holm_family_text(HOLM_FAMILY[2]),
+            "holm_missing": HOLM_MISSING_TEXT[fidelity]}
+
+
 def engine_note(rows: pd.DataFrame) -> str:
     """The caption sentence naming the GLMM engine(s) that fitted ``rows`` ('' without an engine column)."""
     if "engine" not in rows.columns or not len(rows):
@@ -297,43 +311,45 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
                             bold=bold, csv=raw)
         written.extend(paths.values())
 
+    fid = table_fidelity(s)
+    holm_note = {g: f"Holm-Bonferroni {holm_family_text(HOLM_FAMILY[g])} ({HOLM_MISSING_TEXT[fid]})"
+                 for g in HOLM_FAMILY}
+    clean_note = (f"N estimates is the number of clean bootstrap resamples ({CLEAN_RULE[fid]}; fidelity {fid}) "
+                  f"over which the statistics are calculated. ")
     dag_note = (f" Significant P values (below α = {alpha}, fit not degenerate) in bold; {DAGGER} marks cases where the Wald "
-                f"significance call differs from the bootstrap; {DEGENERATE} marks degenerate fits (no correct "
-                "answers, complete separation, or a median or interval built from estimates beyond ±10 log-odds: "
-                "the estimate carries no information; see fit_problems).")
+                f"significance call differs from the bootstrap; {DEGENERATE} marks degenerate fits ({DEGENERATE_TEXT}).")
     for prompt in _order(allr.loc[allr["glmm"] == 1, "prompt"].tolist(), prompts):
         lab = _prompt_phrase(prompt, prompt_labels)
         d, raw, bold = variant_effect_table(s, prompt, models)
         emit(f"glmm1_variant_{prompt}", d, raw,
              f"Variant effect testing with {lab}, as returned by GLMM 1 (layout of Tables 2, 6, 8, "
-             f"10, 12). Accuracies in %, Δvar in percentage points; corrected P values by Holm-Bonferroni "
-             f"{HOLM_FAMILY_TEXT[1]}." + dag_note, bold, rows=allr[allr["glmm"] == 1])
-        d, raw = bootstrap_stats_table(s, prompt, "variant", 1, models)
+             f"10, 12). Accuracies in %, Δvar in percentage points; corrected P values by {holm_note[1]}."
+             + dag_note, bold, rows=allr[allr["glmm"] == 1])
+        d, raw = bootstrap_stats_table(s, prompt, VARIANT, 1, models)
         emit(f"glmm1_bootstrap_{prompt}", d, raw,
-             f"Additional statistics for {lab}, GLMM 1 (layout of Tables 3, 7, 9, 11, 13). "
-             f"N estimates is the number of cleanly converged bootstrap resamples over which the statistics "
-             f"are calculated. " + RANEF_NOTE, rows=allr[(allr["glmm"] == 1) & (allr["prompt"] == prompt)])
+             f"Additional statistics for {lab}, GLMM 1 (layout of Tables 3, 7, 9, 11, 13). " + clean_note + RANEF_NOTE,
+             rows=allr[(allr["glmm"] == 1) & (allr["prompt"] == prompt)])
     g2 = allr[allr["glmm"] == 2]
     # GLMM 2's covariate (stats.covariate; the summaries' column covariate): gamma unless named
     cov = sorted({c for c in g2.get("covariate", pd.Series(dtype=str)).fillna("").astype(str) if c} - {"gamma"})
-    cov_what = f"the covariate {', '.join(cov)} (centred; in the term gamma_c)" if cov else "the large-number effect"
+    cov_what = (f"the covariate {', '.join(cov)} (centred; in the term {GAMMA_C})" if cov
+                else f"the {effect_name(2, GAMMA_C)}")
     cov_note = f" (covariate {', '.join(cov)})" if cov else ""
     if len(g2):
-        for term, name, what, tab in (("gamma_c", "glmm2_gamma_c", cov_what, "14"),
-                                      ("variant", "glmm2_variant", "the large-number-effect-corrected variant effect", "15")):
+        for term, name, what, tab in ((GAMMA_C, f"glmm2_{GAMMA_C}", cov_what, "14"),
+                                      (VARIANT, f"glmm2_{VARIANT}", f"the {effect_name(2, VARIANT)}", "15")):
             d, raw, bold = glmm2_grid_table(s, term, prompts, models, prompt_labels)
             emit(name, d, raw,
                  f"Odds ratios and significance of {what} across models and prompt formats, as returned by "
                  f"GLMM 2 (layout of Table {tab}). Cells: odds ratio; raw P value / Holm-Bonferroni-corrected "
-                 f"P value, corrected {HOLM_FAMILY_TEXT[2]} (row-wise, as the published numbers are; the "
-                 f"paper's caption says column-wise)." + dag_note, bold, rows=g2)
+                 f"P value, corrected by {holm_note[2]}: row-wise, as the published numbers are; the "
+                 f"paper's caption says column-wise." + dag_note, bold, rows=g2)
         for prompt in _order(g2["prompt"].tolist(), prompts):
-            for term in ("variant", "gamma_c"):
+            for term in EFFECTS[2]:
                 d, raw = bootstrap_stats_table(s, prompt, term, 2, models)
                 emit(f"glmm2_bootstrap_{term}_{prompt}", d, raw,
-                     f"Bootstrap statistics of {TERM_LABEL[term]}{cov_note if term == 'gamma_c' else ''} with "
-                     f"{_prompt_phrase(prompt, prompt_labels)}, "
-                     f"GLMM 2. N estimates is the number of cleanly converged bootstrap resamples. " + RANEF_NOTE,
+                     f"Bootstrap statistics of {term_label(term)}{cov_note if term == GAMMA_C else ''} with "
+                     f"{_prompt_phrase(prompt, prompt_labels)}, GLMM 2. " + clean_note + RANEF_NOTE,
                      rows=g2[g2["prompt"] == prompt])
     problems = s[["analysis", "glmm", "model", "prompt", "term", "fit_verdict", "fit_problems"]].rename(
         columns={"fit_verdict": "verdict", "fit_problems": "statement"})
@@ -358,8 +374,9 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
             if (allr["glmm"] == glmm).any():
                 d, raw = nonconvergent_table(s, glmm, prompt_labels)
                 emit(f"nonconvergent_glmm{glmm}", d, raw,
-                     f"Non-convergent full-data fits of GLMM {glmm} (layout of Table {tab}), quoting lme4's "
-                     f"diagnostics.", rows=allr[allr["glmm"] == glmm])
+                     f"Non-convergent full-data fits of GLMM {glmm} (layout of Table {tab}), quoting the "
+                     f"fit's convergence diagnostics (lme4's, or the laplace engine's in lme4's terms; the engine "
+                     f"is named below).", rows=allr[allr["glmm"] == glmm])
     if refits is not None and len(refits):
         d, raw = optimiser_table(refits)
         emit("optimiser_refits", d, raw,

@@ -2,8 +2,9 @@
 function takes an already-read results table and writes ``stem.png`` and ``stem.pdf``.
 
 * The GLMM figures take the summaries table (:mod:`earnest.stats.summaries`), whose columns
-  ``significant``, ``degenerate``, ``prompt_label`` and ``alpha`` decide hatching, marks and
-  labels; nothing here recomputes a statistic or a decision.
+  ``significant_uncorrected``, ``degenerate``, ``prompt_label`` and ``alpha`` decide hatching,
+  marks and labels; nothing here recomputes a statistic or a decision. Effect titles and marks
+  come from :mod:`earnest.wording`.
 * The failure-mode figures take the error-class count table (:mod:`earnest.gsm.error_table`).
 
 * Figure 1 (and Figures 4-7, the same layout for the other prompts): :func:`figure_variant_effect`.
@@ -11,7 +12,7 @@ function takes an already-read results table and writes ``stem.png`` and ``stem.
 * Figure 3: :func:`figure_number_effect`.
 * Figures 9-11: :func:`figure_error_classes`.
 
-A bar or interval is hatched (open marker) where the effect is not ``significant``; a degenerate
+A bar or interval is hatched (open marker) where the effect is not ``significant_uncorrected``; a degenerate
 fit is marked with a section sign and a note. Missing or extreme values (no clean bootstrap
 estimate, an infinite or runaway log odds ratio) are drawn as a marker with a note, never dropped
 silently.
@@ -34,6 +35,8 @@ from earnest.gsm.prompts import prompt_noun
 from earnest.plotting import NOTE_COLOUR as _NOTE_COLOUR, empty_figure as _empty_figure, pyplot as _plt
 from earnest.plotting import save_figure as _save
 from earnest.tables import require_columns
+from earnest.wording import (DEGENERATE_MARK, DEGENERATE_NOTE, GAMMA_C, VARIANT, effect_title, not_significant_label,
+                             significant_label, term_label)
 
 #: Log odds ratios beyond +-CLIP_LOG_OR (OR ~ 1:3000) are drawn at the axis edge with their value.
 #: lme4 returns such estimates only for (quasi-)separated data, and one of them would otherwise
@@ -43,11 +46,8 @@ CLIP_LOG_OR = 8.0
 #: Columns of the summaries table the GLMM figures draw from.
 FIGURE_COLUMNS = ("analysis", "glmm", "model", "prompt", "prompt_label", "term", "median_log_or", "ci_low_log",
                   "ci_high_log", "p_boot", "acc_base", "acc_variants", "delta_var", "n_clean", "n_resamples",
-                  "alpha", "significant", "degenerate")
+                  "alpha", "significant_uncorrected", "degenerate")
 
-DEGENERATE_MARK = "§"
-DEGENERATE_NOTE = ("§ degenerate fit (no correct or no wrong answers, or complete separation): its estimate, "
-                   "interval and p value carry no information; see the fit_problems table.")
 _HATCH = "///"
 
 
@@ -61,12 +61,6 @@ def _finite(x) -> bool:
     return x is not None and not (isinstance(x, float) and math.isnan(x)) and math.isfinite(float(x))
 
 
-def _fmt_p(p) -> str:
-    if not _finite(p):
-        return "n/a"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
-
-
 def _select(s: pd.DataFrame, *, glmm: int, term: str, analysis: str = "all") -> pd.DataFrame:
     sub = s[(s["analysis"].astype(str) == analysis) & (s["glmm"].astype(int) == glmm)
             & (s["term"].astype(str) == term)].copy()
@@ -76,7 +70,7 @@ def _select(s: pd.DataFrame, *, glmm: int, term: str, analysis: str = "all") -> 
 
 
 def _alpha(s: pd.DataFrame) -> float:
-    """The significance level the table's ``significant`` column was decided at."""
+    """The significance level the table's ``significant_uncorrected`` column was decided at."""
     values = sorted(set(s["alpha"].astype(float)))
     return values[0] if values else 0.05
 
@@ -87,7 +81,7 @@ def _labels(s: pd.DataFrame) -> dict[str, str]:
 
 def _hatch(sub: pd.DataFrame) -> np.ndarray:
     """True where a bar is hatched: the effect is not significant (the table's decision)."""
-    return ~sub["significant"].astype(bool).to_numpy()
+    return ~sub["significant_uncorrected"].astype(bool).to_numpy()
 
 
 def _prompt_colours(prompts: Sequence[str]) -> dict[str, object]:
@@ -129,7 +123,7 @@ def figure_variant_effect(summaries: pd.DataFrame, prompt: str, stem: str | Path
     require_columns(summaries, FIGURE_COLUMNS, "summaries")
     alpha = _alpha(summaries)
     label = prompt_noun(_labels(summaries).get(str(prompt), str(prompt)))
-    sub = _select(summaries, glmm=1, term="variant", analysis=analysis)
+    sub = _select(summaries, glmm=1, term=VARIANT, analysis=analysis)
     sub = sub[sub["prompt"] == str(prompt)]
     title = f"Variant effect, {label} (GLMM 1)"
     if sub.empty:
@@ -189,7 +183,7 @@ def figure_variant_effect(summaries: pd.DataFrame, prompt: str, stem: str | Path
     top.set_xlim(-lim, lim)
     top.set_yticks(y, ylabels)
     top.set_ylim(-0.7, n - 0.3)
-    top.set_xlabel("log odds ratio of Variant (median of clean bootstrap estimates, 95% interval)")
+    top.set_xlabel(f"log odds ratio of {term_label(VARIANT)} (median of clean bootstrap estimates, 95% interval)")
     # how many bootstrap resamples the numbers rest on
     for yi, r in zip(y, sub.itertuples(index=False)):
         top.annotate(f"{int(r.n_clean)}/{int(r.n_resamples)}", (1.005, yi), xycoords=("axes fraction", "data"),
@@ -198,11 +192,11 @@ def figure_variant_effect(summaries: pd.DataFrame, prompt: str, stem: str | Path
                  fontsize=7, color="#555555")
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
-    handles = [Line2D([], [], color=sig_c, marker="o", lw=2, label=f"significant (p < {alpha:g})"),
+    handles = [Line2D([], [], color=sig_c, marker="o", lw=2, label=significant_label(alpha)),
                Line2D([], [], color=ns_c, marker="o", mfc="white", lw=2, label="not significant"),
                Line2D([], [], color="black", ls="--", lw=1, label="null effect (OR = 1)"),
                Patch(facecolor="white", edgecolor="black", hatch=_HATCH,
-                     label=f"hatched bar: not significant (p ≥ {alpha:g} or degenerate)")]
+                     label=f"hatched bar: {not_significant_label(alpha)}")]
     top.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4,
                fontsize=8, frameon=False)
     top.set_title(title, pad=22)
@@ -311,7 +305,7 @@ def _prompt_legend(ax, prompts, colours, labels, alpha, extra=()):
     from matplotlib.patches import Patch
     handles = [Patch(facecolor=colours[p], edgecolor=colours[p], label=labels.get(p, p)) for p in prompts]
     handles.append(Patch(facecolor="white", edgecolor="black", hatch=_HATCH,
-                         label=f"not significant (p ≥ {alpha:g} or degenerate)"))
+                         label=not_significant_label(alpha)))
     handles.extend(extra)
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
@@ -337,7 +331,7 @@ def figure_prompt_comparison(summaries: pd.DataFrame, prompts: Sequence[str], st
     require_columns(summaries, FIGURE_COLUMNS, "summaries")
     alpha = _alpha(summaries)
     labels = _labels(summaries)
-    sub = _select(summaries, glmm=1, term="variant", analysis=analysis)
+    sub = _select(summaries, glmm=1, term=VARIANT, analysis=analysis)
     sub = sub[sub["prompt"].isin([str(p) for p in prompts])].drop_duplicates(["model", "prompt"])
     title = "Accuracy and variant performance delta across prompt formats (GLMM 1)"
     if models is not None:
@@ -391,9 +385,7 @@ def figure_number_effect(summaries: pd.DataFrame, prompts: Sequence[str], stem: 
     require_columns(summaries, FIGURE_COLUMNS, "summaries")
     alpha = _alpha(summaries)
     labels = _labels(summaries)
-    panels = [(1, "variant", "Variant effect (Variant in GLMM 1)"),
-              (2, "gamma_c", "Large-number effect (γc in GLMM 2, per unit of γ)"),
-              (2, "variant", "Variant effect corrected for the large-number effect (Variant in GLMM 2)")]
+    panels = [(g, t, effect_title(g, t)) for g, t in ((1, VARIANT), (2, GAMMA_C), (2, VARIANT))]
     subs = []
     for glmm, term, _ in panels:
         s = _select(summaries, glmm=glmm, term=term, analysis=analysis)

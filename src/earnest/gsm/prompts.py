@@ -72,6 +72,12 @@ class PromptFormat:
             )
 
     @property
+    def label(self) -> str:
+        """The format's display name: its ``paper_name`` in formats.yaml, else its name (the summaries'
+        ``prompt_label``, every table, figure and caption)."""
+        return self.paper_name or self.name
+
+    @property
     def prefix(self) -> str:
         """Text before the question."""
         return self.template.split(QUESTION_PLACEHOLDER, 1)[0]

@@ -6,7 +6,7 @@ rule) recomputed under each mode; with ``sensitivity.regenerate`` from generatio
 mode's own prompt bytes and stop strings. One row per model x prompt x effect (GLMM 1 variant,
 GLMM 2 gamma_c and variant) with accuracy, odds ratio, bootstrap P (and Holm-corrected P, in the
 families of :data:`earnest.stats.summary.HOLM_FAMILY`) and significance under each mode, and the
-conclusions that change between them.
+conclusions that change between them. Labels, P values and caption texts: :mod:`earnest.wording`.
 """
 
 from __future__ import annotations
@@ -18,15 +18,16 @@ import numpy as np
 import pandas as pd
 
 from earnest import fidelity as F
-from earnest.stats.summary import ALPHA
+from earnest.stats.summary import ALPHA, HOLM_FAMILY
+from earnest.wording import (HOLM_MISSING_TEXT, effect_label, effect_rank, format_p, holm_family_text,
+                             significance_text)
 
 KEYS = ["glmm", "term", "model", "prompt"]
 #: Per-mode columns of the comparison (suffixed ``_<mode>``).
 MODE_COLUMNS = ["acc_base", "acc_variants", "delta_var", "odds_ratio", "median_log_or", "p_boot", "p_holm",
-                "significant", "significant_holm", "n_clean", "n_resamples", "rows"]
+                "significant_uncorrected", "significant_holm", "n_clean", "n_resamples", "rows"]
 #: What counts as a changed conclusion, in the order the table names them.
 CHANGES = ("significance", "significance after Holm", "direction")
-EFFECT_LABEL = {(1, "variant"): "GLMM 1 variant", (2, "gamma_c"): "GLMM 2 γc", (2, "variant"): "GLMM 2 variant"}
 
 
 def _per_mode(summaries: pd.DataFrame, mode: str, analysis: str) -> pd.DataFrame:
@@ -45,7 +46,7 @@ def _changes(row, a: str, b: str) -> str:
     if pd.isna(row[f"odds_ratio_{a}"]) != pd.isna(row[f"odds_ratio_{b}"]):
         return f"estimated in {a if pd.isna(row[f'odds_ratio_{b}']) else b} only"
     out = []
-    if bool(row[f"significant_{a}"]) != bool(row[f"significant_{b}"]):
+    if bool(row[f"significant_uncorrected_{a}"]) != bool(row[f"significant_uncorrected_{b}"]):
         out.append(CHANGES[0])
     if bool(row[f"significant_holm_{a}"]) != bool(row[f"significant_holm_{b}"]):
         out.append(CHANGES[1])
@@ -59,7 +60,7 @@ def compare_modes(summaries: Mapping[str, pd.DataFrame], analysis: str = "all") 
     """Side-by-side comparison of the bootstrap summaries of two fidelity modes.
 
     ``summaries`` maps each mode (the run's first) to its summaries table
-    (:func:`earnest.stats.summaries.build_summaries`, whose ``significant`` and ``significant_holm``
+    (:func:`earnest.stats.summaries.build_summaries`, whose ``significant_uncorrected`` and ``significant_holm``
     are the conclusions compared). Returns one row
     per glmm x term x model x prompt found in either, with :data:`MODE_COLUMNS` suffixed by mode and
     ``changed``: the conclusions that differ (:data:`CHANGES`; empty when none does).
@@ -70,11 +71,10 @@ def compare_modes(summaries: Mapping[str, pd.DataFrame], analysis: str = "all") 
     a, b = modes
     t = _per_mode(summaries[a], a, analysis).merge(_per_mode(summaries[b], b, analysis), on=KEYS, how="outer")
     for m in modes:
-        for c in ("significant", "significant_holm"):
+        for c in ("significant_uncorrected", "significant_holm"):
             t[f"{c}_{m}"] = t[f"{c}_{m}"].astype("boolean").fillna(False).astype(bool)
     t["changed"] = [_changes(r, a, b) for _, r in t.iterrows()] if len(t) else []
-    order = {k: i for i, k in enumerate(EFFECT_LABEL)}
-    t["_e"] = [order.get((g, term), 99) for g, term in zip(t["glmm"], t["term"])]
+    t["_e"] = [effect_rank(g, term) for g, term in zip(t["glmm"], t["term"])]
     return t.sort_values(["_e", "prompt", "model"], kind="stable").drop(columns="_e").reset_index(drop=True)
 
 
@@ -82,38 +82,36 @@ def _fmt(x, digits: int) -> str:
     return "" if x is None or pd.isna(x) else f"{float(x):.{digits}f}"
 
 
-def _p(p, p_holm) -> str:
-    from earnest.gsm.paper_tables import fmt_p
-
+def _p(p, p_holm, alpha: float | None) -> str:
     if pd.isna(p):
         return ""
-    return f"{fmt_p(p)} ({fmt_p(p_holm)})" if not pd.isna(p_holm) else fmt_p(p)
+    return f"{format_p(p, alpha)} ({format_p(p_holm, alpha)})" if not pd.isna(p_holm) else format_p(p, alpha)
 
 
 def sensitivity_display(table: pd.DataFrame, modes: Sequence[str],
                         prompt_labels: Mapping[str, str] | None = None,
-                        models: Sequence[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                        models: Sequence[str] | None = None,
+                        alpha: float | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(display, bold) of :func:`compare_modes`: per mode Ā GSM-Base / GSM-Variants (%), OR, P
-    (Holm-corrected P) and significance ("yes", "yes, also after Holm", "no"); changed conclusions
-    last, in bold."""
+    (Holm-corrected P; :func:`earnest.wording.format_p` at ``alpha``) and significance ("yes",
+    "yes, also after Holm", "no"); changed conclusions last, in bold."""
     labels = dict(prompt_labels or {})
     t = table
     if models:
         rank = {m: i for i, m in enumerate(models)}
         t = t.assign(_m=t["model"].map(lambda m: rank.get(m, len(rank)))).sort_values(
             ["glmm", "term", "prompt", "_m"], kind="stable").drop(columns="_m")
-        order = {k: i for i, k in enumerate(EFFECT_LABEL)}
-        t = t.assign(_e=[order.get((g, x), 99) for g, x in zip(t["glmm"], t["term"])]).sort_values(
+        t = t.assign(_e=[effect_rank(g, x) for g, x in zip(t["glmm"], t["term"])]).sort_values(
             "_e", kind="stable").drop(columns="_e")
-    cols = {"Effect": [EFFECT_LABEL.get((g, x), f"GLMM {g} {x}") for g, x in zip(t["glmm"], t["term"])],
+    cols = {"Effect": [effect_label(g, x) for g, x in zip(t["glmm"], t["term"])],
             "Prompt": [labels.get(p, p) for p in t["prompt"]], "Model": list(t["model"])}
     for m in modes:
         cols[f"Ā Base / Var ({m})"] = [f"{_fmt(x, 1)} / {_fmt(y, 1)}" if not pd.isna(x) else ""
                                        for x, y in zip(t[f"acc_base_{m}"], t[f"acc_variants_{m}"])]
         cols[f"OR ({m})"] = [_fmt(x, 2) for x in t[f"odds_ratio_{m}"]]
-        cols[f"P (Holm) ({m})"] = [_p(p, h) for p, h in zip(t[f"p_boot_{m}"], t[f"p_holm_{m}"])]
+        cols[f"P (Holm) ({m})"] = [_p(p, h, alpha) for p, h in zip(t[f"p_boot_{m}"], t[f"p_holm_{m}"])]
         cols[f"Significant ({m})"] = ["" if pd.isna(p) else ("yes, also after Holm" if h else "yes" if s else "no")
-                                      for p, s, h in zip(t[f"p_boot_{m}"], t[f"significant_{m}"],
+                                      for p, s, h in zip(t[f"p_boot_{m}"], t[f"significant_uncorrected_{m}"],
                                                          t[f"significant_holm_{m}"])]
     cols["Changed"] = list(t["changed"])
     display = pd.DataFrame(cols)
@@ -129,7 +127,7 @@ def write_sensitivity(table: pd.DataFrame, stem: str | Path, modes: Sequence[str
     what differs between the two columns of each mode and how many conclusions change."""
     from earnest.tables import write_table
 
-    display, bold = sensitivity_display(table, modes, prompt_labels, models)
+    display, bold = sensitivity_display(table, modes, prompt_labels, models, alpha)
     n = int((table["changed"] != "").sum()) if len(table) else 0
     same = ("from the same generations: answers extracted and judged, gamma computed and the GLMMs fitted "
             "(rows and clean-fit rule) under each mode" if not regenerated else
@@ -138,8 +136,9 @@ def write_sensitivity(table: pd.DataFrame, stem: str | Path, modes: Sequence[str
     caption = (f"Sensitivity of the conclusions to the fidelity mode (not in the paper): {modes[0]} (this run's "
                f"mode) and {modes[1]}, {same}. Ā: accuracy in % on GSM-Base / GSM-Variants; OR: median bootstrap "
                f"odds ratio; P: bootstrap P value (Eq. 4) with the Holm-Bonferroni-corrected value in parentheses "
-               f"(GLMM 1 across the models of a prompt, GLMM 2 across the prompts of a model); significant: P < "
-               f"α = {alpha} (degenerate fits never). Changed (bold): a conclusion that differs between the modes "
+               f"(GLMM 1 {holm_family_text(HOLM_FAMILY[1])}, GLMM 2 {holm_family_text(HOLM_FAMILY[2])}; "
+               + "; ".join(f"{m}: {HOLM_MISSING_TEXT[m]}" for m in modes)
+               + f"); significant: {significance_text(alpha)}. Changed (bold): a conclusion that differs between the modes "
                f"(significance, significance after Holm, or the direction of the effect); {n} of {len(table)} "
                f"rows change.")
     return write_table(display, stem, caption, bold=bold, csv=table)

@@ -25,7 +25,9 @@ import pandas as pd
 from earnest.tables import write_table
 
 from .metrics import METRICS, metric_matrix
+from .parsing import UNPARSEABLE
 
+#: The confusion matrices' column of the unparseable answers (parsing.UNPARSEABLE), the one place it is named.
 UNPARSED_LABEL = "(unparsed)"
 NONE_LABEL = "(none)"
 
@@ -162,7 +164,7 @@ def write_main_table(scored: pd.DataFrame, stem: str | Path, *, strategy: str = 
         raise ValueError(f"no scored rows for strategy {strategy!r}")
     long = bootstrap_metrics(sub, ["model"], n_boot, seed)
     display, raw = _wide(long, ["model"])
-    unp = sub.assign(u=sub["parse_status"].isin(["empty", "no_json"])).groupby("model")["u"].sum()
+    unp = sub.assign(u=sub["parse_status"].isin(UNPARSEABLE)).groupby("model")["u"].sum()
     display["unparseable"] = display["model"].map(unp).astype(int)
     raw["unparseable"] = raw["model"].map(unp).astype(int)
     bold = _bold_best(display, raw)
@@ -249,7 +251,7 @@ def confusion_frame(scored: pd.DataFrame, level: str = "coarse", top: int | None
         pred = pd.Series(pred, index=scored.index)
     else:
         raise ValueError("level must be 'coarse' or 'fine'")
-    pred = pred.where(~scored["parse_status"].isin(["empty", "no_json"]), UNPARSED_LABEL)
+    pred = pred.where(~scored["parse_status"].isin(UNPARSEABLE), UNPARSED_LABEL)
     frame = pd.DataFrame({"true": true, "pred": pred})
     order = frame["true"].value_counts()
     keep = list(order.index[:top]) if top else list(order.index)

@@ -110,11 +110,12 @@ def pairwise_glmm(scored: pd.DataFrame, outcome: str = "correct_fg", strategy: s
 def write_pairwise_table(pairs: pd.DataFrame, stem, alpha: float = 0.05):
     """The pairwise comparisons through the project's table writer; Holm p below ``alpha`` in bold."""
     from earnest.tables import write_table
+    from earnest.wording import format_p
 
     shown = pairs[["outcome", "prompt", "model_a", "model_b", "odds_ratio", "estimate", "se", "z", "p", "p_holm"]].copy()
     bold = pd.DataFrame(False, index=shown.index, columns=shown.columns)
     bold["p_holm"] = shown["p_holm"] < alpha
-    fmt_p = lambda v: "" if pd.isna(v) else ("<0.001" if v < 0.001 else f"{v:.3f}")  # noqa: E731
+    fmt_p = lambda v: format_p(v, alpha)  # noqa: E731
     return write_table(shown, stem, caption=(
         "Paired model comparisons: binomial GLMM correct ~ model + (1|sample) (lme4); estimate = log-odds "
         f"of model_a minus model_b, Wald z; p Holm-corrected over all pairs; bold: Holm p < {alpha}."),

@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from .data import Sample
-from .parsing import MISSING_VALUE, ParsedAnswer, parse_response
+from .parsing import MISSING_VALUE, UNPARSEABLE, ParsedAnswer, parse_response
 from .taxonomy import Taxonomy
 
 METRICS = ("ACC_CG", "ACC_FG", "JCV", "PV", "RV", "VRI")
@@ -187,7 +187,7 @@ def aggregate(scored: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataFr
     cols = [METRIC_COLUMNS[m] for m in METRICS]
     frame = scored.copy()
     frame[cols] = frame[cols].astype(float)
-    frame["_unparsed"] = frame["parse_status"].isin(["empty", "no_json"]).astype(int)
+    frame["_unparsed"] = frame["parse_status"].isin(UNPARSEABLE).astype(int)
     g = frame.groupby(by, sort=False) if by else None
     if g is None:
         means = frame[cols].mean().to_frame().T

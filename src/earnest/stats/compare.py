@@ -38,6 +38,7 @@ from earnest.stats import glmm as G
 from earnest.stats import rbridge
 from earnest.stats.diagnostics import fit_problems
 from earnest.stats.summary import bootstrap_p, check_alpha, clean_mask, holm, percentile_interval, significant
+from earnest.wording import DEGENERATE_MARK, format_p
 
 COMPARE_INPUT_COLUMNS = ("model", "prompt", "template", "item", "correct")
 FAMILIES = ("models", "prompts")
@@ -45,7 +46,7 @@ MAX_AGQ = 25                # lme4's limit on quadrature points
 PAIR_COLUMNS = ("family", "fixed", "a", "b", "n_items", "n_templates", "acc_a", "acc_b", "odds_ratio",
                 "median_log_or", "ci_low", "ci_high", "p_boot", "n_resamples", "n_clean", "item_effects", "agq",
                 "n_ab", "n_ba", "mcnemar_or", "p_mcnemar", "p_holm", "p_mcnemar_holm", "fit_verdict",
-                "fit_problems", "degenerate", "significant", "significant_mcnemar")
+                "fit_problems", "degenerate", "significant_holm", "p_mcnemar_holm_below_alpha")
 
 
 class CompareInputError(ValueError):
@@ -253,19 +254,22 @@ def compare_family(data: pd.DataFrame, family: str, fixed: str, conditions: Sequ
         out["p_holm"] = holm(out["p_boot"].to_numpy(dtype=float))
         out["p_mcnemar_holm"] = holm(out["p_mcnemar"].to_numpy(dtype=float))
         # as in the GLMM summaries: a degenerate pair is never significant (its McNemar test still stands)
-        out["significant"] = significant(out["p_holm"].to_numpy(dtype=float), alpha) & ~out["degenerate"].astype(bool).to_numpy()
-        out["significant_mcnemar"] = significant(out["p_mcnemar_holm"].to_numpy(dtype=float), alpha)
+        out["significant_holm"] = (significant(out["p_holm"].to_numpy(dtype=float), alpha)
+                                   & ~out["degenerate"].astype(bool).to_numpy())
+        out["p_mcnemar_holm_below_alpha"] = significant(out["p_mcnemar_holm"].to_numpy(dtype=float), alpha)
     return out
 
 
 def write_pairs_table(pairs: pd.DataFrame, stem, *, alpha: float = 0.05, labels: dict | None = None) -> dict:
     """``stem.{csv,md,tex}``: one row per pair; a degenerate pair's OR is marked
-    (:data:`earnest.stats.diagnostics.DEGENERATE`, as in the GLMM tables) and never bold."""
-    from earnest.stats.diagnostics import DEGENERATE
+    (:data:`earnest.wording.DEGENERATE_MARK`, as in the GLMM tables) and never bold."""
     from earnest.tables import write_table
 
     def f(v, spec=".3f"):
         return "n/a" if v is None or not (isinstance(v, (int, float)) and math.isfinite(v)) else format(v, spec)
+
+    def fp(v):
+        return format_p(v, alpha, missing="n/a")
 
     lab = labels or {}
     shown = pd.DataFrame({
@@ -273,18 +277,18 @@ def write_pairs_table(pairs: pd.DataFrame, stem, *, alpha: float = 0.05, labels:
         "a": [lab.get(x, x) for x in pairs["a"]], "b": [lab.get(x, x) for x in pairs["b"]],
         "items": pairs["n_items"],
         "acc_a / acc_b": [f"{f(x, '.1f')} / {f(y, '.1f')}" for x, y in zip(pairs["acc_a"], pairs["acc_b"])],
-        "OR [95% CI]": [f"{f(o, '.2f')} [{f(lo, '.2f')}, {f(hi, '.2f')}]" + (f" {DEGENERATE}" if bool(d) else "")
+        "OR [95% CI]": [f"{f(o, '.2f')} [{f(lo, '.2f')}, {f(hi, '.2f')}]" + (f" {DEGENERATE_MARK}" if bool(d) else "")
                         for o, lo, hi, d in zip(pairs["odds_ratio"], pairs["ci_low"], pairs["ci_high"],
                                                 pairs["degenerate"])],
-        "p_boot / Holm": [f"{f(p)} / {f(h)}" for p, h in zip(pairs["p_boot"], pairs["p_holm"])],
+        "p_boot / Holm": [f"{fp(p)} / {fp(h)}" for p, h in zip(pairs["p_boot"], pairs["p_holm"])],
         "clean": [f"{c}/{n}" for c, n in zip(pairs["n_clean"], pairs["n_resamples"])],
         "McNemar n_ab:n_ba": [f"{x}:{y}" for x, y in zip(pairs["n_ab"], pairs["n_ba"])],
-        "McNemar p / Holm": [f"{f(p)} / {f(h)}" for p, h in zip(pairs["p_mcnemar"], pairs["p_mcnemar_holm"])],
+        "McNemar p / Holm": [f"{fp(p)} / {fp(h)}" for p, h in zip(pairs["p_mcnemar"], pairs["p_mcnemar_holm"])],
     })
     bold = pd.DataFrame(False, index=shown.index, columns=shown.columns)
     if len(pairs):
-        bold["p_boot / Holm"] = pairs["significant"].astype(bool).to_numpy()
-        bold["McNemar p / Holm"] = pairs["significant_mcnemar"].astype(bool).to_numpy()
+        bold["p_boot / Holm"] = pairs["significant_holm"].astype(bool).to_numpy()
+        bold["McNemar p / Holm"] = pairs["p_mcnemar_holm_below_alpha"].astype(bool).to_numpy()
     item = "template and item" if len(pairs) and bool(pairs["item_effects"].iloc[0]) else "template"
     agq = int(pairs["agq"].iloc[0]) if len(pairs) and "agq" in pairs else 1
     if agq > 1:
@@ -295,7 +299,7 @@ def write_pairs_table(pairs: pd.DataFrame, stem, *, alpha: float = 0.05, labels:
                        f"Paired comparisons on the items both answered: OR of a correct answer under a vs b from "
                        f"the GLMM correct ~ condition + {item}, bootstrapped over templates "
                        f"(median, 2.5-97.5th percentiles, Eq. 4 P value); McNemar's exact test beside it. Holm "
-                       f"across the pairs of each family; bold: Holm-adjusted p < {alpha:g}. {DEGENERATE}: degenerate pair "
+                       f"across the pairs of each family; bold: Holm-adjusted p < {alpha:g}. {DEGENERATE_MARK}: degenerate pair "
                        f"(a condition answered every item alike, or with item intercepts every discordant item "
                        f"favours one side: the OR diverges, its estimate, interval and bootstrap p carry no "
                        f"information and it is never significant; McNemar's test stands; see fit_problems).",

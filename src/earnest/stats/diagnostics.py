@@ -10,8 +10,6 @@ import pandas as pd
 from earnest.stats.summary import DIVERGED_LOG_OR, accuracies
 
 LARGE_SPLIT_PP = 80.0
-#: the mark of a degenerate fit (:func:`fit_problems`) in every table (GLMM summaries, paired comparisons)
-DEGENERATE = "§"
 
 
 def separation_check(df: pd.DataFrame, threshold_pp: float = LARGE_SPLIT_PP) -> dict:
@@ -53,7 +51,7 @@ def wald_mismatches(summaries: pd.DataFrame) -> pd.DataFrame:
     p_boot, wald_p. Uses the uncorrected P values, as the paper's tables mark them.
     """
     s = summaries[summaries["wald_mismatch"].astype(bool)].copy()
-    s["bootstrap_significant"] = s["significant"].astype(bool)
+    s["bootstrap_significant"] = s["significant_uncorrected"].astype(bool)
     out = s
     cols = ["analysis", "glmm", "term", "prompt", "model", "bootstrap_significant", "wald_significant",
             "wald_converged", "p_boot", "wald_p"]

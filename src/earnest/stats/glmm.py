@@ -26,11 +26,11 @@ import pandas as pd
 from earnest import fidelity
 from earnest.jsonl import read_utf8
 from earnest.stats import rbridge
+from earnest.wording import EFFECTS, GAMMA_C, TERMS  # noqa: F401 (EFFECTS re-exported with the engine)
 
 GLMM_INPUT_COLUMNS = ("model", "prompt", "template", "variant", "correct")
-TERMS = {1: ("(Intercept)", "variant"), 2: ("(Intercept)", "variant", "gamma_c")}
-# The effects the paper reports (the intercept is kept in the shards but never tested)
-EFFECTS = {1: ("variant",), 2: ("variant", "gamma_c")}
+# TERMS, EFFECTS (earnest.wording): the effects the paper reports; the intercept is kept in the
+# shards but never tested
 NO_ROWS = "no rows to fit: every item of this model x prompt was excluded"
 # converged: no warning and no error at all; messages: every warning; lme4_messages: lme4's own
 # convergence-check messages alone (fit@optinfo$conv$lme4$messages), what the paper's code reads.
@@ -280,8 +280,8 @@ def model_frame(df: pd.DataFrame, glmm: int, aggregate: bool = True) -> pd.DataF
     d["fail"] = 1 - d["succ"]
     keys = ["template", "variant"]
     if glmm == 2:
-        d["gamma_c"] = centre_gamma(df).astype(float).to_numpy()
-        keys.append("gamma_c")
+        d[GAMMA_C] = centre_gamma(df).astype(float).to_numpy()
+        keys.append(GAMMA_C)
     if aggregate:
         d = d.groupby(keys, sort=True, as_index=False)[["succ", "fail"]].sum()
     cols = keys + ["succ", "fail"]

@@ -74,6 +74,7 @@ import numpy as np
 import pandas as pd
 
 from earnest.stats.rdraws import template_counts
+from earnest.wording import GAMMA_C, TERMS as _TERMS
 
 SINGULAR_TOL = 1e-4          # check.conv.singular
 BOUNDARY_TOL = 1e-5          # glmerControl's boundary.tol
@@ -101,7 +102,6 @@ ONE_LEVEL = "grouping factors must have > 1 sampled level"
 ENGINE = "laplace"
 _CACHE_ELEMENTS = 120_000     # rows x parameter points per numpy batch: arrays of ~1 MB stay in cache
 
-_TERMS = {1: ("(Intercept)", "variant"), 2: ("(Intercept)", "variant", "gamma_c")}
 
 
 @dataclass
@@ -137,7 +137,7 @@ class Design:
         templates, tix = np.unique(f["template"].to_numpy(), return_inverse=True)
         cols = [np.ones(len(f)), f["variant"].to_numpy(float)]
         if glmm == 2:
-            cols.append(f["gamma_c"].to_numpy(float))
+            cols.append(f[GAMMA_C].to_numpy(float))
         succ = f["succ"].to_numpy(float)
         trials = succ + f["fail"].to_numpy(float)
         starts = np.flatnonzero(np.r_[True, tix[1:] != tix[:-1]])

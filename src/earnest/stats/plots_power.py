@@ -74,7 +74,7 @@ def figure_pairwise_matrix(pairs: pd.DataFrame, stem: str | Path, *, order: Sequ
                            title: str = "Paired comparisons", alpha: float = 0.05,
                            labels: dict | None = None) -> list[Path]:
     """The OR matrix of one comparison family. ``pairs``: rows with a, b, odds_ratio (odds of a
-    correct answer under a relative to b), p_holm, significant. Cell (row a, column b) shows the
+    correct answer under a relative to b), p_holm, significant_holm. Cell (row a, column b) shows the
     OR of a vs b, (b, a) its inverse."""
     if pairs.empty:
         return _empty_figure(stem, title, "fewer than two conditions: nothing to compare")
@@ -90,7 +90,7 @@ def figure_pairwise_matrix(pairs: pd.DataFrame, stem: str | Path, *, order: Sequ
         i, j = idx[r.a], idx[r.b]
         v = math.log(r.odds_ratio) if r.odds_ratio and r.odds_ratio > 0 and math.isfinite(r.odds_ratio) else np.nan
         logor[i, j], logor[j, i] = v, -v if v == v else np.nan
-        sig[i, j] = sig[j, i] = bool(r.significant)
+        sig[i, j] = sig[j, i] = bool(r.significant_holm)
         degenerate[i, j] = degenerate[j, i] = bool(getattr(r, "degenerate", False))
         if degenerate[i, j]:
             logor[i, j] = logor[j, i] = np.nan  # a separated pair's OR carries no information

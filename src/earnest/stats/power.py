@@ -54,15 +54,16 @@ from scipy import optimize, special, stats
 from earnest.stats import engines as E
 from earnest.stats import glmm as G
 from earnest.stats.summary import bootstrap_p, clean_mask, significant
+from earnest.wording import GAMMA_C, VARIANT
 
 #: effect -> (GLMM, term tested)
-EFFECT_TERMS = {"variant": (1, "variant"), "gamma": (2, "gamma_c")}
+EFFECT_TERMS = {"variant": (1, VARIANT), "gamma": (2, GAMMA_C)}
 TARGET_POWER = 0.8
 #: Monte Carlo band of the MDE: power +- MC_Z standard errors
 MC_Z = 1.96
 
 POWER_COLUMNS = ("scenario", "effect", "n_templates", "n_variants", "baseline_acc", "ranef_var", "gamma_sd",
-                 "odds_ratio", "log_or", "n_sims", "n_resamples", "alpha", "engine", "n_significant",
+                 "odds_ratio", "log_or", "n_sims", "n_resamples", "alpha", "engine", "n_p_below_alpha",
                  "power", "mc_se", "power_ci_low", "power_ci_high", "n_no_p", "clean_share", "n_engine_fallback",
                  "wald_power", "seconds", "fits")
 MDE_COLUMNS = ("scenario", "effect", "n_templates", "n_variants", "baseline_acc", "ranef_var", "gamma_sd",
@@ -460,7 +461,7 @@ def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: 
             "n_variants": int(n_variants), "baseline_acc": scenario.baseline_acc, "ranef_var": scenario.ranef_var,
             "gamma_sd": float(gamma_sd) if effect == "gamma" else float("nan"),
             "odds_ratio": float(odds_ratio), "log_or": math.log(odds_ratio), "n_sims": int(n_sims),
-            "n_resamples": int(n_resamples), "alpha": float(alpha), "engine": engine, "n_significant": n_sig,
+            "n_resamples": int(n_resamples), "alpha": float(alpha), "engine": engine, "n_p_below_alpha": n_sig,
             "power": power, "mc_se": math.sqrt(power * (1 - power) / n_sims),
             **dict(zip(("power_ci_low", "power_ci_high"), wilson(n_sig, n_sims))), "n_no_p": n_no_p,
             "clean_share": clean / (n_sims * n_resamples), "n_engine_fallback": n_fallback,
@@ -757,7 +758,7 @@ def write_power_tables(power: pd.DataFrame, mde: pd.DataFrame, out_dir) -> dict:
         how = "no simulations"
     shown = power.assign(
         baseline_acc=(100 * power["baseline_acc"]).map(lambda v: f"{v:.1f}%"),
-        power=[f"{p:.3f} ± {s:.3f}" for p, s in zip(power["power"], power["mc_se"])],
+        power=[f"{pw:.3f} ± {se:.3f}" for pw, se in zip(power["power"], power["mc_se"])],
     )[["scenario", "effect", "n_templates", "n_variants", "baseline_acc", "ranef_var", "odds_ratio", "power",
        "wald_power", "n_no_p", "clean_share", "seconds"]]
     paths = {"power": write_table(shown, out_dir / "power",
@@ -834,10 +835,11 @@ def write_results_mde_table(summaries: pd.DataFrame, stem, *, target: float = TA
     """Every GLMM 1 variant result of a run beside the minimum detectable OR of its design, as
     ``stem.{csv,md,tex}``: a non-significant result then reads as "could not have detected an OR
     below X". ``summaries`` is the run's summaries table (``earnest.stats.summaries``); its
-    ``significant`` / ``significant_holm`` verdicts and ``alpha`` are shown as they are."""
+    ``significant_uncorrected`` / ``significant_holm`` verdicts and ``alpha`` are shown as they are."""
     from earnest.tables import write_table
+    from earnest.wording import format_p
 
-    need = ("alpha", "significant", "significant_holm", "p_holm", "prompt_label", "ci_low", "ci_high", "odds_ratio",
+    need = ("alpha", "significant_uncorrected", "significant_holm", "p_holm", "prompt_label", "ci_low", "ci_high", "odds_ratio",
             "p_boot")
     missing = [c for c in need if c not in summaries.columns]
     if missing:
@@ -857,8 +859,9 @@ def write_results_mde_table(summaries: pd.DataFrame, stem, *, target: float = TA
         "design": [f"{n} x {v:g}" for n, v in zip(t["n_templates"], t["n_variants_per_template"])],
         "acc_base": [fmt(v, ".1f") for v in t["acc_base"]],
         "odds_ratio": [f"{fmt(o)} [{fmt(lo)}, {fmt(hi)}]" for o, lo, hi in zip(t["odds_ratio"], t["ci_low"], t["ci_high"])],
-        "p_boot": [fmt(p, ".3f") for p in t["p_boot"]],
-        "significant": [verdict(a, b) for a, b in zip(t["significant"], t["significant_holm"])],
+        "p_boot": [format_p(p, alpha, missing="n/a") for p in t["p_boot"]],
+        "significant (uncorrected; Holm)": [verdict(a, b) for a, b in zip(t["significant_uncorrected"],
+                                                                   t["significant_holm"])],
         "mde_wald": [fmt(v) for v in t["mde_or"]],
         "mde_observed": [fmt(v) for v in t["mde_or_observed"]],
         "note": t["mde_note"],

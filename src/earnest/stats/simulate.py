@@ -54,5 +54,5 @@ def coverage_study(n_datasets: int, variant_effect: float, *, n_resamples: int, 
         p = bootstrap_p(theta)
         rows.append({"dataset": k, "true_effect": variant_effect, "median": float(np.median(theta)),
                      "ci_low": lo, "ci_high": hi, "p_boot": p, "n_clean": int(theta.size),
-                     "covered": bool(lo <= variant_effect <= hi), "significant": bool(p < alpha)})
+                     "covered": bool(lo <= variant_effect <= hi), "p_below_alpha": bool(p < alpha)})
     return pd.DataFrame(rows)

@@ -18,8 +18,8 @@ The decisions made here, once:
 * ``n_clean_reference``, ``n_clean_earnest`` (from :func:`earnest.stats.summary.summarise`): the
   clean resamples under each rule, whichever rule ``n_clean`` follows; ``n_not_converged``: the
   resamples whose optimiser did not converge, clean under no rule.
-* ``significant``: the uncorrected bootstrap P value is below ``alpha`` and the fit is not
-  degenerate (the paper's bold P values and hatching, and the Ex1 -> Ex2 rule of section 3.6).
+* ``significant_uncorrected``: the uncorrected bootstrap P value is below ``alpha`` and the fit
+  is not degenerate (the paper's bold P values and hatching, and the Ex1 -> Ex2 rule of section 3.6).
 * ``significant_holm``: the same with the Holm-Bonferroni P value, in the published tables'
   families (:data:`earnest.stats.summary.HOLM_FAMILY`: GLMM 1 across the models of a prompt,
   GLMM 2 across the prompts of a model, per analysis and term); a fit without a P value counts in
@@ -45,7 +45,7 @@ from earnest.stats.summary import ALPHA, add_holm, significant
 
 #: Columns added to the per-group summary columns.
 DECISION_COLUMNS = ("prompt_label", "ex2", "alpha", "p_holm", "fit_verdict", "fit_problems", "degenerate",
-                    "significant", "significant_holm", "wald_significant", "wald_mismatch")
+                    "significant_uncorrected", "significant_holm", "wald_significant", "wald_mismatch")
 #: Columns every reader of the table may rely on (the per-group columns readers use, and the decisions).
 SUMMARIES_COLUMNS = ("analysis", "glmm", "model", "prompt", "term", "n_resamples", "n_clean", "n_errors",
                      "n_singular", "median_log_or", "odds_ratio", "ci_low_log", "ci_high_log", "ci_low", "ci_high",
@@ -89,11 +89,11 @@ def build_summaries(rows: pd.DataFrame, prompt_labels: Mapping[str, str] | None 
     s["fit_problems"] = ["; ".join(st) for _, st in verdicts]
     s["degenerate"] = s["fit_verdict"] == "degenerate"
     ok = ~s["degenerate"].to_numpy()
-    s["significant"] = significant(s["p_boot"], alpha) & ok
+    s["significant_uncorrected"] = significant(s["p_boot"], alpha) & ok
     s["significant_holm"] = significant(s["p_holm"], alpha) & ok
     s["wald_significant"] = significant(s["wald_p"], alpha) & ok
     both = s["p_boot"].notna() & s["wald_p"].notna()
-    s["wald_mismatch"] = both & (s["significant"] != s["wald_significant"])
+    s["wald_mismatch"] = both & (s["significant_uncorrected"] != s["wald_significant"])
     extra = [c for c in s.columns if c not in SUMMARIES_COLUMNS]
     return s[list(SUMMARIES_COLUMNS) + extra].reset_index(drop=True)
 
@@ -118,7 +118,7 @@ def table_fidelity(rows: pd.DataFrame, source: str = "summaries") -> str:
 
 #: The fields of one fit in the JSON summary (:func:`summary_records`), in order.
 JSON_FIELDS = ("analysis", "glmm", "model", "prompt", "prompt_label", "effect", "odds_ratio", "ci_low", "ci_high",
-               "median_log_or", "p_boot", "p_holm", "alpha", "verdict", "significant", "significant_holm",
+               "median_log_or", "p_boot", "p_holm", "alpha", "verdict", "significant_uncorrected", "significant_holm",
                "fit_verdict", "fit_problems", "engine", "n_resamples", "n_clean", "n_base", "n_variants",
                "acc_base", "acc_variants")
 
@@ -130,7 +130,7 @@ def verdict(row) -> str:
         return "degenerate"
     if bool(row["significant_holm"]):
         return "significant"
-    return "significant before Holm only" if bool(row["significant"]) else "not significant"
+    return "significant before Holm only" if bool(row["significant_uncorrected"]) else "not significant"
 
 
 def summary_records(table: pd.DataFrame) -> list[dict]:
@@ -218,12 +218,12 @@ def figure2_models(table: pd.DataFrame) -> list[str]:
 
 def ex2_selection(table: pd.DataFrame, ex1_prompt: str) -> tuple[list[str], dict]:
     """Section 3.6's Ex1 -> Ex2 rule: the models whose variant effect (GLMM 1, all errors, the Ex1
-    prompt) is ``significant``. Returns (models, decisions) with decisions[model] = {p_boot,
+    prompt) is ``significant_uncorrected``. Returns (models, decisions) with decisions[model] = {p_boot,
     verdict, problems, selected}, in the table's model order."""
     rows = select(table, glmm=1, term="variant", prompts=[ex1_prompt])
     decisions = {}
     for r in rows.itertuples(index=False):
         decisions[r.model] = {"p_boot": None if pd.isna(r.p_boot) else float(r.p_boot), "verdict": r.fit_verdict,
                               "problems": [x for x in str(r.fit_problems).split("; ") if x],
-                              "selected": bool(r.significant)}
+                              "selected": bool(r.significant_uncorrected)}
     return [m for m, d in decisions.items() if d["selected"]], decisions

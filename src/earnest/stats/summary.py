@@ -16,18 +16,10 @@ import numpy as np
 import pandas as pd
 
 from earnest import fidelity as F
-from earnest.stats.glmm import EFFECTS, GLMER_FALLBACK, LME4, SHARD_COLUMNS, WaldFit, engine_name
+from earnest.stats.glmm import GLMER_FALLBACK, LME4, SHARD_COLUMNS, WaldFit, engine_name
+from earnest.wording import EFFECTS
 
 ALPHA = 0.05
-
-#: Clean fits, in words, per fidelity mode (the captions and FIDELITY.md quote these).
-CLEAN_RULE = {
-    F.REFERENCE: "no lme4 convergence message (optinfo$conv$lme4$messages) and not singular, as the "
-                 "paper authors' results_analyser/glmm.py decides",
-    F.EARNEST: "no warning of any kind while fitting (lme4's convergence messages, optimiser warnings, "
-               "a singular fit) and no error",
-}
-
 
 def clean_mask(shards: pd.DataFrame, fidelity: str = F.DEFAULT) -> pd.Series:
     """True for the rows of clean fits: the one place that decides which fits count.
@@ -269,8 +261,7 @@ def holm(pvalues, fidelity: str = F.DEFAULT) -> np.ndarray:
 #: the captions of Tables 14-15 "column-wise"; the numbers printed, and the authors' code, are
 #: row-wise.) Each family is also within one analysis (all errors / reasoning-only).
 HOLM_FAMILY = {1: ("analysis", "glmm", "prompt", "term"), 2: ("analysis", "glmm", "model", "term")}
-#: The same in words, for captions.
-HOLM_FAMILY_TEXT = {1: "across the models of each prompt", 2: "across the prompt formats of each model"}
+#: (In words, for captions: earnest.wording.holm_family_text(HOLM_FAMILY[glmm]).)
 
 
 def add_holm(summaries: pd.DataFrame, column: str = "p_boot", out: str = "p_holm",
