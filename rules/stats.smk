@@ -1,7 +1,9 @@
 # Statistics: bootstrapped binomial GLMMs in lme4 (R, through rpy2), sharded per model x prompt.
 # Resample b always uses a seed derived from (stats.seed, b): the shard count never changes a result.
+# Its settings and input functions: rules/stats_targets.smk.
 
-STATS = config["stats"]
+
+include: "stats_targets.smk"
 
 
 rule glmm_input:
@@ -18,8 +20,7 @@ rule glmm_input:
     conda:
         "../envs/stats.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         reasoning_only=lambda wc: wc.analysis == "reasoning_only",
         covariate=STATS["covariate"],
@@ -44,8 +45,7 @@ rule bootstrap_shard:
         "../envs/stats.yaml"
     threads: STATS["threads"]
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
         runtime=STATS["shard_runtime"],
     params:
         glmm=lambda wc: int(wc.glmm),
@@ -82,8 +82,7 @@ rule glmm_summary:
     conda:
         "../envs/stats.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         glmm=lambda wc: int(wc.glmm),
         resamples=STATS["resamples"],
@@ -109,8 +108,7 @@ rule summaries:
     conda:
         "../envs/stats.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         prompt_labels=PROMPT_LABELS,
         alpha=STATS["alpha"],
@@ -130,8 +128,7 @@ rule ex1_summaries:
     conda:
         "../envs/stats.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         prompt_labels=PROMPT_LABELS,
         alpha=STATS["alpha"],
@@ -159,8 +156,7 @@ rule stats_tables:
     conda:
         "../envs/stats.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         models=list(MODELS),
         prompts=list(FORMATS),
@@ -183,8 +179,7 @@ rule ks_test:
     conda:
         "../envs/stats.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         fidelity=config["fidelity"],
     script:

@@ -4,11 +4,11 @@ The odds ratio, interval and p value are computed by earnest.stats.summary.summa
 earnest.stats.run.summarise_group, which adds the Wald fit and the refits).
 
 snakemake.input.glmm_input: GLMM input parquet; snakemake.input.shards: shard parquets;
-snakemake.params: glmm (1|2), resamples (B, checked against the shards), analysis (optional,
-  "all" | "reasoning_only", default "all"), fidelity (optional, reference | earnest: which fits
-  are clean), rows (optional, answers | aggregated: recorded in the summary), engine (optional,
-  lme4 | laplace: which full-data fit);
-snakemake.input.checks (optional): the shards' lme4 cross-checks; their verdict goes into the
+snakemake.params: glmm (1|2), resamples (B, checked against the shards), analysis (all |
+  reasoning_only | matched | shifted<k>), fidelity (reference | earnest: which fits are clean), rows
+  (answers | aggregated: recorded in the summary), engine (lme4 | laplace: which full-data fit),
+  covariate (GLMM 2's);
+snakemake.input.checks: the shards' lme4 cross-checks (none for lme4 shards); their verdict goes into the
   summary's engine_check_* columns and, when beyond tolerance, the log as a warning;
 snakemake.output.summary: summary parquet (one row per effect); snakemake.output.refits: optimiser
   refits parquet (no rows when the fit converged); snakemake.log[0]: log file.
@@ -27,17 +27,17 @@ try:
     p = snakemake.params  # noqa: F821
     glmm = int(p.glmm)
     src = str(snakemake.input.glmm_input)  # noqa: F821
-    data = validate_glmm_input(pd.read_parquet(src), glmm, source=src, fidelity=str(p.get("fidelity", "earnest")))
+    data = validate_glmm_input(pd.read_parquet(src), glmm, source=src, fidelity=str(p.fidelity))
     shard_paths = snakemake.input.shards  # noqa: F821
     shard_paths = [shard_paths] if isinstance(shard_paths, str) else list(shard_paths)
     shards = read_shards(shard_paths)
     check_shards(shards, int(p.resamples), source=f"shards of {src}")
     wc = snakemake.wildcards  # noqa: F821
-    summary, refits = summarise_group(data, shards, glmm, analysis=str(p.get("analysis", "all")),
+    summary, refits = summarise_group(data, shards, glmm, analysis=str(p.analysis),
                                       model=getattr(wc, "model", None), prompt=getattr(wc, "prompt", None),
-                                      fidelity=str(p.get("fidelity", "earnest")), rows=str(p.get("rows", "")),
-                                      engine=str(p.get("engine", "lme4")))
-    check_paths = snakemake.input.get("checks", [])  # noqa: F821
+                                      fidelity=str(p.fidelity), rows=str(p.rows),
+                                      engine=str(p.engine))
+    check_paths = snakemake.input.checks  # noqa: F821
     check_paths = [check_paths] if isinstance(check_paths, str) else list(check_paths)
     checks = [c for c in (pd.read_parquet(x) for x in check_paths) if len(c)]
     if checks:
@@ -54,7 +54,7 @@ try:
                  "on %d", verdict["checked"], verdict["max_abs_diff"], verdict["clean_agree_tight"])
         if verdict["warning"]:
             log.warning(verdict["warning"])
-    summary["covariate"] = str(p.get("covariate", "gamma")) if glmm == 2 else ""
+    summary["covariate"] = str(p.covariate) if glmm == 2 else ""
     for r in summary.itertuples():
         log.info("%s %s GLMM %d %s: OR %.3f, p_boot %.4f, %d/%d clean; Wald p %.4f, converged %s",
                  r.model, r.prompt, glmm, r.term, r.odds_ratio, r.p_boot, r.n_clean, r.n_resamples,
