@@ -124,17 +124,18 @@ rule fig_errors:
         table=rules.error_class_table.output.csv,
     output:
         png=report(
-            "results/figures/{errors_figure}.png",
+            "results/figures/fig{fig}_errors_{errors}.png",
             caption="../report/fig_errors.rst",
             category="GSM-Symbolic",
             subcategory="Failure modes (Appendix F)",
-            labels={"figure": error_figure("label")},
+            labels={"figure": "Figure {fig}"},
         ),
-        pdf="results/figures/{errors_figure}.pdf",
+        pdf="results/figures/fig{fig}_errors_{errors}.pdf",
     log:
-        "logs/figures/{errors_figure}.log",
+        "logs/figures/fig{fig}_errors_{errors}.log",
     wildcard_constraints:
-        errors_figure=_alternatives(ERROR_FIGURES),
+        fig=_alternatives({n for n, _ in ERROR_FIGURE_NAMES}),
+        errors=_alternatives({e for _, e in ERROR_FIGURE_NAMES}),
     group:
         "final"
     conda:

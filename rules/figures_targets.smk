@@ -13,7 +13,6 @@ PROMPT_STYLES = {p: FORMATS[p].style for p in FORMATS}
 # (workflow/scripts/fig_error_classes.py)
 ERROR_FIGURES = {
     "fig9_errors_nl": {
-        "label": "Figure 9",
         "prompts": FIG_TEXT_PROMPTS,
         "datasets": [],
         "exclude": [],
@@ -21,7 +20,6 @@ ERROR_FIGURES = {
         "title": "Error classes with the natural-language prompts (GSM-Base + GSM-Variants)",
     },
     "fig10_errors_code": {
-        "label": "Figure 10",
         "prompts": FIG_CODE_PROMPTS,
         "datasets": ["gsm_variants"],
         "exclude": [],
@@ -29,7 +27,6 @@ ERROR_FIGURES = {
         "title": "Error classes with the code prompts (GSM-Variants)",
     },
     "fig11_errors_code_share": {
-        "label": "Figure 11",
         "prompts": FIG_CODE_PROMPTS,
         "datasets": ["gsm_variants"],
         "exclude": [WRONG_ANSWER],
@@ -39,9 +36,13 @@ ERROR_FIGURES = {
 }
 
 
+# their names' parts: the wildcards fig and errors of the fig_errors rule (report label Figure {fig})
+ERROR_FIGURE_NAMES = [re.fullmatch(r"fig(\d+)_errors_(\w+)", name).groups() for name in ERROR_FIGURES]
+
+
 def error_figure(key):
-    """The value ``key`` of the error figure a fig_errors job draws (its wildcard errors_figure)."""
-    return lambda wc: ERROR_FIGURES[wc.errors_figure][key]
+    """The value ``key`` of the error figure a fig_errors job draws (its wildcards fig and errors)."""
+    return lambda wc: ERROR_FIGURES[f"fig{wc.fig}_errors_{wc.errors}"][key]
 
 
 def scored_files(wildcards=None):
