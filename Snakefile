@@ -17,6 +17,8 @@ if not workflow.overwrite_configfiles:
 report: "report/workflow.rst"
 
 
+# config checks, registries, wildcard constraints and shared helpers; then one file per stage, each
+# including its rules/<stage>_targets.smk (its settings, input functions and targets)
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/generate.smk"
@@ -26,7 +28,6 @@ include: "rules/experiments.smk"
 include: "rules/figures.smk"
 include: "rules/sensitivity.smk"
 include: "rules/statform.smk"
-include: "rules/statform_build_common.smk"
 include: "rules/statform_build.smk"
 include: "rules/power.smk"
 include: "rules/compare.smk"

@@ -1,4 +1,6 @@
-# Config checks, registries, wildcard constraints and target lists.
+# Config checks, registries, wildcard constraints and the helpers every stage shares (paths, the
+# model x prompt design, model inputs, Slurm resources, the run's targets). Each stage's own input
+# functions and target lists are in rules/<stage>_targets.smk, included by rules/<stage>.smk.
 # Everything here runs when Snakemake builds the DAG, so bad input stops the run before any job.
 # The checks themselves live in the library (earnest.config), the defaults in config/schema.yaml;
 # jobs import the installed earnest package (pip install -e .; the conda envs install it too).
@@ -19,9 +21,8 @@ from earnest.config import (
     validate_schema,
 )
 from earnest.gsm.datasets import DATASETS, release_path
-from earnest.gsm.prompts import PromptFormatError, formats_file, load_formats
-from earnest.fidelity import other as other_mode
-from earnest.stats.engines import engine_for, resolve_rows
+from earnest.gsm.prompts import PromptFormatError, load_formats
+from earnest.stats.engines import engine_for
 from earnest.runlock import clear_stale_locks, record_owner, release_owner
 
 # After a killed Snakemake (kill -9, a lost login session) its locks stay in .snakemake/locks and
@@ -67,14 +68,6 @@ try:
 except (ConfigError, PromptFormatError) as exc:
     config_error(exc)
 
-# every file a prompt is made of: its template (for this fidelity mode) and formats.yaml (stops, style)
-FORMATS_YAML = str(formats_file(_repo_path(config["prompts_dir"])))
-
-
-def prompt_files(wc):
-    return [str(FORMATS[wc.prompt].path), FORMATS_YAML]
-
-
 EXP = config["experiments"]
 EX1_PROMPT = EXP["ex1_prompt"]
 EX2_PROMPTS = list(EXP["ex2_prompts"])
@@ -94,6 +87,8 @@ GPU_PARTITION = SLURM["gpu_partition"]
 CPU_PARTITION = SLURM["cpu_partition"]
 # "" = no -A: Slurm's default account; a named one is checked by the plugin with sacctmgr
 SLURM_ACCOUNT = SLURM["account"]
+# what every CPU job asks Slurm for (`resources: **CPU_JOB`; the profile adds runtime and memory)
+CPU_JOB = {"slurm_partition": CPU_PARTITION, "slurm_account": SLURM_ACCOUNT}
 
 
 def model_resources(model):
@@ -114,6 +109,17 @@ def gpus(wildcards):
 
 def generation_partition(wildcards):
     return GPU_PARTITION if on_gpu(wildcards.model) else CPU_PARTITION
+
+
+# what a generation job asks for (`resources: **GENERATION_JOB`): its model's resources (config
+# models.<name>.resources), in the gpu partition when it runs on a GPU
+GENERATION_JOB = {
+    "slurm_partition": generation_partition,
+    "slurm_account": SLURM_ACCOUNT,
+    "gpu": gpus,
+    "mem_mb": lambda wc: model_resources(wc.model)["mem_mb"],
+    "runtime": lambda wc: model_resources(wc.model)["runtime"],
+}
 
 
 if workflow.exec_mode.name == "DEFAULT":
@@ -142,13 +148,8 @@ wildcard_constraints:
     template=r"\d+",
 
 
-N_SHARDS = int(config["stats"]["shards"])
-# the fidelity mode (earnest.fidelity) and the rows the bootstrap fits (stats.rows, else the mode's)
+# the fidelity mode of the run (earnest.fidelity)
 FIDELITY = config["fidelity"]
-try:
-    STATS_ROWS = resolve_rows(config["stats"].get("rows"), FIDELITY, engine=config["stats"]["engine"])
-except ValueError as exc:
-    config_error(exc)
 STATS_DIR = "results/stats"
 # the summaries table: the one contract downstream of the statistics (earnest.stats.summaries)
 SUMMARIES = f"{STATS_DIR}/summaries.parquet"
@@ -158,7 +159,7 @@ EX2_DECISION = "results/experiments/ex2_models.yaml"
 PROMPT_LABELS = {p: FORMATS[p].label for p in FORMATS}
 
 
-# ---------------------------------------------------------------- target lists
+# ---------------------------------------------------------------- paths and the model x prompt design
 def gen_path(model, prompt, dataset):
     return f"results/generations/{model}/{prompt}/{dataset}.parquet"
 
@@ -194,36 +195,7 @@ def model_prompts():
     return pairs
 
 
-def scored_files(wildcards=None):
-    return [scored_path(m, p, d) for m, p in model_prompts() for d in DATASETS]
-
-
-def code_scored_files(wildcards=None):
-    """The scored tables of the code prompts (their answers ran in the sandbox)."""
-    return [scored_path(m, p, d) for m, p in model_prompts() for d in DATASETS if FORMATS[p].style == "code"]
-
-
-def summary_files(wildcards=None):
-    """Ex1 (GLMM 1), Ex2 (GLMM 1), Ex3 (GLMM 2), and the reasoning-only analysis of code prompts."""
-    out = []
-    for m, p in model_prompts():
-        out.append(summary_path("all", 1, m, p))
-        out.append(summary_path("all", 2, m, p))
-        if p in CODE_PROMPTS:
-            out.append(summary_path("reasoning_only", 1, m, p))
-            out.append(summary_path("reasoning_only", 2, m, p))
-    return out
-
-
-def refit_files(wildcards=None):
-    return [s.replace("summary.parquet", "refits.parquet") for s in summary_files()]
-
-
-def glmm_input_files(wildcards=None):
-    return [f"{STATS_DIR}/all/input/{m}/{p}.parquet" for m, p in model_prompts()]
-
-
-# ---------------------------------------------------------------- generation
+# ---------------------------------------------------------------- what a model's jobs need
 GGUF_DIR = "results/models/gguf"
 
 
@@ -236,10 +208,6 @@ def model_inputs(wildcards):
     if m.get("gguf"):
         return [f"{GGUF_DIR}/{wildcards.model}"]
     return []
-
-
-def gguf_file(wildcards):
-    return str(resolve_gguf(MODELS[wildcards.model]["gguf"]))
 
 
 def model_cfg(model):
@@ -255,50 +223,9 @@ def model_cfg(model):
     return cfg
 
 
-# ---------------------------------------------------------------- figures
-FIG_DIR = "results/figures"
-# Ex1 first, then the Ex2 prompts, each once
-FIG_PROMPTS = list(dict.fromkeys([EX1_PROMPT] + list(EX2_PROMPTS)))
-FIG_TEXT_PROMPTS = [p for p in FIG_PROMPTS if FORMATS[p].style == "text"]
-FIG_CODE_PROMPTS = [p for p in FIG_PROMPTS if FORMATS[p].style == "code"]
-PROMPT_STYLES = {p: FORMATS[p].style for p in FORMATS}
-
-
-def figure_targets(wildcards=None):
-    """Every figure and result table this file makes (PNG and PDF, CSV/Markdown/LaTeX)."""
-    out = []
-    for stem in (
-        [f"fig1_variant_effect_{p}" for p in FIG_PROMPTS]
-        + ["fig2_prompts", "fig3_number_effect", "fig9_errors_nl"]
-        + (["fig10_errors_code", "fig11_errors_code_share"] if FIG_CODE_PROMPTS else [])
-    ):
-        out += [f"{FIG_DIR}/{stem}.png", f"{FIG_DIR}/{stem}.pdf"]
-    for stem in ("published_comparison", "error_classes"):
-        out += [f"results/tables/{stem}.{ext}" for ext in ("csv", "md", "tex")]
-    return out
-
-
-# ---------------------------------------------------------------- StatFormBench
-SF = config["statform"]
-SF_MODELS = list(SF["models"])
-SF_STRATEGIES = dict(SF["strategies"])
-SF_DIR = "results/statform"
-
-
-def statform_dataset():
-    """statform.dataset; the benchmark built by rules/statform_build.smk is made, not read."""
-    return BUILT_BENCHMARK if SF["dataset"] == BUILT_BENCHMARK else _repo_path(SF["dataset"])
-
-
-wildcard_constraints:
-    strategy=_alternatives(SF_STRATEGIES) if SF_STRATEGIES else "zero_shot",
-
-
-def statform_targets():
-    return [f"{SF_DIR}/tables", f"{SF_DIR}/figures"]
-
-
+# ---------------------------------------------------------------- the run's targets (rule all)
 def all_targets(wildcards=None):
+    """Every stage's results; each stage's list is its rules/<stage>_targets.smk's."""
     # the generations themselves are results (every score traces back to its text), and listing them
     # makes a deleted generation file be rebuilt, with what depends on it
     targets = [gen_path(m, p, d) for m, p in model_prompts() for d in DATASETS]
@@ -311,7 +238,7 @@ def all_targets(wildcards=None):
     targets += figure_targets()
     if config["sensitivity"]["enabled"]:
         targets.append("results/tables/sensitivity.md")
-    if SF["enabled"]:
+    if config["statform"]["enabled"]:
         targets += statform_targets()
     if config["statform_build"]["enabled"]:
         targets += statform_build_targets()
@@ -321,71 +248,3 @@ def all_targets(wildcards=None):
     if any(FORMATS[p].style == "code" for _, p in model_prompts()):
         targets.append("results/tables/sandbox.md")  # which Python and layers ran model code
     return targets
-
-
-def ex4_targets(wildcards=None):
-    if not EX4["enabled"]:
-        return []
-    out = ["results/tables/ex4_matched.md", "results/tables/ex4_matched.csv"]
-    if EX4["shifts"]:
-        out.append("results/figures/ex4_dose_response.png")
-    return out
-
-
-def ex4_summary_files(wildcards=None):
-    """Ex1 (GLMM 1), Ex3 (GLMM 2) and Ex4 (GLMM 1 on GSM-Matched) of every Ex1 model."""
-    return [summary_path(a, g, m, EX1_PROMPT) for m in GSM_MODELS for a, g in (("all", 1), ("all", 2), ("matched", 1))]
-
-
-def glmm_datasets(wildcards):
-    """GSM-Base and the variant set of an analysis: GSM-Variants, or Ex4's gsm_<analysis>."""
-    if wildcards.analysis in ("all", "reasoning_only"):
-        return list(DATASETS)
-    return ["gsm_base", f"gsm_{wildcards.analysis}"]
-
-
-# ---------------------------------------------------------------- power and paired comparisons
-# (rules/power.smk, rules/compare.smk)
-POWER_DIR = "results/power"
-COMPARE_DIR = "results/compare"
-
-
-def power_targets(wildcards=None):
-    out = ["results/tables/power/results_mde.csv"]
-    if config["power"]["enabled"]:
-        out += [f"{POWER_DIR}/paper_design/power.csv", f"{POWER_DIR}/paper_design/power_curves.png"]
-    return out
-
-
-def compare_conditions(family, fixed):
-    """The conditions of one family: the models with results on prompt ``fixed``, or the prompts
-    model ``fixed`` was run with (Ex1 and Ex2)."""
-    pairs = model_prompts()
-    if family == "models":
-        return sorted({m for m, p in pairs if p == fixed})
-    return sorted({p for m, p in pairs if m == fixed})
-
-
-def compare_families():
-    out = []
-    pairs = model_prompts()
-    for p in sorted({p for _, p in pairs}):
-        if len(compare_conditions("models", p)) >= 2:
-            out.append(("models", p))
-    for m in sorted({m for m, _ in pairs}):
-        if len(compare_conditions("prompts", m)) >= 2:
-            out.append(("prompts", m))
-    return out
-
-
-def compare_scored(wildcards):
-    conds = compare_conditions(wildcards.family, wildcards.fixed)
-    if wildcards.family == "models":
-        return [scored_path(m, wildcards.fixed, d) for m in conds for d in DATASETS]
-    return [scored_path(wildcards.fixed, p, d) for p in conds for d in DATASETS]
-
-
-def compare_targets(wildcards=None):
-    if not config["compare"]["enabled"]:
-        return []
-    return [f"{COMPARE_DIR}/{f}/{x}/{name}" for f, x in compare_families() for name in ("pairs.csv", "matrix.png")]

@@ -1,15 +1,10 @@
 # Paired comparisons on the same items: the models of each prompt, the prompts of each model
 # (earnest.stats.compare: bootstrap GLMM with template and item intercepts, McNemar beside it,
 # Holm across the pairs of a family). One job per family; a family needs two conditions.
-# Needs from rules/common.smk: MODELS, FORMATS, COMPARE_DIR, compare_scored(), compare_conditions(),
-# _alternatives(), CPU_PARTITION, SLURM_ACCOUNT (targets: compare_targets() there).
-
-COMPARE = config["compare"]  # defaults: config/schema.yaml
+# Its families, input functions and targets: rules/compare_targets.smk.
 
 
-wildcard_constraints:
-    family="models|prompts",
-    fixed=_alternatives(set(MODELS) | set(FORMATS)),
+include: "compare_targets.smk"
 
 
 rule compare_family:
@@ -39,8 +34,7 @@ rule compare_family:
         "../envs/stats.yaml"
     threads: COMPARE["threads"]
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         family=lambda wc: wc.family,
         fixed=lambda wc: wc.fixed,

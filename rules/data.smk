@@ -42,8 +42,7 @@ if GSM["source"] in ("jsonl", "hub"):
         conda:
             "../envs/score.yaml"
         resources:
-            slurm_partition=CPU_PARTITION,
-            slurm_account=SLURM_ACCOUNT,
+            **CPU_JOB,
         params:
             templates=TEMPLATES,
             variants=GSM["variants"],
@@ -62,8 +61,7 @@ else:
         conda:
             "../envs/score.yaml"
         resources:
-            slurm_partition=CPU_PARTITION,
-            slurm_account=SLURM_ACCOUNT,
+            **CPU_JOB,
         params:
             templates=TEMPLATES,
         script:
@@ -79,8 +77,7 @@ else:
         conda:
             "../envs/score.yaml"
         resources:
-            slurm_partition=CPU_PARTITION,
-            slurm_account=SLURM_ACCOUNT,
+            **CPU_JOB,
         params:
             variants=GSM["variants"],
             seed=GSM["seed"],
@@ -100,8 +97,7 @@ else:
         conda:
             "../envs/score.yaml"
         resources:
-            slurm_partition=CPU_PARTITION,
-            slurm_account=SLURM_ACCOUNT,
+            **CPU_JOB,
         script:
             "../workflow/scripts/items_concat.py"
 
@@ -120,8 +116,7 @@ rule controlled_items:
     conda:
         "../envs/score.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         templates=TEMPLATES,
         variants=GSM["variants"],

@@ -1,4 +1,8 @@
 # The paper's experimental design (section 3.6): Ex1 decides which models go on to Ex2.
+# Ex4's input functions and targets: rules/experiments_targets.smk.
+
+
+include: "experiments_targets.smk"
 
 
 checkpoint ex2_selection:
@@ -11,8 +15,7 @@ checkpoint ex2_selection:
     conda:
         "../envs/stats.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         ex1_prompt=EX1_PROMPT,
     script:
@@ -35,8 +38,7 @@ rule ex4_table:
     conda:
         "../envs/stats.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         prompt=EX1_PROMPT,
         alpha=config["stats"]["alpha"],
@@ -47,11 +49,7 @@ rule ex4_table:
 
 rule ex4_dose_response:
     input:
-        summaries=lambda wc: [
-            summary_path(a, 1, m, EX1_PROMPT)
-            for m in GSM_MODELS
-            for a in ["matched"] + [f"shifted{k}" for k in EX4["shifts"]]
-        ],
+        summaries=ex4_dose_summary_files,
     output:
         report("results/figures/ex4_dose_response.png", category="Figures"),
     log:
@@ -59,8 +57,7 @@ rule ex4_dose_response:
     conda:
         "../envs/stats.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         prompt=EX1_PROMPT,
     script:

@@ -1,9 +1,11 @@
 # Figures of the GSM-Symbolic re-evaluation (Figures 1-3 and 4-7 from the summaries table,
 # Figures 9-11 from the error-class count table) and the comparison with the published numbers
 # (Tables 4-5). Every figure is drawn from one results table file, never from recomputed numbers;
-# one script per kind of output. Needs from rules/common.smk: MODELS, EX1_PROMPT, GSM_MODELS,
-# BASEDIR, SUMMARIES (rule summaries in rules/stats.smk), PROMPT_LABELS, scored_path(), scored_files().
-from earnest.gsm.failure_classes import WRONG_ANSWER
+# one script per kind of output. Which prompts each figure shows, and the targets:
+# rules/figures_targets.smk.
+
+
+include: "figures_targets.smk"
 
 
 rule fig_variant_effect:
@@ -25,8 +27,7 @@ rule fig_variant_effect:
     conda:
         "../envs/plots.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         models=list(MODELS),
     script:
@@ -52,12 +53,12 @@ rule fig_prompts:
     conda:
         "../envs/plots.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
+        figure="prompts",
         prompts=FIG_PROMPTS,
     script:
-        "../workflow/scripts/fig_prompts.py"
+        "../workflow/scripts/fig_prompt_formats.py"
 
 
 rule fig_number_effect:
@@ -79,12 +80,12 @@ rule fig_number_effect:
     conda:
         "../envs/plots.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
+        figure="number_effect",
         prompts=FIG_PROMPTS,
     script:
-        "../workflow/scripts/fig_number_effect.py"
+        "../workflow/scripts/fig_prompt_formats.py"
 
 
 rule error_class_table:
@@ -107,8 +108,7 @@ rule error_class_table:
     conda:
         "../envs/plots.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         styles=PROMPT_STYLES,
         prompt_labels=PROMPT_LABELS,
@@ -117,98 +117,38 @@ rule error_class_table:
         "../workflow/scripts/error_class_table.py"
 
 
-rule fig_errors_nl:
+# Figures 9-11, one job each: which prompts, datasets and classes each draws (ERROR_FIGURES) and its
+# caption (report/fig_errors.rst, one section per figure) follow its name.
+rule fig_errors:
     input:
         table=rules.error_class_table.output.csv,
     output:
         png=report(
-            "results/figures/fig9_errors_nl.png",
-            caption="../report/fig9_errors_nl.rst",
+            "results/figures/fig{fig}_errors_{errors}.png",
+            caption="../report/fig_errors.rst",
             category="GSM-Symbolic",
             subcategory="Failure modes (Appendix F)",
-            labels={"figure": "Figure 9"},
+            labels={"figure": "Figure {fig}"},
         ),
-        pdf="results/figures/fig9_errors_nl.pdf",
+        pdf="results/figures/fig{fig}_errors_{errors}.pdf",
     log:
-        "logs/figures/fig9_errors_nl.log",
+        "logs/figures/fig{fig}_errors_{errors}.log",
+    wildcard_constraints:
+        fig=_alternatives({n for n, _ in ERROR_FIGURE_NAMES}),
+        errors=_alternatives({e for _, e in ERROR_FIGURE_NAMES}),
     group:
         "final"
     conda:
         "../envs/plots.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
-        prompts=FIG_TEXT_PROMPTS,
-        datasets=[],
-        exclude=[],
-        proportions=False,
+        prompts=error_figure("prompts"),
+        datasets=error_figure("datasets"),
+        exclude=error_figure("exclude"),
+        proportions=error_figure("proportions"),
         models=list(MODELS),
-        title="Error classes with the natural-language prompts (GSM-Base + GSM-Variants)",
-    script:
-        "../workflow/scripts/fig_error_classes.py"
-
-
-rule fig_errors_code:
-    input:
-        table=rules.error_class_table.output.csv,
-    output:
-        png=report(
-            "results/figures/fig10_errors_code.png",
-            caption="../report/fig10_errors_code.rst",
-            category="GSM-Symbolic",
-            subcategory="Failure modes (Appendix F)",
-            labels={"figure": "Figure 10"},
-        ),
-        pdf="results/figures/fig10_errors_code.pdf",
-    log:
-        "logs/figures/fig10_errors_code.log",
-    group:
-        "final"
-    conda:
-        "../envs/plots.yaml"
-    resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
-    params:
-        prompts=FIG_CODE_PROMPTS,
-        datasets=["gsm_variants"],
-        exclude=[],
-        proportions=False,
-        models=list(MODELS),
-        title="Error classes with the code prompts (GSM-Variants)",
-    script:
-        "../workflow/scripts/fig_error_classes.py"
-
-
-rule fig_errors_code_share:
-    input:
-        table=rules.error_class_table.output.csv,
-    output:
-        png=report(
-            "results/figures/fig11_errors_code_share.png",
-            caption="../report/fig11_errors_code_share.rst",
-            category="GSM-Symbolic",
-            subcategory="Failure modes (Appendix F)",
-            labels={"figure": "Figure 11"},
-        ),
-        pdf="results/figures/fig11_errors_code_share.pdf",
-    log:
-        "logs/figures/fig11_errors_code_share.log",
-    group:
-        "final"
-    conda:
-        "../envs/plots.yaml"
-    resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
-    params:
-        prompts=FIG_CODE_PROMPTS,
-        datasets=["gsm_variants"],
-        exclude=[WRONG_ANSWER],
-        proportions=True,
-        models=list(MODELS),
-        title="Errors other than wrong answer with the code prompts (GSM-Variants), share per model",
+        title=error_figure("title"),
     script:
         "../workflow/scripts/fig_error_classes.py"
 
@@ -236,8 +176,7 @@ rule published_comparison:
     conda:
         "../envs/plots.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         prompt=EX1_PROMPT,
         paper_names={m: MODELS[m].get("paper_name") or m for m in MODELS},

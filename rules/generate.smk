@@ -1,4 +1,8 @@
 # Generation: one job per model x prompt format x dataset (the GPU rules).
+# Its input functions: rules/generate_targets.smk.
+
+
+include: "generate_targets.smk"
 
 
 rule fetch_model:
@@ -28,8 +32,7 @@ rule convert_gguf:
         "../envs/generate.yaml"
     threads: 1
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
         mem_mb=lambda wc: model_resources(wc.model)["mem_mb"],
         runtime=60,
     params:
@@ -54,11 +57,7 @@ rule generate:
         "../envs/generate.yaml"
     threads: config["generation"]["threads"]
     resources:
-        slurm_partition=generation_partition,
-        slurm_account=SLURM_ACCOUNT,
-        gpu=gpus,
-        mem_mb=lambda wc: model_resources(wc.model)["mem_mb"],
-        runtime=lambda wc: model_resources(wc.model)["runtime"],
+        **GENERATION_JOB,
     params:
         model=lambda wc: wc.model,
         model_cfg=lambda wc: model_cfg(wc.model),

@@ -2,23 +2,16 @@
 # 100 templates x 50 variants, scenarios from its published Tables 2-3) and, beside every GLMM 1
 # result of the run, the minimum detectable odds ratio of its design. Statistics live in
 # earnest.stats.power; these rules only wire files.
-# Needs from rules/common.smk: BASEDIR, POWER_DIR, CPU_PARTITION, SLURM_ACCOUNT, SUMMARIES (the summaries
-# table); targets: power_targets() there.
+# Its settings, the published tables it reads and its targets: rules/power_targets.smk.
 
-from earnest.stats.power import PowerError, published_scenarios
 
-POWER = config["power"]  # defaults: config/schema.yaml
-
-POWER_PUBLISHED = BASEDIR / "resources/published"
-try:  # a scenario that names no paper model stops the run before any job
-    published_scenarios(POWER_PUBLISHED, POWER["scenarios"])
-except PowerError as exc:
-    config_error(f"power.scenarios: {exc}")
+include: "power_targets.smk"
 
 
 rule power_paper_design:
     input:
         published=str(POWER_PUBLISHED),
+        tables=[str(POWER_PUBLISHED / TABLE2_FILE), str(POWER_PUBLISHED / TABLE3_FILE)],
     output:
         power=report(
             f"{POWER_DIR}/paper_design/power.csv",
@@ -40,8 +33,7 @@ rule power_paper_design:
         "../envs/stats.yaml"
     threads: POWER["threads"]
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         scenarios=POWER["scenarios"],
         templates=POWER["templates"],
@@ -77,7 +69,6 @@ rule power_results:
     conda:
         "../envs/stats.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     script:
         "../workflow/scripts/power_results.py"

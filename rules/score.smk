@@ -1,4 +1,8 @@
 # Scoring: extract answers (regex for text prompts, the sandbox for code prompts) and mark correctness.
+# Its input functions: rules/score_targets.smk.
+
+
+include: "score_targets.smk"
 
 
 rule score:
@@ -15,8 +19,7 @@ rule score:
         # reference mode: the authors' Python (3.12) runs model code
         "../envs/score-reference.yaml" if config["fidelity"] == "reference" else "../envs/score.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         style=lambda wc: FORMATS[wc.prompt].style,
         fidelity=config["fidelity"],
@@ -38,7 +41,6 @@ rule sandbox_table:
     conda:
         "../envs/score.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     script:
         "../workflow/scripts/sandbox_table.py"

@@ -5,18 +5,13 @@
 # bootstrap shards and summaries of the all-errors analysis, fitted on that mode's rows and judged by
 # its clean-fit rule. The same rules as the main results (use rule ... with), other paths and params.
 
-SENS = config["sensitivity"]
-SENS_DIR = "results/sensitivity"
-OTHER = other_mode(FIDELITY)
-OTHER_ROWS = resolve_rows(None, OTHER)
-# the configured engine if it fits the other mode's rows (laplace fits aggregated rows only), else lme4
-OTHER_ENGINE = engine_for(STATS["engine"], rows=OTHER_ROWS)
+# The other mode, its rows and engine, and the summaries it reads: rules/sensitivity_targets.smk.
+
+
+include: "sensitivity_targets.smk"
 
 
 if SENS["enabled"]:
-
-    wildcard_constraints:
-        mode=OTHER,
 
     if SENS["regenerate"]:
 
@@ -97,11 +92,7 @@ if SENS["enabled"]:
     use rule summaries as sensitivity_summaries with:
         input:
             # the other mode's per-group summaries of every model x prompt of this run
-            summaries=lambda wc: [
-                f"{SENS_DIR}/{OTHER}/stats/all/glmm{g}/{m}/{p}/summary.parquet"
-                for m, p in model_prompts()
-                for g in (1, 2)
-            ],
+            summaries=sensitivity_summary_files,
             ex2_decision=ex2_decision_file,
         output:
             f"{SENS_DIR}/{{mode}}/stats/summaries.parquet",
@@ -123,8 +114,7 @@ if SENS["enabled"]:
         conda:
             "../envs/stats.yaml"
         resources:
-            slurm_partition=CPU_PARTITION,
-            slurm_account=SLURM_ACCOUNT,
+            **CPU_JOB,
         params:
             modes=[FIDELITY, OTHER],
             regenerate=SENS["regenerate"],

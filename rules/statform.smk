@@ -1,10 +1,15 @@
 # StatFormBench (second paper): model x prompting strategy -> generation -> parsing -> scoring -> analyses.
+# Its settings and input functions: rules/statform_targets.smk.
+
+
+include: "statform_targets.smk"
 
 
 rule statform_data:
     input:
         dataset=statform_dataset(),
         pool=_repo_path(SF["fewshot_pool"]),
+        taxonomy=statform_taxonomy(),
     output:
         samples=f"{SF_DIR}/data/samples.parquet",
         pool=f"{SF_DIR}/data/pool.parquet",
@@ -16,10 +21,8 @@ rule statform_data:
     conda:
         "../envs/statform.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
-        taxonomy=str(_repo_path(SF["taxonomy"])) if SF["taxonomy"] else "",
         limit=SF["limit"],
     script:
         "../workflow/scripts/statform_data.py"
@@ -30,6 +33,7 @@ rule statform_generate:
         samples=f"{SF_DIR}/data/samples.parquet",
         pool=f"{SF_DIR}/data/pool.parquet",
         taxonomy=f"{SF_DIR}/data/taxonomy.yaml",
+        template=statform_prompt_template(),
         model=model_inputs,
     output:
         f"{SF_DIR}/generations/{{model}}/{{strategy}}.parquet",
@@ -41,18 +45,13 @@ rule statform_generate:
         "../envs/statform.yaml"
     threads: config["generation"]["threads"]
     resources:
-        slurm_partition=generation_partition,
-        slurm_account=SLURM_ACCOUNT,
-        gpu=gpus,
-        mem_mb=lambda wc: model_resources(wc.model)["mem_mb"],
-        runtime=lambda wc: model_resources(wc.model)["runtime"],
+        **GENERATION_JOB,
     params:
         model=lambda wc: wc.model,
         model_cfg=lambda wc: model_cfg(wc.model),
         strategy=lambda wc: wc.strategy,
         strategy_cfg=lambda wc: SF_STRATEGIES[wc.strategy],
         max_new_tokens=SF["max_new_tokens"],
-        prompt_template=str(_repo_path(SF["prompt_template"])) if SF["prompt_template"] else "",
     script:
         "../workflow/scripts/statform_generate.py"
 
@@ -71,8 +70,7 @@ rule statform_score:
     conda:
         "../envs/statform.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     script:
         "../workflow/scripts/statform_score.py"
 
@@ -100,13 +98,14 @@ rule statform_analysis:
     conda:
         "../envs/statform.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         main_strategy=SF["main_strategy"],
         baseline=SF["main_strategy"],
         n_boot=SF["resamples"],
         seed=SF["seed"],
+        min_category_n=SF["min_category_n"],
+        top_fine=SF["top_fine"],
         glmm=len(SF_MODELS) > 1,
     script:
         "../workflow/scripts/statform_analysis.py"

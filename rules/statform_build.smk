@@ -2,7 +2,10 @@
 # split / induce -> quality filter -> category + variables -> rewrite + self-check -> review -> samples.
 # One job per unit (textbook entry or case project) and stage, so adding entries reruns only theirs:
 # an entry's job depends on its own record (params), not on the whole input file.
-# Its configuration and input functions: rules/statform_build_common.smk.
+# Its configuration and input functions: rules/statform_build_targets.smk.
+
+
+include: "statform_build_targets.smk"
 
 
 localrules:
@@ -34,10 +37,9 @@ rule sfb_split:
         "logs/statform_build/split/{unit}.log",
     conda:
         "../envs/statform.yaml"
-    threads: config["generation"].get("threads", 2)
+    threads: config["generation"]["threads"]
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         llm=lambda wc: sfb_llm("split"),
     script:
@@ -54,8 +56,7 @@ rule sfb_datadict:
     conda:
         "../envs/statform.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         project_dir=lambda wc: str(Path(SFB_CASES[wc.unit]["report"]).parent),
         seed=SFB["seed"],
@@ -75,10 +76,9 @@ rule sfb_induce:
         "logs/statform_build/induce/{unit}.log",
     conda:
         "../envs/statform.yaml"
-    threads: config["generation"].get("threads", 2)
+    threads: config["generation"]["threads"]
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         llm=lambda wc: sfb_llm("induce"),
         max_questions=SFB["max_questions"],
@@ -99,10 +99,9 @@ rule sfb_filter:
         "logs/statform_build/filter/{unit}.log",
     conda:
         "../envs/statform.yaml"
-    threads: config["generation"].get("threads", 2)
+    threads: config["generation"]["threads"]
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         llm=lambda wc: sfb_llm("filter"),
     script:
@@ -121,10 +120,9 @@ rule sfb_label:
         "logs/statform_build/label/{unit}.log",
     conda:
         "../envs/statform.yaml"
-    threads: config["generation"].get("threads", 2)
+    threads: config["generation"]["threads"]
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         llm=lambda wc: sfb_llm("label"),
     script:
@@ -142,10 +140,9 @@ rule sfb_variables:
         "logs/statform_build/variables/{unit}.log",
     conda:
         "../envs/statform.yaml"
-    threads: config["generation"].get("threads", 2)
+    threads: config["generation"]["threads"]
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         llm=lambda wc: sfb_llm("variables"),
     script:
@@ -165,10 +162,9 @@ rule sfb_rewrite:
         "logs/statform_build/rewrite/{unit}.log",
     conda:
         "../envs/statform.yaml"
-    threads: config["generation"].get("threads", 2)
+    threads: config["generation"]["threads"]
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         llm=lambda wc: sfb_llm("rewrite"),
     script:
@@ -185,8 +181,7 @@ rule sfb_review:
     conda:
         "../envs/statform.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         batch_size=SFB_REVIEW["batch_size"],
     script:
@@ -213,8 +208,7 @@ rule sfb_final:
     conda:
         "../envs/statform.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         require_review=bool(SFB_REVIEW["require"]),
         units=SFB_UNITS,

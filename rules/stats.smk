@@ -2,7 +2,10 @@
 # Resample b always uses a seed derived from (stats.seed, b): the shard count never changes a result.
 from earnest.gsm.paper_tables import caption_values as stats_caption_values
 
-STATS = config["stats"]
+# Its settings and input functions: rules/stats_targets.smk.
+
+
+include: "stats_targets.smk"
 
 
 rule glmm_input:
@@ -19,8 +22,7 @@ rule glmm_input:
     conda:
         "../envs/stats.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         reasoning_only=lambda wc: wc.analysis == "reasoning_only",
         covariate=STATS["covariate"],
@@ -45,8 +47,7 @@ rule bootstrap_shard:
         "../envs/stats.yaml"
     threads: STATS["threads"]
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
         runtime=STATS["shard_runtime"],
     params:
         glmm=lambda wc: int(wc.glmm),
@@ -83,8 +84,7 @@ rule glmm_summary:
     conda:
         "../envs/stats.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         glmm=lambda wc: int(wc.glmm),
         resamples=STATS["resamples"],
@@ -110,8 +110,7 @@ rule summaries:
     conda:
         "../envs/stats.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         prompt_labels=PROMPT_LABELS,
         alpha=STATS["alpha"],
@@ -131,8 +130,7 @@ rule ex1_summaries:
     conda:
         "../envs/stats.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         prompt_labels=PROMPT_LABELS,
         alpha=STATS["alpha"],
@@ -160,8 +158,7 @@ rule stats_tables:
     conda:
         "../envs/stats.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         models=list(MODELS),
         prompts=list(FORMATS),
@@ -186,8 +183,7 @@ rule ks_test:
     conda:
         "../envs/stats.yaml"
     resources:
-        slurm_partition=CPU_PARTITION,
-        slurm_account=SLURM_ACCOUNT,
+        **CPU_JOB,
     params:
         fidelity=config["fidelity"],
     script:

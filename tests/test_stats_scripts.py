@@ -1,5 +1,6 @@
 """The thin statistics scripts run under Snakemake itself (a throw-away Snakefile), end to end:
-scored tables -> GLMM input -> two bootstrap shards -> summary -> tables; and the K-S test."""
+scored tables -> GLMM input -> two bootstrap shards -> summary -> tables; and the K-S test. Each rule
+passes every param its script reads, as the workflow's rules do (the scripts have no defaults)."""
 
 import subprocess
 import sys
@@ -20,14 +21,15 @@ rule all:
 rule glmm_input:
     input: scored=["scored/gsm_base.parquet", "scored/gsm_variants.parquet"]
     output: "glmm_input.parquet"
-    params: reasoning_only=False
+    params: reasoning_only=False, covariate="gamma"
     log: "logs/glmm_input.log"
     script: "{s}/glmm_input.py"
 
 rule shard:
     input: "glmm_input.parquet"
     output: shard="shards/shard-{{i}}.parquet", check="shards/shard-{{i}}.check.parquet"
-    params: glmm=2, resamples=4, seed=3, shard=lambda w: int(w.i), n_shards=2, engine="laplace", check_resamples=1
+    params: glmm=2, resamples=4, seed=3, shard=lambda w: int(w.i), n_shards=2, rows="aggregated", fidelity="earnest",
+            engine="laplace", check_resamples=1
     threads: 1
     log: "logs/shard-{{i}}.log"
     script: "{s}/bootstrap_shard.py"
@@ -36,7 +38,8 @@ rule summary:
     input: glmm_input="glmm_input.parquet", shards=expand("shards/shard-{{i}}.parquet", i=range(2)),
            checks=expand("shards/shard-{{i}}.check.parquet", i=range(2))
     output: summary="summary.parquet", refits="refits.parquet"
-    params: glmm=2, resamples=4, analysis="all", engine="laplace"
+    params: glmm=2, resamples=4, analysis="all", fidelity="earnest", rows="aggregated", engine="laplace",
+            covariate="gamma"
     log: "logs/summary.log"
     script: "{s}/glmm_summary.py"
 
@@ -57,6 +60,7 @@ rule tables:
 rule ks:
     input: base="items/gsm_base.parquet", variants="items/gsm_variants.parquet"
     output: table="ks/ks.csv", figure="ks/number_counts.png"
+    params: fidelity="earnest"
     log: "logs/ks.log"
     script: "{s}/ks_test.py"
 """

@@ -55,9 +55,14 @@ def tiny_run(tmp_path_factory):
     """One full run of the tiny config (data -> generation -> scoring -> bootstrap GLMMs -> tables)."""
     wd = tmp_path_factory.mktemp("wf")
     build_tiny_model(wd / "tiny-model")
-    # the prompt files the run reads: a copy of the shipped ones, so that a test can edit one
+    # the prompt files, StatFormBench taxonomy and prompt template the run reads: copies of the
+    # shipped ones, so that a test can edit one
     shutil.copytree(REPO / "resources" / "prompts", wd / "prompts")
     TINY["prompts_dir"] = str(wd / "prompts")
+    (wd / "statform").mkdir()
+    for name, key in (("taxonomy.yaml", "taxonomy"), ("prompts/formulation_zero_shot.txt", "prompt_template")):
+        shutil.copy(REPO / "resources" / "statform" / name, wd / "statform" / Path(name).name)
+        TINY["statform"][key] = str(wd / "statform" / Path(name).name)
     proc = snakemake(wd, TINY, *TARGETS)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     return wd
@@ -171,28 +176,62 @@ def test_deleting_one_generation_rebuilds_only_it_and_dependents(tiny_run):
     assert {p: p.stat().st_mtime_ns for p in others} == before
 
 
+def _plan_after_editing(wd: Path, path: Path, edit) -> tuple[dict[str, int], str]:
+    """The dry run's jobs after ``edit`` changed the bytes of ``path`` (restored afterwards, with its
+    times, after which nothing is left to do)."""
+    original, st = path.read_bytes(), path.stat()
+    try:
+        path.write_bytes(edit(original))
+        assert path.read_bytes() != original
+        proc = snakemake(wd, TINY, "-n", *TARGETS)
+        return planned(proc), proc.stdout + proc.stderr
+    finally:
+        path.write_bytes(original)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert planned(snakemake(wd, TINY, "-n", *TARGETS)) == {}
+
+
+# what a generation's dependants are in the tiny run: scoring, statistics, tables and figures of GSM-Symbolic
+GSM_DEPENDANTS = {"score", "sensitivity_score", "glmm_input", "bootstrap_shard", "glmm_summary", "summaries",
+                  "sensitivity_glmm_input", "sensitivity_bootstrap_shard", "sensitivity_glmm_summary",
+                  "sensitivity_summaries", "sensitivity_table", "stats_tables", "error_class_table", "fig_errors",
+                  "fig_variant_effect", "fig_prompts", "fig_number_effect", "published_comparison",
+                  "power_results", "compare_family", "sandbox_table", "all"}
+STATFORM_RULES = {"statform_data", "statform_generate", "statform_score", "statform_analysis"}
+
+
 @pytest.mark.slow
 def test_editing_a_prompt_file_plans_its_generation_and_dependants_only(tiny_run):
     """Issue 22.5: a prompt file is an input of its generation jobs: editing one plans those jobs
     and what depends on them, nothing of the other prompt."""
-    wd = tiny_run
-    path = wd / "prompts" / "simple_code.txt"
-    original, st = path.read_bytes(), path.stat()
-    try:
-        path.write_bytes(original.replace(b"def solution():", b"def solution():  # edited", 1))
-        assert path.read_bytes() != original
-        proc = snakemake(wd, TINY, "-n", *TARGETS)
-        jobs = planned(proc)
-        assert jobs["generate"] == 2 and jobs["score"] == 2, jobs
-        out = proc.stdout + proc.stderr
-        # the prompts of the planned generate jobs (their output lines)
-        generated = set(re.findall(r"rule generate:\n(?:    .*\n)*?    output: results/generations/tiny/(\w+)/", out))
-        assert generated == {"simple_code"}, generated
-        assert not {"base_items", "variant_items", "template_variants", "ks_test"} & set(jobs)
-    finally:
-        path.write_bytes(original)
-        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert planned(snakemake(wd, TINY, "-n", *TARGETS)) == {}
+    jobs, out = _plan_after_editing(tiny_run, tiny_run / "prompts" / "simple_code.txt",
+                                    lambda b: b.replace(b"def solution():", b"def solution():  # edited", 1))
+    assert jobs["generate"] == 2 and jobs["score"] == 2, jobs
+    # the prompts of the planned generate jobs (their output lines)
+    generated = set(re.findall(r"rule generate:\n(?:    .*\n)*?    output: results/generations/tiny/(\w+)/", out))
+    assert generated == {"simple_code"}, generated
+    assert set(jobs) - {"generate"} <= GSM_DEPENDANTS, jobs
+
+
+@pytest.mark.slow
+def test_editing_formats_yaml_plans_every_generation_and_their_dependants_only(tiny_run):
+    """formats.yaml (stop strings, styles) is an input of every generation job: editing it plans all
+    of them and what depends on them, nothing before them and nothing of StatFormBench."""
+    jobs, _ = _plan_after_editing(tiny_run, tiny_run / "prompts" / "formats.yaml", lambda b: b + b"\n# edited\n")
+    assert jobs["generate"] == 4 and jobs["score"] == 4, jobs     # two prompts x two datasets
+    assert set(jobs) - {"generate"} <= GSM_DEPENDANTS, jobs
+
+
+@pytest.mark.slow
+def test_editing_the_statform_taxonomy_or_template_plans_statform_jobs_only(tiny_run):
+    """The StatFormBench taxonomy is an input of its data job, its prompt template of its generation
+    jobs: editing one plans those jobs and their dependants, nothing of GSM-Symbolic."""
+    jobs, _ = _plan_after_editing(tiny_run, tiny_run / "statform" / "taxonomy.yaml", lambda b: b + b"\n# edited\n")
+    assert jobs == {"statform_data": 1, "statform_generate": 1, "statform_score": 1, "statform_analysis": 1,
+                    "all": 1}, jobs
+    jobs, _ = _plan_after_editing(tiny_run, tiny_run / "statform" / "formulation_zero_shot.txt",
+                                  lambda b: b + b"\n")
+    assert jobs == {"statform_generate": 1, "statform_score": 1, "statform_analysis": 1, "all": 1}, jobs
 
 
 def test_paper_grid_dry_run_without_weights(tmp_path):

@@ -9,10 +9,14 @@ Model code runs in the isolated sandbox in both modes.
 
 from __future__ import annotations
 
+from earnest.schema import schema_default
+
 REFERENCE = "reference"
 EARNEST = "earnest"
 MODES = (REFERENCE, EARNEST)
-DEFAULT = EARNEST
+#: the mode of a run that names none: config/schema.yaml's ``fidelity`` default
+DEFAULT = schema_default("fidelity")
+assert DEFAULT in MODES, f"config/schema.yaml: fidelity default {DEFAULT!r} is not a mode"
 #: The Python minor version the authors' code requires (its pyproject.toml): model code that uses
 #: newer syntax or functions (nested same-quote f-strings, math.sumprod) behaves as there only on it.
 REFERENCE_PYTHON = (3, 12)

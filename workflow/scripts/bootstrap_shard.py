@@ -4,10 +4,8 @@ the step ``earnest glmm`` runs too).
 snakemake.input[0]: GLMM input parquet of one model x prompt;
 snakemake.params: glmm (1|2), resamples (B), seed (base seed), shard (i, 0-based), n_shards (n),
   fidelity (earnest | reference: the input checks and the lme4 engine's cluster labels),
-  rows (optional, answers | aggregated, default aggregated: one row per answer, or binomial rows per
-  template x variant [x gamma_c]);
-  engine (optional, lme4 | laplace, default lme4), check_resamples (an engine with a cross-check,
-  laplace: resamples refitted with lme4 as a check);
+  rows (answers | aggregated: one row per answer, or binomial rows per template x variant [x gamma_c]);
+  engine (lme4 | laplace), check_resamples (laplace: resamples refitted with lme4 as a check);
 snakemake.threads: worker processes (R's parallel::mclapply, or the laplace engine's);
 snakemake.output.shard: shard parquet (resample, seed, term, estimate, ranef_var, converged, singular,
   messages, lme4_messages, error, engine); snakemake.output.check: the lme4 cross-check of the shard
@@ -26,13 +24,13 @@ log = job_logger(snakemake.log[0], "bootstrap_shard")  # noqa: F821
 try:
     p = snakemake.params  # noqa: F821
     src = str(snakemake.input[0])  # noqa: F821
-    mode = str(p.get("fidelity", "earnest"))
+    mode = str(p.fidelity)
     df = validate_glmm_input(pd.read_parquet(src), int(p.glmm), source=src, fidelity=mode)
-    engine, rows = str(p.get("engine", "lme4")), str(p.get("rows", "aggregated"))
+    engine, rows = str(p.engine), str(p.rows)
     done = bootstrap_shard(df, int(p.glmm), int(p.resamples), int(p.seed), shard=int(p.shard),
                            n_shards=int(p.n_shards), cores=int(snakemake.threads),  # noqa: F821
                            rows=rows, fidelity=mode, engine=engine,
-                           check_resamples=int(p.get("check_resamples", 0)))
+                           check_resamples=int(p.check_resamples))
     per = done.table.drop_duplicates("resample")
     log.info("GLMM %s shard %s/%s (%s engine, %s rows): %d resamples in %.1f s, %d without any warning, %d errors",
              p.glmm, int(p.shard) + 1, p.n_shards, engine, rows, len(per), done.seconds,

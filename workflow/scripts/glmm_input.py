@@ -1,8 +1,8 @@
 """Build the GLMM input of one model x prompt from its scored tables.
 
 snakemake.input.scored: scored parquets of that model x prompt (gsm_base and gsm_variants);
-snakemake.params.reasoning_only: optional bool (default False): drop code-error rows (Appendix G);
-snakemake.params.covariate: optional (default gamma): GLMM 2's covariate (earnest.gsm.covariates), put in
+snakemake.params.reasoning_only: bool: drop code-error rows (Appendix G);
+snakemake.params.covariate: GLMM 2's covariate (earnest.gsm.covariates), put in
   the gamma column from snakemake.input.item_tables (the datasets' items tables);
 snakemake.output[0]: GLMM input parquet (model, prompt, template, variant, correct, gamma);
 snakemake.log[0]: log file.
@@ -16,9 +16,9 @@ log = job_logger(snakemake.log[0], "glmm_input")  # noqa: F821
 try:
     paths = snakemake.input.scored  # noqa: F821
     paths = [paths] if isinstance(paths, str) else list(paths)
-    reasoning_only = bool(snakemake.params.get("reasoning_only", False))  # noqa: F821
+    reasoning_only = bool(snakemake.params.reasoning_only)  # noqa: F821
     scored = read_scored(paths)
-    covariate = str(snakemake.params.get("covariate", "gamma"))  # noqa: F821
+    covariate = str(snakemake.params.covariate)  # noqa: F821
     if covariate != "gamma":   # GLMM 2's covariate, in the gamma column (centred where gamma is)
         import pandas as pd
 

@@ -5,11 +5,11 @@ engine's diagnostics and the refits with every lme4 optimiser (Listing 6), and t
 columns of the shards' cross-checks.
 
 snakemake.input.glmm_input: GLMM input parquet; snakemake.input.shards: shard parquets;
-snakemake.params: glmm (1|2), resamples (B, checked against the shards), analysis (optional,
-  "all" | "reasoning_only", default "all"), fidelity (optional, reference | earnest: which fits
-  are clean), rows (optional, answers | aggregated: recorded in the summary), engine (optional,
-  lme4 | laplace: which full-data fit), covariate (GLMM 2's, recorded in the summary);
-snakemake.input.checks (optional): the shards' lme4 cross-checks; their verdict goes into the
+snakemake.params: glmm (1|2), resamples (B, checked against the shards), analysis (all |
+  reasoning_only | matched | shifted<k>), fidelity (reference | earnest: which fits are clean), rows
+  (answers | aggregated: recorded in the summary), engine (lme4 | laplace: which full-data fit),
+  covariate (GLMM 2's);
+snakemake.input.checks: the shards' lme4 cross-checks (none for lme4 shards); their verdict goes into the
   summary's engine_check_* columns and, when beyond tolerance, the log as a warning;
 snakemake.output.summary: summary parquet (one row per effect); snakemake.output.refits: optimiser
   refits parquet (no rows when the fit converged); snakemake.log[0]: log file.
@@ -32,17 +32,17 @@ try:
     p = snakemake.params  # noqa: F821
     glmm = int(p.glmm)
     src = str(snakemake.input.glmm_input)  # noqa: F821
-    data = validate_glmm_input(pd.read_parquet(src), glmm, source=src, fidelity=str(p.get("fidelity", "earnest")))
+    data = validate_glmm_input(pd.read_parquet(src), glmm, source=src, fidelity=str(p.fidelity))
     wc = snakemake.wildcards  # noqa: F821
     summary, refits, verdict = summarise_shards(
         data, read_shards(paths(snakemake.input.shards)), glmm,  # noqa: F821
-        checks=[pd.read_parquet(x) for x in paths(snakemake.input.get("checks", []))],  # noqa: F821
-        n_resamples=int(p.resamples), source=f"shards of {src}", analysis=str(p.get("analysis", "all")),
-        fidelity=str(p.get("fidelity", "earnest")), rows=str(p.get("rows", "")), engine=str(p.get("engine", "lme4")),
-        covariate=str(p.get("covariate", "gamma")), model=getattr(wc, "model", None), prompt=getattr(wc, "prompt", None))
+        checks=[pd.read_parquet(x) for x in paths(snakemake.input.checks)],  # noqa: F821
+        n_resamples=int(p.resamples), source=f"shards of {src}", analysis=str(p.analysis),
+        fidelity=str(p.fidelity), rows=str(p.rows), engine=str(p.engine),
+        covariate=str(p.covariate), model=getattr(wc, "model", None), prompt=getattr(wc, "prompt", None))
     if verdict is not None:
         log.info("%s engine checked against lme4 on %d resamples: largest difference %.2g, clean flags agree "
-                 "on %d", p.get("engine", "lme4"), verdict["checked"], verdict["max_abs_diff"],
+                 "on %d", p.engine, verdict["checked"], verdict["max_abs_diff"],
                  verdict["clean_agree_tight"])
         if verdict["warning"]:
             log.warning(verdict["warning"])

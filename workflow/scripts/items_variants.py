@@ -15,6 +15,6 @@ from earnest.generation import write_parquet_atomic  # noqa: E402
 t0 = time.time()
 tid = int(snakemake.wildcards.template)  # noqa: F821
 items = package_variant_items(tid, int(snakemake.params.variants), int(snakemake.params.seed),  # noqa: F821
-                              instantiator=snakemake.params.get("instantiator", "package"))  # noqa: F821
+                              instantiator=snakemake.params.instantiator)  # noqa: F821
 write_parquet_atomic(items, snakemake.output[0])  # noqa: F821
 log.info("template %d: %d variants in %.1f s", tid, len(items), time.time() - t0)

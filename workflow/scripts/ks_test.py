@@ -3,7 +3,7 @@
 snakemake.input.base, snakemake.input.variants: item parquets (column question);
 snakemake.output.table: CSV path of the result table (.md and .tex are written beside it, same stem);
 snakemake.output.figure: PNG path of the figure (the .pdf is written beside it);
-snakemake.params.fidelity (optional, default "earnest"): how numbers are read (earnest.gsm.gamma);
+snakemake.params.fidelity: how numbers are read (earnest.gsm.gamma);
 snakemake.log[0]: log file.
 """
 
@@ -21,7 +21,7 @@ log = job_logger(snakemake.log[0], "ks_test")  # noqa: F821
 try:
     base = pd.read_parquet(snakemake.input.base)["question"]  # noqa: F821
     variants = pd.read_parquet(snakemake.input.variants)["question"]  # noqa: F821
-    fidelity = getattr(snakemake.params, "fidelity", "earnest")  # noqa: F821
+    fidelity = snakemake.params.fidelity  # noqa: F821
     res = ks_test(base, variants, fidelity=fidelity)
     log.info("K-S D = %.4f, p = %.3g (%d / %d integers)", res.statistic, res.pvalue, res.n_base, res.n_variants)
     table = pd.DataFrame([{"D": res.statistic, "p": res.pvalue, "integers GSM-Base": res.n_base,

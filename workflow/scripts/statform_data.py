@@ -2,7 +2,8 @@
 
 snakemake.input.dataset: local JSON/JSONL/Parquet in the released format (config statform.dataset);
 snakemake.input.pool: few-shot pool file, disjoint from the dataset (config statform.fewshot_pool);
-snakemake.params.taxonomy: taxonomy YAML/JSON path or "" (labels then come from the data only);
+snakemake.input.taxonomy: the taxonomy YAML/JSON (config statform.taxonomy), or none: labels then come
+  from the data only;
 snakemake.params.limit: keep the first n samples (0 or None: all);
 snakemake.output.samples, snakemake.output.pool: parquet tables (earnest.statform.data.SAMPLE_COLUMNS);
 snakemake.output.taxonomy: resolved taxonomy YAML; snakemake.log[0]: log file.
@@ -15,8 +16,10 @@ log = job_logger(snakemake.log[0], "statform_data")  # noqa: F821
 
 try:
     sm = snakemake  # noqa: F821
-    counts = prepare_data(sm.input.dataset, sm.input.pool, sm.params.taxonomy or None, sm.output.samples,
-                          sm.output.pool, sm.output.taxonomy, limit=sm.params.get("limit") or None)
+    taxonomy = sm.input.taxonomy
+    taxonomy = taxonomy if isinstance(taxonomy, str) else next(iter(taxonomy), None)
+    counts = prepare_data(sm.input.dataset, sm.input.pool, taxonomy, sm.output.samples,
+                          sm.output.pool, sm.output.taxonomy, limit=sm.params.limit or None)
     log.info("prepared %s", counts)
 except Exception:
     log.exception("statform data prep failed")

@@ -1,12 +1,13 @@
 """StatFormBench generation: one model x one prompting strategy over every sample.
 
 snakemake.input.samples, snakemake.input.pool, snakemake.input.taxonomy: outputs of statform_data;
+snakemake.input.template: the prompt template (config statform.prompt_template, else
+  resources/statform/prompts/formulation_zero_shot.txt);
 snakemake.params.model: model name; snakemake.params.model_cfg: its config entry (models.<name>;
   backend "openai" or "transformers", see earnest.backends);
 snakemake.params.strategy: strategy name; snakemake.params.strategy_cfg: statform.strategies.<name>
   ({kind: zero_shot|definitions|few_shot, k, seed, layout: system|user});
-snakemake.params.max_new_tokens: generation cap; snakemake.params.prompt_template: optional path
-  ("" = resources/statform/prompts/formulation_zero_shot.txt);
+snakemake.params.max_new_tokens: generation cap;
 snakemake.output[0]: generations parquet (item_id, model, prompt, dataset, response, prompt_tokens,
   new_tokens, stop_reason, seconds); snakemake.log[0]: log file.
 """
@@ -24,7 +25,7 @@ try:
     t0 = time.time()
     frame = generate(sm.input.samples, sm.input.pool, sm.input.taxonomy, p.model, dict(p.model_cfg), p.strategy,
                      dict(p.strategy_cfg or {}), int(p.max_new_tokens), sm.output[0],
-                     prompt_template=p.get("prompt_template") or None)
+                     prompt_template=sm.input.template)
     errors = frame["stop_reason"].str.startswith("error").sum()
     log.info("%d generations (%d errors) in %.1f s", len(frame), errors, time.time() - t0)
 except Exception:

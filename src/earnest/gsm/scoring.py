@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from earnest.gsm.extraction import Extraction, extract_code_many, extract_text, parse_number
 from earnest.gsm.failure_classes import CORRECT, WRONG_ANSWER, WRONG_ANSWER_LAST_NUMBER
-from earnest.fidelity import EARNEST, MODES, REFERENCE, check_mode
+from earnest.fidelity import DEFAULT, EARNEST, MODES, REFERENCE, check_mode
 from earnest.gsm.gamma import gamma
 from earnest.jsonl import iter_jsonl
 
@@ -294,7 +294,7 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument("--style", choices=STYLES, required=True,
                    help="text: 'The final answer is' / last number; code: run solution()")
-    p.add_argument("--fidelity", choices=MODES, default=EARNEST,
+    p.add_argument("--fidelity", choices=MODES, default=DEFAULT,
                    help="reference: extract and classify as the authors' code does; earnest "
                         "(default): earnest's stricter rules and extra classes (resources/FIDELITY.md)")
     p.add_argument("input", help="input JSON lines file")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from earnest.fidelity import DEFAULT, MODES
 from earnest.stats import engines as E
+from earnest.schema import schema_default
 from earnest.stats import glmm as G
 from earnest.stats.cli_common import fail, input_choice_problem, log
 from earnest.stats.rbridge import RError
@@ -25,7 +26,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--resamples", type=int, required=True, help="bootstrap resamples B (paper: 2000)")
     p.add_argument("--seed", type=int, required=True, help="base seed; resample b uses a seed derived from (seed, b)")
     p.add_argument("--out", type=Path, required=True, help="output directory")
-    p.add_argument("--shards", type=int, default=1, help="split the resamples into this many shard files")
+    p.add_argument("--shards", type=int, default=schema_default("stats.shards"), help="split the resamples into this many shard files")
     p.add_argument("--cores", type=int, default=None, help="R worker processes per shard (default: all usable cores)")
     p.add_argument("--fidelity", choices=MODES, default=DEFAULT,
                    help="reference: fit per-answer rows and count a fit as clean as the paper authors' code "
@@ -34,10 +35,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="answers (one row per answer, as the paper's pymer4 fits) or aggregated (binomial rows, "
                         "same likelihood, faster; lme4's checks flag other resamples); default: the fidelity mode's")
     p.add_argument("--row-level", action="store_true", help="the same as --rows answers")
-    p.add_argument("--engine", choices=E.engine_names(), default="lme4",
+    p.add_argument("--engine", choices=E.engine_names(), default=schema_default("stats.engine"),
                    help="lme4 (default): glmer through R, one fit per resample; laplace: the same Laplace deviance "
                         "and lme4's convergence checks in numpy, all resamples at once (far faster; README)")
-    p.add_argument("--check-resamples", type=int, default=3,
+    p.add_argument("--check-resamples", type=int, default=schema_default("stats.check_resamples"),
                    help="laplace engine: resamples per shard refitted with lme4 as a check (0: none)")
     from earnest.readers import options
     options.add_arguments(p)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from earnest.schema import schema_default
 from earnest.stats.cli_common import add_subcommand, fail as cli_fail, input_choice_problem, log
 from earnest.stats.engines import engine_names, get_engine
 from earnest.stats.summary import check_alpha
@@ -28,15 +29,15 @@ def _options(p: argparse.ArgumentParser) -> None:
                    help="models: compare the models of each prompt; prompts: the prompts of each model")
     p.add_argument("--resamples", type=int, required=True, help="bootstrap resamples B (paper: 2000)")
     p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--alpha", type=float, default=schema_default("stats.alpha"))
     p.add_argument("--no-item-effects", action="store_true",
                    help="template intercepts only (GLMM 1's fast path; the OR is then marginal over items)")
-    p.add_argument("--engine", choices=engine_names(), default="lme4",
+    p.add_argument("--engine", choices=engine_names(), default=schema_default("stats.engine"),
                    help="GLMM engine; laplace only with --no-item-effects (it fits one random intercept)")
-    p.add_argument("--agq", type=int, default=1,
+    p.add_argument("--agq", type=int, default=schema_default("compare.agq"),
                    help="1: Laplace, template and item intercepts; k > 1: item intercepts alone by adaptive "
                         "Gauss-Hermite quadrature with k points (no Laplace shrinkage of the paired OR)")
-    p.add_argument("--cores", type=int, default=1)
+    p.add_argument("--cores", type=int, default=schema_default("compare.threads"))
     p.add_argument("--out", type=Path, required=True)
 
 

@@ -6,6 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
+from earnest.schema import schema_default
 from earnest.stats.cli_common import add_subcommand, fail, log
 
 
@@ -25,7 +26,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--templates", type=int, nargs="+", help="template counts (default: 100, or the design of the results read)")
     p.add_argument("--variants", type=int, nargs="+", help="GSM-Variants items per template (default: 50, or the results' design)")
-    p.add_argument("--odds-ratios", type=float, nargs="+", default=[1.0, 0.7, 0.5, 0.35, 0.25],
+    p.add_argument("--odds-ratios", type=float, nargs="+", default=schema_default("power.odds_ratios"),
                    help="true odds ratios (include 1 for the false-positive rate)")
     p.add_argument("--baseline-acc", type=float, help="GSM-Base accuracy, a fraction in (0, 1)")
     p.add_argument("--ranef-var", type=float, help="template-intercept variance on the log-odds scale")
@@ -33,15 +34,15 @@ def _options(p: argparse.ArgumentParser) -> None:
                    help="scenarios from the paper's Tables 2-3: median, lower_quartile, upper_quartile or a model name")
     p.add_argument("--published", type=Path, default=None, help="directory of the published tables (default: resources/published)")
     p.add_argument("--from-summary", type=Path, help="a bootstrap summaries table (CSV/Parquet): one scenario per model x prompt")
-    p.add_argument("--effects", nargs="+", default=["variant"], choices=["variant", "gamma"])
+    p.add_argument("--effects", nargs="+", default=schema_default("power.effects"), choices=["variant", "gamma"])
     p.add_argument("--gamma-sd", type=float, default=1.5,
                    help="spread (sd) of gamma, drawn per answer, for the number effect (OR per unit of gamma)")
-    p.add_argument("--sims", type=int, default=20, help="simulated data sets per grid point")
-    p.add_argument("--resamples", type=int, default=100, help="bootstrap resamples B per data set (paper: 2000)")
-    p.add_argument("--alpha", type=float, default=0.05)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--engine", default="lme4")
-    p.add_argument("--cores", type=int, default=1, help="R worker processes per bootstrap")
+    p.add_argument("--sims", type=int, default=schema_default("power.sims"), help="simulated data sets per grid point")
+    p.add_argument("--resamples", type=int, default=schema_default("power.resamples"), help="bootstrap resamples B per data set (paper: 2000)")
+    p.add_argument("--alpha", type=float, default=schema_default("stats.alpha"))
+    p.add_argument("--seed", type=int, default=schema_default("power.seed"))
+    p.add_argument("--engine", default=schema_default("power.engine"))
+    p.add_argument("--cores", type=int, default=schema_default("power.threads"), help="R worker processes per bootstrap")
     p.add_argument("--out", type=Path, required=True, help="output directory")
 
 

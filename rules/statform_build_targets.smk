@@ -1,5 +1,5 @@
-# StatFormBench construction: configuration, wildcard constraints and input functions of the rules in
-# rules/statform_build.smk (kept apart from the rules, as Snakemake's linter asks).
+# StatFormBench construction (rules/statform_build.smk): configuration, wildcard constraints and
+# input functions.
 import json as _json
 
 SFB = config["statform_build"]

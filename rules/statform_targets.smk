@@ -1,0 +1,30 @@
+# StatFormBench (rules/statform.smk): settings, the files its jobs read, and its targets.
+from earnest.statform.prompts import default_prompt_path
+
+SF = config["statform"]
+SF_MODELS = list(SF["models"])
+SF_STRATEGIES = dict(SF["strategies"])
+SF_DIR = "results/statform"
+
+
+wildcard_constraints:
+    strategy=_alternatives(SF_STRATEGIES) if SF_STRATEGIES else "zero_shot",
+
+
+def statform_dataset():
+    """statform.dataset; the benchmark built by rules/statform_build.smk is made, not read."""
+    return BUILT_BENCHMARK if SF["dataset"] == BUILT_BENCHMARK else _repo_path(SF["dataset"])
+
+
+def statform_taxonomy():
+    """statform.taxonomy, read with the data (none: labels from the data only)."""
+    return [str(_repo_path(SF["taxonomy"]))] if SF["taxonomy"] else []
+
+
+def statform_prompt_template():
+    """The prompt template every strategy fills: statform.prompt_template, else the shipped one."""
+    return str(_repo_path(SF["prompt_template"])) if SF["prompt_template"] else str(default_prompt_path())
+
+
+def statform_targets():
+    return [f"{SF_DIR}/tables", f"{SF_DIR}/figures"]

@@ -1,0 +1,37 @@
+# Statistics (rules/stats.smk): settings, the GLMM inputs and summaries of the run.
+from earnest.stats.engines import resolve_rows
+
+STATS = config["stats"]
+N_SHARDS = int(STATS["shards"])
+# the rows the bootstrap fits (stats.rows, else the fidelity mode's)
+try:
+    STATS_ROWS = resolve_rows(STATS.get("rows"), FIDELITY, engine=STATS["engine"])
+except ValueError as exc:
+    config_error(exc)
+
+
+def glmm_datasets(wildcards):
+    """GSM-Base and the variant set of an analysis: GSM-Variants, or Ex4's gsm_<analysis>."""
+    if wildcards.analysis in ("all", "reasoning_only"):
+        return list(DATASETS)
+    return ["gsm_base", f"gsm_{wildcards.analysis}"]
+
+
+def summary_files(wildcards=None):
+    """Ex1 (GLMM 1), Ex2 (GLMM 1), Ex3 (GLMM 2), and the reasoning-only analysis of code prompts."""
+    out = []
+    for m, p in model_prompts():
+        out.append(summary_path("all", 1, m, p))
+        out.append(summary_path("all", 2, m, p))
+        if p in CODE_PROMPTS:
+            out.append(summary_path("reasoning_only", 1, m, p))
+            out.append(summary_path("reasoning_only", 2, m, p))
+    return out
+
+
+def refit_files(wildcards=None):
+    return [s.replace("summary.parquet", "refits.parquet") for s in summary_files()]
+
+
+def glmm_input_files(wildcards=None):
+    return [f"{STATS_DIR}/all/input/{m}/{p}.parquet" for m, p in model_prompts()]
