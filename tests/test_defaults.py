@@ -52,7 +52,7 @@ CONFIG_KEYS = {
 }
 #: options that are no config key (what to read, where to write, command-line-only choices)
 CLI_ONLY = {
-    ("prompt", "format"), ("prompt", "question"), ("extract", "style"), ("extract", "input"),
+    ("prompt", "format"), ("check-config", "configfile"), ("check-config", "workflow"), ("prompt", "question"), ("extract", "style"), ("extract", "input"),
     ("extract", "output"), ("glmm", "input"), ("glmm", "glmm"), ("glmm", "out"), ("glmm", "row_level"),
     # all usable cores (the workflow gives each job stats.threads)
     ("glmm", "cores"),

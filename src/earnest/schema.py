@@ -36,7 +36,7 @@ def schema_node(key: str, path: str | Path = SCHEMA_PATH) -> dict:
 
 def schema_default(key: str, path: str | Path = SCHEMA_PATH):
     """The default the schema declares for a dotted config key, a fresh copy; KeyError naming the key
-    if the schema declares none (``schema_default("power.engine") == "laplace"``)."""
+    if the schema declares none (e.g. ``schema_default("power.engine")`` gives the engine the power study defaults to)."""
     node = schema_node(key, path)
     if "default" not in node:
         raise KeyError(f"{path}: {key} has no default")
