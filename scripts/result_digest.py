@@ -75,10 +75,14 @@ def digest(results: Path) -> dict:
     return out
 
 
-def compare(a: dict, b: dict, rename: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
+def compare(a: dict, b: dict, rename: dict[str, str] | None = None,
+            file_rename: dict[str, dict[str, str]] | None = None) -> tuple[list[str], list[str]]:
     """(differences, notes): a table's values that differ, files on one side only; notes list what
-    is allowed to change: renamed columns (``rename``), columns only in B, reworded text tables."""
-    rename = rename or {}
+    is allowed to change: renamed columns (``rename``; ``file_rename``: per file glob, first),
+    columns only in B, reworded text tables."""
+    import fnmatch
+
+    default_rename = rename or {}
     problems, notes = [], []
     for rel in sorted(set(a["files"]) | set(b["files"])):
         fa, fb = a["files"].get(rel), b["files"].get(rel)
@@ -90,6 +94,10 @@ def compare(a: dict, b: dict, rename: dict[str, str] | None = None) -> tuple[lis
         if "columns" not in fa or "columns" not in fb:
             notes.append(f"text differs (captions, labels?): {rel}")
             continue
+        rename = dict(default_rename)
+        for pattern, mapping in (file_rename or {}).items():
+            if fnmatch.fnmatch(rel, pattern):
+                rename.update(mapping)
         if fa["rows"] != fb["rows"]:
             problems.append(f"differs: {rel}: {fa['rows']} rows in A, {fb['rows']} in B")
             continue
@@ -114,7 +122,8 @@ def main(argv=None) -> int:
     ap.add_argument("runs", nargs="+", help="a results directory (or, with --compare, two; a .json digest works too)")
     ap.add_argument("--compare", action="store_true")
     ap.add_argument("--rename", action="append", default=[], metavar="OLD=NEW",
-                    help="a column of A that B names NEW (repeatable; a trailing * matches a prefix)")
+                    help="a column of A that B names NEW (repeatable; a trailing * matches a prefix; "
+                         "GLOB:OLD=NEW applies to the files matching GLOB only, before the others)")
     args = ap.parse_args(argv)
 
     def load(p: str) -> dict:
@@ -126,18 +135,19 @@ def main(argv=None) -> int:
     if len(args.runs) != 2:
         ap.error("--compare takes two runs")
     a, b = load(args.runs[0]), load(args.runs[1])
-    rename = {}
+    rename, file_rename = {}, {}
     for item in args.rename:
-        old, sep, new = item.partition("=")
+        where, colon, pair = item.rpartition(":") if ":" in item.partition("=")[0] else ("", "", item)
+        old, sep, new = pair.partition("=")
         if not sep:
-            ap.error(f"--rename {item!r}: give OLD=NEW")
-        rename[old] = new
+            ap.error(f"--rename {item!r}: give OLD=NEW or GLOB:OLD=NEW")
+        (file_rename.setdefault(where, {}) if where else rename)[old] = new
     columns = {c for f in a["files"].values() for c in f.get("columns", {})}
     for old, new in list(rename.items()):
         if old.endswith("*"):
             del rename[old]
             rename.update({c: new[:-1] + c[len(old) - 1:] for c in columns if c.startswith(old[:-1])})
-    problems, notes = compare(a, b, rename)
+    problems, notes = compare(a, b, rename, file_rename)
     print(f"{len(a['files'])} tables in A, {len(b['files'])} in B; {len(problems)} with different values")
     for p in problems:
         print("  " + p)
