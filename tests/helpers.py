@@ -51,13 +51,16 @@ def nobody_interpreter(drop: list[str], env: dict) -> str | None:
 
 
 def nobody_copy(home: Path, tests: list[str]) -> Path:
-    """A copy of the package and of ``tests`` (paths under tests/, files or folders) in
-    ``home``/repo that nobody can read (the checkout may live where it cannot)."""
+    """A copy of the package, the schema it takes its defaults from (config/schema.yaml, read at
+    import by earnest.schema) and ``tests`` (paths under tests/, files or folders) in ``home``/repo
+    that nobody can read (the checkout may live where it cannot)."""
     import shutil
 
     copy = Path(home) / "repo"
     skip = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(REPO / "src" / "earnest", copy / "src" / "earnest", ignore=skip)
+    (copy / "config").mkdir(parents=True)
+    shutil.copy(REPO / "config" / "schema.yaml", copy / "config" / "schema.yaml")
     for name in tests:
         src, dst = REPO / "tests" / name, copy / "tests" / name
         dst.parent.mkdir(parents=True, exist_ok=True)

@@ -26,16 +26,17 @@ rule all:
     input: "out/tables", "out/figures"
 
 rule data:
-    input: dataset="{res}/sample.jsonl", pool="{res}/fewshot_pool.jsonl"
-    params: taxonomy="{res}/taxonomy.yaml", limit=12
+    input: dataset="{res}/sample.jsonl", pool="{res}/fewshot_pool.jsonl", taxonomy="{res}/taxonomy.yaml"
+    params: limit=12
     output: samples="out/samples.parquet", pool="out/pool.parquet", taxonomy="out/taxonomy.yaml"
     log: "logs/data.log"
     script: "{scripts}/statform_data.py"
 
 rule generate:
-    input: samples="out/samples.parquet", pool="out/pool.parquet", taxonomy="out/taxonomy.yaml"
+    input: samples="out/samples.parquet", pool="out/pool.parquet", taxonomy="out/taxonomy.yaml",
+           template="{res}/prompts/formulation_zero_shot.txt"
     params: model=lambda w: w.model, model_cfg=lambda w: MODELS[w.model], strategy="zero_shot",
-            strategy_cfg={{"kind": "zero_shot"}}, max_new_tokens=256, prompt_template=""
+            strategy_cfg={{"kind": "zero_shot"}}, max_new_tokens=256
     output: "out/gen/{{model}}.parquet"
     log: "logs/gen_{{model}}.log"
     script: "{scripts}/statform_generate.py"
@@ -48,7 +49,8 @@ rule score:
 
 rule analysis:
     input: scored=expand("out/scored/{{model}}.parquet", model=list(MODELS))
-    params: n_boot=200, seed=1, glmm=False
+    params: main_strategy="zero_shot", baseline="zero_shot", n_boot=200, seed=1, min_category_n=0, top_fine=15,
+            glmm=False
     output: tables=directory("out/tables"), figures=directory("out/figures")
     log: "logs/analysis.log"
     script: "{scripts}/statform_analysis.py"

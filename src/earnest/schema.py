@@ -20,7 +20,11 @@ SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
 @functools.lru_cache(maxsize=None)
 def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
     """The schema as a mapping (read once per path)."""
-    return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: earnest takes its defaults from the workflow's config/schema.yaml and "
+                                "did not find it; use the package from its checkout (pip install -e .)")
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
 def schema_node(key: str, path: str | Path = SCHEMA_PATH) -> dict:
