@@ -556,72 +556,35 @@ _SHARED_PREFIX = "_earnest_shared_prefix"   # attribute of the key tensor a shar
 
 @functools.lru_cache(maxsize=1)
 def _shared_prefix_layer_class():
-    from transformers.cache_utils import DynamicLayer
-
-    class SharedPrefixLayer(DynamicLayer):
-        """The prefix's keys/values once (1, heads, P, dim); each row's own columns in a buffer.
+    class SharedPrefixLayer(_preallocated_layer_class()):
+        """The prefix's keys/values once (1, heads, P, dim); each row's own columns in a
+        preallocated buffer (the parent class's, starting empty).
 
         ``update`` returns the rows' own keys/values, the key tensor carrying the prefix as an
         attribute for ``shared_prefix_attention``; sequence length and mask sizes count both.
         """
 
         def __init__(self, prefix_keys, prefix_values, batch: int, room: int):
-            super().__init__()
             _, h, p, d = prefix_keys.shape
             self._pk, self._pv, self._p = prefix_keys, prefix_values, p
-            self._k = prefix_keys.new_empty((batch, h, room, d))
-            self._v = prefix_values.new_empty((batch, h, room, prefix_values.shape[-1]))
-            self._len = 0
-            self.device = prefix_keys.device
-            self.is_initialized = True
-            self._views()
+            super().__init__(prefix_keys.new_empty((batch, h, 0, d)),
+                             prefix_values.new_empty((batch, h, 0, prefix_values.shape[-1])), room)
 
         def _views(self):
-            self.keys = self._k[:, :, : self._len]
-            self.values = self._v[:, :, : self._len]
+            super()._views()
             setattr(self.keys, _SHARED_PREFIX, (self._pk, self._pv))
-
-        def update(self, key_states, value_states, *args, **kwargs):
-            n = key_states.shape[-2]
-            if self._len + n > self._k.shape[-2]:
-                grow = max(n, self._k.shape[-2])
-                self._k = torch_grow(self._k, grow)
-                self._v = torch_grow(self._v, grow)
-            self._k[:, :, self._len:self._len + n] = key_states
-            self._v[:, :, self._len:self._len + n] = value_states
-            self._len += n
-            self._views()
-            return self.keys, self.values
 
         def get_seq_length(self) -> int:
             return self._p + self._len
 
         def write_slot(self, slot, keys, values, start):
             """Overwrite one row's columns start.. (counted from the prefix's first column)."""
-            n, own = keys.shape[-2], start - self._p
-            self._k[slot, :, own:own + n] = keys
-            self._v[slot, :, own:own + n] = values
-
-        def batch_select_indices(self, indices):
-            self._k = self._k[indices]
-            self._v = self._v[indices]
-            self._views()
-
-        def batch_repeat_interleave(self, repeats):
-            self._k = self._k.repeat_interleave(repeats, dim=0)
-            self._v = self._v.repeat_interleave(repeats, dim=0)
-            self._views()
+            super().write_slot(slot, keys, values, start - self._p)
 
         def crop(self, tokens_to_remove):
             raise NotImplementedError("a shared-prefix decoding cache is not cropped")
 
     return SharedPrefixLayer
-
-
-def torch_grow(buf, grow: int):
-    import torch
-
-    return torch.cat([buf, buf.new_empty(buf.shape[:2] + (grow,) + buf.shape[3:])], dim=2)
 
 
 def shared_prefix_attention(module, query, key, value, attention_mask, dropout: float = 0.0,
