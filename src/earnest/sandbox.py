@@ -139,11 +139,11 @@ MAX_SOURCE_CHARS = 200_000
 _MAX_EXACT_BITS = 1024
 _EARNEST, _REFERENCE = "earnest", "reference"  # = earnest.fidelity's names (standard library only here)
 
-#: Classes a run can end in ("" = it returned a number). The sandbox knows no benchmark: these are
-#: its own names, the ones the failure-class taxonomy of the benchmark that scores the answers uses
-#: for code (earnest.gsm.failure_classes, Appendix F; tests/test_failure_classes.py checks that the
-#: two agree). The worker's code writes them as strings (it runs this file alone, standard library
-#: only); ``validate_reply`` turns any name that is not one of them into ``unclassified``.
+#: Classes a run can end in ("" = it returned a number). The sandbox knows no benchmark: these names
+#: are defined here, and the failure-class taxonomy that scores the answers imports them
+#: (earnest.gsm.failure_classes, Appendix F; tests/test_failure_classes.py checks the order). The
+#: worker's code writes them as strings (it runs this file alone, standard library only);
+#: ``validate_reply`` turns any name that is not one of them into ``unclassified``.
 NO_FUNCTION = "no_function"
 FORBIDDEN_STRING = "forbidden_string"
 FORBIDDEN_CONSTRUCT = "forbidden_construct"

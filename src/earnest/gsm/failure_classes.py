@@ -3,7 +3,8 @@ re-evaluation, plus earnest's extra classes).
 
 A scored answer has ``error_class`` "" (correct) or one of the names below. Extraction
 (``earnest.gsm.extraction``), the sandbox (``earnest.sandbox``), scoring (``earnest.gsm.scoring``) and the
-figures use these names; import them from here instead of writing the strings.
+figures use these names; import them from here instead of writing the strings (the code classes
+are defined by the sandbox, which runs the code and knows no benchmark, and re-exported here).
 
 Which classes each fidelity mode (``earnest.fidelity``) produces:
 
@@ -21,6 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from earnest.fidelity import EARNEST, MODES, REFERENCE, check_mode
+from earnest.sandbox import (ATTRIBUTE_ERROR, FORBIDDEN_CONSTRUCT, FORBIDDEN_STRING, NAME_ERROR, NO_FUNCTION,
+                             NONE_RETURNED, NOT_A_NUMBER, RESOURCE_LIMIT, SYNTAX_ERROR, TIMEOUT, TYPE_VALUE_ERROR,
+                             UNCLASSIFIED, ZERO_DIVISION_ERROR)
 
 CORRECT = ""
 
@@ -31,20 +35,8 @@ WRONG_ANSWER_LAST_NUMBER = "wrong_answer_last_number"
 EMPTY_RESPONSE = "empty_response"
 EMPTY_AFTER_TRIMMING = "empty_after_trimming"
 NO_NUMBER_FOUND = "no_number_found"
-# code extraction
-NO_FUNCTION = "no_function"
-FORBIDDEN_STRING = "forbidden_string"
-FORBIDDEN_CONSTRUCT = "forbidden_construct"
-SYNTAX_ERROR = "syntax_error"
-NAME_ERROR = "name_error"
-TYPE_VALUE_ERROR = "type_value_error"
-ZERO_DIVISION_ERROR = "zero_division_error"
-ATTRIBUTE_ERROR = "attribute_error"
-NONE_RETURNED = "none_returned"
-NOT_A_NUMBER = "not_a_number"
-UNCLASSIFIED = "unclassified"
-TIMEOUT = "timeout"
-RESOURCE_LIMIT = "resource_limit"
+# code extraction: the classes a run of generated code ends in are named by the sandbox that runs
+# it (generic, it imports no benchmark): NO_FUNCTION ... RESOURCE_LIMIT, imported above
 
 
 @dataclass(frozen=True)
