@@ -145,6 +145,9 @@ def test_the_same_task_in_two_files_is_refused_not_doubled(tmp_path):
     rerun.write_bytes(var.read_bytes())
     with pytest.raises(lmeval.LmEvalError, match=r"task 'gsm_symbolic' of model 'org__model-7b' is also in .*two runs"):
         lmeval.read_samples([base, var, rerun])
+    # the same file given twice would count every document twice as well
+    with pytest.raises(lmeval.LmEvalError, match=r"task 'gsm_symbolic' of model 'org__model-7b' was given twice"):
+        lmeval.read_samples([base, var, var])
 
 
 def test_compare_input_pairs_two_models_by_document(tmp_path):

@@ -30,8 +30,8 @@ from typing import Sequence
 
 import pandas as pd
 
-from earnest.readers.lmeval import (LmEvalError, Mapping, ROW_COLUMNS, binary_value, doc_hash, foreign_file, integer_id,
-                            model_names, sample_row)
+from earnest.readers.lmeval import (LmEvalError, Mapping, ROW_COLUMNS, binary_value, check_one_file_per_task, doc_hash,
+                                    foreign_file, integer_id, model_names, sample_row)
 
 FORMAT_VERSION = "Inspect AI .eval / .json logs (as inspect-ai 0.3.x writes them)"
 ZSTD = 93                      # the zip compression method of Zstandard
@@ -169,11 +169,7 @@ def read_logs(paths: Sequence[str | Path], *, mapping: Mapping = Mapping(), scor
     rows, files = [], {}
     for (path, header, samples), (task, mdl) in zip(logs, heads):
         mdl = names[mdl]
-        key = (mdl, task)
-        if key in files:
-            raise LmEvalError(f"{path}: task {task!r} of model {mdl!r} is also in {files[key]} (two runs?); a "
-                              f"document counts once: give one log per task and model")
-        files[key] = path
+        check_one_file_per_task(files, mdl, task, path, noun="log")
         if not samples:
             raise LmEvalError(f"{path}: no samples in the log (status {header.get('status')!r})")
         epochs = sorted({s.get("epoch", 1) for _, s in samples}, key=str)

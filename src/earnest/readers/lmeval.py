@@ -237,11 +237,15 @@ def model_names(folders: Sequence[str], given: Sequence[str] | str | None) -> di
     return names
 
 
-def _check_one_file_per_task(sources: dict, model: str, task: str, path: Path) -> None:
+def check_one_file_per_task(sources: dict, model: str, task: str, path: Path, noun: str = "file") -> None:
+    """Record that ``path`` holds ``task`` of ``model`` in ``sources``; LmEvalError if a file read
+    before holds it too, or ``path`` was given twice (every document would count twice). Both the
+    lm-eval and the Inspect reader call it (``noun``: what their files are called)."""
     key = (model, task)
-    if key in sources and sources[key] != path:
-        raise LmEvalError(f"{path}: task {task!r} of model {model!r} is also in {sources[key]} (two runs?); a "
-                          f"document counts once: give one file per task and model")
+    if key in sources:
+        where = "was given twice" if sources[key] == path else f"is also in {sources[key]} (two runs?)"
+        raise LmEvalError(f"{path}: task {task!r} of model {model!r} {where}; a document counts once: give one "
+                          f"{noun} per task and model")
     sources[key] = path
 
 
@@ -259,7 +263,7 @@ def read_samples(paths: Sequence[str | Path], *, mapping: Mapping = Mapping(), m
     for path in paths:
         task = task_of(path)
         mdl = names[path.parent.name or "lm-eval"]
-        _check_one_file_per_task(files, mdl, task, path)
+        check_one_file_per_task(files, mdl, task, path)
         seen: dict[int, int] = {}
         records = [(i, rec) for _, i, rec in iter_jsonl(path, error=LmEvalError)]
         if not records:
