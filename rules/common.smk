@@ -64,7 +64,7 @@ def config_error(message):
 _where = {}
 try:
     _where = config_locations(workflow.configfiles)
-    CHECKED, FORMATS, _, _where = check_workflow_config(config, workflow.configfiles, BASEDIR)
+    CHECKED, FORMATS = check_workflow_config(config, workflow.configfiles, BASEDIR, locations=_where)
 except (ConfigError, PromptFormatError) as exc:
     config_error(exc)
 

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 import yaml
 
 from earnest.jsonl import read_utf8
-from earnest.gsm.prompts import FORMATS_FILE, PromptFormat, PromptFormatError, validate_format_names
+from earnest.gsm.prompts import FORMATS_FILE, PromptFormat, PromptFormatError, load_formats, validate_format_names
 
 __all__ = ["ConfigError", "Checked", "validate_schema", "check_config", "resolve_path", "load_yaml_strict",
            "check_config_files", "config_locations", "locate", "SAFE_NAME"]
@@ -500,19 +500,19 @@ def merge_config_files(paths) -> dict:
     return merged
 
 
-def check_workflow_config(config: dict, paths, base_dir: str | Path) -> tuple[Checked, dict, dict, dict[str, str]]:
+def check_workflow_config(config: dict, paths, base_dir: str | Path,
+                          locations: Mapping[str, str] | None = None) -> tuple[Checked, dict[str, PromptFormat]]:
     """Every check the workflow makes before its first job, in its order: the files themselves
     (UTF-8, YAML, duplicate keys), the schema (defaults filled into ``config``), the prompt formats,
-    then :func:`check_config`. Returns (what it worked out, the prompt formats, ``config``, where
-    each key was written); raises ConfigError / PromptFormatError naming file, line and key."""
-    from earnest.gsm.prompts import load_formats
-
+    then :func:`check_config`. ``locations``: :func:`config_locations` of ``paths`` when the caller
+    has it already. Returns (what it worked out, the prompt formats); raises ConfigError /
+    PromptFormatError naming file, line and key."""
     base = Path(base_dir)
     check_config_files(paths)
-    where = config_locations(paths)
+    where = config_locations(paths) if locations is None else locations
     validate_schema(config, base / "config" / "schema.yaml", locations=where)
     formats = load_formats(resolve_path(config["prompts_dir"], base), fidelity=config["fidelity"])
-    return check_config(config, formats, base_dir=base, locations=where), formats, config, where
+    return check_config(config, formats, base_dir=base, locations=where), formats
 
 
 def _cmd_check_config(args) -> int:
