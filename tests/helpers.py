@@ -68,3 +68,27 @@ def nobody_copy(home: Path, tests: list[str]) -> Path:
     for path in [copy, *copy.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return copy
+
+
+#: The bootstrap-shard and summary rules of the tests' throwaway Snakefiles (format with ``s``, the
+#: workflow/scripts folder, and ``engine``): GLMM 2, 4 resamples in two shards, each rule passing every
+#: param its script reads, as the workflow's rules do.
+GLMM_SHARD_RULES = """
+rule shard:
+    input: "glmm_input.parquet"
+    output: shard="shards/shard-{{i}}.parquet", check="shards/shard-{{i}}.check.parquet"
+    params: glmm=2, resamples=4, seed=3, shard=lambda w: int(w.i), n_shards=2, engine="{engine}",
+            check_resamples=1, rows="aggregated", fidelity="earnest"
+    threads: 1
+    log: "logs/shard-{{i}}.log"
+    script: "{s}/bootstrap_shard.py"
+
+rule summary:
+    input: glmm_input="glmm_input.parquet", shards=expand("shards/shard-{{i}}.parquet", i=range(2)),
+           checks=expand("shards/shard-{{i}}.check.parquet", i=range(2))
+    output: summary="summary.parquet", refits="refits.parquet"
+    params: glmm=2, resamples=4, analysis="all", engine="{engine}", rows="aggregated", fidelity="earnest",
+            covariate="gamma"
+    log: "logs/summary.log"
+    script: "{s}/glmm_summary.py"
+"""

@@ -58,10 +58,6 @@ def graph() -> dict[str, set[str]]:
     return {module_name(p): imports_of(p, modules) for p in paths}
 
 
-def package_of(mod: str, g) -> bool:
-    return mod in g
-
-
 def test_no_import_cycle_between_modules():
     g = graph()
     # a package's __init__ re-exporting its own submodules is not a cycle of the design

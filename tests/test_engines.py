@@ -13,6 +13,7 @@ import pytest
 
 from earnest.stats import engines as E
 from earnest.stats.simulate import simulate_glmm_input
+from helpers import GLMM_SHARD_RULES
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "workflow" / "scripts"
@@ -94,24 +95,7 @@ SNAKEFILE = """
 rule all:
     input: "summary.parquet"
 
-rule shard:
-    input: "glmm_input.parquet"
-    output: shard="shards/shard-{{i}}.parquet", check="shards/shard-{{i}}.check.parquet"
-    params: glmm=2, resamples=4, seed=3, shard=lambda w: int(w.i), n_shards=2, engine="{engine}",
-            check_resamples=1, rows="aggregated", fidelity="earnest"
-    threads: 1
-    log: "logs/shard-{{i}}.log"
-    script: "{s}/bootstrap_shard.py"
-
-rule summary:
-    input: glmm_input="glmm_input.parquet", shards=expand("shards/shard-{{i}}.parquet", i=range(2)),
-           checks=expand("shards/shard-{{i}}.check.parquet", i=range(2))
-    output: summary="summary.parquet", refits="refits.parquet"
-    params: glmm=2, resamples=4, analysis="all", engine="{engine}", rows="aggregated", fidelity="earnest",
-            covariate="gamma"
-    log: "logs/summary.log"
-    script: "{s}/glmm_summary.py"
-"""
+""" + GLMM_SHARD_RULES
 
 
 @pytest.mark.slow

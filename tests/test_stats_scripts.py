@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from earnest.stats.simulate import simulate_glmm_input
+from helpers import GLMM_SHARD_RULES
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "workflow" / "scripts"
 
@@ -25,24 +26,7 @@ rule glmm_input:
     log: "logs/glmm_input.log"
     script: "{s}/glmm_input.py"
 
-rule shard:
-    input: "glmm_input.parquet"
-    output: shard="shards/shard-{{i}}.parquet", check="shards/shard-{{i}}.check.parquet"
-    params: glmm=2, resamples=4, seed=3, shard=lambda w: int(w.i), n_shards=2, rows="aggregated", fidelity="earnest",
-            engine="laplace", check_resamples=1
-    threads: 1
-    log: "logs/shard-{{i}}.log"
-    script: "{s}/bootstrap_shard.py"
-
-rule summary:
-    input: glmm_input="glmm_input.parquet", shards=expand("shards/shard-{{i}}.parquet", i=range(2)),
-           checks=expand("shards/shard-{{i}}.check.parquet", i=range(2))
-    output: summary="summary.parquet", refits="refits.parquet"
-    params: glmm=2, resamples=4, analysis="all", fidelity="earnest", rows="aggregated", engine="laplace",
-            covariate="gamma"
-    log: "logs/summary.log"
-    script: "{s}/glmm_summary.py"
-
+""" + GLMM_SHARD_RULES + """
 rule summaries:
     input: summaries=["summary.parquet"]
     output: "summaries.parquet"
@@ -82,7 +66,7 @@ def test_stats_scripts_under_snakemake(tmp_path):
                  ).to_parquet(tmp_path / "items" / "gsm_base.parquet")
     pd.DataFrame({"question": [f"Tom has {n} apples and {n + 3} pears." for n in rng.integers(10, 90, 200)]}
                  ).to_parquet(tmp_path / "items" / "gsm_variants.parquet")
-    (tmp_path / "Snakefile").write_text(SNAKEFILE.format(s=SCRIPTS))
+    (tmp_path / "Snakefile").write_text(SNAKEFILE.format(s=SCRIPTS, engine="laplace"))
     run = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "--quiet"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]

@@ -197,7 +197,6 @@ GSM_DEPENDANTS = {"score", "sensitivity_score", "glmm_input", "bootstrap_shard",
                   "sensitivity_summaries", "sensitivity_table", "stats_tables", "error_class_table", "fig_errors",
                   "fig_variant_effect", "fig_prompts", "fig_number_effect", "published_comparison",
                   "power_results", "compare_family", "sandbox_table", "all"}
-STATFORM_RULES = {"statform_data", "statform_generate", "statform_score", "statform_analysis"}
 
 
 @pytest.mark.slow

@@ -170,8 +170,3 @@ CLEAN_RULE = {
     F.EARNEST: "no warning of any kind while fitting (lme4's convergence messages, optimiser warnings, "
                "a singular fit) and no error",
 }
-
-
-def clean_rule_text(fidelity: str) -> str:
-    """The clean-fit rule of ``fidelity`` as a caption sentence."""
-    return f"Clean fits (fidelity {F.check_mode(fidelity)}): {CLEAN_RULE[fidelity]}."
