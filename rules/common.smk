@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 
-from earnest.backends.hf import resolve_gguf
+from earnest.backends.hf import model_device, model_dtype, resolve_gguf
 from earnest.config import (
     BUILT_BENCHMARK,
     ConfigError,
@@ -99,7 +99,7 @@ def on_gpu(model):
     """A model's generation runs on a GPU node: it asks for GPUs (resources.gpu) and is not placed on
     the CPU (device cpu, the transformers backend's default; an API client never needs a GPU)."""
     m = MODELS[model]
-    return int(m["resources"]["gpu"]) > 0 and m["backend"] == "transformers" and m.get("device", "cpu") != "cpu"
+    return int(m["resources"]["gpu"]) > 0 and m["backend"] == "transformers" and model_device(m) != "cpu"
 
 
 def gpus(wildcards):
@@ -126,7 +126,7 @@ if workflow.exec_mode.name == "DEFAULT":
     for _m in MODELS:
         if int(model_resources(_m)["gpu"]) > 0 and not on_gpu(_m):
             print(
-                f"earnest: models.{_m} runs on the CPU (device {MODELS[_m].get('device', 'cpu')}, backend "
+                f"earnest: models.{_m} runs on the CPU (device {model_device(MODELS[_m])}, backend "
                 f"{MODELS[_m]['backend']}): its generation jobs go to the cpu partition and resources.gpu "
                 f"({model_resources(_m)['gpu']}) is not requested",
                 file=sys.stderr,

@@ -37,7 +37,7 @@ rule convert_gguf:
         runtime=60,
     params:
         gguf=lambda wc: MODELS[wc.model]["gguf"],
-        dtype=lambda wc: MODELS[wc.model].get("dtype", "float32"),
+        dtype=lambda wc: model_dtype(MODELS[wc.model]),
     script:
         "../workflow/scripts/convert_gguf.py"
 

@@ -52,6 +52,7 @@ rule statform_generate:
         strategy=lambda wc: wc.strategy,
         strategy_cfg=lambda wc: SF_STRATEGIES[wc.strategy],
         max_new_tokens=SF["max_new_tokens"],
+        checkpoint_every=config["generation"]["checkpoint_every"],
     script:
         "../workflow/scripts/statform_generate.py"
 

@@ -36,7 +36,7 @@ rule generate:
     input: samples="out/samples.parquet", pool="out/pool.parquet", taxonomy="out/taxonomy.yaml",
            template="{res}/prompts/formulation_zero_shot.txt"
     params: model=lambda w: w.model, model_cfg=lambda w: MODELS[w.model], strategy="zero_shot",
-            strategy_cfg={{"kind": "zero_shot"}}, max_new_tokens=256
+            strategy_cfg={{"kind": "zero_shot"}}, max_new_tokens=256, checkpoint_every=4
     output: "out/gen/{{model}}.parquet"
     log: "logs/gen_{{model}}.log"
     script: "{scripts}/statform_generate.py"

@@ -62,8 +62,23 @@ def reference_clean_up(text: str) -> str:
         text = text.replace(old, new)
     return text
 
+#: a transformers model's dtype and device where its config entry names none
+DEFAULT_DTYPE = "float32"
+DEFAULT_DEVICE = "cpu"
+
 _DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
            "float16": "float16", "fp16": "float16", "auto": "auto"}
+
+
+def model_dtype(cfg: dict) -> str:
+    """The dtype a model entry asks for (config ``models.<name>.dtype``), :data:`DEFAULT_DTYPE` if none."""
+    return cfg.get("dtype") or DEFAULT_DTYPE
+
+
+def model_device(cfg: dict) -> str:
+    """The device a model entry asks for (``models.<name>.device``: cpu, cuda, cuda:N or auto),
+    :data:`DEFAULT_DEVICE` if none."""
+    return cfg.get("device") or DEFAULT_DEVICE
 
 
 def torch_dtype(value, where: str):
@@ -138,7 +153,7 @@ _TOKENIZER_PROBES = (
 )
 
 
-def convert_gguf(spec: str, out_dir: str | Path, dtype: str = "float32") -> dict:
+def convert_gguf(spec: str, out_dir: str | Path, dtype: str = DEFAULT_DTYPE) -> dict:
     """Dequantize a GGUF model once into a plain transformers checkpoint directory.
 
     transformers reads a GGUF file by dequantizing every tensor and rebuilding the tokenizer from
@@ -208,8 +223,8 @@ class TransformersBackend(Backend):
         if cfg.get("threads"):
             torch.set_num_threads(int(cfg["threads"]))
         source, kwargs = model_source(model_name, cfg)
-        dtype = torch_dtype(cfg.get("dtype", "float32"), f"models.{model_name}.dtype")
-        device = cfg.get("device", "cpu")
+        dtype = torch_dtype(model_dtype(cfg), f"models.{model_name}.dtype")
+        device = model_device(cfg)
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)

@@ -30,6 +30,7 @@ ITEM_COLUMNS = ["item_id", "dataset", "template_id", "instance", "question", "an
 DATASETS = ("gsm_base", "gsm_variants")
 #: How tables and figures name the datasets.
 DATASET_LABELS = {"gsm_base": "GSM-Base", "gsm_variants": "GSM-Variants", "gsm_matched": "GSM-Matched"}
+BASE_LABEL, VARIANTS_LABEL = DATASET_LABELS["gsm_base"], DATASET_LABELS["gsm_variants"]
 #: number-controlled variant sets (earnest.gsm.instantiate): gsm_matched, gsm_shifted1, gsm_shifted2, ...
 _CONTROLLED = re.compile(r"^gsm_(?:(?P<matched>matched)|shifted(?P<shift>[1-9]\d*))$")
 JSONL_FIELDS = ("id", "instance", "question", "answer", "original_id", "original_question", "original_answer")

@@ -20,6 +20,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
+from earnest.gsm.datasets import BASE_LABEL, VARIANTS_LABEL
 from earnest.gsm.prompts import prompt_noun
 from earnest.stats import diagnostics
 from earnest.gsm import reasoning
@@ -72,8 +73,8 @@ def variant_effect_table(s: pd.DataFrame, prompt: str, models: Sequence[str] | N
     alpha = _alpha_of(sub)
     display = pd.DataFrame({
         "Model": sub["model"],
-        "Ā GSM-Base": [_f(x, 1) for x in sub["acc_base"]],
-        "Ā GSM-Variants": [_f(x, 1) for x in sub["acc_variants"]],
+        f"Ā {BASE_LABEL}": [_f(x, 1) for x in sub["acc_base"]],
+        f"Ā {VARIANTS_LABEL}": [_f(x, 1) for x in sub["acc_variants"]],
         "Δvar": [_f(x, 2) for x in sub["delta_var"]],
         "P value": [format_p(p, alpha) + (f" {DAGGER}" if m else "") + (f" {DEGENERATE}" if d else "")
                     for p, m, d in zip(sub["p_boot"], sub["wald_mismatch"], sub["degenerate"])],
@@ -200,8 +201,8 @@ def separation_display(sep: pd.DataFrame):
     """(display, raw) of Table 19 for one prompt's rows of :func:`diagnostics.separation_table`."""
     display = pd.DataFrame({
         "Model": sep["model"],
-        "Ā GSM-Base": [_f(x, 1) for x in sep["acc_base"]],
-        "Ā GSM-Variants": [_f(x, 2) for x in sep["acc_variants"]],
+        f"Ā {BASE_LABEL}": [_f(x, 1) for x in sep["acc_base"]],
+        f"Ā {VARIANTS_LABEL}": [_f(x, 2) for x in sep["acc_variants"]],
         "Δvar": [_f(x, 2) for x in sep["delta_var"]],
         "Large split": [_f(x, 0) for x in sep["large_split"]],
         "Constancy": [_f(x, 0) for x in sep["constancy"]],

@@ -361,8 +361,8 @@ def figure_prompt_comparison(summaries: pd.DataFrame, prompts: Sequence[str], st
     top.set_title(title)
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
-    top.legend(handles=[Patch(facecolor=colours[p], label=f"{labels.get(p, p)}: Ā GSM-Variants") for p in prompts]
-               + [Line2D([], [], color="black", lw=2, label="Ā GSM-Base")],
+    top.legend(handles=[Patch(facecolor=colours[p], label=f"{labels.get(p, p)}: Ā {DATASET_LABELS['gsm_variants']}") for p in prompts]
+               + [Line2D([], [], color="black", lw=2, label=f"Ā {DATASET_LABELS['gsm_base']}")],
                loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     delta = _cells(sub, "delta_var")
     _grouped(bottom, models, prompts, delta, hatch, colours, marks=marks)

@@ -17,6 +17,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from earnest.gsm.datasets import BASE_LABEL, VARIANTS_LABEL
 from earnest.gsm.prompts import prompt_noun
 from earnest.tables import read_table, require_columns
 
@@ -118,12 +119,12 @@ def write_comparison(comparison: pd.DataFrame, stem: str | Path, prompt_label: s
 
     display = pd.DataFrame({
         "Model": comparison["model"],
-        "GSM-Base / M": [_f(x) for x in comparison["gsm_base_m"]],
-        "GSM-Variants / M": [_with_sd(v, s) for v, s in zip(comparison["gsm_variants_m"], comparison["gsm_variants_m_sd"])],
-        "GSM-Base / O": [_f(x) for x in comparison["gsm_base_o"]],
-        "GSM-Variants / O": [_with_sd(v, s) for v, s in zip(comparison["gsm_variants_o"], comparison["gsm_variants_o_sd"])],
-        "GSM-Base / run": [_f(x) for x in comparison["gsm_base_run"]],
-        "GSM-Variants / run": [_with_sd(v, s) for v, s in zip(comparison["gsm_variants_run"], comparison["gsm_variants_run_sd"])],
+        f"{BASE_LABEL} / M": [_f(x) for x in comparison["gsm_base_m"]],
+        f"{VARIANTS_LABEL} / M": [_with_sd(v, s) for v, s in zip(comparison["gsm_variants_m"], comparison["gsm_variants_m_sd"])],
+        f"{BASE_LABEL} / O": [_f(x) for x in comparison["gsm_base_o"]],
+        f"{VARIANTS_LABEL} / O": [_with_sd(v, s) for v, s in zip(comparison["gsm_variants_o"], comparison["gsm_variants_o_sd"])],
+        f"{BASE_LABEL} / run": [_f(x) for x in comparison["gsm_base_run"]],
+        f"{VARIANTS_LABEL} / run": [_with_sd(v, s) for v, s in zip(comparison["gsm_variants_run"], comparison["gsm_variants_run_sd"])],
         "Drop / M": [_f(x) for x in comparison["drop_m"]],
         "Drop / O": [_f(x) for x in comparison["drop_o"]],
         "Drop / run": [_f(x) for x in comparison["drop_run"]],
