@@ -40,6 +40,7 @@ rule power_paper_design:
         variants=POWER["variants"],
         odds_ratios=POWER["odds_ratios"],
         effects=POWER["effects"],
+        gamma_sd=POWER["gamma_sd"],
         sims=POWER["sims"],
         resamples=POWER["resamples"],
         alpha=config["stats"]["alpha"],

@@ -42,6 +42,7 @@ CONFIG_KEYS = {
     ("power", "seed"): "power.seed",
     ("power", "engine"): "power.engine",
     ("power", "cores"): "power.threads",
+    ("power", "gamma_sd"): "power.gamma_sd",
     ("compare", "resamples"): "compare.resamples",
     ("compare", "seed"): "compare.seed",
     ("compare", "alpha"): "stats.alpha",
@@ -58,7 +59,7 @@ CLI_ONLY = {
     ("glmm", "cores"),
     # the scenario sources of `earnest power` (the workflow's power.scenarios are paper scenarios)
     ("power", "baseline_acc"), ("power", "ranef_var"), ("power", "paper_scenario"), ("power", "published"),
-    ("power", "from_summary"), ("power", "gamma_sd"), ("power", "out"),
+    ("power", "from_summary"), ("power", "out"),
     ("compare", "input"), ("compare", "by"), ("compare", "out"),
 }
 #: the options of other harnesses' results (earnest.readers.lmeval.add_arguments): no config keys
@@ -106,7 +107,7 @@ def test_cli_defaults_are_the_schemas():
 def test_library_defaults_behind_the_cli_are_the_schemas():
     from earnest import fidelity
     from earnest.gsm.prompts import DEFAULT_PROMPTS_DIR
-    from earnest.stats.power import PAPER_DESIGN
+    from earnest.stats.power import GAMMA_SD, PAPER_DESIGN
     from earnest.statform.build.prompts import default_prompt_dir
     from earnest.statform.taxonomy import default_taxonomy_path
 
@@ -114,6 +115,7 @@ def test_library_defaults_behind_the_cli_are_the_schemas():
     assert DEFAULT_PROMPTS_DIR == REPO / schema_default("prompts_dir")
     assert [PAPER_DESIGN[0]] == schema_default("power.templates")
     assert [PAPER_DESIGN[1]] == schema_default("power.variants")
+    assert GAMMA_SD == schema_default("power.gamma_sd")
     assert default_taxonomy_path() == REPO / schema_default("statform_build.taxonomy")
     assert default_prompt_dir() == REPO / schema_default("statform_build.prompts_dir")
 

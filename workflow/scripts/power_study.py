@@ -2,7 +2,7 @@
 100 templates x 50 variants) with scenarios from the paper's Tables 2-3.
 
 snakemake.input.published: resources/published; snakemake.params: scenarios, templates, variants,
-  odds_ratios, effects, sims, resamples, alpha, seed, engine, cores;
+  odds_ratios, effects, gamma_sd, sims, resamples, alpha, seed, engine, cores;
 snakemake.output.power / .mde: CSV tables (Markdown and LaTeX beside them), .png / .pdf: the
   power-curve figure; snakemake.log[0]: log file.
 """
@@ -20,7 +20,7 @@ try:
     p = snakemake.params  # noqa: F821
     scenarios = P.published_scenarios(snakemake.input.published, list(p.scenarios))  # noqa: F821
     t0 = time.perf_counter()
-    power = P.power_study(scenarios, p.templates, p.variants, p.odds_ratios, effects=list(p.effects),
+    power = P.power_study(scenarios, p.templates, p.variants, p.odds_ratios, effects=list(p.effects), gamma_sd=float(p.gamma_sd),
                           n_sims=int(p.sims), n_resamples=int(p.resamples), alpha=float(p.alpha), seed=int(p.seed),
                           engine=str(p.engine), cores=int(p.cores), log=log.info)
     seconds = time.perf_counter() - t0

@@ -62,6 +62,8 @@ TARGET_POWER = 0.8
 #: Monte Carlo band of the MDE: power +- MC_Z standard errors
 MC_Z = 1.96
 
+#: the spread (sd) of gamma the number effect is simulated with (config power.gamma_sd)
+GAMMA_SD = 1.5
 POWER_COLUMNS = ("scenario", "effect", "n_templates", "n_variants", "baseline_acc", "ranef_var", "gamma_sd",
                  "odds_ratio", "log_or", "n_sims", "n_resamples", "alpha", "engine", "n_p_below_alpha",
                  "power", "mc_se", "power_ci_low", "power_ci_high", "n_no_p", "clean_share", "n_engine_fallback",
@@ -126,7 +128,7 @@ def intercept_for_accuracy(baseline_acc: float, ranef_var: float) -> float:
 
 
 def simulate_design(n_templates: int, n_variants: int, *, odds_ratio: float, baseline_acc: float,
-                    ranef_var: float, effect: str = "variant", gamma_sd: float = 1.5, seed=0,
+                    ranef_var: float, effect: str = "variant", gamma_sd: float = GAMMA_SD, seed=0,
                     model: str = "sim", prompt: str = "sim") -> pd.DataFrame:
     """One simulated GLMM input (model, prompt, template, variant, correct, gamma).
 
@@ -269,7 +271,7 @@ def _gamma_complete_information(b0: float, b_gamma: float, sd: float, n_variants
 
 
 def gamma_template_information(b0: float, b_gamma: float, ranef_var: float, n_variants: int, *,
-                               gamma_sd: float = 1.5, n_draws: int = GAMMA_INFO_TEMPLATES,
+                               gamma_sd: float = GAMMA_SD, n_draws: int = GAMMA_INFO_TEMPLATES,
                                seed: int = GAMMA_INFO_SEED) -> np.ndarray:
     """Expected Fisher information of one template for (b0, b_variant, b_gamma, sd) under GLMM 2,
     logit P = b0 + b_variant * variant + b_gamma * gamma + sd * z, z ~ N(0, 1), at b_variant = 0,
@@ -334,7 +336,7 @@ def gamma_template_information(b0: float, b_gamma: float, ranef_var: float, n_va
 
 
 def wald_se(n_templates: int, n_variants: int, *, odds_ratio: float, baseline_acc: float,
-            ranef_var: float, effect: str = "variant", gamma_sd: float = 1.5) -> float:
+            ranef_var: float, effect: str = "variant", gamma_sd: float = GAMMA_SD) -> float:
     """Large-sample standard error of the effect's log OR at the design: the variant effect in
     GLMM 1 (exact expected information, :func:`template_information`) or the number effect, the
     log OR per unit of gamma in GLMM 2 (:func:`gamma_template_information`)."""
@@ -356,7 +358,7 @@ def wald_se(n_templates: int, n_variants: int, *, odds_ratio: float, baseline_ac
 
 
 def wald_power(n_templates: int, n_variants: int, *, odds_ratio: float, baseline_acc: float,
-               ranef_var: float, alpha: float = 0.05, effect: str = "variant", gamma_sd: float = 1.5) -> float:
+               ranef_var: float, alpha: float = 0.05, effect: str = "variant", gamma_sd: float = GAMMA_SD) -> float:
     """Power of a two-sided Wald test of the effect at level ``alpha``: the variant effect (GLMM 1)
     or the number effect (GLMM 2, OR per unit of gamma, gamma's spread ``gamma_sd``)."""
     se = wald_se(n_templates, n_variants, odds_ratio=odds_ratio, baseline_acc=baseline_acc, ranef_var=ranef_var,
@@ -370,7 +372,7 @@ def wald_power(n_templates: int, n_variants: int, *, odds_ratio: float, baseline
 
 def wald_mde(n_templates: int, n_variants: int, *, baseline_acc: float, ranef_var: float,
              alpha: float = 0.05, target: float = TARGET_POWER, direction: str = "below",
-             effect: str = "variant", gamma_sd: float = 1.5) -> float:
+             effect: str = "variant", gamma_sd: float = GAMMA_SD) -> float:
     """The OR (below 1 by default, else above) nearest 1 at which :func:`wald_power` reaches
     ``target``; NaN when no OR up to 1/1000 (or 1000) does."""
     sign = -1.0 if direction == "below" else 1.0
@@ -416,7 +418,7 @@ def wilson(successes: int, n: int, z: float = MC_Z) -> tuple[float, float]:
 
 def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: Scenario, *,
                 effect: str = "variant", n_sims: int, n_resamples: int, alpha: float = 0.05, seed: int = 0,
-                engine: str = "lme4", cores: int = 1, scenario_index: int = 0, gamma_sd: float = 1.5) -> dict:
+                engine: str = "lme4", cores: int = 1, scenario_index: int = 0, gamma_sd: float = GAMMA_SD) -> dict:
     """Simulated power of the bootstrap test at one design point: one row of :data:`POWER_COLUMNS`."""
     _check_effect(effect)
     if n_sims < 1 or n_resamples < 1:
@@ -472,7 +474,7 @@ def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: 
 def power_study(scenarios: Sequence[Scenario], templates: Iterable[int], variants: Iterable[int],
                 odds_ratios: Iterable[float], *, effects: Sequence[str] = ("variant",), n_sims: int,
                 n_resamples: int, alpha: float = 0.05, seed: int = 0, engine: str = "lme4", cores: int = 1,
-                gamma_sd: float = 1.5, log: Callable[[str], None] | None = None) -> pd.DataFrame:
+                gamma_sd: float = GAMMA_SD, log: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Power over the grid scenarios x effects x templates x variants x odds ratios
     (:data:`POWER_COLUMNS`, one row per point)."""
     check_engine(engine)
@@ -551,12 +553,12 @@ def minimum_detectable_or(power: pd.DataFrame, *, target: float = TARGET_POWER, 
         row = {k: first[k] for k in ("scenario", "effect", "n_templates", "n_variants", "baseline_acc",
                                      "ranef_var", "n_sims", "n_resamples", "alpha")}
         gamma = first["effect"] == "gamma"
-        row["gamma_sd"] = float(first.get("gamma_sd", 1.5)) if gamma else float("nan")
+        row["gamma_sd"] = float(first.get("gamma_sd", GAMMA_SD)) if gamma else float("nan")
         row["target_power"] = target
         row["wald_mde_or"] = wald_mde(int(first["n_templates"]), int(first["n_variants"]),
                                       baseline_acc=first["baseline_acc"], ranef_var=first["ranef_var"],
                                       alpha=first["alpha"], target=target, direction=direction,
-                                      effect=str(first["effect"]), gamma_sd=row["gamma_sd"] if gamma else 1.5)
+                                      effect=str(first["effect"]), gamma_sd=row["gamma_sd"] if gamma else GAMMA_SD)
         sign = -1.0 if direction == "below" else 1.0
         if side.empty:
             row.update(mde_or=np.nan, mde_or_mc_low=np.nan, mde_or_mc_high=np.nan, mde_bound="",

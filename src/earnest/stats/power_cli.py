@@ -35,7 +35,7 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--published", type=Path, default=None, help="directory of the published tables (default: resources/published)")
     p.add_argument("--from-summary", type=Path, help="a bootstrap summaries table (CSV/Parquet): one scenario per model x prompt")
     p.add_argument("--effects", nargs="+", default=schema_default("power.effects"), choices=["variant", "gamma"])
-    p.add_argument("--gamma-sd", type=float, default=1.5,
+    p.add_argument("--gamma-sd", type=float, default=schema_default("power.gamma_sd"),
                    help="spread (sd) of gamma, drawn per answer, for the number effect (OR per unit of gamma)")
     p.add_argument("--sims", type=int, default=schema_default("power.sims"), help="simulated data sets per grid point")
     p.add_argument("--resamples", type=int, default=schema_default("power.resamples"), help="bootstrap resamples B per data set (paper: 2000)")
