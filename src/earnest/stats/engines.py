@@ -320,9 +320,11 @@ def cross_check(df: pd.DataFrame, glmm: int, shard: pd.DataFrame, n_check: int, 
     gaps = {}
     for k, b in enumerate(resamples):
         rows = out[out["resample"] == b].set_index("term").reindex(list(G.TERMS[glmm]))
-        P = np.array([[np.sqrt(rows["ranef_var"].iloc[0])] + rows["estimate"].tolist(),
-                      [np.sqrt(rows["tight_ranef_var"].iloc[0])] + rows["tight_estimate"].tolist()])
-        if np.all(np.isfinite(P)):
+        P = np.array([[rows["ranef_var"].iloc[0]] + rows["estimate"].tolist(),
+                      [rows["tight_ranef_var"].iloc[0]] + rows["tight_estimate"].tolist()], dtype=float)
+        # a failed fit's values are R's NA (a NaN that numpy's sqrt warns about): compare only two fits
+        if np.all(np.isfinite(P)) and np.all(P[:, 0] >= 0):
+            P[:, 0] = np.sqrt(P[:, 0])
             D = laplace._evaluate(des, None, P, np.zeros((2, des.n_templates)), np.repeat(K[k:k + 1], 2, 0), False)[0]
             gaps[b] = float(D[1] - D[0])
     out["deviance_gap"] = out["resample"].map(gaps).astype(float)

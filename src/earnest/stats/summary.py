@@ -42,7 +42,7 @@ def clean_mask(shards: pd.DataFrame, fidelity: str = F.DEFAULT) -> pd.Series:
         if "lme4_messages" not in shards.columns:
             raise ValueError("fits without the column 'lme4_messages' (written before it existed): "
                              "refit them to judge them as the reference does")
-        conv = shards["lme4_messages"].fillna("").astype(str)
+        conv = shards["lme4_messages"].astype(object).fillna("").astype(str)
         singular = shards["singular"].astype("boolean").fillna(True).astype(bool)
         return ok & (conv == "") & ~singular
     return ok & shards["converged"].astype(bool)
@@ -57,7 +57,7 @@ NOT_CONVERGED_TEXTS = ("failed to converge", "convergence code", "did not conver
 def not_converged_mask(shards: pd.DataFrame) -> pd.Series:
     """True for the rows of fits (without error) whose optimiser did not converge, by any engine:
     never clean under any rule (:func:`clean_mask`), counted in the summaries (``n_not_converged``)."""
-    text = lambda c: (shards[c].fillna("").astype(str) if c in shards.columns  # noqa: E731
+    text = lambda c: (shards[c].astype(object).fillna("").astype(str) if c in shards.columns  # noqa: E731
                       else pd.Series("", index=shards.index))
     msgs = text("messages") + " | " + text("lme4_messages")
     err = text("error")
