@@ -421,19 +421,30 @@ def planted_key(remove: bool) -> bool:
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 1
 
 
-#: Answers one after the other in one worker: a key planted in the user keyring for the next answer.
+#: Answers one after the other in one worker: a key planted in the user keyring for the next
+#: answer, and signals to the pid namespace's init (whose death would end the worker).
 PLANT_FOR_NEXT = _fn(f"return ok(libc.syscall({SYS_ADD_KEY}, b'user', {PLANT_KEYNAME.encode()!r}, b'42', 2, {KEY_SPEC_USER}))")
 READ_FROM_PREVIOUS = _fn(f"return ok(libc.syscall({SYS_KEYCTL}, 10, {KEY_SPEC_USER}, b'user', {PLANT_KEYNAME.encode()!r}, 0))")
+SIGNAL_INIT = _fn("return sum(1 for sig in (15, 1, 2, 10, 19) if libc.kill(1, sig) == 0)")
 
 
 def run_sequential(disable: tuple, must_stop: set) -> list[str]:
-    """The answers that need an order (one worker): cross-answer keys."""
+    """The answers that need an order (one worker): cross-answer keys, the init's signals."""
     failures = []
     with Sandbox(workers=1, limits=LIMITS, disable=tuple(disable) + ("static",)) as box:
         if "ipc" in must_stop:  # elsewhere (Landlock alone) the key would stay in the uid's keyring
             plant, read = box._run_many_unchecked([PLANT_FOR_NEXT, READ_FROM_PREVIOUS], full_builtins=True)
             if read.error_class == "" and read.value == 1.0:
                 failures.append("keyring_read_from_previous: got through (ipc)")
+        box.run("def solution():\n    return 1\n")
+        helpers, workers = box.helper_pids(), box.worker_pids()
+        if helpers:  # a pid namespace: its init is pid 1 for the answers
+            box._run_unchecked(SIGNAL_INIT, full_builtins=True)
+            after = box.run("def solution():\n    return 6 * 7\n")
+            if (after.error_class, after.value) != ("", 42.0):
+                failures.append(f"innocent answer after signals to the init wrong: {after}")
+            if box.helper_pids() != helpers or box.worker_pids() != workers:
+                failures.append("signal_namespace_init: the init (and with it the worker) ended (escape)")
     return failures
 
 

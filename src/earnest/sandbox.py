@@ -1318,6 +1318,11 @@ def _child_outer(payload: memoryview, result_w: int, setup: dict, worker_pid: in
 def _namespace_init(request_r: int, ack_w: int, libc) -> None:
     """pid 1 of the worker's pid namespace: on each request from the worker, kill every other
     process in the namespace (anything an answer started: it outlives no answer), reap, ack."""
+    # the worker's handlers (SIGTERM, SIGHUP: SystemExit; SIGINT: KeyboardInterrupt) would let an
+    # answer in the namespace end its init with kill(1, SIGTERM); with the default actions the
+    # kernel drops every signal sent to a namespace's init from inside it
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # no answer may trace it
     os.closerange(0, min(request_r, ack_w))
