@@ -52,12 +52,13 @@ KEY_SPEC_PROCESS, KEY_SPEC_SESSION, KEY_SPEC_USER = -2, -3, -4
 #: "files": reading, writing, creating, stat-ing paths; "env": the caller's environment;
 #: "procs": system calls on other processes; "ipc": SysV IPC objects that outlive the answer or
 #: reach another; "net": sockets; "escape": new processes and survivors; "self": this answer's
-#: own limits and privileges (harmless to others, stopped only by the allowlist).
+#: own limits and privileges (harmless to others, stopped only by the allowlist); "keys": the user's
+#: persistent keyring (where Kerberos keeps tickets), which Landlock alone leaves to an ordinary user.
 CONFIGS = {
-    "all": ((), {"files", "meta", "env", "procs", "ipc", "ipc_call", "net", "escape", "self"}),
-    "seccomp": (("namespaces", "landlock"), {"files", "meta", "env", "procs", "ipc", "ipc_call", "net", "escape",
-                                            "self"}),
-    "namespaces": (("seccomp", "landlock"), {"files", "meta", "env", "procs", "ipc", "net", "escape"}),
+    "all": ((), {"files", "meta", "env", "keys", "procs", "ipc", "ipc_call", "net", "escape", "self"}),
+    "seccomp": (("namespaces", "landlock"), {"files", "meta", "env", "keys", "procs", "ipc", "ipc_call", "net",
+                                            "escape", "self"}),
+    "namespaces": (("seccomp", "landlock"), {"files", "meta", "env", "keys", "procs", "ipc", "net", "escape"}),
     "landlock": (("seccomp", "namespaces"), {"files", "env", "net"}),
 }
 
@@ -179,6 +180,11 @@ def attacks(ctx: dict) -> list[tuple[str, str, str]]:
          f"k = libc.syscall({SYS_KEYCTL}, 10, {KEY_SPEC_SESSION}, b'user', {SESSION_KEY.encode()!r}, 0)\n"
          f"if k < 0:\n    return 0\nbuf = ctypes.create_string_buffer(64)\n"
          f"n = libc.syscall({SYS_KEYCTL}, 11, k, buf, 64)\nreturn 1 if {API_KEY.encode()!r} in buf.raw[:max(n, 0)] else 0"),
+        ("keyring_caller_persistent", "keys",
+         f"p = libc.syscall({SYS_KEYCTL}, 22, -1, {KEY_SPEC_PROCESS})\nif p < 0:\n    return 0\n"  # GET_PERSISTENT
+         f"k = libc.syscall({SYS_KEYCTL}, 10, p, b'user', {SESSION_KEY.encode()!r}, 0)\nif k < 0:\n    return 0\n"
+         f"buf = ctypes.create_string_buffer(64)\nn = libc.syscall({SYS_KEYCTL}, 11, k, buf, 64)\n"
+         f"return 1 if {API_KEY.encode()!r} in buf.raw[:max(n, 0)] else 0"),
         # new system calls for the allowlist alone (harmless to others where it is off)
         ("io_uring_setup", "self", "p = (ctypes.c_char * 120)()\nreturn ok(libc.syscall(425, 4, p))"),
         ("userfaultfd", "self", "return ok(libc.syscall(323, 1))"),  # UFFD_USER_MODE_ONLY
@@ -300,6 +306,11 @@ class Targets:
         self.libc.syscall(SYS_KEYCTL, 1, f"earnest-attacks-{os.getpid()}".encode())  # JOIN_SESSION_KEYRING
         self.session_key = self.libc.syscall(SYS_ADD_KEY, b"user", SESSION_KEY.encode(), API_KEY.encode(),
                                              len(API_KEY), KEY_SPEC_SESSION)
+        # and in this user's persistent keyring (linked into this process's keyring to reach it)
+        self.persistent = self.libc.syscall(SYS_KEYCTL, 22, -1, KEY_SPEC_PROCESS)  # GET_PERSISTENT
+        self.persistent_key = (self.libc.syscall(SYS_ADD_KEY, b"user", SESSION_KEY.encode(), API_KEY.encode(),
+                                                 len(API_KEY), ctypes.c_long(self.persistent))
+                               if self.persistent >= 0 else -1)
         self.caller_limits = {r: resource.getrlimit(r) for r in (resource.RLIMIT_FSIZE, resource.RLIMIT_CPU)}
         self.caller_nice = os.getpriority(os.PRIO_PROCESS, 0)
         self.caller_affinity = os.sched_getaffinity(0)
@@ -397,6 +408,8 @@ class Targets:
         os.waitpid(self.neighbour, 0)
         if self.plant >= 0:
             self.libc.shmctl(self.plant, 0, None)
+        if self.persistent_key >= 0:
+            self.libc.syscall(SYS_KEYCTL, 9, self.persistent_key, ctypes.c_long(self.persistent))  # UNLINK
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 

@@ -26,10 +26,12 @@ root and as an unprivileged user, with the static policy off):
    stops file, process, IPC (keyrings included), network and survivor attacks.
 3. **Landlock** (Linux >= 5.13): no file access at all; TCP (ABI >= 4), signals and abstract
    sockets out of the domain (ABI >= 6). Alone it stops file content reads and writes, TCP; not
-   ``stat``, IPC or keys in the user keyring, nor calls on other processes of the same user
-   (their limits, priority: ``prlimit64``, ``setpriority``; signals before ABI 6), which only the
-   allowlist and the namespaces stop: with Landlock alone, as an ordinary user, an answer can
-   re-limit the caller and its neighbours (tests/sandbox_attacks.py does not try it there).
+   ``stat``, IPC or keys in the user keyring, nor (as an ordinary user) the user's persistent
+   keyring (``keyctl get_persistent``: Kerberos tickets may live there), nor calls on other
+   processes of the same user (their limits, priority: ``prlimit64``, ``setpriority``; signals
+   before ABI 6), which only the allowlist and the namespaces stop: with Landlock alone, as an
+   ordinary user, an answer can re-limit the caller and its neighbours (tests/sandbox_attacks.py
+   does not try it there).
 4. **Always**: no_new_privs; as root setuid/setgid to 65534 (and a chroot into an empty directory
    where there are no namespaces); capabilities dropped inside a user namespace; an empty
    environment; one descriptor (the result pipe, fd 3); rlimits (CPU, address space, no file
