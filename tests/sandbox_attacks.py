@@ -45,7 +45,8 @@ SHM_KEY, MSG_KEY, PLANT_KEY = 0x5EA7001, 0x5EA7002, 0x5EA7003
 #: in its user keyring for the next answer to find (per run: a stale one from another run is not ours)
 SESSION_KEY = "earnest-caller-key"
 PLANT_KEYNAME = f"earnest-attack-key-{os.getpid()}"
-SYS_KEYCTL, SYS_ADD_KEY = 250, 248  # x86_64
+SYS_KEYCTL, SYS_ADD_KEY = 250, 248  # x86_64's numbers: those attacks run there only
+X86_64 = os.uname().machine == "x86_64"
 KEY_SPEC_PROCESS, KEY_SPEC_SESSION, KEY_SPEC_USER = -2, -3, -4
 
 #: Configurations: the layers left on (the other kernel layers disabled), and what they must stop.
@@ -174,42 +175,45 @@ def attacks(ctx: dict) -> list[tuple[str, str, str]]:
         ("raise_own_cpu_limit", "self", rl + "new = RL(100, 100)\nreturn ok(libc.prlimit(0, 0, ctypes.byref(new), None))"),
         ("own_priority", "self", "return ok(libc.setpriority(0, 0, 10))"),
         ("prctl_other", "self", "return ok(libc.prctl(15, b'renamed', 0, 0, 0))"),  # PR_SET_NAME
-        # keyrings (keyctl): the caller's session keyring holds its API key; a key an answer plants
-        # in its user keyring must neither reach the next answer nor outlive the answer
-        ("keyring_caller_session", "env",
-         f"k = libc.syscall({SYS_KEYCTL}, 10, {KEY_SPEC_SESSION}, b'user', {SESSION_KEY.encode()!r}, 0)\n"
-         f"if k < 0:\n    return 0\nbuf = ctypes.create_string_buffer(64)\n"
-         f"n = libc.syscall({SYS_KEYCTL}, 11, k, buf, 64)\nreturn 1 if {API_KEY.encode()!r} in buf.raw[:max(n, 0)] else 0"),
-        ("keyring_caller_persistent", "keys",
-         f"p = libc.syscall({SYS_KEYCTL}, 22, -1, {KEY_SPEC_PROCESS})\nif p < 0:\n    return 0\n"  # GET_PERSISTENT
-         f"k = libc.syscall({SYS_KEYCTL}, 10, p, b'user', {SESSION_KEY.encode()!r}, 0)\nif k < 0:\n    return 0\n"
-         f"buf = ctypes.create_string_buffer(64)\nn = libc.syscall({SYS_KEYCTL}, 11, k, buf, 64)\n"
-         f"return 1 if {API_KEY.encode()!r} in buf.raw[:max(n, 0)] else 0"),
-        # new system calls for the allowlist alone (harmless to others where it is off)
-        ("io_uring_setup", "self", "p = (ctypes.c_char * 120)()\nreturn ok(libc.syscall(425, 4, p))"),
-        ("userfaultfd", "self", "return ok(libc.syscall(323, 1))"),  # UFFD_USER_MODE_ONLY
-        ("perf_event_open", "self",
-         "attr = (ctypes.c_char * 128)()\nctypes.memmove(attr, (1).to_bytes(4, 'little') + (128).to_bytes(4, 'little'), 8)\n"
-         "return ok(libc.syscall(298, attr, 0, -1, -1, 0))"),  # a software counter on itself
-        ("bpf_map_create", "self", "attr = (ctypes.c_uint32 * 20)(2, 4, 4, 1)\nreturn ok(libc.syscall(321, 0, attr, 80))"),
-        ("memfd_create", "self", "return ok(libc.syscall(319, b'x', 0))"),
-        ("mmap_exec", "self",
-         "libc.mmap.restype = ctypes.c_void_p\n"
-         "libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]\n"
-         "a = libc.mmap(None, 4096, 7, 0x22, -1, 0)\nreturn 1 if a not in (None, 2 ** 64 - 1) else 0"),
-        ("mprotect_rwx", "self",
-         "buf = ctypes.create_string_buffer(8192)\na = (ctypes.addressof(buf) + 4095) & ~4095\n"
-         "return ok(libc.mprotect(ctypes.c_void_p(a), 4096, 7))"),
-        ("personality_read_implies_exec", "self", "return ok(libc.personality(0x0400000))"),
-        ("vfork", "self", "pid = libc.syscall(58)\nif pid == 0:\n    libc.syscall(60, 0)\nreturn 1 if pid > 0 else 0"),
-        ("clone3", "self", "args = (ctypes.c_uint64 * 11)()\nargs[4] = 17\npid = libc.syscall(435, args, 88)\n"
-                           "if pid == 0:\n    libc.syscall(60, 0)\nreturn 1 if pid > 0 else 0"),
-        ("unshare_user", "self", "return ok(libc.unshare(0x10000000))"),
-        ("keyctl_add_key", "self", f"return ok(libc.syscall({SYS_ADD_KEY}, b'user', b'k', b'v', 1, {KEY_SPEC_PROCESS}))"),
-        # other ABIs: x32 numbers and the 32-bit int 0x80 entry (seccomp kills other architectures)
-        ("x32_getpid", "self", "return 1 if libc.syscall(0x40000000 | 39) > 0 else 0"),
-        ("int80_gadget", "self", INT80),
     ]
+    if X86_64:  # raw system call numbers (x86_64's)
+        a += [
+            # keyrings (keyctl): the caller's session keyring holds its API key; a key an answer plants
+            # in its user keyring must neither reach the next answer nor outlive the answer
+            ("keyring_caller_session", "env",
+             f"k = libc.syscall({SYS_KEYCTL}, 10, {KEY_SPEC_SESSION}, b'user', {SESSION_KEY.encode()!r}, 0)\n"
+             f"if k < 0:\n    return 0\nbuf = ctypes.create_string_buffer(64)\n"
+             f"n = libc.syscall({SYS_KEYCTL}, 11, k, buf, 64)\nreturn 1 if {API_KEY.encode()!r} in buf.raw[:max(n, 0)] else 0"),
+            ("keyring_caller_persistent", "keys",
+             f"p = libc.syscall({SYS_KEYCTL}, 22, -1, {KEY_SPEC_PROCESS})\nif p < 0:\n    return 0\n"  # GET_PERSISTENT
+             f"k = libc.syscall({SYS_KEYCTL}, 10, p, b'user', {SESSION_KEY.encode()!r}, 0)\nif k < 0:\n    return 0\n"
+             f"buf = ctypes.create_string_buffer(64)\nn = libc.syscall({SYS_KEYCTL}, 11, k, buf, 64)\n"
+             f"return 1 if {API_KEY.encode()!r} in buf.raw[:max(n, 0)] else 0"),
+            # new system calls for the allowlist alone (harmless to others where it is off)
+            ("io_uring_setup", "self", "p = (ctypes.c_char * 120)()\nreturn ok(libc.syscall(425, 4, p))"),
+            ("userfaultfd", "self", "return ok(libc.syscall(323, 1))"),  # UFFD_USER_MODE_ONLY
+            ("perf_event_open", "self",
+             "attr = (ctypes.c_char * 128)()\nctypes.memmove(attr, (1).to_bytes(4, 'little') + (128).to_bytes(4, 'little'), 8)\n"
+             "return ok(libc.syscall(298, attr, 0, -1, -1, 0))"),  # a software counter on itself
+            ("bpf_map_create", "self", "attr = (ctypes.c_uint32 * 20)(2, 4, 4, 1)\nreturn ok(libc.syscall(321, 0, attr, 80))"),
+            ("memfd_create", "self", "return ok(libc.syscall(319, b'x', 0))"),
+            ("mmap_exec", "self",
+             "libc.mmap.restype = ctypes.c_void_p\n"
+             "libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]\n"
+             "a = libc.mmap(None, 4096, 7, 0x22, -1, 0)\nreturn 1 if a not in (None, 2 ** 64 - 1) else 0"),
+            ("mprotect_rwx", "self",
+             "buf = ctypes.create_string_buffer(8192)\na = (ctypes.addressof(buf) + 4095) & ~4095\n"
+             "return ok(libc.mprotect(ctypes.c_void_p(a), 4096, 7))"),
+            ("personality_read_implies_exec", "self", "return ok(libc.personality(0x0400000))"),
+            ("vfork", "self", "pid = libc.syscall(58)\nif pid == 0:\n    libc.syscall(60, 0)\nreturn 1 if pid > 0 else 0"),
+            ("clone3", "self", "args = (ctypes.c_uint64 * 11)()\nargs[4] = 17\npid = libc.syscall(435, args, 88)\n"
+                               "if pid == 0:\n    libc.syscall(60, 0)\nreturn 1 if pid > 0 else 0"),
+            ("unshare_user", "self", "return ok(libc.unshare(0x10000000))"),
+            ("keyctl_add_key", "self", f"return ok(libc.syscall({SYS_ADD_KEY}, b'user', b'k', b'v', 1, {KEY_SPEC_PROCESS}))"),
+            # other ABIs: x32 numbers and the 32-bit int 0x80 entry (seccomp kills other architectures)
+            ("x32_getpid", "self", "return 1 if libc.syscall(0x40000000 | 39) > 0 else 0"),
+            ("int80_gadget", "self", INT80),
+        ]
     return [(name, kind, _fn(body)) for name, kind, body in a]
 
 
@@ -303,14 +307,16 @@ class Targets:
         # a session keyring of this process's own with the API key in it (as a login session's
         # keyring would hold tokens): no answer may read it
         self.libc.syscall.restype = ctypes.c_long
-        self.libc.syscall(SYS_KEYCTL, 1, f"earnest-attacks-{os.getpid()}".encode())  # JOIN_SESSION_KEYRING
-        self.session_key = self.libc.syscall(SYS_ADD_KEY, b"user", SESSION_KEY.encode(), API_KEY.encode(),
-                                             len(API_KEY), KEY_SPEC_SESSION)
-        # and in this user's persistent keyring (linked into this process's keyring to reach it)
-        self.persistent = self.libc.syscall(SYS_KEYCTL, 22, -1, KEY_SPEC_PROCESS)  # GET_PERSISTENT
-        self.persistent_key = (self.libc.syscall(SYS_ADD_KEY, b"user", SESSION_KEY.encode(), API_KEY.encode(),
-                                                 len(API_KEY), ctypes.c_long(self.persistent))
-                               if self.persistent >= 0 else -1)
+        self.session_key = self.persistent = self.persistent_key = -1
+        if X86_64:
+            self.libc.syscall(SYS_KEYCTL, 1, f"earnest-attacks-{os.getpid()}".encode())  # JOIN_SESSION_KEYRING
+            self.session_key = self.libc.syscall(SYS_ADD_KEY, b"user", SESSION_KEY.encode(), API_KEY.encode(),
+                                                 len(API_KEY), KEY_SPEC_SESSION)
+            # and in this user's persistent keyring (linked into this process's keyring to reach it)
+            self.persistent = self.libc.syscall(SYS_KEYCTL, 22, -1, KEY_SPEC_PROCESS)  # GET_PERSISTENT
+            self.persistent_key = (self.libc.syscall(SYS_ADD_KEY, b"user", SESSION_KEY.encode(), API_KEY.encode(),
+                                                     len(API_KEY), ctypes.c_long(self.persistent))
+                                   if self.persistent >= 0 else -1)
         self.caller_limits = {r: resource.getrlimit(r) for r in (resource.RLIMIT_FSIZE, resource.RLIMIT_CPU)}
         self.caller_nice = os.getpriority(os.PRIO_PROCESS, 0)
         self.caller_affinity = os.sched_getaffinity(0)
@@ -416,6 +422,8 @@ class Targets:
 def planted_key(remove: bool) -> bool:
     """Whether the key an answer planted is in the user keyring its uid has on the host (as root:
     nobody's, looked up by a child that becomes nobody); ``remove`` unlinks it."""
+    if not X86_64:
+        return False
     pid = os.fork()
     if pid == 0:
         try:
@@ -448,7 +456,7 @@ def run_sequential(disable: tuple, must_stop: set) -> list[str]:
         per_answer = "user-per-answer" in box.capabilities(start=True).get("namespaces", [])
         # elsewhere (Landlock alone) the key would stay in the uid's keyring; the namespaces stop it
         # with a user namespace per answer, where the kernel gives nobody one
-        if "ipc" in must_stop and (per_answer or "seccomp" not in disable):
+        if X86_64 and "ipc" in must_stop and (per_answer or "seccomp" not in disable):
             plant, read = box._run_many_unchecked([PLANT_FOR_NEXT, READ_FROM_PREVIOUS], full_builtins=True)
             if read.error_class == "" and read.value == 1.0:
                 failures.append("keyring_read_from_previous: got through (ipc)")
