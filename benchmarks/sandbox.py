@@ -22,10 +22,12 @@ Usage: PYTHONPATH=src python benchmarks/sandbox.py [--n 2000] [--workers 2] [--s
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib.util
 import math
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -113,6 +115,8 @@ def previous_sandbox(rev: str):
     except (OSError, subprocess.CalledProcessError):
         return None
     path = Path(tempfile.mkdtemp(prefix="earnest-bench-")) / "sandbox_previous.py"
+    # its workers run this file while the benchmark lasts; removed at exit (it was left in TMPDIR)
+    atexit.register(shutil.rmtree, path.parent, True)
     path.write_text(text)
     spec = importlib.util.spec_from_file_location("sandbox_previous", path)
     module = importlib.util.module_from_spec(spec)

@@ -41,17 +41,25 @@ LIMITS = Limits(cpu_seconds=1, wall_seconds=3.0, memory_bytes=256 * 1024 * 1024,
 SECRET = "s3cret-6f1d"
 API_KEY = "sk-earnest-test-0123456789"
 SHM_KEY, MSG_KEY, PLANT_KEY = 0x5EA7001, 0x5EA7002, 0x5EA7003
+#: keys (keyctl): one in the caller's session keyring holding the API key, one an answer plants
+#: in its user keyring for the next answer to find (per run: a stale one from another run is not ours)
+SESSION_KEY = "earnest-caller-key"
+PLANT_KEYNAME = f"earnest-attack-key-{os.getpid()}"
+SYS_KEYCTL, SYS_ADD_KEY = 250, 248  # x86_64's numbers: those attacks run there only
+X86_64 = os.uname().machine == "x86_64"
+KEY_SPEC_PROCESS, KEY_SPEC_SESSION, KEY_SPEC_USER = -2, -3, -4
 
 #: Configurations: the layers left on (the other kernel layers disabled), and what they must stop.
 #: "files": reading, writing, creating, stat-ing paths; "env": the caller's environment;
 #: "procs": system calls on other processes; "ipc": SysV IPC objects that outlive the answer or
 #: reach another; "net": sockets; "escape": new processes and survivors; "self": this answer's
-#: own limits and privileges (harmless to others, stopped only by the allowlist).
+#: own limits and privileges (harmless to others, stopped only by the allowlist); "keys": the user's
+#: persistent keyring (where Kerberos keeps tickets), which Landlock alone leaves to an ordinary user.
 CONFIGS = {
-    "all": ((), {"files", "meta", "env", "procs", "ipc", "ipc_call", "net", "escape", "self"}),
-    "seccomp": (("namespaces", "landlock"), {"files", "meta", "env", "procs", "ipc", "ipc_call", "net", "escape",
-                                            "self"}),
-    "namespaces": (("seccomp", "landlock"), {"files", "meta", "env", "procs", "ipc", "net", "escape"}),
+    "all": ((), {"files", "meta", "env", "keys", "procs", "ipc", "ipc_call", "net", "escape", "self"}),
+    "seccomp": (("namespaces", "landlock"), {"files", "meta", "env", "keys", "procs", "ipc", "ipc_call", "net",
+                                            "escape", "self"}),
+    "namespaces": (("seccomp", "landlock"), {"files", "meta", "env", "keys", "procs", "ipc", "net", "escape"}),
     "landlock": (("seccomp", "namespaces"), {"files", "env", "net"}),
 }
 
@@ -65,6 +73,29 @@ def ok(rc):
 
 def _fn(body: str) -> str:
     return PRELUDE + "def solution():\n" + textwrap.indent(textwrap.dedent(body).strip("\n"), "    ") + "\n"
+
+
+#: Finds the bytes of ``int 0x80`` in libc's executable segment (through dladdr and the ELF program
+#: headers in memory: no file, no new executable memory) and calls them: a 32-bit system call with
+#: whatever eax holds. The allowlist kills it (another architecture); elsewhere the code after the
+#: two bytes crashes the child.
+INT80 = """class DlInfo(ctypes.Structure):
+    _fields_ = [('fname', ctypes.c_char_p), ('fbase', ctypes.c_void_p), ('sname', ctypes.c_char_p), ('saddr', ctypes.c_void_p)]
+import struct
+info = DlInfo()
+libc.dladdr(ctypes.c_void_p(ctypes.cast(libc.getpid, ctypes.c_void_p).value), ctypes.byref(info))
+base = info.fbase
+head = ctypes.string_at(base, 64)
+phoff, = struct.unpack_from('<Q', head, 32)
+phentsize, phnum = struct.unpack_from('<HH', head, 54)
+for i in range(phnum):
+    typ, flags, off, vaddr, paddr, filesz, memsz = struct.unpack_from('<IIQQQQQ', ctypes.string_at(base + phoff + i * phentsize, 56))
+    if typ == 1 and flags & 1:
+        j = ctypes.string_at(base + vaddr, filesz).find(b'\\xcd\\x80')
+        if j >= 0:
+            ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_double, ctypes.c_double)(base + vaddr + j)(1.0, 2.0)
+            return 1
+return 0"""
 
 
 def attacks(ctx: dict) -> list[tuple[str, str, str]]:
@@ -145,6 +176,44 @@ def attacks(ctx: dict) -> list[tuple[str, str, str]]:
         ("own_priority", "self", "return ok(libc.setpriority(0, 0, 10))"),
         ("prctl_other", "self", "return ok(libc.prctl(15, b'renamed', 0, 0, 0))"),  # PR_SET_NAME
     ]
+    if X86_64:  # raw system call numbers (x86_64's)
+        a += [
+            # keyrings (keyctl): the caller's session keyring holds its API key; a key an answer plants
+            # in its user keyring must neither reach the next answer nor outlive the answer
+            ("keyring_caller_session", "env",
+             f"k = libc.syscall({SYS_KEYCTL}, 10, {KEY_SPEC_SESSION}, b'user', {SESSION_KEY.encode()!r}, 0)\n"
+             f"if k < 0:\n    return 0\nbuf = ctypes.create_string_buffer(64)\n"
+             f"n = libc.syscall({SYS_KEYCTL}, 11, k, buf, 64)\nreturn 1 if {API_KEY.encode()!r} in buf.raw[:max(n, 0)] else 0"),
+            ("keyring_caller_persistent", "keys",
+             f"p = libc.syscall({SYS_KEYCTL}, 22, -1, {KEY_SPEC_PROCESS})\nif p < 0:\n    return 0\n"  # GET_PERSISTENT
+             f"k = libc.syscall({SYS_KEYCTL}, 10, p, b'user', {SESSION_KEY.encode()!r}, 0)\nif k < 0:\n    return 0\n"
+             f"buf = ctypes.create_string_buffer(64)\nn = libc.syscall({SYS_KEYCTL}, 11, k, buf, 64)\n"
+             f"return 1 if {API_KEY.encode()!r} in buf.raw[:max(n, 0)] else 0"),
+            # new system calls for the allowlist alone (harmless to others where it is off)
+            ("io_uring_setup", "self", "p = (ctypes.c_char * 120)()\nreturn ok(libc.syscall(425, 4, p))"),
+            ("userfaultfd", "self", "return ok(libc.syscall(323, 1))"),  # UFFD_USER_MODE_ONLY
+            ("perf_event_open", "self",
+             "attr = (ctypes.c_char * 128)()\nctypes.memmove(attr, (1).to_bytes(4, 'little') + (128).to_bytes(4, 'little'), 8)\n"
+             "return ok(libc.syscall(298, attr, 0, -1, -1, 0))"),  # a software counter on itself
+            ("bpf_map_create", "self", "attr = (ctypes.c_uint32 * 20)(2, 4, 4, 1)\nreturn ok(libc.syscall(321, 0, attr, 80))"),
+            ("memfd_create", "self", "return ok(libc.syscall(319, b'x', 0))"),
+            ("mmap_exec", "self",
+             "libc.mmap.restype = ctypes.c_void_p\n"
+             "libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]\n"
+             "a = libc.mmap(None, 4096, 7, 0x22, -1, 0)\nreturn 1 if a not in (None, 2 ** 64 - 1) else 0"),
+            ("mprotect_rwx", "self",
+             "buf = ctypes.create_string_buffer(8192)\na = (ctypes.addressof(buf) + 4095) & ~4095\n"
+             "return ok(libc.mprotect(ctypes.c_void_p(a), 4096, 7))"),
+            ("personality_read_implies_exec", "self", "return ok(libc.personality(0x0400000))"),
+            ("vfork", "self", "pid = libc.syscall(58)\nif pid == 0:\n    libc.syscall(60, 0)\nreturn 1 if pid > 0 else 0"),
+            ("clone3", "self", "args = (ctypes.c_uint64 * 11)()\nargs[4] = 17\npid = libc.syscall(435, args, 88)\n"
+                               "if pid == 0:\n    libc.syscall(60, 0)\nreturn 1 if pid > 0 else 0"),
+            ("unshare_user", "self", "return ok(libc.unshare(0x10000000))"),
+            ("keyctl_add_key", "self", f"return ok(libc.syscall({SYS_ADD_KEY}, b'user', b'k', b'v', 1, {KEY_SPEC_PROCESS}))"),
+            # other ABIs: x32 numbers and the 32-bit int 0x80 entry (seccomp kills other architectures)
+            ("x32_getpid", "self", "return 1 if libc.syscall(0x40000000 | 39) > 0 else 0"),
+            ("int80_gadget", "self", INT80),
+        ]
     return [(name, kind, _fn(body)) for name, kind, body in a]
 
 
@@ -235,6 +304,19 @@ class Targets:
         self.plant_addr = self.libc.shmat(self.plant, None, 0) if self.plant >= 0 else None
         if self.plant_addr:
             ctypes.memmove(self.plant_addr, b"intact", 6)
+        # a session keyring of this process's own with the API key in it (as a login session's
+        # keyring would hold tokens): no answer may read it
+        self.libc.syscall.restype = ctypes.c_long
+        self.session_key = self.persistent = self.persistent_key = -1
+        if X86_64:
+            self.libc.syscall(SYS_KEYCTL, 1, f"earnest-attacks-{os.getpid()}".encode())  # JOIN_SESSION_KEYRING
+            self.session_key = self.libc.syscall(SYS_ADD_KEY, b"user", SESSION_KEY.encode(), API_KEY.encode(),
+                                                 len(API_KEY), KEY_SPEC_SESSION)
+            # and in this user's persistent keyring (linked into this process's keyring to reach it)
+            self.persistent = self.libc.syscall(SYS_KEYCTL, 22, -1, KEY_SPEC_PROCESS)  # GET_PERSISTENT
+            self.persistent_key = (self.libc.syscall(SYS_ADD_KEY, b"user", SESSION_KEY.encode(), API_KEY.encode(),
+                                                     len(API_KEY), ctypes.c_long(self.persistent))
+                                   if self.persistent >= 0 else -1)
         self.caller_limits = {r: resource.getrlimit(r) for r in (resource.RLIMIT_FSIZE, resource.RLIMIT_CPU)}
         self.caller_nice = os.getpriority(os.PRIO_PROCESS, 0)
         self.caller_affinity = os.sched_getaffinity(0)
@@ -299,6 +381,8 @@ class Targets:
         left = self.ipc_objects() - self.ipc_before
         if left:
             seen.append(f"IPC objects left behind: {sorted(left)}")
+        if planted_key(remove=False):
+            seen.append("a key left behind in the answers' user keyring")
         return seen
 
     def reset(self) -> None:
@@ -315,6 +399,7 @@ class Targets:
             if p.name not in ("secret.txt", "victim.txt", "victim_dir"):
                 shutil.rmtree(p) if p.is_dir() else p.unlink()
         self.hits.clear()
+        planted_key(remove=True)
         for r, lim in self.caller_limits.items():
             try:
                 resource.setrlimit(r, lim)
@@ -329,7 +414,64 @@ class Targets:
         os.waitpid(self.neighbour, 0)
         if self.plant >= 0:
             self.libc.shmctl(self.plant, 0, None)
+        if self.persistent_key >= 0:
+            self.libc.syscall(SYS_KEYCTL, 9, self.persistent_key, ctypes.c_long(self.persistent))  # UNLINK
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def planted_key(remove: bool) -> bool:
+    """Whether the key an answer planted is in the user keyring its uid has on the host (as root:
+    nobody's, looked up by a child that becomes nobody); ``remove`` unlinks it."""
+    if not X86_64:
+        return False
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if os.geteuid() == 0:
+                os.setgroups([])
+                os.setresgid(65534, 65534, 65534)
+                os.setresuid(65534, 65534, 65534)
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.syscall.restype = ctypes.c_long
+            k = libc.syscall(SYS_KEYCTL, 10, KEY_SPEC_USER, b"user", PLANT_KEYNAME.encode(), 0)  # SEARCH
+            if k >= 0 and remove:
+                libc.syscall(SYS_KEYCTL, 9, k, KEY_SPEC_USER)  # UNLINK
+            os._exit(1 if k >= 0 else 0)
+        finally:
+            os._exit(2)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 1
+
+
+#: Answers one after the other in one worker: a key planted in the user keyring for the next
+#: answer, and signals to the pid namespace's init (whose death would end the worker).
+PLANT_FOR_NEXT = _fn(f"return ok(libc.syscall({SYS_ADD_KEY}, b'user', {PLANT_KEYNAME.encode()!r}, b'42', 2, {KEY_SPEC_USER}))")
+READ_FROM_PREVIOUS = _fn(f"return ok(libc.syscall({SYS_KEYCTL}, 10, {KEY_SPEC_USER}, b'user', {PLANT_KEYNAME.encode()!r}, 0))")
+SIGNAL_INIT = _fn("return sum(1 for sig in (15, 1, 2, 10, 19) if libc.kill(1, sig) == 0)")
+
+
+def run_sequential(disable: tuple, must_stop: set) -> list[str]:
+    """The answers that need an order (one worker): cross-answer keys, the init's signals."""
+    failures = []
+    with Sandbox(workers=1, limits=LIMITS, disable=tuple(disable) + ("static",)) as box:
+        per_answer = "user-per-answer" in box.capabilities(start=True).get("namespaces", [])
+        # elsewhere (Landlock alone) the key would stay in the uid's keyring; the namespaces stop it
+        # with a user namespace per answer, where the kernel gives nobody one
+        if X86_64 and "ipc" in must_stop and (per_answer or "seccomp" not in disable):
+            plant, read = box._run_many_unchecked([PLANT_FOR_NEXT, READ_FROM_PREVIOUS], full_builtins=True)
+            if read.error_class == "" and read.value == 1.0:
+                failures.append("keyring_read_from_previous: got through (ipc)")
+        elif "ipc" in must_stop:
+            print("# keyring check skipped: no user namespace per answer on this machine", flush=True)
+        box.run("def solution():\n    return 1\n")
+        helpers, workers = box.helper_pids(), box.worker_pids()
+        if helpers:  # a pid namespace: its init is pid 1 for the answers
+            box._run_unchecked(SIGNAL_INIT, full_builtins=True)
+            after = box.run("def solution():\n    return 6 * 7\n")
+            if (after.error_class, after.value) != ("", 42.0):
+                failures.append(f"innocent answer after signals to the init wrong: {after}")
+            if box.helper_pids() != helpers or box.worker_pids() != workers:
+                failures.append("signal_namespace_init: the init (and with it the worker) ended (escape)")
+    return failures
 
 
 def survivors(token: str) -> list[int]:
@@ -374,6 +516,7 @@ def run_config(config: str, targets: Targets) -> list[str]:
             res = box.run_many([source], fidelity=mode)[0]
             if res.error_class == "" and res.value == 1.0:
                 failures.append(f"escape {name} (static policy off): read the secret")
+    failures += run_sequential(disable, must_stop)
     # ... and on (reference mode no longer refuses them statically: the kernel layers hold)
     with Sandbox(workers=1, limits=LIMITS, disable=tuple(disable)) as box:
         for name, mode, source in escapes(ctx):
@@ -393,6 +536,7 @@ def run_config(config: str, targets: Targets) -> list[str]:
         "the neighbour": "procs", "the caller's priority changed": "procs",
         "the caller's CPU affinity changed": "procs", "the caller's scheduling policy changed": "procs",
         "this process's shared memory segment was overwritten": "ipc", "IPC objects left behind": "ipc",
+        "a key left behind": "ipc",
     }
     for effect in effects:
         kind = next((k for prefix, k in stopped_effects.items() if effect.startswith(prefix)), "other")

@@ -76,6 +76,7 @@ def test_every_layer_holds_alone_as_nobody():
         assert proc.returncode == 0, out[-6000:]
         _check_output(out, ["all", "seccomp", "namespaces", "landlock"])
         assert "uid 65534;" in out and "'user'" in out, out[:3000]  # namespaces through a user namespace
+        assert "'user-per-answer'" in out, out[:3000]  # and one per answer (its own user keyring)
         assert "'setuid'" not in out
     finally:
         shutil.rmtree(home, ignore_errors=True)
@@ -198,3 +199,67 @@ def test_nothing_to_steal(disable, monkeypatch):
         assert (r.error_class, r.value) == ("", float(1 << 3)), r
         a, b = box._run_many_unchecked([MARKER_A, MARKER_B], full_builtins=True)
         assert (a.value, b.error_class, b.value) == (1.0, "", 0.0), (a, b)
+
+
+# an answer that rewrites what the next answer would use: module attributes, classes' methods,
+# builtins, sys.modules, the decimal context, the worker's own json encoder (its own result forged:
+# the known residue); the next answer in the same worker must see none of it
+MONKEYPATCH = """import fractions, math, statistics, builtins, sys, decimal, json
+def solution():
+    fractions.Fraction.__add__ = lambda s, o: 999
+    math.pi = 3.0
+    builtins.sum = lambda *a: 7
+    builtins.int = float
+    statistics.median = lambda xs: -1
+    decimal.getcontext().prec = 2
+    json.dumps = lambda *a, **k: '{"error": "", "value": "1234"}'
+    sys.modules.clear()
+    return 1
+"""
+AFTER_MONKEYPATCH = """import math, statistics, decimal
+from fractions import Fraction
+def solution():
+    d = decimal.Decimal(1) / decimal.Decimal(3)
+    return (Fraction(1, 2) + Fraction(1, 2)) + sum([1]) + math.floor(math.pi) + statistics.median([5]) + len(str(d))
+"""  # 1 + 1 + 3 + 5 + 30
+
+# the raw memory of the child (every page near a live object or a buffer of the worker's, read
+# with process_vm_readv on itself: no crash on unmapped pages; namespaces alone let the call
+# through) holds no copy of the previous answer's marker, only the needle this answer builds
+MEMORY_SCAN = """import ctypes, gc, os, sys
+def solution():
+    libc = ctypes.CDLL(None, use_errno=True)
+    class IOV(ctypes.Structure):
+        _fields_ = [('b', ctypes.c_void_p), ('n', ctypes.c_size_t)]
+    needle = b'earnest-private-' + b'marker-7731'
+    mib = {id(o) >> 20 for o in gc.get_objects()}
+    frame = sys._getframe()
+    while frame is not None:
+        mib |= {ctypes.addressof((ctypes.c_char * 1).from_buffer(v)) >> 20
+                for v in frame.f_locals.values() if isinstance(v, bytearray) and len(v)}
+        frame = frame.f_back
+    buf = ctypes.create_string_buffer(1 << 20)
+    hits = 0
+    for m in sorted({m + d for m in mib for d in range(-8, 9) if m + d > 0}):
+        n = libc.process_vm_readv(os.getpid(), ctypes.byref(IOV(ctypes.addressof(buf), 1 << 20)), 1,
+                                  ctypes.byref(IOV(m << 20, 1 << 20)), 1, 0)
+        if n > 0:
+            hits += buf.raw[:n].count(needle)
+    return hits
+"""
+
+
+@pytest.mark.parametrize("disable", [(), ("namespaces", "landlock"), ("seccomp", "landlock")],
+                         ids=["all", "seccomp-alone", "namespaces-alone"])
+def test_no_state_reaches_the_next_answer(disable):
+    with Sandbox(workers=1, limits=LIMITS, disable=disable + ("static",)) as box:
+        patched, after = box._run_many_unchecked([MONKEYPATCH, AFTER_MONKEYPATCH], full_builtins=True)
+        assert patched.value == 1234.0  # its own result forged, nothing else
+        assert (after.error_class, after.value) == ("", 40.0), after
+        assert (box.run(AFTER_MONKEYPATCH).error_class, box.run(AFTER_MONKEYPATCH).value) == ("", 40.0)
+        if disable == ("seccomp", "landlock"):
+            alone = box._run_many_unchecked([MEMORY_SCAN], full_builtins=True)[0]
+            marker, scan = box._run_many_unchecked([MARKER_A, MEMORY_SCAN], full_builtins=True)
+            assert (marker.value, alone.error_class) == (1.0, ""), (marker, alone)
+            # the needle itself is found (the scan works); the previous answer's marker is not
+            assert alone.value >= 1 and scan.value == alone.value, (alone, scan)

@@ -18,16 +18,28 @@ root and as an unprivileged user, with the static policy off):
    trace or re-limit), and after every answer the init kills whatever it left and the worker
    removes every SysV IPC object in the namespace, so nothing it makes reaches the next answer.
    (Fresh pid and IPC namespaces per answer hold the same but cost three times the throughput:
-   65 against 195 answers/s measured in the same run.) Alone this layer stops file, process,
-   IPC, network and survivor attacks.
+   65 against 195 answers/s measured in the same run.) Each answer also gets a user namespace of
+   its own (``user-per-answer``, where the kernel allows one to nobody; capabilities dropped): the
+   user keyring (``keyctl``), which the kernel keeps per user namespace and uid and not per process,
+   is then a fresh one that dies with the answer — otherwise a key one answer adds reaches the
+   next answer and, as root (every answer is nobody), outlives it on the host. Alone this layer
+   stops file, process, IPC (keyrings included), network and survivor attacks.
 3. **Landlock** (Linux >= 5.13): no file access at all; TCP (ABI >= 4), signals and abstract
-   sockets out of the domain (ABI >= 6). Alone it stops file content reads and writes, TCP.
+   sockets out of the domain (ABI >= 6). Alone it stops file content reads and writes, TCP; not
+   ``stat``, IPC or keys in the user keyring, nor (as an ordinary user) the user's persistent
+   keyring (``keyctl get_persistent``: Kerberos tickets may live there), nor calls on other
+   processes of the same user (their limits, priority: ``prlimit64``, ``setpriority``; signals
+   before ABI 6), which only the allowlist and the namespaces stop: with Landlock alone, as an
+   ordinary user, an answer can re-limit the caller and its neighbours (tests/sandbox_attacks.py
+   does not try it there).
 4. **Always**: no_new_privs; as root setuid/setgid to 65534 (and a chroot into an empty directory
    where there are no namespaces); capabilities dropped inside a user namespace; an empty
    environment; one descriptor (the result pipe, fd 3); rlimits (CPU, address space, no file
    size, no processes, 4 descriptors, no core); parent-death signals and a wall-clock alarm; the
    worker's request and result buffers wiped after each snippet (a snippet that reads its own
-   memory finds nothing of another answer's).
+   memory finds nothing of another answer's); a session keyring of its own, new and empty, in the
+   worker and again in every child (the keys of the caller's login session, which a process holds
+   whatever its uid, are out of reach, and no answer shares one with the next).
 5. **Static policy** (``check_source``; ``Sandbox(disable=("static",))`` switches it off): it
    decides failure classes, not containment. earnest mode refuses imports outside
    ``ALLOWED_MODULES``, dunders and the like (``forbidden_construct``); reference mode refuses only
@@ -1229,6 +1241,42 @@ def _enter_namespaces(libc, root: bool, mountpoint: str) -> list[str]:
 
 _SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "ppc64le": 203, "s390x": 217, "riscv64": 41}.get(
     os.uname().machine, -1)
+_SYS_KEYCTL = {"x86_64": 250, "aarch64": 219, "ppc64le": 271, "s390x": 280, "riscv64": 219}.get(
+    os.uname().machine, -1)
+_KEYCTL_JOIN_SESSION_KEYRING = 1
+
+
+def _new_session_keyring(libc) -> bool:
+    """Join a new, empty, anonymous session keyring: the keys of the session this process came
+    from (the caller's login session: Kerberos tickets, tokens a user stored with ``keyctl``) are
+    no longer reachable through it (keys are found by possession, and a process possesses the keys
+    of its own session keyring, whatever its uid). False where the kernel has no keyrings."""
+    return libc is not None and _SYS_KEYCTL > 0 and libc.syscall(_SYS_KEYCTL, _KEYCTL_JOIN_SESSION_KEYRING, None) >= 0
+
+
+def _answer_user_namespace(libc) -> bool:
+    """A user namespace of the answer's own (before it runs): its user keyring (``@u``, kept per
+    user namespace, not per process) is then a fresh one that dies with the answer, instead of the
+    keyring of its uid that every answer of the worker (as root: every process of ``nobody`` on the
+    host, for as long as it runs) shares and that outlives the answer. The capabilities it gives
+    are dropped right after (``_drop_capabilities``)."""
+    return libc.unshare(_CLONE_NEWUSER) == 0
+
+
+def _probe_answer_user_namespace(libc, root: bool) -> bool:
+    """Whether a child, as the answers' children will be (setuid to nobody as root), can have a
+    user namespace of its own (unprivileged user namespaces allowed, no chroot)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if root:
+                os.setgroups([])
+                os.setresgid(_NOBODY, _NOBODY, _NOBODY)
+                os.setresuid(_NOBODY, _NOBODY, _NOBODY)
+            os._exit(0 if _answer_user_namespace(libc) else 1)
+        finally:
+            os._exit(1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
 def _drop_capabilities(libc) -> None:
@@ -1273,6 +1321,11 @@ def _child_outer(payload: memoryview, result_w: int, setup: dict, worker_pid: in
 def _namespace_init(request_r: int, ack_w: int, libc) -> None:
     """pid 1 of the worker's pid namespace: on each request from the worker, kill every other
     process in the namespace (anything an answer started: it outlives no answer), reap, ack."""
+    # the worker's handlers (SIGTERM, SIGHUP: SystemExit; SIGINT: KeyboardInterrupt) would let an
+    # answer in the namespace end its init with kill(1, SIGTERM); with the default actions the
+    # kernel drops every signal sent to a namespace's init from inside it
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # no answer may trace it
     os.closerange(0, min(request_r, ack_w))
@@ -1377,6 +1430,12 @@ def _child(payload: memoryview, result_fd: int, setup: dict) -> None:
             os.setgroups([])
             os.setresgid(_NOBODY, _NOBODY, _NOBODY)
             os.setresuid(_NOBODY, _NOBODY, _NOBODY)
+        # a session keyring of its own, empty (not the worker's, shared by its answers)
+        _new_session_keyring(libc)
+        if "user-per-answer" in setup["namespaces"]:
+            if not _answer_user_namespace(libc):
+                raise OSError("unshare of the answer's user namespace failed")
+            _drop_capabilities(libc)
         elif "user" in setup["namespaces"]:
             _drop_capabilities(libc)
         if libc is not None:
@@ -1573,6 +1632,8 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
         os.close(devnull)
         if libc is not None:
             libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        # none of the caller's session keys in the worker (each child joins a fresh one again)
+        keyrings = _new_session_keyring(libc)
         # the filter and the Landlock probe need files (libseccomp): before the empty root
         landlock = _landlock_abi(libc) if "landlock" not in disabled else 0
         seccomp = None
@@ -1593,6 +1654,8 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
             except OSError as exc:
                 ns_error = _describe(exc)
                 namespaces = []
+            if namespaces and _probe_answer_user_namespace(libc, root):
+                namespaces.append("user-per-answer")
             init = _start_namespace_init(libc) if namespaces else None
             if init is not None:
                 namespaces += ["pid", "ipc"]
@@ -1612,6 +1675,7 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
                           "namespaces": namespaces, "namespace_error": ns_error, "chroot": chroot,
                           "setuid": root, "no_new_privs": libc is not None, "landlock": landlock,
                           "seccomp": "allowlist" if seccomp is not None else "", "rlimits": True,
+                          "session_keyring": "own" if keyrings else "",
                           "init_pid": init[2] if init is not None else 0,
                           "file_reads_blocked_by": blockers, "layers": layers})
         request_buf = bytearray(_MAX_MESSAGE)
