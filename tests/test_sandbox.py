@@ -179,3 +179,16 @@ def test_close_leaves_nothing():
     assert wait_until_clean(sandbox) == set()
     with pytest.raises(RuntimeError):
         sandbox.run("def solution():\n    return 1\n")
+
+
+def test_a_missing_layer_is_named_with_its_remedy_and_landlock_alone_says_what_stays_open():
+    from earnest.sandbox import LAYER_HINTS, missing_layers_warning
+
+    text = missing_layers_warning(["seccomp", "namespaces"], ["landlock"], 1000)
+    assert "without seccomp, namespaces" in text and LAYER_HINTS["seccomp"] in text
+    assert LAYER_HINTS["namespaces"] in text
+    # an ordinary user's answers under Landlock alone reach the user's other processes, IPC and keys
+    assert "resource limits and priority" in text and "SysV IPC" in text
+    # root's answers run as nobody, and with another layer beside Landlock these calls are stopped
+    assert "resource limits" not in missing_layers_warning(["seccomp", "namespaces"], ["landlock"], 0)
+    assert "resource limits" not in missing_layers_warning(["namespaces"], ["seccomp", "landlock"], 1000)

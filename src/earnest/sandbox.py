@@ -507,6 +507,22 @@ LAYER_HINTS = {
 }
 
 
+#: What Landlock alone leaves open to an ordinary user's answers (docs/sandbox.md), said where it is
+#: the only layer.
+LANDLOCK_ALONE_GAPS = (", but with Landlock alone an answer can change the resource limits and priority of this "
+                       "user's other processes, this run's included, and pass SysV IPC objects and keys between "
+                       "answers; add seccomp (libseccomp2) to close these")
+
+
+def missing_layers_warning(missing: list[str], blockers: list[str], uid) -> str:
+    """What the sandbox says once where some layers are ``missing`` on the machine and ``blockers``
+    (the layers that block file reads) remain, for a worker running as ``uid``."""
+    gaps = LANDLOCK_ALONE_GAPS if list(blockers) == ["landlock"] and uid != 0 else ""
+    return (f"model code runs without {', '.join(missing)} on this machine; {', '.join(blockers)} still hold "
+            f"(see the earnest.sandbox docstring){gaps}. To add them: "
+            + "; ".join(f"{n}: {LAYER_HINTS[n]}" for n in missing))
+
+
 class _Worker:
     """One pre-started worker interpreter; used by one thread at a time."""
 
@@ -553,10 +569,7 @@ class _Worker:
             _WARNED.add(tuple(missing))
             import logging
 
-            logging.getLogger("earnest.sandbox").warning(
-                "model code runs without %s on this machine; %s still hold (see the earnest.sandbox "
-                "docstring). To add them: %s", ", ".join(missing), ", ".join(blockers),
-                "; ".join(f"{n}: {LAYER_HINTS[n]}" for n in missing))
+            logging.getLogger("earnest.sandbox").warning("%s", missing_layers_warning(missing, blockers, hello.get("uid")))
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
