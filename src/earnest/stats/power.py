@@ -122,6 +122,11 @@ def intercept_for_accuracy(baseline_acc: float, ranef_var: float) -> float:
         return float(special.logit(baseline_acc))
     f = lambda b: marginal_accuracy(b, ranef_var) - baseline_acc  # noqa: E731
     lo, hi = -60.0, 60.0
+    if not f(lo) < 0.0 < f(hi):   # brentq's own complaint ("f(a) and f(b) must have different signs") names neither
+        raise PowerError(f"template-intercept variance {ranef_var!r} with baseline accuracy {baseline_acc!r}: no intercept "
+                         f"in [{lo:g}, {hi:g}] gives that accuracy (with this variance it lies between "
+                         f"{marginal_accuracy(lo, ranef_var):.4g} and {marginal_accuracy(hi, ranef_var):.4g}); "
+                         "a variance on the log-odds scale is at most tens")
     return float(optimize.brentq(f, lo, hi, xtol=1e-12))
 
 
