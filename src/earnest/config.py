@@ -199,7 +199,25 @@ def _schema_problems(err) -> list[str]:
             out.append(f"{key}: unknown key {name!r} ({hint})")
         if out:
             return out
+    if err.validator == "type" and isinstance(err.instance, str) and _YAML11_FLOAT_TEXT.fullmatch(err.instance.strip()):
+        # YAML 1.1 (PyYAML, Snakemake) reads 1e300 or 1e-3 as text: its floats need a '.' and a signed exponent
+        types = err.validator_value if isinstance(err.validator_value, list) else [err.validator_value]
+        number = float(err.instance)
+        how = (f"write it as a float with a '.' and a signed exponent ({_as_yaml_float(err.instance)})"
+               if "number" in types else f"write it as an integer ({int(number)})" if number.is_integer()
+               and abs(number) < 1e18 else "it is not an integer")
+        return [f"{where}: {err.message}; YAML reads {err.instance!r} as text: {how}"]
     return [f"{where}: {err.message}"]
+
+
+_YAML11_FLOAT_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
+def _as_yaml_float(text: str) -> str:
+    mantissa, _, exp = text.strip().lower().partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    return f"{mantissa}e{exp if exp[0] in '+-' else '+' + exp}"
 
 
 def _non_finite(node, path=()):
@@ -380,6 +398,20 @@ def _check_compare(config: dict) -> None:
                           "compare.item_effects: false leaves out; use agq: 1 or item_effects: true")
 
 
+def _check_power(config: dict) -> None:
+    """Every design of the power grid (power.templates x power.variants) is one to simulate, checked
+    now as the power study checks it when its job starts (hours of other jobs later)."""
+    from earnest.stats.power import design_problem
+
+    pw = config["power"]
+    if not pw["enabled"]:
+        return
+    problems = [f"power.templates: {nt} with power.variants {nv}: {problem}"
+                for nt in pw["templates"] for nv in pw["variants"] if (problem := design_problem(nt, nv))]
+    if problems:
+        raise ConfigError.collect(problems)
+
+
 def _check_statform(config: dict, base_dir) -> None:
     sf = config["statform"]
     if not sf["enabled"]:
@@ -471,6 +503,7 @@ def check_config(config: dict, formats: Mapping[str, PromptFormat], *,
     templates = run(_gsm_templates, config, base_dir, default=[])
     run(_check_stats, config)
     run(_check_compare, config)
+    run(_check_power, config)
     run(_check_statform, config, base_dir)
     entries, cases, excluded = run(_check_statform_build, config, base_dir, default=({}, {}, []))
     if problems:
