@@ -184,3 +184,26 @@ def test_power_names_a_variance_no_accuracy_can_have(tmp_path, capsys):
                  "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "template-intercept variance 1e+300 with baseline accuracy 0.5: no intercept" in err, err
+
+
+@pytest.mark.parametrize("names, message", [
+    # 'a b' and 'a_b' share the shard folder a_b: the second model reused the first's shards ("already
+    # done") and the summary gave both models the first one's estimates
+    ({"model": ["a b", "a_b"]}, "column 'model' holds 'a b' (data row 1) and 'a_b' (data row 7), which share the "
+                                "folder and file name 'a_b'"),
+    ({"model": ["org/m", "org__m"]}, "column 'model' holds 'org/m' (data row 1) and 'org__m' (data row 7)"),
+    # '..' wrote its shards two folders up, beside another model's
+    ({"prompt": ["..", "gsm"]}, "column 'prompt' holds '..' in data row 1; it names folders of the results"),
+])
+def test_glmm_cli_refuses_names_that_share_a_folder(tmp_path, capsys, names, message):
+    (col, (first, second)), = names.items()
+    df = pd.concat([simulate_glmm_input(3, 1, seed=1).assign(**{col: first}),
+                    simulate_glmm_input(3, 1, seed=2).assign(**{col: second})])
+    path = tmp_path / "in.csv"
+    df.to_csv(path, index=False)
+    out = tmp_path / "o"
+    assert main(["glmm", str(path), "--glmm", "1", "--resamples", "2", "--seed", "1", "--out", str(out),
+                 "--engine", "laplace", "--check-resamples", "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"earnest glmm: {path}: {message}" in err, err
+    assert not out.exists()

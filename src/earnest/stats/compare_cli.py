@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
                                             "harness samples")
         else:
             src = args.input
-            raw = pd.read_parquet(src) if src.suffix == ".parquet" else pd.read_csv(src)
+            raw = C.read_compare_input(src)
             data = C.validate_compare_input(raw, str(src))
         pairs = C.check_pairs(data, args.by)
     except (ValueError, OSError) as exc:
