@@ -352,8 +352,12 @@ class OpenAIBackend(Backend):
         try:
             with watchdog:
                 with self._opener.open(request, timeout=self.timeout_s) as resp:
-                    raw = resp.read(self.max_answer_bytes + 1)
-                    if len(raw) > self.max_answer_bytes:
+                    # read(n) returns a body cut short without a word: read() whole when the length is
+                    # known (IncompleteRead), read(n) only for chunked bodies (whose reader raises it)
+                    length = resp.length
+                    raw = resp.read() if length is not None and length <= self.max_answer_bytes \
+                        else b"" if length is not None else resp.read(self.max_answer_bytes + 1)
+                    if length is not None and length > self.max_answer_bytes or len(raw) > self.max_answer_bytes:
                         raise _Retryable("too_large", f"answer larger than {self.max_answer_bytes:,} bytes "
                                                       f"(Content-Length {resp.headers.get('Content-Length') or 'not given'}); "
                                                       "not read further")
