@@ -90,22 +90,22 @@ def binary_column(values: pd.Series, col: str, source: str, error=None) -> pd.Se
     return num.astype(np.int64)
 
 
-def integer_ids(values: pd.Series, col: str, source: str, error=None) -> pd.Series:
-    """``values`` as int64 ids; ``error`` (default GLMMInputError) names the first value that is not
-    an integer, or not within +-:data:`ID_MAX`, and its data row."""
+def integer_ids(values: pd.Series, col: str, source: str, error=None, *, what: str = "ids") -> pd.Series:
+    """``values`` as int64 ids (``what="counts"``: counts); ``error`` (default GLMMInputError) names
+    the first value that is not an integer, or not within +-:data:`ID_MAX`, and its data row."""
     num = pd.to_numeric(values, errors="coerce")
     if num.isna().any() or not np.all(np.mod(num.to_numpy(), 1) == 0):
         bad = int(np.flatnonzero(num.isna().to_numpy() | (np.mod(num.fillna(0.5).to_numpy(), 1) != 0))[0])
-        raise (error or GLMMInputError)(f"{source}: column '{col}' must hold integer ids, found "
+        raise (error or GLMMInputError)(f"{source}: column '{col}' must hold integer {what}, found "
                                         f"{show_value(values.iloc[bad])} in {_row(bad)}")
     arr = num.to_numpy()
     far = (arr > ID_MAX) | (arr < -ID_MAX)   # uint64 and float compare exactly with these bounds
     if far.any():
         bad = int(np.flatnonzero(far)[0])
+        fix = "; renumber them (0, 1, 2, ...)" if what == "ids" else ""
         raise (error or GLMMInputError)(
-            f"{source}: column '{col}' holds {show_value(values.iloc[bad])} in {_row(bad)}; ids must lie within "
-            f"+-{ID_MAX} (R's integers: larger ones overflow or merge with their neighbours); renumber them "
-            "(0, 1, 2, ...)")
+            f"{source}: column '{col}' holds {show_value(values.iloc[bad])} in {_row(bad)}; {what} must lie within "
+            f"+-{ID_MAX} (R's integers: larger ones overflow or merge with their neighbours){fix}")
     return num.astype(np.int64)
 
 
