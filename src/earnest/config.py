@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from earnest import yamlfile
 from earnest.jsonl import read_utf8
 from earnest.gsm.prompts import FORMATS_FILE, PromptFormat, PromptFormatError, load_formats, validate_format_names
 
@@ -77,41 +78,10 @@ def resolve_path(p: str | Path, base_dir: str | Path | None = None) -> Path:
 
 
 # ---------------------------------------------------------------- config files
-class _StrictLoader(yaml.SafeLoader):
-    """YAML's safe loader, refusing a key given twice in one mapping (plain YAML keeps the last)."""
-
-
-def _unique_mapping(loader: _StrictLoader, node, deep=False):
-    seen: dict = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        try:
-            if key not in seen:
-                seen[key] = key_node.start_mark.line + 1
-                continue
-        except TypeError:   # an unhashable key: the base constructor reports it
-            continue
-        raise ConfigError(f"{loader.name}:{key_node.start_mark.line + 1}: key {key!r} is given twice "
-                          f"in the same mapping (first on line {seen[key]}); YAML would silently keep the last")
-    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
-
-
 def load_yaml_strict(path: str | Path):
     """A YAML file's content; ConfigError naming ``path:line`` for text that is not UTF-8, invalid
-    YAML or a duplicate key."""
-    path = Path(path)
-    loader = _StrictLoader(read_utf8(path, error=ConfigError))
-    loader.name = str(path)
-    try:
-        return loader.get_single_data()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise ConfigError(f"{path}:{mark.line + 1 if mark else '?'}: invalid YAML ({exc.problem})") from None
-    finally:
-        loader.dispose()
+    YAML or a duplicate key (:func:`earnest.yamlfile.load_yaml_strict`)."""
+    return yamlfile.load_yaml_strict(path, error=ConfigError)
 
 
 def check_config_files(paths) -> None:
@@ -148,7 +118,7 @@ def config_locations(paths) -> dict[str, str]:
 
     for path in paths:
         try:
-            loader = _StrictLoader(read_utf8(Path(path), error=ConfigError))
+            loader = yamlfile.StrictLoader(read_utf8(Path(path), error=ConfigError))
             try:
                 node = loader.get_single_node()
             finally:

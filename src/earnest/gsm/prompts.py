@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from earnest.fidelity import DEFAULT, MODES, REFERENCE, check_mode
+from earnest.yamlfile import load_yaml_strict
 
 QUESTION_PLACEHOLDER = "<Question here>"
 STYLES = ("text", "code")
@@ -171,12 +172,8 @@ def load_formats(resources_dir: str | Path | None = None, *, fidelity: str = DEF
     """
     check_mode(fidelity)
     spec_path = formats_file(resources_dir)
-    from earnest.config import ConfigError, load_yaml_strict   # (config imports this module)
-
-    try:   # as the config files: not UTF-8, invalid YAML or a format given twice named by file and line
-        spec = load_yaml_strict(spec_path)
-    except ConfigError as err:
-        raise PromptFormatError(str(err)) from None
+    # as the config files: not UTF-8, invalid YAML or a format given twice named by file and line
+    spec = load_yaml_strict(spec_path, error=PromptFormatError)
     if not isinstance(spec, dict) or not spec:
         raise PromptFormatError(f"{spec_path}: expected a mapping of format name -> entry")
     formats: dict[str, PromptFormat] = {}
