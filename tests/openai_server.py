@@ -27,6 +27,10 @@ MISBEHAVIOUR = {
     "no_text",       # a choice without text / message
     "drip",          # the valid answer, one byte every 0.2 s
     "redirect",      # 302 to ``redirect_to`` + the request's path (another origin, e.g. a second server)
+    "redirect_301", "redirect_303", "redirect_307", "redirect_308",   # the same with that status
+    "padded",        # the valid answer followed by 100,000 spaces (valid JSON, a body of ~100 kB)
+    "deep",          # {"choices": [[[...]]]} nested 100,000 deep (json.loads raises RecursionError)
+    "content_twice", # a chat message (or choice) giving its text twice: {"content": "a", "content": "b"}
     "surrogate",     # the valid answer with a lone UTF-16 surrogate (JSON escape \ud800) in its text
     "null_content",  # a chat answer whose message content is null
     "empty_length",  # an answer whose text is "" with finish_reason "length"
@@ -120,11 +124,23 @@ class OpenAIServer:
                     except OSError:  # the client gave up (its deadline passed)
                         pass
                     return
-                if mode == "redirect":
-                    self.send_response(302)
+                if mode.startswith("redirect"):
+                    self.send_response(int(mode.removeprefix("redirect").removeprefix("_") or 302))
                     self.send_header("Location", outer.redirect_to + self.path.removeprefix("/v1"))
                     self.send_header("Content-Length", "0")
                     self.end_headers()
+                    return
+                if mode == "padded":
+                    self.wfile.write(self.send_json(json.dumps(good).encode() + b" " * 100_000))
+                    return
+                if mode == "deep":
+                    self.wfile.write(self.send_json(b'{"choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"))
+                    return
+                if mode == "content_twice":
+                    text = json.dumps(good)
+                    for field in ('"content": ', '"text": '):
+                        text = text.replace(field, f'{field}"first answer", {field}', 1)
+                    self.wfile.write(self.send_json(text.encode()))
                     return
                 choice = good["choices"][0]
                 if mode in ("surrogate", "null_content", "empty_length"):

@@ -328,3 +328,44 @@ def test_check_config_command_names_what_snakemake_cannot(tmp_path):
     assert r.returncode == 0, r.stderr
     r = run()
     assert r.returncode == 0 and "config.yaml" in r.stdout
+
+
+@pytest.mark.parametrize("mutate, expect", [
+    # a negative seed passed every check, then each bootstrap job ended in numpy's traceback
+    (lambda c: c["stats"].update(seed=-1), r"^stats\.seed: -1 is less than the minimum of 0"),
+    (lambda c: c.update(compare={"seed": -2}), r"^compare\.seed: -2 is less than the minimum of 0"),
+    (lambda c: c["gsm_symbolic"].update(seed=-5), r"^gsm_symbolic\.seed: -5 is less than the minimum of 0"),
+    # more resamples than memory holds (the shard plan alone was 8 GB at 10**9)
+    (lambda c: c["stats"].update(resamples=10**9), r"^stats\.resamples: 1000000000 is greater than the maximum"),
+    # empty lists: a power study of no grid point; the same entry twice: the same work twice
+    (lambda c: c.update(power={"templates": []}), r"^power\.templates: \[\] should be non-empty"),
+    (lambda c: c.update(power={"odds_ratios": [1.0, 1.0]}), r"^power\.odds_ratios: \[1\.0, 1\.0\] has non-unique"),
+    (lambda c: c["experiments"].update(ex2_prompts=["gsm", "gsm"]), r"^experiments\.ex2_prompts: \['gsm', 'gsm'\] has non-unique"),
+])
+def test_seeds_sizes_and_lists_out_of_range_are_refused(mutate, expect):
+    with pytest.raises(ConfigError, match=expect):
+        checked(mutate)
+
+
+def test_power_design_too_large_is_refused_before_any_job():
+    """power.templates: [100000000] was accepted; the power job refused it when it started, after
+    every other job of the run (the command line refused the same design up front)."""
+    with pytest.raises(ConfigError, match=r"^power\.templates: 100000000 with power\.variants 50: 100000000 templates x "
+                                          r"\(1 \+ 50 variants\) = 5,100,000,000 answers per simulated data set"):
+        checked(lambda c: c.update(power={"templates": [100_000_000]}))
+    checked(lambda c: c.update(power={"enabled": False, "templates": [100_000_000]}))   # no power study: no check
+
+
+def test_a_number_yaml_reads_as_text_says_how_to_write_it(tmp_path):
+    """YAML 1.1 (PyYAML, Snakemake's reader) reads 1e300 and 1e3 as text: "'1e300' is not of type
+    'number'" named the key but left the user puzzled over a value that is a number."""
+    over = tmp_path / "over.yaml"
+    over.write_text("stats:\n  alpha: 1e-3\nmodels:\n  tiny:\n    resources: {mem_mb: 8e3}\n")
+    base = REPO / "tests" / "configs" / "tiny.yaml"
+    from earnest.config import check_workflow_config, merge_config_files
+    with pytest.raises(ConfigError) as info:
+        check_workflow_config(merge_config_files([base, over]), [base, over], REPO)
+    assert (f"{over}:2: stats.alpha: '1e-3' is not of type 'number'; YAML reads '1e-3' as text: write it as a float "
+            "with a '.' and a signed exponent (1.0e-3)") in info.value.problems
+    assert (f"{over}:5: models.tiny.resources.mem_mb: '8e3' is not of type 'integer'; YAML reads '8e3' as text: "
+            "write it as an integer (8000)") in info.value.problems

@@ -155,3 +155,30 @@ def test_without_a_zstd_decoder_the_error_says_how_to_read_the_log():
     assert r.returncode == 0, r.stderr[-2000:]
     assert "(header.json): the log's members are Zstandard-compressed" in r.stdout
     assert "pip install zstandard" in r.stdout and "inspect log convert LOG --to json" in r.stdout
+
+
+@pytest.mark.parametrize("name, text, message", [
+    # 'samples' not a list of objects: AttributeError ("'str' object has no attribute 'get'")
+    ("dict", lambda doc: json.dumps({**doc, "samples": {"a": 1}}), r"dict\.json: 'samples' must be a list of samples, found dict"),
+    ("ints", lambda doc: json.dumps({**doc, "samples": [1, 2]}), r"ints\.json \(samples\[0\]\): a sample must be a JSON object, found 1"),
+    # json's RecursionError escaped as a traceback
+    ("deep", lambda doc: '{"eval": ' + "[" * 100_000 + "]" * 100_000 + ', "samples": []}',
+     r"deep\.json: not readable JSON \(arrays or objects nested thousands deep\)"),
+    # a key given twice: json kept the last (here the task name) without a word
+    ("twice", lambda doc: json.dumps(doc).replace('"eval": {', '"eval": {"task": "other", ', 1),
+     r"twice\.json: key 'task' appears twice in one object"),
+])
+def test_a_json_log_that_is_no_log_is_named(tmp_path, name, text, message):
+    header, samples = _members()
+    path = tmp_path / f"{name}.json"
+    path.write_text(text({**header, "samples": samples}))
+    with pytest.raises(lmeval.LmEvalError, match=message):
+        inspect_log.read_logs([path], mapping=BY_METADATA)
+
+
+def test_a_json_log_with_a_byte_order_mark_is_read(tmp_path):
+    """as every other reader of earnest reads a UTF-8 file with a BOM (json.loads refused it)"""
+    header, samples = _members()
+    path = tmp_path / "bom.json"
+    path.write_text(json.dumps({**header, "samples": samples}), encoding="utf-8-sig")
+    assert len(inspect_log.read_logs([path], mapping=BY_METADATA)) == len(samples)

@@ -324,3 +324,37 @@ def test_against_transformers_serve(tmp_path):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.mark.parametrize("status", [301, 303, 307, 308])
+def test_no_redirect_status_is_followed_even_to_the_same_host(tmp_path, monkeypatch, status):
+    """301/303/307/308 to the same host on another port (another origin): not followed, no key sent,
+    nothing cached, as a 302."""
+    monkeypatch.setenv("EARNEST_TEST_KEY", "sk-local-test")
+    with FakeOpenAI() as other, FakeOpenAI(always={"moved": f"redirect_{status}"}, redirect_to=other.url) as srv:
+        res = load_backend("m", _cfg(srv.url, tmp_path, api_key_env="EARNEST_TEST_KEY")).generate(_reqs("moved"), 8)[0]
+        assert other.received == [] and res.stop_reason == "error:redirect"
+        assert f"HTTP {status} redirect to {other.url}/chat/completions" in res.extra["error"]
+        assert not list((tmp_path / "cache").rglob("*.json"))
+
+
+@pytest.mark.parametrize("mode, kind, message", [
+    # arrays nested 100,000 deep: json's RecursionError escaped generate() and ended the whole job
+    ("deep", "bad_response", "answer nests deeper than JSON can be read"),
+    # {"content": "first answer", "content": "echo:x"}: json kept the last without a word
+    ("content_twice", "bad_response", "answer gives the key 'content' twice in one object"),
+    # a body larger than the limit was read whole into memory (300 MB: 600 MB of RSS per worker)
+    ("padded", "too_large", "answer larger than 50,000 bytes (Content-Length 100"),
+])
+def test_answers_that_are_no_completion_are_retried_then_errors_not_cached(tmp_path, mode, kind, message):
+    with FakeOpenAI(plan={"x": [mode, mode]}, always={"y": mode}) as srv:
+        backend = load_backend("m", _cfg(srv.url, tmp_path, max_retries=2))
+        if mode == "padded":
+            backend.max_answer_bytes = 50_000     # the limit (64 MiB by default) low enough for a test body
+        res = backend.generate(_reqs("x", "y", "fine"), 8)
+        assert res[0].response == "echo:x" and res[0].extra["attempts"] == 3      # a good third attempt
+        assert res[1].stop_reason == f"error:{kind}" and message in res[1].extra["error"], res[1].extra
+        assert res[2].response == "echo:fine"
+        stored = sorted(json.loads(p.read_text())["payload"]["choices"][0]["message"]["content"]
+                        for p in (tmp_path / "cache").rglob("*.json"))
+        assert stored == ["echo:fine", "echo:x"]

@@ -281,3 +281,35 @@ def test_per_mode_entries_and_their_errors(tmp_path):
     bad = _write_spec(tmp_path, {"x": {"file": "e.txt", "style": "text", "stop": "\nQ:"}}, {})
     with pytest.raises(PromptFormatError, match=r"key x\.stop: must be a list"):
         load_formats(bad)
+
+
+@pytest.mark.parametrize("text, message", [
+    # yaml.safe_load kept the second 'x' without a word; the workflow then prompted with it
+    (b"x: {file: a.txt, style: text}\nx: {file: b.txt, style: text}\n",
+     r"formats\.yaml:2: key 'x' is given twice in the same mapping \(first on line 1\)"),
+    # a byte that is not UTF-8 was a UnicodeDecodeError traceback (in the workflow, before its checks)
+    (b"x: {file: a.txt, style: text}  # \xff\n", r"formats\.yaml:1: not UTF-8 text \(byte 0xff at column 34\)"),
+    (b"x: [1", r"formats\.yaml:1: invalid YAML"),
+])
+def test_formats_yaml_is_read_as_strictly_as_the_config(tmp_path, text, message):
+    (tmp_path / "formats.yaml").write_bytes(text)
+    (tmp_path / "a.txt").write_text("Q: <Question here>")
+    (tmp_path / "b.txt").write_text("Question: <Question here>")
+    with pytest.raises(PromptFormatError, match=message):
+        load_formats(tmp_path)
+
+
+@pytest.mark.parametrize("stdin, argument, message", [
+    # not UTF-8 on stdin, or in the argument: UnicodeEncodeError traceback on writing the prompt
+    (b"caf\xe9?", "-", "earnest prompt: /dev/stdin:1: not UTF-8 text (byte 0xe9 at column 4)"),
+    (b"", b"caf\xe9?", "earnest prompt: QUESTION: not UTF-8 text (a byte 0xe9 at character 4)"),
+])
+def test_prompt_command_names_a_question_that_is_not_utf8(stdin, argument, message):
+    import os
+    import subprocess
+    import sys
+    arg = os.fsdecode(argument) if isinstance(argument, bytes) else argument
+    r = subprocess.run([sys.executable, "-m", "earnest.cli", "prompt", "gsm", arg], input=stdin, capture_output=True)
+    err = r.stderr.decode("utf-8", "replace")
+    assert r.returncode == 2 and message in err and "Traceback" not in err, err
+    assert r.stdout == b""

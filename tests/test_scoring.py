@@ -209,6 +209,11 @@ def test_cli_names_a_non_utf8_line(tmp_path):
     ('{"response": "The final answer is 4 \\ud800"}',
      "field 'response' holds a lone UTF-16 surrogate (\\ud800 at character 23)"),
     ('{"response": "x", "meta": {"a": [1, "y\\udfff"]}}', "field 'meta.a[1]' holds a lone UTF-16 surrogate"),
+    # json's RecursionError and Python's integer-digit limit (ValueError) were tracebacks
+    pytest.param('{"response": "x", "meta": ' + "[" * 100_000 + "]" * 100_000 + "}",
+                 "not readable JSON (arrays or objects nested", id="nested-100000-deep"),
+    pytest.param('{"response": "The final answer is 5", "answer": ' + "9" * 5000 + "}",
+                 "not readable JSON (Exceeds the limit", id="integer-of-5000-digits"),
 ])
 def test_cli_names_the_bad_line(tmp_path, bad_line, message):
     src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"

@@ -212,3 +212,20 @@ def test_shipped_sample_has_every_label_in_the_derived_taxonomy():
     samples = load_samples(SAMPLE)
     counts = Counter(s.category_cg for s in samples)
     assert min(counts.values()) >= 1 and counts.most_common(1)[0][1] < len(samples) / 2
+
+
+@pytest.mark.parametrize("name, text, message", [
+    # a .json dataset: json kept the last of two equal keys; nesting too deep was a RecursionError
+    ("dup.json", "[" + json.dumps(GOOD).replace('"question": "q?"', '"question": "a?", "question": "q?"') + "]",
+     r"dup\.json: key 'question' appears twice in one object"),
+    ("deep.json", "[" + "[" * 100_000 + "]" * 100_000 + "]", r"deep\.json: not readable JSON \(arrays or objects nested"),
+    ("bad.json", '[\n{"a": 1,,}]', r"bad\.json: not valid JSON \(Expecting property name .* at line 2, column 9\)"),
+    # 'variables' given as a JSON string: the same rules inside it
+    ("var.jsonl", json.dumps(dict(GOOD, variables='{"p": {"id": "p"}, "p": {"id": "q"}}')) + "\n",
+     r"var\.jsonl:1 .*field 'variables' is a string, and it is: key 'p' appears twice"),
+])
+def test_json_datasets_are_read_as_strictly_as_jsonl(tmp_path, name, text, message):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(DataError, match=message):
+        load_samples(path)

@@ -148,3 +148,62 @@ def test_failed_fits_are_recorded_not_fatal():
 
     shard = run_shard(df, 1, 2, 1)
     assert shard["error"].str.contains("grouping factors").all() and not shard["converged"].any()
+
+
+@pytest.mark.parametrize("command, option, value, message", [
+    # a negative seed ended in numpy's traceback ("expected non-negative integer") after the input was read
+    ("glmm", "--seed", "-1", "--seed: -1 is less than the minimum of 0 (as config key stats.seed)"),
+    # 10**9 resamples: numpy's MemoryError traceback planning the shards
+    ("glmm", "--resamples", "1000000000", "--resamples: 1000000000 is greater than the maximum of 1000000"),
+    ("glmm", "--check-resamples", "-2", "--check-resamples: -2 is less than the minimum of 0"),  # was accepted
+    ("glmm", "--cores", "0", "--cores: 0 is less than the minimum of 1"),                        # was accepted
+    ("compare", "--seed", "-3", "--seed: -3 is less than the minimum of 0 (as config key compare.seed)"),
+    ("compare", "--cores", "-1", "--cores: -1 is less than the minimum of 1"),
+    ("power", "--seed", "-1", "--seed: -1 is less than the minimum of 0 (as config key power.seed)"),
+    ("power", "--sims", "100000000000", "--sims: 100000000000 is greater than the maximum of 100000"),  # ran for ever
+    ("power", "--templates", "30 30", "--templates: [30, 30] has non-unique elements"),   # the same grid twice
+    ("power", "--odds-ratios", "inf", "--odds-ratios: inf is not a value it can take"),
+    ("power", "--cores", "0", "--cores: 0 is less than the minimum of 1"),
+])
+def test_options_take_the_range_of_their_config_key(tmp_path, capsys, glmm_csv, command, option, value, message):
+    """An option that stands for a config key is checked against that key's schema, before any input is
+    read or any fit starts; the error names the option."""
+    out = tmp_path / "o"
+    args = {"glmm": ["glmm", str(glmm_csv), "--glmm", "1", "--resamples", "2", "--seed", "1", "--engine", "laplace"],
+            "compare": ["compare", str(glmm_csv), "--by", "models", "--resamples", "2", "--seed", "1"],
+            "power": ["power", "--baseline-acc", "0.5", "--ranef-var", "0.5", "--sims", "1", "--resamples", "2"]}[command]
+    assert main(args + [option, *value.split(), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"earnest {command}: {message}" in err and "Traceback" not in err, err
+    assert not out.exists()
+
+
+def test_power_names_a_variance_no_accuracy_can_have(tmp_path, capsys):
+    """--ranef-var 1e300: scipy's "f(a) and f(b) must have different signs" named nothing."""
+    assert main(["power", "--baseline-acc", "0.5", "--ranef-var", "1e300", "--sims", "1", "--resamples", "2",
+                 "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "template-intercept variance 1e+300 with baseline accuracy 0.5: no intercept" in err, err
+
+
+@pytest.mark.parametrize("names, message", [
+    # 'a b' and 'a_b' share the shard folder a_b: the second model reused the first's shards ("already
+    # done") and the summary gave both models the first one's estimates
+    ({"model": ["a b", "a_b"]}, "column 'model' holds 'a b' (data row 1) and 'a_b' (data row 7), which share the "
+                                "folder and file name 'a_b'"),
+    ({"model": ["org/m", "org__m"]}, "column 'model' holds 'org/m' (data row 1) and 'org__m' (data row 7)"),
+    # '..' wrote its shards two folders up, beside another model's
+    ({"prompt": ["..", "gsm"]}, "column 'prompt' holds '..' in data row 1; it names folders of the results"),
+])
+def test_glmm_cli_refuses_names_that_share_a_folder(tmp_path, capsys, names, message):
+    (col, (first, second)), = names.items()
+    df = pd.concat([simulate_glmm_input(3, 1, seed=1).assign(**{col: first}),
+                    simulate_glmm_input(3, 1, seed=2).assign(**{col: second})])
+    path = tmp_path / "in.csv"
+    df.to_csv(path, index=False)
+    out = tmp_path / "o"
+    assert main(["glmm", str(path), "--glmm", "1", "--resamples", "2", "--seed", "1", "--out", str(out),
+                 "--engine", "laplace", "--check-resamples", "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"earnest glmm: {path}: {message}" in err, err
+    assert not out.exists()

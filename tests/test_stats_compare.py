@@ -213,3 +213,37 @@ def test_with_item_intercepts_discordance_all_on_one_side_is_separation_too():
     assert v["degenerate"] and "every discordant item favours a (10:0)" in v["fit_problems"]
     assert not C.pair_verdict({**r, "item_effects": False}, "a", "b")["degenerate"]
     assert not C.pair_verdict({**r, "n_ba": 1}, "a", "b")["degenerate"]
+
+
+_CMP_HEADER = b"model,prompt,template,item,correct\n"
+_CMP_ROWS = b"a,p,1,x,1\na,p,2,y,0\nb,p,1,x,0\nb,p,2,y,1\n"
+
+
+@pytest.mark.parametrize("content, message", [
+    # pandas' own messages named no file (or a wrong one): "No columns to parse from file", the codec's
+    # "can't decode byte 0xe9 in position 0", "Error tokenizing data. C error: Expected 5 fields in line 3"
+    (b"", ": empty file; expected a header line (model,prompt,template,item,correct)"),
+    (_CMP_HEADER, ": no data rows (columns: model, prompt, template, item, correct)"),
+    (_CMP_HEADER + b"a,p,1,x,1\n\xe9,p,1,x,0\n", ":3: not UTF-8 text (byte 0xe9 at column 1)"),
+    (_CMP_HEADER + b"a,p,1,x,1,7\n", ":2: 6 fields, but the header (line 1) has 5"),
+    # a second 'correct' was renamed 'correct.1' and silently ignored
+    (b"model,prompt,template,item,correct,correct\n" + _CMP_ROWS.replace(b"\n", b",1\n"),
+     ":1: column 'correct' appears twice (columns 5 and 6)"),
+    # an empty model, prompt or item became the name 'nan': a model of its own, or an item that paired
+    (_CMP_HEADER + _CMP_ROWS.replace(b"b,p,2,y", b",p,2,y"), ": column 'model' is empty in data row 4"),
+    (_CMP_HEADER + _CMP_ROWS.replace(b"a,p,2,y", b"a,p,2,"), ": column 'item' is empty in data row 2"),
+    (_CMP_HEADER + _CMP_ROWS.replace(b"a,p,1,x", b"a, ,1,x"), ": column 'prompt' is empty in data row 1"),
+    # two models sharing a file name: the second one's table overwrote the first's
+    (_CMP_HEADER + _CMP_ROWS + b"a b,q,1,x,1\na_b,q,1,x,0\n",
+     ": column 'model' holds 'a b' (data row 5) and 'a_b' (data row 6), which share the folder and file name 'a_b'"),
+    (b"PAR1", ": not a readable Parquet file"),
+])
+def test_compare_input_file_problems_are_named(tmp_path, capsys, content, message):
+    from earnest.cli import main
+    src = tmp_path / ("in.parquet" if content == b"PAR1" else "in.csv")
+    src.write_bytes(content)
+    out = tmp_path / "out"
+    assert main(["compare", str(src), "--by", "models", "--resamples", "3", "--seed", "1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"earnest compare: {src}{message}" in err and "Traceback" not in err, err
+    assert not out.exists()

@@ -197,7 +197,7 @@ def test_cli_refuses_an_unbounded_design_before_any_fit(tmp_path):
     for extra, message in ((["--templates", "100000000"], "--templates 100000000 with --variants 50: "
                                                           "100000000 templates x (1 + 50 variants) = 5,100,000,000"),
                            (["--templates", "100", "--variants", "10000"], "--templates 100 with --variants 10000"),
-                           (["--templates", "1"], "a design needs >= 2 templates")):
+                           (["--templates", "1"], "--templates: 1 is less than the minimum of 2")):
         r = subprocess.run([sys.executable, "-m", "earnest.cli", "power", "--baseline-acc", "0.8", "--ranef-var", "1",
                             "--engine", "laplace", *extra, "--out", str(out)], capture_output=True, text=True)
         assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
@@ -276,3 +276,28 @@ def test_cli_takes_scenarios_and_design_from_a_runs_summaries_table(tmp_path):
     r = subprocess.run([sys.executable, "-m", "earnest.cli", "power", "--from-summary", str(bad), "--out",
                         str(tmp_path / "o2")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "acc_base" in r.stderr
+
+
+@pytest.mark.parametrize("change, message", [
+    # NaN / text counts: "cannot convert float NaN to integer", "invalid literal for int()": no file, no column
+    ({"n_base": float("nan")}, "column 'n_base' must hold integer counts, found nan in data row 1"),
+    ({"glmm": "one"}, "column 'glmm' must hold integer ids, found 'one' in data row 1"),
+    ({"n_base": -6}, "column 'n_base' is a count of answers, found -6 in data row 1"),
+    # an accuracy of 150% was "skipped" as if it were 100%
+    ({"acc_base": 150.0}, "column 'acc_base' must be a percentage (0 to 100), found 150.0 in data row 1"),
+    # 2,000,000 variants: numpy's MemoryError (310 GiB at 10**12) computing the design's MDE
+    ({"n_variants": 2_000_000}, "data row 1: 14 + 2,000,000 answers, more than 1,000,000 in one result"),
+    ({"n_variants": 10**12}, "column 'n_variants' holds 1000000000000 in data row 1; counts must lie within"),
+])
+def test_from_summary_names_the_file_column_and_row_of_a_bad_design(tmp_path, capsys, change, message):
+    from earnest.cli import main
+    row = {"analysis": "all", "glmm": 1, "model": "m", "prompt": "gsm", "term": "variant", "n_base": 14,
+           "n_variants": 42, "acc_base": 40.0, "ranef_var_mean": 3.0}
+    path = tmp_path / "summaries.csv"
+    pd.DataFrame([{**row, **change}]).to_csv(path, index=False)
+    assert main(["power", "--from-summary", str(path), "--sims", "1", "--resamples", "2", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert f"earnest power: {path}: {message}" in err and "Traceback" not in err, err
+    path.write_bytes(b"")
+    assert main(["power", "--from-summary", str(path), "--out", str(tmp_path / "o")]) == 2
+    assert f"earnest power: {path}: empty file" in capsys.readouterr().err

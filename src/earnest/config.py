@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from earnest import yamlfile
 from earnest.jsonl import read_utf8
 from earnest.gsm.prompts import FORMATS_FILE, PromptFormat, PromptFormatError, load_formats, validate_format_names
 
@@ -77,41 +78,10 @@ def resolve_path(p: str | Path, base_dir: str | Path | None = None) -> Path:
 
 
 # ---------------------------------------------------------------- config files
-class _StrictLoader(yaml.SafeLoader):
-    """YAML's safe loader, refusing a key given twice in one mapping (plain YAML keeps the last)."""
-
-
-def _unique_mapping(loader: _StrictLoader, node, deep=False):
-    seen: dict = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        try:
-            if key not in seen:
-                seen[key] = key_node.start_mark.line + 1
-                continue
-        except TypeError:   # an unhashable key: the base constructor reports it
-            continue
-        raise ConfigError(f"{loader.name}:{key_node.start_mark.line + 1}: key {key!r} is given twice "
-                          f"in the same mapping (first on line {seen[key]}); YAML would silently keep the last")
-    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
-
-
 def load_yaml_strict(path: str | Path):
     """A YAML file's content; ConfigError naming ``path:line`` for text that is not UTF-8, invalid
-    YAML or a duplicate key."""
-    path = Path(path)
-    loader = _StrictLoader(read_utf8(path, error=ConfigError))
-    loader.name = str(path)
-    try:
-        return loader.get_single_data()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise ConfigError(f"{path}:{mark.line + 1 if mark else '?'}: invalid YAML ({exc.problem})") from None
-    finally:
-        loader.dispose()
+    YAML or a duplicate key (:func:`earnest.yamlfile.load_yaml_strict`)."""
+    return yamlfile.load_yaml_strict(path, error=ConfigError)
 
 
 def check_config_files(paths) -> None:
@@ -148,7 +118,7 @@ def config_locations(paths) -> dict[str, str]:
 
     for path in paths:
         try:
-            loader = _StrictLoader(read_utf8(Path(path), error=ConfigError))
+            loader = yamlfile.StrictLoader(read_utf8(Path(path), error=ConfigError))
             try:
                 node = loader.get_single_node()
             finally:
@@ -199,7 +169,25 @@ def _schema_problems(err) -> list[str]:
             out.append(f"{key}: unknown key {name!r} ({hint})")
         if out:
             return out
+    if err.validator == "type" and isinstance(err.instance, str) and _YAML11_FLOAT_TEXT.fullmatch(err.instance.strip()):
+        # YAML 1.1 (PyYAML, Snakemake) reads 1e300 or 1e-3 as text: its floats need a '.' and a signed exponent
+        types = err.validator_value if isinstance(err.validator_value, list) else [err.validator_value]
+        number = float(err.instance)
+        how = (f"write it as a float with a '.' and a signed exponent ({_as_yaml_float(err.instance)})"
+               if "number" in types else f"write it as an integer ({int(number)})" if number.is_integer()
+               and abs(number) < 1e18 else "it is not an integer")
+        return [f"{where}: {err.message}; YAML reads {err.instance!r} as text: {how}"]
     return [f"{where}: {err.message}"]
+
+
+_YAML11_FLOAT_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
+def _as_yaml_float(text: str) -> str:
+    mantissa, _, exp = text.strip().lower().partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    return f"{mantissa}e{exp if exp[0] in '+-' else '+' + exp}"
 
 
 def _non_finite(node, path=()):
@@ -380,6 +368,20 @@ def _check_compare(config: dict) -> None:
                           "compare.item_effects: false leaves out; use agq: 1 or item_effects: true")
 
 
+def _check_power(config: dict) -> None:
+    """Every design of the power grid (power.templates x power.variants) is one to simulate, checked
+    now as the power study checks it when its job starts (hours of other jobs later)."""
+    from earnest.stats.power import design_problem
+
+    pw = config["power"]
+    if not pw["enabled"]:
+        return
+    problems = [f"power.templates: {nt} with power.variants {nv}: {problem}"
+                for nt in pw["templates"] for nv in pw["variants"] if (problem := design_problem(nt, nv))]
+    if problems:
+        raise ConfigError.collect(problems)
+
+
 def _check_statform(config: dict, base_dir) -> None:
     sf = config["statform"]
     if not sf["enabled"]:
@@ -471,6 +473,7 @@ def check_config(config: dict, formats: Mapping[str, PromptFormat], *,
     templates = run(_gsm_templates, config, base_dir, default=[])
     run(_check_stats, config)
     run(_check_compare, config)
+    run(_check_power, config)
     run(_check_statform, config, base_dir)
     entries, cases, excluded = run(_check_statform_build, config, base_dir, default=({}, {}, []))
     if problems:

@@ -13,18 +13,20 @@ class JSONLError(ValueError):
     """A line is not a JSON object; the message starts with ``path:line``."""
 
 
-class _DuplicateKey(ValueError):
+class DuplicateKey(ValueError):
+    """Raised by :func:`unique_keys` for a key given twice in one JSON object (``key``: that key)."""
+
     def __init__(self, key: str):
         super().__init__(key)
         self.key = key
 
 
-def _unique_keys(pairs):
-    """json's object_pairs_hook: a dict, or _DuplicateKey for a key given twice (json keeps the last)."""
+def unique_keys(pairs):
+    """json's object_pairs_hook: a dict, or DuplicateKey for a key given twice (json keeps the last)."""
     out = {}
     for key, value in pairs:
         if key in out:
-            raise _DuplicateKey(key)
+            raise DuplicateKey(key)
         out[key] = value
     return out
 
@@ -50,13 +52,30 @@ def _lone_surrogate(value, field: str = ""):
     return None
 
 
+def parse_json(text: str, where: str, error: type[Exception] = JSONLError, *, multiline: bool = False):
+    """The JSON value of ``text``; ``error`` naming ``where`` for invalid JSON (at the column, and with
+    ``multiline`` the line, of ``text``), a key given twice in one object (JSON readers differ on which
+    one counts), JSON nested too deep to read, or an integer too long to read (Python's limit)."""
+    try:
+        return json.loads(text, object_pairs_hook=unique_keys)
+    except json.JSONDecodeError as exc:
+        at = f"line {exc.lineno}, column {exc.colno}" if multiline else f"column {exc.colno}"
+        raise error(f"{where}: not valid JSON ({exc.msg} at {at})") from None
+    except DuplicateKey as exc:
+        raise error(f"{where}: key {exc.key!r} appears twice in one object; keep the one that is meant") from None
+    except RecursionError:   # json recurses once per nesting level
+        raise error(f"{where}: not readable JSON (arrays or objects nested thousands deep)") from None
+    except ValueError as exc:   # e.g. an integer of more than 4300 digits (Python's int limit)
+        raise error(f"{where}: not readable JSON ({exc})") from None
+
+
 def iter_jsonl(path: str | Path, *, objects_only: bool = True,
                error: type[Exception] = JSONLError) -> Iterator[tuple[str, int, object]]:
     """Yield (``"path:line"``, line number, record) for every non-blank line of ``path``.
 
     Raises ``error`` (the caller's own error type; :class:`JSONLError` by default) naming
-    ``path:line`` for invalid JSON, a key given twice in one object (JSON readers differ on which
-    one counts), a lone UTF-16 surrogate in a string (not text; naming the field), and (with
+    ``path:line`` for what :func:`parse_json` refuses (invalid JSON, a key given twice in one object,
+    JSON nested too deep or an integer too long to read), a lone UTF-16 surrogate in a string (not text; naming the field), and (with
     ``objects_only``) for a record that is not a JSON object.
     """
     with open(path, "rb") as fh:
@@ -71,13 +90,7 @@ def iter_jsonl(path: str | Path, *, objects_only: bool = True,
                 line = line.removeprefix("\ufeff")   # a UTF-8 byte order mark
             if not line.strip():
                 continue
-            try:
-                rec = json.loads(line, object_pairs_hook=_unique_keys)
-            except json.JSONDecodeError as exc:
-                raise error(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-            except _DuplicateKey as exc:
-                raise error(f"{where}: key {exc.key!r} appears twice in one object; keep the one that is "
-                            "meant") from None
+            rec = parse_json(line, where, error)
             if _SURROGATE_ESCAPE.search(line):
                 found = _lone_surrogate(rec)
                 if found:

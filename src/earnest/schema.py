@@ -1,14 +1,16 @@
 """config/schema.yaml, the one home of every default: the workflow validates its config against it
 (:func:`earnest.config.validate_schema` writes the defaults in), and the command line takes the
-``default=`` of each option that is also a config key from it (:func:`schema_default`).
+``default=`` of each option that is also a config key from it (:func:`schema_default`) and checks
+the option's value against that key's type and range (:func:`check_option`).
 
-A leaf module (PyYAML only), so that any command-line module can use it.
+A leaf module (PyYAML; jsonschema when an option is checked), so that any command-line module can use it.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+import math
 from pathlib import Path
 
 import yaml
@@ -45,3 +47,20 @@ def schema_default(key: str, path: str | Path = SCHEMA_PATH):
     if "default" not in node:
         raise KeyError(f"{path}: {key} has no default")
     return copy.deepcopy(node["default"])
+
+
+def check_option(value, key: str, option: str, path: str | Path = SCHEMA_PATH):
+    """``value`` of the command-line option ``option``, which stands for the config key ``key``,
+    checked against that key's schema (type, range, list items), as the workflow checks the key:
+    returns ``value``, or raises ValueError naming the option (``--seed: -1 is less than the minimum
+    of 0``). A NaN or infinite number is refused, as :func:`earnest.config.validate_schema` does."""
+    import jsonschema
+
+    for v in value if isinstance(value, (list, tuple)) else [value]:
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError(f"{option}: {v} is not a value it can take (NaN and infinity are refused)")
+    node = schema_node(key, path)
+    errors = sorted(jsonschema.validators.validator_for(node)(node).iter_errors(value), key=lambda e: list(e.path))
+    if errors:
+        raise ValueError(f"{option}: {errors[0].message} (as config key {key})")
+    return value

@@ -23,9 +23,10 @@ then ``stop_string``. The API's ``finish_reason`` maps to earnest's names: ``sto
 
 An attempt fails, and is retried after a backoff, on a 408/409/425/429 or 5xx status, a refused
 or dropped connection, a body cut short, an attempt that runs past ``timeout_s`` (a server that
-sends one byte at a time does not extend it), or an answer that is not a valid completion (not
-JSON, no ``choices`` list, a choice without text, a non-numeric ``usage``, an unknown
-``finish_reason``). Other 4xx statuses are not retried. A request still failing after the last
+sends one byte at a time does not extend it), a body larger than :data:`MAX_ANSWER_BYTES` (not read
+further), or an answer that is not a valid completion (not JSON, JSON nested too deep to read, a key
+given twice in one object, no ``choices`` list, a choice without text, a non-numeric ``usage``, an
+unknown ``finish_reason``). Other 4xx statuses are not retried. A request still failing after the last
 retry becomes a result with ``stop_reason`` ``error:<kind>`` and an empty response: a transport
 error, not a model answer (callers do not keep it; see :mod:`earnest.generation`).
 
@@ -68,12 +69,17 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Sequence
 
+from earnest.jsonl import DuplicateKey, unique_keys
+
 from .base import (CONTENT_FILTER, EOS, MAX_NEW_TOKENS, STOP_STRING, Backend, GenerationRequest, GenerationResult,
                    OnResult, cut_at_stop, valid_text)
 
 log = logging.getLogger(__name__)
 
 _RETRY_STATUS = {408, 409, 425, 429}  # plus every 5xx
+#: the largest answer body read (bytes): a completion of thousands of tokens is kilobytes; a server
+#: sending more is not answering (it would fill the memory of every worker at once)
+MAX_ANSWER_BYTES = 64 * 2**20
 # the API's finish_reason -> earnest's stop reason ("stop" is EOS unless a stop string was met)
 _FINISH = {"stop": EOS, "eos": EOS, "length": MAX_NEW_TOKENS, "content_filter": CONTENT_FILTER}
 
@@ -292,6 +298,7 @@ class OpenAIBackend(Backend):
         # counters for reports and tests: answers served from the cache / sent over HTTP
         self.cache_hits = 0
         self.http_attempts = 0
+        self.max_answer_bytes = MAX_ANSWER_BYTES
 
     @staticmethod
     def _int(cfg: dict, key: str, default: int, where: str, minimum: int) -> int:
@@ -345,7 +352,16 @@ class OpenAIBackend(Backend):
         try:
             with watchdog:
                 with self._opener.open(request, timeout=self.timeout_s) as resp:
-                    return resp.read()
+                    # read(n) returns a body cut short without a word: read() whole when the length is
+                    # known (IncompleteRead), read(n) only for chunked bodies (whose reader raises it)
+                    length = resp.length
+                    raw = resp.read() if length is not None and length <= self.max_answer_bytes \
+                        else b"" if length is not None else resp.read(self.max_answer_bytes + 1)
+                    if length is not None and length > self.max_answer_bytes or len(raw) > self.max_answer_bytes:
+                        raise _Retryable("too_large", f"answer larger than {self.max_answer_bytes:,} bytes "
+                                                      f"(Content-Length {resp.headers.get('Content-Length') or 'not given'}); "
+                                                      "not read further")
+                    return raw
         except urllib.error.HTTPError as exc:
             if 300 <= exc.code < 400:
                 where = exc.headers.get("Location") if exc.headers is not None else None
@@ -360,6 +376,8 @@ class OpenAIBackend(Backend):
             if exc.code in _RETRY_STATUS or exc.code >= 500:
                 raise _Retryable(f"http_{exc.code}", f"HTTP {exc.code}: {detail}", _retry_after(exc.headers)) from None
             raise _Fatal(f"http_{exc.code}", f"HTTP {exc.code}: {detail}") from None
+        except _Retryable:
+            raise
         except Exception as exc:
             if watchdog.fired or isinstance(exc, (socket.timeout, TimeoutError)) or \
                     isinstance(getattr(exc, "reason", None), (socket.timeout, TimeoutError)):
@@ -436,10 +454,15 @@ class OpenAIBackend(Backend):
         while True:
             try:
                 raw = self._post(endpoint, body)
-                try:
-                    payload = json.loads(raw)
+                try:   # a key given twice (which "content" is the answer?) is not a valid answer either
+                    payload = json.loads(raw, object_pairs_hook=unique_keys)
                 except (json.JSONDecodeError, UnicodeDecodeError):
                     raise _Retryable("bad_response", f"answer is not JSON: {raw[:200]!r}") from None
+                except RecursionError:   # arrays nested thousands deep: json's recursion, not a completion
+                    raise _Retryable("bad_response", f"answer nests deeper than JSON can be read: {raw[:80]!r}") from None
+                except DuplicateKey as exc:
+                    raise _Retryable("bad_response", f"answer gives the key {exc.key!r} twice in one object: "
+                                                     f"{raw[:200]!r}") from None
                 parsed = parse_completion(payload, endpoint, req.stop)
                 if parsed["empty"] is None:
                     parsed["empty_answer"] = "transient" if empty_seen is not None else None

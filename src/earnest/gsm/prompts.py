@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
-import yaml
-
 from earnest.fidelity import DEFAULT, MODES, REFERENCE, check_mode
+from earnest.yamlfile import load_yaml_strict
 
 QUESTION_PLACEHOLDER = "<Question here>"
 STYLES = ("text", "code")
@@ -173,10 +172,8 @@ def load_formats(resources_dir: str | Path | None = None, *, fidelity: str = DEF
     """
     check_mode(fidelity)
     spec_path = formats_file(resources_dir)
-    try:
-        spec = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        raise PromptFormatError(f"{spec_path}: not valid YAML ({err})") from None
+    # as the config files: not UTF-8, invalid YAML or a format given twice named by file and line
+    spec = load_yaml_strict(spec_path, error=PromptFormatError)
     if not isinstance(spec, dict) or not spec:
         raise PromptFormatError(f"{spec_path}: expected a mapping of format name -> entry")
     formats: dict[str, PromptFormat] = {}
@@ -254,7 +251,16 @@ def _cmd_prompt(args) -> int:
     try:
         formats = load_formats(args.prompts_dir, fidelity=args.fidelity)
         fmt = get_format(formats, args.format, key="FORMAT")
-        question = sys.stdin.read() if args.question == "-" else args.question
+        if args.question == "-":   # read as bytes: a byte that is not UTF-8 named, not a traceback on writing
+            from earnest.jsonl import read_utf8
+            question = read_utf8("/dev/stdin", error=PromptFormatError)
+        else:
+            question = args.question
+            try:   # the shell passes bytes that are not UTF-8 as lone surrogates (surrogateescape)
+                question.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise PromptFormatError(f"QUESTION: not UTF-8 text (a byte 0x{ord(question[exc.start]) & 0xFF:02x} "
+                                        f"at character {exc.start + 1}); give UTF-8 text") from None
         text = fmt.render(question)
     except (PromptFormatError, ValueError) as exc:
         print(f"earnest prompt: {exc}", file=sys.stderr)

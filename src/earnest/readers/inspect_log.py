@@ -30,6 +30,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from earnest.jsonl import parse_json
 from earnest.readers.lmeval import (LmEvalError, Mapping, ROW_COLUMNS, binary_value, check_one_file_per_task, doc_hash,
                                     foreign_file, integer_id, model_names, sample_row)
 
@@ -77,12 +78,17 @@ def _member(zf: zipfile.ZipFile, raw, info: zipfile.ZipInfo, path: Path) -> byte
 
 
 def _json(data: bytes, where: str):
+    """A JSON document (an object, as every part of an Inspect log is); LmEvalError naming ``where``
+    for text that is not UTF-8 or JSON, JSON nested too deep to read, a key given twice in one object
+    (json keeps the last), or a document that is not an object."""
     try:
-        return json.loads(data.decode("utf-8"))
+        text = data.decode("utf-8").removeprefix("\ufeff")   # a byte order mark, as the other readers allow
     except UnicodeDecodeError as exc:
         raise LmEvalError(f"{where}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise LmEvalError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    doc = parse_json(text, where, LmEvalError, multiline=True)
+    if not isinstance(doc, dict):
+        raise LmEvalError(f"{where}: expected a JSON object, got {type(doc).__name__}")
+    return doc
 
 
 def read_log(path: str | Path) -> tuple[dict, list[tuple[str, dict]]]:
@@ -94,6 +100,11 @@ def read_log(path: str | Path) -> tuple[dict, list[tuple[str, dict]]]:
     if path.suffix == ".json":
         doc = _json(path.read_bytes(), str(path))
         samples = doc.get("samples") or []
+        if not isinstance(samples, list):
+            raise LmEvalError(f"{path}: 'samples' must be a list of samples, found {type(samples).__name__}")
+        for i, s in enumerate(samples):
+            if not isinstance(s, dict):
+                raise LmEvalError(f"{path} (samples[{i}]): a sample must be a JSON object, found {json.dumps(s)[:80]}")
         return doc, [(f"{path} (samples[{i}])", s) for i, s in enumerate(samples)]
     try:
         with open(path, "rb") as raw, zipfile.ZipFile(raw) as zf:

@@ -196,7 +196,7 @@ def foreign_file(path: Path, expected: str = "lm-eval") -> str | None:
     if path.suffix == ".json":
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, OSError):
+        except (ValueError, OSError, RecursionError):
             return None
         if isinstance(doc, dict) and "eval" in doc and ("samples" in doc or "results" in doc):
             if expected == "inspect":

@@ -35,7 +35,7 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
-from earnest.jsonl import iter_jsonl, read_utf8
+from earnest.jsonl import iter_jsonl, parse_json, read_utf8
 
 SOURCES = ("textbook", "case")
 _SOURCE_ALIASES = {"textbook": "textbook", "book": "textbook", "case": "case",
@@ -137,10 +137,7 @@ def _text(rec: dict, key: str, where: str, *, required: bool = True, allow_none:
 
 def _parse_variables(raw: Any, where: str) -> list[Variable]:
     if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{where}: field 'variables' is a string but not JSON ({exc})") from None
+        raw = parse_json(raw, f"{where}: field 'variables' is a string, and it is", DataError)
     if raw is None:
         raw = {}
     if isinstance(raw, dict):
@@ -270,11 +267,8 @@ def _iter_json_records(path: Path) -> Iterable[tuple[str, Any]]:
         for where, _, rec in iter_jsonl(path, objects_only=False, error=DataError):
             yield where, rec
         return
-    text = read_utf8(path, error=DataError)
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    # as the JSONL lines: invalid JSON, a key given twice (json keeps the last), too deep to read
+    obj = parse_json(read_utf8(path, error=DataError), str(path), DataError, multiline=True)
     if isinstance(obj, list):
         for i, rec in enumerate(obj):
             yield f"{path}:record {i}", rec

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from earnest.fidelity import DEFAULT, MODES
 from earnest.stats import engines as E
-from earnest.schema import schema_default
+from earnest.schema import check_option, schema_default
 from earnest.stats import glmm as G
 from earnest.stats.cli_common import fail, input_choice_problem, log
 from earnest.stats.rbridge import RError
@@ -51,8 +51,15 @@ def run(args: argparse.Namespace) -> int:
     from earnest.stats import run as R
     from earnest.stats.summaries import build_summaries
 
-    if args.resamples < 1:
-        return fail("glmm", f"--resamples must be positive, not {args.resamples}")
+    try:   # the ranges of the config keys these options stand for (config/schema.yaml)
+        for value, key, option in ((args.resamples, "stats.resamples", "--resamples"), (args.seed, "stats.seed", "--seed"),
+                                   (args.shards, "stats.shards", "--shards"),
+                                   (args.check_resamples, "stats.check_resamples", "--check-resamples"),
+                                   (args.cores, "stats.threads", "--cores")):
+            if value is not None:
+                check_option(value, key, option)
+    except ValueError as exc:
+        return fail("glmm", str(exc))
     if args.shards < 1 or args.shards > args.resamples:
         return fail("glmm", f"--shards must be between 1 and --resamples ({args.resamples})")
     problem = input_choice_problem(args, "a GLMM input table")

@@ -53,17 +53,23 @@ class CompareInputError(ValueError):
     """The comparison input is malformed; the message names the source and the column or row."""
 
 
+def read_compare_input(path) -> pd.DataFrame:
+    """A compare input table from CSV or Parquet, read as the GLMM input is (:func:`G.read_input_table`)."""
+    return G.read_input_table(path, "compare input", ",".join(COMPARE_INPUT_COLUMNS), CompareInputError)
+
+
 def validate_compare_input(df: pd.DataFrame, source: str = "compare input") -> pd.DataFrame:
-    """Check the columns (model, prompt, template, item, correct 0/1) and that no item is answered
-    twice by one model x prompt; return a clean copy."""
+    """Check the columns (model, prompt, template, item, correct 0/1; none named twice, no empty model,
+    prompt or item) and that no item is answered twice by one model x prompt; return a clean copy."""
+    G.check_unique_columns(list(df.columns), source, CompareInputError)
     for col in COMPARE_INPUT_COLUMNS:
         if col not in df.columns:
             raise CompareInputError(f"{source}: missing column '{col}' (needs {', '.join(COMPARE_INPUT_COLUMNS)})")
     out = df[list(COMPARE_INPUT_COLUMNS)].copy()
     out["correct"] = G.binary_column(out["correct"], "correct", source, CompareInputError)
     out["template"] = G.integer_ids(out["template"], "template", source, CompareInputError)
-    for col in ("model", "prompt", "item"):
-        out[col] = out[col].astype(str)
+    for col in ("model", "prompt", "item"):   # model and prompt names become file names (G.text_column)
+        out[col] = G.text_column(out[col], col, source, CompareInputError, folder=col != "item")
     dup = out.duplicated(["model", "prompt", "item"])
     if dup.any():
         i = int(np.flatnonzero(dup.to_numpy())[0])

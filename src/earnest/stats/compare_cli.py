@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from earnest.schema import schema_default
+from earnest.schema import check_option, schema_default
 from earnest.stats.cli_common import add_subcommand, fail as cli_fail, input_choice_problem, log
 from earnest.stats.engines import engine_names, get_engine
 from earnest.stats.summary import check_alpha
@@ -54,8 +54,12 @@ def run(args: argparse.Namespace) -> int:
     problem = input_choice_problem(args)
     if problem:
         return fail(problem)
-    if args.resamples < 1:
-        return fail(f"--resamples must be positive, not {args.resamples}")
+    try:   # the ranges of the config keys these options stand for (config/schema.yaml)
+        for value, key, option in ((args.resamples, "compare.resamples", "--resamples"),
+                                   (args.seed, "compare.seed", "--seed"), (args.cores, "compare.threads", "--cores")):
+            check_option(value, key, option)
+    except ValueError as exc:
+        return fail(str(exc))
     try:
         C.check_agq(args.agq, not args.no_item_effects)
     except C.CompareInputError as exc:
@@ -75,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
                                             "harness samples")
         else:
             src = args.input
-            raw = pd.read_parquet(src) if src.suffix == ".parquet" else pd.read_csv(src)
+            raw = C.read_compare_input(src)
             data = C.validate_compare_input(raw, str(src))
         pairs = C.check_pairs(data, args.by)
     except (ValueError, OSError) as exc:

@@ -17,6 +17,7 @@ lme4's fast path was refused; :func:`engine_name` maps it back to the engine).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,22 +90,22 @@ def binary_column(values: pd.Series, col: str, source: str, error=None) -> pd.Se
     return num.astype(np.int64)
 
 
-def integer_ids(values: pd.Series, col: str, source: str, error=None) -> pd.Series:
-    """``values`` as int64 ids; ``error`` (default GLMMInputError) names the first value that is not
-    an integer, or not within +-:data:`ID_MAX`, and its data row."""
+def integer_ids(values: pd.Series, col: str, source: str, error=None, *, what: str = "ids") -> pd.Series:
+    """``values`` as int64 ids (``what="counts"``: counts); ``error`` (default GLMMInputError) names
+    the first value that is not an integer, or not within +-:data:`ID_MAX`, and its data row."""
     num = pd.to_numeric(values, errors="coerce")
     if num.isna().any() or not np.all(np.mod(num.to_numpy(), 1) == 0):
         bad = int(np.flatnonzero(num.isna().to_numpy() | (np.mod(num.fillna(0.5).to_numpy(), 1) != 0))[0])
-        raise (error or GLMMInputError)(f"{source}: column '{col}' must hold integer ids, found "
+        raise (error or GLMMInputError)(f"{source}: column '{col}' must hold integer {what}, found "
                                         f"{show_value(values.iloc[bad])} in {_row(bad)}")
     arr = num.to_numpy()
     far = (arr > ID_MAX) | (arr < -ID_MAX)   # uint64 and float compare exactly with these bounds
     if far.any():
         bad = int(np.flatnonzero(far)[0])
+        fix = "; renumber them (0, 1, 2, ...)" if what == "ids" else ""
         raise (error or GLMMInputError)(
-            f"{source}: column '{col}' holds {show_value(values.iloc[bad])} in {_row(bad)}; ids must lie within "
-            f"+-{ID_MAX} (R's integers: larger ones overflow or merge with their neighbours); renumber them "
-            "(0, 1, 2, ...)")
+            f"{source}: column '{col}' holds {show_value(values.iloc[bad])} in {_row(bad)}; {what} must lie within "
+            f"+-{ID_MAX} (R's integers: larger ones overflow or merge with their neighbours){fix}")
     return num.astype(np.int64)
 
 
@@ -115,56 +116,97 @@ def _check_glmm(glmm: int) -> int:
 
 
 def read_glmm_input(path: str | Path) -> pd.DataFrame:
-    """Read a GLMM input table from CSV or Parquet (by suffix)."""
+    """Read a GLMM input table from CSV or Parquet (by suffix); :func:`read_input_table`."""
+    return read_input_table(path, "GLMM input", ",".join(GLMM_INPUT_COLUMNS) + "[,gamma]")
+
+
+def read_input_table(path: str | Path, what: str, header: str, error: type[Exception] = GLMMInputError) -> pd.DataFrame:
+    """An input table (``what``, e.g. "GLMM input", whose header line is ``header``) from CSV or
+    Parquet (by suffix). ``error`` (default GLMMInputError) names the file, and the line where there
+    is one, for text that is not UTF-8, a row whose number of fields differs from the header's, a
+    column named twice, a file that is not Parquet, or a file without header or rows."""
     path = Path(path)
     if path.suffix == ".parquet":
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        _check_unique_columns(list(pq.read_schema(path).names), str(path))   # pyarrow's own error names no file
-        df = pd.read_parquet(path)
+        try:   # pyarrow's own errors name no file
+            check_unique_columns(list(pq.read_schema(path).names), str(path), error)
+            df = pd.read_parquet(path)
+        except pa.ArrowException as exc:
+            raise error(f"{path}: not a readable Parquet file ({exc})") from None
     elif path.suffix in (".csv", ".txt"):
-        df = _read_csv_checked(path)
+        df = _read_csv_checked(path, header, error)
     else:
-        raise GLMMInputError(f"{path}: GLMM input must be .csv or .parquet")
+        raise error(f"{path}: {what} must be .csv or .parquet")
     if df.empty:
-        raise GLMMInputError(f"{path}: no data rows (columns: {', '.join(map(str, df.columns)) or 'none'})")
-    _check_unique_columns(list(df.columns), str(path))
+        raise error(f"{path}: no data rows (columns: {', '.join(map(str, df.columns)) or 'none'})")
+    check_unique_columns(list(df.columns), str(path), error)
     return df
 
 
-def _check_unique_columns(columns: list, source: str) -> None:
-    """GLMMInputError naming the first column name given twice (which one counts would be a guess)."""
+def check_unique_columns(columns: list, source: str, error: type[Exception] = GLMMInputError) -> None:
+    """``error`` naming the first column name given twice (which one counts would be a guess)."""
     seen: dict = {}
     for i, name in enumerate(columns, 1):
         if name in seen:
-            raise GLMMInputError(f"{source}: column {name!r} appears twice (columns {seen[name]} and {i}); "
-                                 "keep one")
+            raise error(f"{source}: column {name!r} appears twice (columns {seen[name]} and {i}); keep one")
         seen[name] = i
 
 
-def _read_csv_checked(path: Path) -> pd.DataFrame:
-    """A CSV file as a table; GLMMInputError naming ``path:line`` for text that is not UTF-8, a row
+def _read_csv_checked(path: Path, header_line: str, error: type[Exception]) -> pd.DataFrame:
+    """A CSV file as a table; ``error`` naming ``path:line`` for text that is not UTF-8, a row
     whose number of fields differs from the header's, or a file without header or rows."""
     import csv
     import io
 
-    text = read_utf8(path, error=GLMMInputError)
+    text = read_utf8(path, error=error)
     if not text.strip():
-        raise GLMMInputError(f"{path}: empty file; expected a header line "
-                             f"({','.join(GLMM_INPUT_COLUMNS)}[,gamma]) and one line per item")
+        raise error(f"{path}: empty file; expected a header line ({header_line}) and one line per item")
     reader = csv.reader(io.StringIO(text))
     try:
         header = next(reader)
         width = len(header)
-        _check_unique_columns(header, f"{path}:1")   # pandas would rename the second 'x' to 'x.1'
+        check_unique_columns(header, f"{path}:1", error)   # pandas would rename the second 'x' to 'x.1'
 
         for row in reader:
             if row and len(row) != width:
-                raise GLMMInputError(f"{path}:{reader.line_num}: {len(row)} fields, but the header "
-                                     f"(line 1) has {width}")
+                raise error(f"{path}:{reader.line_num}: {len(row)} fields, but the header (line 1) has {width}")
     except csv.Error as exc:
-        raise GLMMInputError(f"{path}:{reader.line_num}: {exc}") from None
+        raise error(f"{path}:{reader.line_num}: {exc}") from None
     return pd.read_csv(io.StringIO(text))
+
+
+def safe_name(name: str) -> str:
+    """A model or prompt name usable as one path component ('org/model' -> 'org__model')."""
+    return re.sub(r"[^A-Za-z0-9._+-]", "_", name.replace("/", "__"))
+
+
+def text_column(values: pd.Series, col: str, source: str, error: type[Exception] = GLMMInputError,
+                folder: bool = False) -> pd.Series:
+    """``values`` as str; ``error`` naming the first empty cell and its data row (groupby would drop
+    such a row, and str() would make NaN a name 'nan'). With ``folder`` (names that become file or
+    folder names, :func:`safe_name`), also two names that would share one (``a b`` and ``a_b``: the
+    second would reuse the first's shards) and the names '.' and '..'."""
+    blank = values.isna().to_numpy() | (values.astype(str).str.strip() == "").to_numpy()
+    if blank.any():
+        bad = int(np.flatnonzero(blank)[0])
+        raise error(f"{source}: column '{col}' is empty in {_row(bad)}")
+    out = values.astype(str)
+    if folder:
+        first: dict[str, str] = {}
+        for name in out.unique():
+            safe = safe_name(name)
+            if safe in (".", ".."):
+                raise error(f"{source}: column '{col}' holds {name!r} in {_row(int(np.flatnonzero(out == name)[0]))}; "
+                            "it names folders of the results, so it cannot be '.' or '..'")
+            if safe in first:
+                rows = [_row(int(np.flatnonzero(out == n)[0])) for n in (first[safe], name)]
+                raise error(f"{source}: column '{col}' holds {first[safe]!r} ({rows[0]}) and {name!r} ({rows[1]}), "
+                            f"which share the folder and file name {safe!r} (characters other than letters, digits, "
+                            "'.', '_', '+', '-' become '_'); rename one")
+            first[safe] = name
+    return out
 
 
 def validate_glmm_input(df: pd.DataFrame, glmm: int, source: str = "GLMM input", *,
@@ -180,7 +222,7 @@ def validate_glmm_input(df: pd.DataFrame, glmm: int, source: str = "GLMM input",
     """
     glmm = _check_glmm(glmm)
     needed = list(GLMM_INPUT_COLUMNS) + (["gamma"] if glmm == 2 else [])
-    _check_unique_columns(list(df.columns), source)
+    check_unique_columns(list(df.columns), source)
     for col in needed:
         if col not in df.columns:
             raise GLMMInputError(f"{source}: missing column '{col}' (GLMM {glmm} needs {', '.join(needed)})")
@@ -209,11 +251,7 @@ def validate_glmm_input(df: pd.DataFrame, glmm: int, source: str = "GLMM input",
                                  f"must lie within +-{GAMMA_MAX:g}")
         out["gamma"] = g.astype(float)
     for col in ("model", "prompt"):
-        blank = out[col].isna().to_numpy() | (out[col].astype(str).str.strip() == "").to_numpy()
-        if blank.any():   # groupby would drop such a row without a word
-            bad = int(np.flatnonzero(blank)[0])
-            raise GLMMInputError(f"{source}: column '{col}' is empty in {_row(bad)}")
-        out[col] = out[col].astype(str)
+        out[col] = text_column(out[col], col, source, folder=True)
     return out.reset_index(drop=True)
 
 

@@ -124,6 +124,11 @@ def intercept_for_accuracy(baseline_acc: float, ranef_var: float) -> float:
         return float(special.logit(baseline_acc))
     f = lambda b: marginal_accuracy(b, ranef_var) - baseline_acc  # noqa: E731
     lo, hi = -60.0, 60.0
+    if not f(lo) < 0.0 < f(hi):   # brentq's own complaint ("f(a) and f(b) must have different signs") names neither
+        raise PowerError(f"template-intercept variance {ranef_var!r} with baseline accuracy {baseline_acc!r}: no intercept "
+                         f"in [{lo:g}, {hi:g}] gives that accuracy (with this variance it lies between "
+                         f"{marginal_accuracy(lo, ranef_var):.4g} and {marginal_accuracy(hi, ranef_var):.4g}); "
+                         "a variance on the log-odds scale is at most tens")
     return float(optimize.brentq(f, lo, hi, xtol=1e-12))
 
 
@@ -635,7 +640,33 @@ def design_mde(n_templates: int, n_variants: float, acc_base_pct: float, ranef_v
     return out
 
 
-def design_mde_table(summaries: pd.DataFrame, *, alpha: float = 0.05, target: float = TARGET_POWER) -> pd.DataFrame:
+def _checked_summaries(summaries: pd.DataFrame, source: str) -> pd.DataFrame:
+    """The columns a design is read from, checked (PowerError naming ``source``, the column and the
+    data row): glmm, n_base and n_variants integers (counts >= 0, a design of at most
+    :data:`MAX_ANSWERS` answers), acc_base a percentage."""
+    out = summaries.reset_index(drop=True).copy()
+    for col in ("glmm", "n_base", "n_variants"):
+        out[col] = G.integer_ids(out[col], col, source, PowerError, what="ids" if col == "glmm" else "counts")
+        if col != "glmm" and (out[col] < 0).any():
+            i = int(np.flatnonzero((out[col] < 0).to_numpy())[0])
+            raise PowerError(f"{source}: column '{col}' is a count of answers, found {out[col].iloc[i]} in data row {i + 1}")
+    big = (out["n_base"] + out["n_variants"]) > MAX_ANSWERS
+    if big.any():
+        i = int(np.flatnonzero(big.to_numpy())[0])
+        raise PowerError(f"{source}: data row {i + 1}: {out['n_base'].iloc[i]:,} + {out['n_variants'].iloc[i]:,} answers, "
+                         f"more than {MAX_ANSWERS:,} in one result (the paper's design: 5,100)")
+    acc = pd.to_numeric(out["acc_base"], errors="coerce")
+    wrong = ~((acc >= 0) & (acc <= 100)).to_numpy()
+    if wrong.any():
+        i = int(np.flatnonzero(wrong)[0])
+        raise PowerError(f"{source}: column 'acc_base' must be a percentage (0 to 100), found "
+                         f"{G.show_value(out['acc_base'].iloc[i])} in data row {i + 1}")
+    out["acc_base"] = acc.astype(float)
+    return out
+
+
+def design_mde_table(summaries: pd.DataFrame, *, alpha: float = 0.05, target: float = TARGET_POWER,
+                     source: str = "summaries table") -> pd.DataFrame:
     """Every variant-effect row of a bootstrap summaries table (GLMM 1) with the MDE of its design.
 
     The design of a result: n_templates = its number of GSM-Base answers (one per template),
@@ -647,8 +678,9 @@ def design_mde_table(summaries: pd.DataFrame, *, alpha: float = 0.05, target: fl
     need = ("model", "prompt", "glmm", "term", "n_base", "n_variants", "acc_base", "ranef_var_mean")
     missing = [c for c in need if c not in summaries.columns]
     if missing:
-        raise PowerError(f"summaries table: missing columns {missing}")
-    sel = summaries[(summaries["glmm"].astype(int) == 1) & (summaries["term"] == "variant")]
+        raise PowerError(f"{source}: missing columns {missing}")
+    summaries = _checked_summaries(summaries, source)
+    sel = summaries[(summaries["glmm"] == 1) & (summaries["term"] == "variant")]
     if "analysis" in sel.columns:
         sel = sel[sel["analysis"] == "all"]
     rows = []
@@ -804,11 +836,8 @@ def scenarios_from_results(*, summary=None, glmm_input: pd.DataFrame | None = No
     scenarios, designs = [], []
     if summary is not None:
         path = Path(summary)
-        try:
-            s = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
-        except (OSError, ValueError) as exc:
-            raise PowerError(f"{path}: cannot read the summaries table ({exc})") from exc
-        table = design_mde_table(s)
+        s = G.read_input_table(path, "a summaries table", "analysis,glmm,model,prompt,term,...", PowerError)
+        table = design_mde_table(s, source=str(path))
         for r in table.itertuples(index=False):
             sc = _scenario_from(f"{r.model} / {r.prompt}", float(r.acc_base), float(r.design_ranef_var), log)
             if sc:

@@ -6,7 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
-from earnest.schema import schema_default
+from earnest.schema import check_option, schema_default
 from earnest.stats.cli_common import add_subcommand, fail, log
 
 
@@ -54,6 +54,18 @@ def run(args: argparse.Namespace) -> int:
     from earnest.stats import power as P
 
     scenarios, design = [], None
+    try:   # the ranges of the config keys these options stand for (config/schema.yaml)
+        for value, key, option in ((args.templates, "power.templates", "--templates"),
+                                   (args.variants, "power.variants", "--variants"),
+                                   (args.odds_ratios, "power.odds_ratios", "--odds-ratios"),
+                                   (args.effects, "power.effects", "--effects"), (args.sims, "power.sims", "--sims"),
+                                   (args.resamples, "power.resamples", "--resamples"), (args.seed, "power.seed", "--seed"),
+                                   (args.cores, "power.threads", "--cores"),
+                                   (args.gamma_sd, "power.gamma_sd", "--gamma-sd")):
+            if value is not None:
+                check_option(value, key, option)
+    except ValueError as exc:
+        return _fail(str(exc))
     try:
         if args.baseline_acc is not None or args.ranef_var is not None:
             if args.baseline_acc is None or args.ranef_var is None:
@@ -90,13 +102,9 @@ def run(args: argparse.Namespace) -> int:
                     where = (f"--templates {nt} with --variants {nv}" if args.templates or args.variants
                              else f"the design of the results read ({nt} x {nv})")
                     return _fail(f"{where}: {problem}")
-        if args.sims < 1 or args.resamples < 1:
-            return _fail("--sims and --resamples must be positive")
         if not 0 < args.alpha < 1:
             return _fail(f"--alpha must lie in (0, 1), not {args.alpha}")
         P.check_engine(args.engine)
-        if not (args.gamma_sd > 0 and args.gamma_sd < float("inf")):
-            return _fail(f"--gamma-sd must be positive and finite, not {args.gamma_sd}")
         n_points = len(scenarios) * len(args.effects) * len(templates) * len(variants) * len(set(args.odds_ratios))
         log(f"earnest power: {n_points} grid points x {args.sims} data sets x {args.resamples} resamples = "
             f"{n_points * args.sims * args.resamples} GLMM fits (engine {args.engine})")

@@ -13,7 +13,6 @@ The engine (lme4 | laplace) is looked up by name in :mod:`earnest.stats.engines`
 from __future__ import annotations
 
 import os
-import re
 import time
 import warnings
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ import pandas as pd
 from earnest import fidelity as F
 from earnest.stats import engines as E
 from earnest.stats import glmm as G
+from earnest.stats.glmm import safe_name  # noqa: F401 (the one name rule of the shard layout; used here and by callers)
 from earnest.stats.summary import check_shards, clean_mask, summarise
 
 
@@ -35,11 +35,6 @@ def default_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - non-Linux
         return max(1, os.cpu_count() or 1)
-
-
-def safe_name(name: str) -> str:
-    """A model or prompt name usable as one path component ('org/model' -> 'org__model')."""
-    return re.sub(r"[^A-Za-z0-9._+-]", "_", name.replace("/", "__"))
 
 
 def shard_path(out_dir: str | Path, glmm: int, model: str, prompt: str, shard: int) -> Path:
