@@ -164,6 +164,7 @@ def test_failed_fits_are_recorded_not_fatal():
     ("power", "--templates", "30 30", "--templates: [30, 30] has non-unique elements"),   # the same grid twice
     ("power", "--odds-ratios", "inf", "--odds-ratios: inf is not a value it can take"),
     ("power", "--cores", "0", "--cores: 0 is less than the minimum of 1"),
+    ("power", "--gamma-sd", "0", "--gamma-sd: 0.0 is less than or equal to the minimum of 0 (as config key power.gamma_sd)"),
 ])
 def test_options_take_the_range_of_their_config_key(tmp_path, capsys, glmm_csv, command, option, value, message):
     """An option that stands for a config key is checked against that key's schema, before any input is
