@@ -268,6 +268,13 @@ def test_config_errors_name_the_key(monkeypatch, tmp_path):
         OpenAIBackend("m", {"base_url": "127.0.0.1:1"})
     with pytest.raises(ValueError, match=r"models\.m\.concurrency"):
         OpenAIBackend("m", {"base_url": "http://127.0.0.1:1/v1", "concurrency": 0})
+    # 100,000 threads would fail to start half-way through a job; the bound is the schema's
+    from earnest.backends.openai_http import MAX_CONCURRENCY
+    from earnest.schema import schema_node
+
+    assert schema_node("models")["additionalProperties"]["properties"]["concurrency"]["maximum"] == MAX_CONCURRENCY
+    with pytest.raises(ValueError, match=r"models\.m\.concurrency: an integer from 1 to 1024 is required, got 100000"):
+        OpenAIBackend("m", {"base_url": "http://127.0.0.1:1/v1", "concurrency": 100000})
 
 
 # ---------------------------------------------------------------- transformers serve

@@ -74,6 +74,8 @@ from earnest.jsonl import DuplicateKey, unique_keys
 from .base import (CONTENT_FILTER, EOS, MAX_NEW_TOKENS, STOP_STRING, Backend, GenerationRequest, GenerationResult,
                    OnResult, cut_at_stop, valid_text)
 
+#: requests in flight at once, at most (one thread each; tens of thousands would not start)
+MAX_CONCURRENCY = 1024
 log = logging.getLogger(__name__)
 
 _RETRY_STATUS = {408, 409, 425, 429}  # plus every 5xx
@@ -279,7 +281,7 @@ class OpenAIBackend(Backend):
             self.api_key = os.environ.get(key_env)
             if not self.api_key:
                 raise ValueError(f"{where}.api_key_env: environment variable {key_env!r} is not set")
-        self.concurrency = self._int(cfg, "concurrency", 4, where, minimum=1)
+        self.concurrency = self._int(cfg, "concurrency", 4, where, minimum=1, maximum=MAX_CONCURRENCY)
         self.max_retries = self._int(cfg, "max_retries", 5, where, minimum=0)
         self.timeout_s = self._number(cfg, "timeout_s", 120.0, where, positive=True)
         self.backoff_s = self._number(cfg, "backoff_s", 1.0, where)
@@ -301,10 +303,12 @@ class OpenAIBackend(Backend):
         self.max_answer_bytes = MAX_ANSWER_BYTES
 
     @staticmethod
-    def _int(cfg: dict, key: str, default: int, where: str, minimum: int) -> int:
+    def _int(cfg: dict, key: str, default: int, where: str, minimum: int, maximum: int | None = None) -> int:
         value = cfg.get(key, default)
-        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-            raise ValueError(f"{where}.{key}: an integer >= {minimum} is required, got {value!r}")
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum \
+                or (maximum is not None and value > maximum):
+            bounds = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
+            raise ValueError(f"{where}.{key}: an integer {bounds} is required, got {value!r}")
         return value
 
     @staticmethod
