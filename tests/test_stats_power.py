@@ -155,16 +155,21 @@ def test_design_mde_of_real_results_says_why_it_is_missing(tmp_path):
         {"analysis": "all", "glmm": 1, "model": "z", "prompt": "gsm", "term": "variant", "n_base": 10,
          "n_variants": 30, "acc_base": 0.0, "ranef_var_mean": float("nan"), "ci_low_log": float("nan"),
          "ci_high_log": float("nan")},
+        # the run's reasoning-only analysis excluded every answer: no accuracy, no design (and no failure)
+        {"analysis": "reasoning_only", "glmm": 1, "model": "z", "prompt": "simple_code", "term": "variant",
+         "n_base": 0, "n_variants": 0, "acc_base": float("nan"), "ranef_var_mean": float("nan"),
+         "ci_low_log": float("nan"), "ci_high_log": float("nan")},
     ])
     t = P.design_mde_table(s)
+    assert len(t) == 2
     assert t.loc[0, "mde_or"] == pytest.approx(P.wald_mde(100, 50, baseline_acc=0.5, ranef_var=7.0))
     assert t.loc[0, "n_variants_per_template"] == 50
     assert t.loc[0, "mde_or_observed"] == pytest.approx(math.exp(-2.8016 * 1.2 / 3.92), rel=1e-3)
     assert math.isnan(t.loc[1, "mde_or"]) and "no OR is detectable" in t.loc[1, "mde_note"]
     # the report's table shows the summaries table's own verdicts, not recomputed ones
-    full = s.assign(alpha=0.05, significant_uncorrected=[False, False], significant_holm=[False, False], p_holm=[1.0, 1.0],
-                    prompt_label="GSM prompt (Ex1)", odds_ratio=[0.6, float("nan")], ci_low=[0.37, float("nan")],
-                    ci_high=[1.22, float("nan")], p_boot=[0.2, float("nan")])
+    full = s.assign(alpha=0.05, significant_uncorrected=[False] * 3, significant_holm=[False] * 3, p_holm=[1.0] * 3,
+                    prompt_label="GSM prompt (Ex1)", odds_ratio=[0.6, float("nan"), float("nan")], ci_low=[0.37, float("nan"), float("nan")],
+                    ci_high=[1.22, float("nan"), float("nan")], p_boot=[0.2, float("nan"), float("nan")])
     paths = P.write_results_mde_table(full, tmp_path / "results_mde")
     md = paths["md"].read_text()
     assert "0.60 [0.37, 1.22]" in md and "no (Holm: no)" in md and f"{t.loc[0, 'mde_or']:.2f}" in md

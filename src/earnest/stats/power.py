@@ -643,7 +643,7 @@ def design_mde(n_templates: int, n_variants: float, acc_base_pct: float, ranef_v
 def _checked_summaries(summaries: pd.DataFrame, source: str) -> pd.DataFrame:
     """The columns a design is read from, checked (PowerError naming ``source``, the column and the
     data row): glmm, n_base and n_variants integers (counts >= 0, a design of at most
-    :data:`MAX_ANSWERS` answers), acc_base a percentage."""
+    :data:`MAX_ANSWERS` answers), acc_base a percentage (empty where there are no GSM-Base answers)."""
     out = summaries.reset_index(drop=True).copy()
     for col in ("glmm", "n_base", "n_variants"):
         out[col] = G.integer_ids(out[col], col, source, PowerError, what="ids" if col == "glmm" else "counts")
@@ -656,7 +656,9 @@ def _checked_summaries(summaries: pd.DataFrame, source: str) -> pd.DataFrame:
         raise PowerError(f"{source}: data row {i + 1}: {out['n_base'].iloc[i]:,} + {out['n_variants'].iloc[i]:,} answers, "
                          f"more than {MAX_ANSWERS:,} in one result (the paper's design: 5,100)")
     acc = pd.to_numeric(out["acc_base"], errors="coerce")
-    wrong = ~((acc >= 0) & (acc <= 100)).to_numpy()
+    # a result without GSM-Base answers (a reasoning-only analysis that excluded them all) has no accuracy
+    no_answers = (out["n_base"] == 0) & out["acc_base"].isna()
+    wrong = ~(((acc >= 0) & (acc <= 100)) | no_answers).to_numpy()
     if wrong.any():
         i = int(np.flatnonzero(wrong)[0])
         raise PowerError(f"{source}: column 'acc_base' must be a percentage (0 to 100), found "
