@@ -192,3 +192,34 @@ def test_a_missing_layer_is_named_with_its_remedy_and_landlock_alone_says_what_s
     # root's answers run as nobody, and with another layer beside Landlock these calls are stopped
     assert "resource limits" not in missing_layers_warning(["seccomp", "namespaces"], ["landlock"], 0)
     assert "resource limits" not in missing_layers_warning(["namespaces"], ["seccomp", "landlock"], 1000)
+
+
+# ---------------------------------------------------------------- result integrity (caller side)
+
+class _Interrupted(Exception):
+    pass
+
+
+def test_an_interrupted_request_never_hands_its_reply_to_the_next_answer():
+    """A caller interrupted while an answer runs (Ctrl-C, an exception from its own signal
+    handler) keeps using the sandbox: the next answers get their own results, not the previous
+    one's reply that was still on its way (before the fix every later answer got its predecessor's)."""
+    def interrupt(signum, frame):
+        raise _Interrupted()
+
+    spin = "def solution():\n    x = 0\n    for i in range(10 ** 9):\n        x += 1\n    return 111\n"
+    old = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        with Sandbox(workers=1, limits=Limits(cpu_seconds=2, wall_seconds=3)) as sandbox:
+            assert sandbox.run("def solution():\n    return 1\n").value == 1.0
+            for _ in range(2):
+                signal.setitimer(signal.ITIMER_REAL, 0.3)
+                with pytest.raises(_Interrupted):
+                    sandbox.run(spin)
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                got = [sandbox.run(f"def solution():\n    return {k}\n") for k in (2, 3)]
+                assert [(r.error_class, r.value) for r in got] == [("", 2.0), ("", 3.0)], got
+            assert wait_until_clean(sandbox) == set()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)

@@ -549,7 +549,11 @@ class _Worker:
             self.proc = None
             raise SandboxUnavailable(f"sandbox: cannot start the interpreter {self.python!r} "
                                      f"(sandbox.python): {exc}") from exc
-        hello = _receive(self.proc.stdout.fileno(), time.monotonic() + 60)
+        try:
+            hello = _receive(self.proc.stdout.fileno(), time.monotonic() + 60)
+        except BaseException:  # interrupted: an unread hello must not be taken for a reply
+            self.stop()
+            raise
         if hello is None:
             self.stop()
             raise SandboxUnavailable(f"sandbox: the worker ({self.python} -I -S {os.path.abspath(__file__)}) "
@@ -613,6 +617,12 @@ class _Worker:
                 body = _read_exact(self.proc.stdout.fileno(), head[1], deadline) if head[1] else b""
         except (BrokenPipeError, OSError, ValueError):
             head = body = None
+        except BaseException:
+            # interrupted mid-exchange (KeyboardInterrupt, an exception from a signal handler):
+            # this request's reply is still to come, and the next request must never read it as
+            # its own, so the worker goes
+            self.stop()
+            raise
         if head is None or body is None:
             self.stop()
             return {"error": UNCLASSIFIED, "detail": "sandbox worker died, hung or sent garbage; restarted"}
