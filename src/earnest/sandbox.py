@@ -599,6 +599,22 @@ class _Worker:
 
     def request(self, source: str, limits: Limits, full_builtins: bool = False,
                 fidelity: str = _EARNEST) -> dict:
+        # a worker that cannot fork a child for the answer (the user's process limit reached by
+        # other processes of the same user, memory) says so; it is retried a few times (the
+        # limit may be transient), then the run stops with a clear error: an innocent answer that
+        # never ran must not be scored as ``unclassified``
+        for pause in (0.05, 0.25, 1.0, 2.0, None):
+            reply = self._request_once(source, limits, full_builtins, fidelity)
+            if "fork_error" not in reply:
+                return reply
+            if pause is not None:
+                time.sleep(pause)
+        raise SandboxUnavailable(
+            f"sandbox: the worker cannot start a process for an answer ({reply['fork_error']}): the "
+            "process limit of this user (ulimit -u, RLIMIT_NPROC; every process and thread of the user "
+            "on this machine counts) or the memory is exhausted; no answer of this batch was scored")
+
+    def _request_once(self, source: str, limits: Limits, full_builtins: bool, fidelity: str) -> dict:
         if self.proc is None:
             self.start()
         payload = json.dumps({"source": source, "limits": limits.as_dict(),
@@ -628,6 +644,8 @@ class _Worker:
             return {"error": UNCLASSIFIED, "detail": "sandbox worker died, hung or sent garbage; restarted"}
         if head[0].get("restart"):  # the worker could not empty its namespaces: a fresh one next
             self.stop()
+        if head[0].get("fork_error"):
+            return {"fork_error": _short(str(head[0]["fork_error"]), 200)}
         return _interpret(head[0], body, wall)
 
 
@@ -1548,10 +1566,18 @@ def _ended_by(pid: int, deadline: float) -> bool:
 def _run_child(payload: memoryview, wall: float, setup: dict, result_buf: bytearray) -> tuple[dict, int]:
     """Fork the snippet's children, collect its report within ``wall`` seconds (into result_buf),
     kill its whole group in any case. Returns (status, length of the report)."""
-    result_r, result_w = os.pipe()
+    try:
+        result_r, result_w = os.pipe()
+    except OSError as exc:
+        return {"fork_error": _describe(exc)}, 0
     worker_pid = os.getpid()
     deadline = time.monotonic() + wall
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError as exc:  # no process for the answer (RLIMIT_NPROC, memory): the caller decides
+        os.close(result_r)
+        os.close(result_w)
+        return {"fork_error": _describe(exc)}, 0
     if pid == 0:
         os.close(result_r)
         _child_outer(payload, result_w, setup, worker_pid)
