@@ -1320,6 +1320,20 @@ def _probe_answer_user_namespace(libc, root: bool) -> bool:
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
+def _maps_nobody() -> bool:
+    """Whether uid and gid 65534 exist in this process's user namespace (always on a host; in a
+    rootless container, where only the user's own uid is mapped to 0, not)."""
+    for name in ("uid_map", "gid_map"):
+        try:
+            with open(f"/proc/self/{name}") as fh:
+                ranges = [tuple(map(int, line.split())) for line in fh if line.strip()]
+        except (OSError, ValueError):
+            return True  # no /proc to ask: assume a host
+        if not any(inside <= _NOBODY < inside + count for inside, _, count in ranges):
+            return False
+    return True
+
+
 def _drop_capabilities(libc) -> None:
     """No capability left (the child is uid 0 inside its user namespace: capabilities there
     concern only its own namespaces, but it needs none of them)."""
@@ -1669,7 +1683,9 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
         except ImportError:
             pass
     random.seed(0)  # every child starts from the same state: reproducible answers
-    root = os.geteuid() == 0
+    # root that can become nobody: root in a rootless container (podman, ``unshare -r``,
+    # Apptainer --fakeroot) has uid 0 but no 65534 to switch to, and is an ordinary user here
+    root = os.geteuid() == 0 and _maps_nobody()
     uid = os.getuid()
     _remove_stale_dirs(tmp)
     base = ""  # the empty directory a root worker without namespaces chroots into
