@@ -263,3 +263,51 @@ def test_root_in_a_rootless_container_runs_answers_as_an_ordinary_user():
     values, caps = out.splitlines()[:2]
     assert values == "[7.0, 7.0, 7.0]", out
     assert "'setuid': False" in caps and "'user'" in caps, caps  # a user namespace of its own
+
+
+def _hard_address_space_limit():
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (600 * 1024 ** 2, 600 * 1024 ** 2))
+
+
+def test_a_set_up_that_fails_before_model_code_stops_the_run_instead_of_scoring_it():
+    """A child whose set-up fails before any model code runs is an error of the machine, not a
+    class of the answer: the run stops with SandboxUnavailable saying why (before, every innocent
+    answer came back ``unclassified``, and the scoring went on). A cluster job's hard address-space
+    limit (``ulimit -v``, SGE's h_vmem) below the sandbox's memory limit is one such case; smaller
+    limits still work. A hostile answer cannot fake one: the child marks its pipe before model code runs."""
+    script = (
+        "from earnest.sandbox import Limits, Sandbox, SandboxUnavailable\n"
+        "for mem in (1024 ** 3, 256 * 1024 ** 2):\n"
+        "    with Sandbox(workers=1, limits=Limits(memory_bytes=mem)) as sb:\n"
+        "        try:\n"
+        "            print([(r.error_class, r.value) for r in sb.run_many(['def solution():\\n    return 7\\n'] * 2)])\n"
+        "        except SandboxUnavailable as exc:\n"
+        "            print('unavailable:', exc)\n")
+    first, second = _run_script(script, preexec=_hard_address_space_limit).splitlines()[:2]
+    assert first.startswith("unavailable:") and "RLIMIT_AS" in first and "memory_bytes" in first, first
+    assert second == "[('', 7.0), ('', 7.0)]", second
+    # the answer's own user namespace refused (the user's namespace quota reached after start)
+    out = _run_script(
+        "from earnest.sandbox import Sandbox, SandboxUnavailable\n"
+        "with Sandbox(workers=1) as sb:\n"
+        "    print(sb.run('def solution():\\n    return 1\\n').value, 'user-per-answer' in sb.capabilities()['namespaces'])\n"
+        "    open('/proc/sys/user/max_user_namespaces', 'w').write('1')\n"
+        "    try:\n"
+        "        print(sb.run_many(['def solution():\\n    return 2\\n'] * 2))\n"
+        "    except SandboxUnavailable as exc:\n"
+        "        print('unavailable:', exc)\n"
+        "    open('/proc/sys/user/max_user_namespaces', 'w').write('100')\n"
+        "    print(sb.run('def solution():\\n    return 3\\n').value)\n", prefix=_rootless_prefix())
+    lines = out.splitlines()
+    if lines[0] != "1.0 True":
+        pytest.skip("no user namespace per answer inside a user namespace here")
+    assert lines[1].startswith("unavailable:") and "before any model code ran" in lines[1], lines
+    assert lines[2] == "3.0", lines
+    # a forged report of a failed set-up is the answer's own result, nothing more
+    with Sandbox(workers=1, limits=LIMITS) as sandbox:
+        forge = ("import os\ndef solution():\n    os.write(3, b'{\"error\": \"unclassified\", \"detail\": "
+                 "\"sandbox setup failed: x\"}')\n    os._exit(0)\n")
+        r = sandbox._run_unchecked(forge, full_builtins=True)
+        assert r.error_class == "unclassified" and sandbox.run("def solution():\n    return 4\n").value == 4.0

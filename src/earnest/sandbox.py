@@ -343,6 +343,10 @@ _HEADER = struct.Struct(">I")
 _PAIR = struct.Struct(">II")  # a control object's length, then a payload's
 _MAX_MESSAGE = 1 << 21  # a request: up to MAX_SOURCE_CHARS characters, JSON-escaped
 _MAX_RESULT = 64 * 1024  # a child's report: a class, a number and a short detail
+#: The child's first byte on its result pipe once its set-up is done, just before model code runs:
+#: a report without it is the set-up's own failure (an error of the machine, not a class of the
+#: answer), and no model code can forge one, since the byte is already on the pipe when it runs.
+_READY = b"R"
 _FLOAT_TEXT = re.compile(r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|nan)")
 _EXACT_TEXT = re.compile(r"-?\d{1,1000}(?:/[1-9]\d{0,999})?")
 
@@ -603,16 +607,21 @@ class _Worker:
         # other processes of the same user, memory) says so; it is retried a few times (the
         # limit may be transient), then the run stops with a clear error: an innocent answer that
         # never ran must not be scored as ``unclassified``
+        # (and one whose child's set-up failed before model code ran: nothing of the answer's)
         for pause in (0.05, 0.25, 1.0, 2.0, None):
             reply = self._request_once(source, limits, full_builtins, fidelity)
-            if "fork_error" not in reply:
+            if "fork_error" not in reply and "setup_error" not in reply:
                 return reply
             if pause is not None:
                 time.sleep(pause)
+        if "fork_error" in reply:
+            raise SandboxUnavailable(
+                f"sandbox: the worker cannot start a process for an answer ({reply['fork_error']}): the "
+                "process limit of this user (ulimit -u, RLIMIT_NPROC; every process and thread of the user "
+                "on this machine counts) or the memory is exhausted; no answer of this batch was scored")
         raise SandboxUnavailable(
-            f"sandbox: the worker cannot start a process for an answer ({reply['fork_error']}): the "
-            "process limit of this user (ulimit -u, RLIMIT_NPROC; every process and thread of the user "
-            "on this machine counts) or the memory is exhausted; no answer of this batch was scored")
+            f"sandbox: the process for an answer could not be set up, before any model code ran "
+            f"({reply['setup_error']}); no answer of this batch was scored")
 
     def _request_once(self, source: str, limits: Limits, full_builtins: bool, fidelity: str) -> dict:
         if self.proc is None:
@@ -646,6 +655,10 @@ class _Worker:
             self.stop()
         if head[0].get("fork_error"):
             return {"fork_error": _short(str(head[0]["fork_error"]), 200)}
+        if head[0].get("setup_failed") and not head[0].get("timed_out"):
+            report = _parse_object(body) or {}
+            detail = report.get("detail") if isinstance(report.get("detail"), str) else ""
+            return {"setup_error": _short(detail or "the process ended before it was set up", 200)}
         return _interpret(head[0], body, wall)
 
 
@@ -1504,8 +1517,12 @@ def _child(payload: memoryview, result_fd: int, setup: dict) -> None:
         signal.setitimer(signal.ITIMER_REAL, float(limits["wall"]) + 2.0)
         cpu = max(1, int(limits["cpu"]))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-        resource.setrlimit(resource.RLIMIT_AS, (limits["mem"], limits["mem"]))
+        for name, value, soft in (("RLIMIT_CPU", cpu + 1, cpu), ("RLIMIT_AS", limits["mem"], limits["mem"])):
+            hard = resource.getrlimit(getattr(resource, name))[1]
+            if hard != resource.RLIM_INFINITY and value > hard:  # a job's limit (ulimit -v, h_vmem)
+                raise OSError(f"{name} of {value} is above this job's hard limit of {hard}: lower the "
+                              "sandbox's limit (cpu_seconds, memory_bytes) or raise the job's")
+            resource.setrlimit(getattr(resource, name), (soft, value))
         resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
         resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
         resource.setrlimit(resource.RLIMIT_NOFILE, (4, 4))
@@ -1519,6 +1536,7 @@ def _child(payload: memoryview, result_fd: int, setup: dict) -> None:
 
             if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(setup["seccomp"][0]), 0, 0) != 0:
                 raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP failed")
+        os.write(3, _READY)  # set up: what follows on the pipe is the answer's
         outcome = _execute(source, limits, setup["modules"], full_builtins, mode)
     except BaseException as exc:  # noqa: BLE001
         outcome = {"error": "unclassified", "detail": "sandbox setup failed: " + _describe(exc)}
@@ -1618,6 +1636,8 @@ def _run_child(payload: memoryview, wall: float, setup: dict, result_buf: bytear
         except ChildProcessError:
             break
     status = {"timed_out": timed_out, "oversized": got >= len(result_buf)}
+    if not result_buf[:1] == _READY:
+        status["setup_failed"] = True  # ended, or failed, before model code ran
     code = os.waitstatus_to_exitcode(st)
     if code >= 128:
         status["signal"] = code - 128  # the snippet's child died of this signal
@@ -1744,7 +1764,7 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
                           "init_pid": init[2] if init is not None else 0,
                           "file_reads_blocked_by": blockers, "layers": layers})
         request_buf = bytearray(_MAX_MESSAGE)
-        result_buf = bytearray(_MAX_RESULT + 1)
+        result_buf = bytearray(_MAX_RESULT + 2)  # _READY, a report, one byte to see an oversized one
         while True:
             head = _receive_pair_head(proto_in)
             if head is None:
@@ -1765,8 +1785,9 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
             intact = _empty_namespaces(setup)
             if not intact:
                 status["restart"] = True
+            start = 1 if result_buf[:1] == _READY else 0
             try:
-                _send_pair(proto_out, status, memoryview(result_buf)[:n])
+                _send_pair(proto_out, status, memoryview(result_buf)[start:n])
             finally:
                 result_buf[:n] = bytes(n)
             if not intact:
