@@ -311,3 +311,14 @@ def test_a_set_up_that_fails_before_model_code_stops_the_run_instead_of_scoring_
                  "\"sandbox setup failed: x\"}')\n    os._exit(0)\n")
         r = sandbox._run_unchecked(forge, full_builtins=True)
         assert r.error_class == "unclassified" and sandbox.run("def solution():\n    return 4\n").value == 4.0
+
+
+@pytest.mark.parametrize("field, value", [("wall_seconds", -1), ("wall_seconds", float("nan")),
+                                          ("wall_seconds", float("inf")), ("memory_bytes", -1),
+                                          ("cpu_seconds", 0), ("cpu_seconds", 1.5), ("output_chars", -5),
+                                          ("memory_bytes", "512M")])
+def test_limits_out_of_range_are_refused_naming_the_field(field, value):
+    """A negative or NaN wall-clock limit ended every worker (each answer ``unclassified``, one
+    restart each); memory_bytes=-1 is RLIM_INFINITY (no memory limit at all)."""
+    with pytest.raises(ValueError, match=f"Limits.{field}"):
+        Limits(**{field: value})

@@ -187,6 +187,21 @@ class Limits:
     memory_bytes: int = 512 * 1024 * 1024
     output_chars: int = 64 * 1024
 
+    def __post_init__(self) -> None:
+        # a negative or NaN wall-clock limit ended every worker (each answer "unclassified"), a
+        # memory limit of -1 is RLIM_INFINITY (no limit at all)
+        import math
+
+        checks = (("cpu_seconds", self.cpu_seconds, 1, 86400), ("wall_seconds", self.wall_seconds, 1e-3, 86400),
+                  ("memory_bytes", self.memory_bytes, 1 << 24, 1 << 50), ("output_chars", self.output_chars, 0, 1 << 40))
+        for name, value, low, high in checks:
+            if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                    or not low <= value <= high or (name != "wall_seconds" and value != int(value))):
+                unit = {"cpu_seconds": "whole seconds", "wall_seconds": "seconds",
+                        "memory_bytes": "bytes", "output_chars": "characters"}[name]
+                raise ValueError(f"sandbox Limits.{name}: {value!r} is not a number of {unit} "
+                                 f"from {low:g} to {high:g}")
+
     def as_dict(self) -> dict:
         return {"cpu": int(self.cpu_seconds), "wall": float(self.wall_seconds),
                 "mem": int(self.memory_bytes), "out": int(self.output_chars)}
