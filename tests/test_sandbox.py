@@ -322,3 +322,63 @@ def test_limits_out_of_range_are_refused_naming_the_field(field, value):
     restart each); memory_bytes=-1 is RLIM_INFINITY (no memory limit at all)."""
     with pytest.raises(ValueError, match=f"Limits.{field}"):
         Limits(**{field: value})
+
+
+def test_a_batch_keeps_order_and_count_through_hostile_answers_and_killed_workers():
+    """300 answers on 3 workers, every 7th hostile in another way (stopping itself, flooding its
+    pipe, a result written late, byte by byte, twice, nested 60,000 deep, a lone surrogate and NUL,
+    a crash, an exit without a result, a signal-handler spin) while workers are killed from
+    outside: every innocent answer comes back in its place with its own value, or, where its
+    worker was killed under it, ``unclassified``; never another answer's."""
+    hostile = [
+        "import os, signal\ndef solution():\n    os.kill(os.getpid(), signal.SIGSTOP)\n",
+        "import os\ndef solution():\n    while True:\n        os.write(3, b'{\"error\": \"\", \"value\": \"1\"}' * 999)\n",
+        "import os, time\ndef solution():\n    time.sleep(1.9)\n    os.write(3, b'{\"error\": \"\", \"value\": \"8\"}')\n    time.sleep(9)\n",
+        "import os\ndef solution():\n    for c in b'{\"error\": \"\", \"value\": \"8\"}':\n        os.write(3, bytes([c]))\n    os._exit(0)\n",
+        "import os\ndef solution():\n    os.write(3, b'{\"error\": \"\", \"value\": \"8\"}' * 2)\n    os._exit(0)\n",
+        "import os\ndef solution():\n    os.write(3, b'[' * 60000)\n    os._exit(0)\n",
+        "import os\ndef solution():\n    os.write(3, b'{\"error\": \"name_error\", \"detail\": \"\\\\ud800\\\\u0000\"}')\n    os._exit(0)\n",
+        "import ctypes\ndef solution():\n    ctypes.string_at(0)\n",
+        "import os\ndef solution():\n    os._exit(3)\n",
+        "import signal\ndef solution():\n    signal.signal(signal.SIGXCPU, lambda *a: None)\n    while True:\n        pass\n",
+    ]
+    sources, expected = [], []
+    for i in range(300):
+        if i % 7 == 3:
+            sources.append(hostile[(i // 7) % len(hostile)])
+            expected.append(None)
+        else:
+            sources.append(f"def solution():\n    return {i} * 3 + 1\n")
+            expected.append(i * 3 + 1)
+    with Sandbox(workers=3, limits=Limits(cpu_seconds=1, wall_seconds=2.0), disable=("static",)) as sandbox:
+        sandbox.run("def solution():\n    return 0\n")
+        stop = threading.Event()
+
+        def killer():
+            while not stop.wait(0.7):
+                pids = sandbox.worker_pids()
+                if pids:
+                    try:
+                        os.kill(pids[len(pids) // 2], signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+
+        t = threading.Thread(target=killer)
+        t.start()
+        try:
+            results = sandbox._run_many_unchecked(sources, full_builtins=True)
+        finally:
+            stop.set()
+            t.join()
+        assert len(results) == len(sources)
+        right = 0
+        for i, (want, r) in enumerate(zip(expected, results)):
+            if want is None:
+                continue
+            if r.error_class == "":
+                assert r.value == want, (i, r)
+                right += 1
+            else:
+                assert r.error_class == "unclassified" and "worker died" in r.detail, (i, r)
+        assert right > 150, right
+        assert wait_until_clean(sandbox) == set()
