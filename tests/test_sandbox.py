@@ -382,3 +382,12 @@ def test_a_batch_keeps_order_and_count_through_hostile_answers_and_killed_worker
                 assert r.error_class == "unclassified" and "worker died" in r.detail, (i, r)
         assert right > 150, right
         assert wait_until_clean(sandbox) == set()
+
+
+def test_a_detail_is_printable_text_whatever_the_answer_raised(box):
+    """An innocent answer's exception message with a lone surrogate, NUL or a terminal escape
+    comes back as text that encodes as UTF-8 and prints safely (before, ``detail.encode()`` failed)."""
+    r = box.run("def solution():\n    raise ValueError('\\ud800 \\x00 \\x1b[2J \\u00e9')\n")
+    assert r.error_class == "type_value_error"
+    assert r.detail == "ValueError: \\ud800 \\x00 \\x1b[2J \u00e9", r.detail
+    r.detail.encode("utf-8")

@@ -363,6 +363,7 @@ _MAX_RESULT = 64 * 1024  # a child's report: a class, a number and a short detai
 #: answer), and no model code can forge one, since the byte is already on the pipe when it runs.
 _READY = b"R"
 _FLOAT_TEXT = re.compile(r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|nan)")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 _EXACT_TEXT = re.compile(r"-?\d{1,1000}(?:/[1-9]\d{0,999})?")
 
 
@@ -483,7 +484,9 @@ def validate_reply(reply: object, fidelity: str = _EARNEST) -> RunResult:
         return malformed("not an object")
     error = reply.get("error", UNCLASSIFIED)
     detail = reply.get("detail", "")
-    detail = _short(detail) if isinstance(detail, str) else ""
+    # printable text only: a lone surrogate (no UTF-8 encoding: a log or a file written with it
+    # fails), NUL and terminal control sequences become escapes
+    detail = _CONTROL.sub(lambda m: ascii(m.group())[1:-1], _short(detail)) if isinstance(detail, str) else ""
     if not isinstance(error, str) or (error and error not in _KNOWN_CLASSES):
         return malformed("unknown class")
     if fidelity == _REFERENCE and error in (TIMEOUT, RESOURCE_LIMIT):
