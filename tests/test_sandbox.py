@@ -391,3 +391,30 @@ def test_a_detail_is_printable_text_whatever_the_answer_raised(box):
     assert r.error_class == "type_value_error"
     assert r.detail == "ValueError: \\ud800 \\x00 \\x1b[2J \u00e9", r.detail
     r.detail.encode("utf-8")
+
+
+def test_close_during_a_batch_is_a_clear_error_and_leaves_nothing():
+    """``close()`` from another thread while ``run_many`` runs: the batch ends with "sandbox is
+    closed" (before, sometimes AttributeError: the worker's process vanished under the request),
+    no worker is started after it, nothing is left."""
+    for trial in range(12):
+        sandbox = Sandbox(workers=6, limits=LIMITS)
+        outcome = {}
+
+        def batch():
+            try:
+                outcome["results"] = sandbox.run_many(["def solution():\n    return 1\n"] * 5000)
+            except BaseException as exc:  # noqa: BLE001 - the test looks at it
+                outcome["error"] = exc
+
+        t = threading.Thread(target=batch)
+        t.start()
+        time.sleep(0.3 + 0.05 * trial)
+        sandbox.close()
+        t.join(60)
+        assert not t.is_alive()
+        error = outcome.get("error")
+        assert isinstance(error, RuntimeError) and "closed" in str(error), repr(error)
+        time.sleep(0.3)
+        assert wait_until_clean(sandbox) == set()
+        assert sandbox.worker_pids() == []

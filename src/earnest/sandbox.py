@@ -553,11 +553,14 @@ class _Worker:
         self.python = python
         self.disabled = disabled
         self.proc: subprocess.Popen | None = None
+        self.closed = False  # set by Sandbox.close(): no new interpreter after it
         self.info: dict = {}
 
     def start(self) -> None:
         import tempfile
 
+        if self.closed:
+            raise RuntimeError("sandbox is closed")
         try:
             # an empty environment: nothing of the caller's (API keys) reaches model code; the
             # caller's temporary directory (a Slurm job's TMPDIR, say) holds the worker's
@@ -572,10 +575,16 @@ class _Worker:
             raise SandboxUnavailable(f"sandbox: cannot start the interpreter {self.python!r} "
                                      f"(sandbox.python): {exc}") from exc
         try:
-            hello = _receive(self.proc.stdout.fileno(), time.monotonic() + 60)
+            proc = self.proc
+            hello = None if proc is None else _receive(proc.stdout.fileno(), time.monotonic() + 60)
+        except (OSError, ValueError):  # stopped meanwhile (its pipe closed)
+            hello = None
         except BaseException:  # interrupted: an unread hello must not be taken for a reply
             self.stop()
             raise
+        if self.closed:  # Sandbox.close() ran meanwhile: this interpreter must not outlive it
+            self.stop()
+            raise RuntimeError("sandbox is closed")
         if hello is None:
             self.stop()
             raise SandboxUnavailable(f"sandbox: the worker ({self.python} -I -S {os.path.abspath(__file__)}) "
@@ -644,20 +653,23 @@ class _Worker:
     def _request_once(self, source: str, limits: Limits, full_builtins: bool, fidelity: str) -> dict:
         if self.proc is None:
             self.start()
+        proc = self.proc  # Sandbox.close() in another thread may set self.proc to None meanwhile
+        if proc is None:
+            raise RuntimeError("sandbox is closed")
         payload = json.dumps({"source": source, "limits": limits.as_dict(),
                               "full_builtins": bool(full_builtins), "mode": fidelity}).encode()
         if len(payload) > _MAX_MESSAGE:
             return {"error": "resource_limit", "detail": f"request of {len(payload)} bytes"}
         wall = float(limits.wall_seconds)
         try:
-            _send_pair(self.proc.stdin.fileno(), {"wall": wall}, payload)
+            _send_pair(proc.stdin.fileno(), {"wall": wall}, payload)
             # the worker answers by wall + a margin even for a runaway child; beyond that the
             # worker itself is broken and gets replaced
             deadline = time.monotonic() + wall + 10
-            head = _receive_pair_head(self.proc.stdout.fileno(), deadline)
+            head = _receive_pair_head(proc.stdout.fileno(), deadline)
             body = None
             if head is not None and head[1] <= _MAX_RESULT + 1:
-                body = _read_exact(self.proc.stdout.fileno(), head[1], deadline) if head[1] else b""
+                body = _read_exact(proc.stdout.fileno(), head[1], deadline) if head[1] else b""
         except (BrokenPipeError, OSError, ValueError):
             head = body = None
         except BaseException:
@@ -668,6 +680,8 @@ class _Worker:
             raise
         if head is None or body is None:
             self.stop()
+            if self.closed:  # closed under this answer: not a result of the answer
+                raise RuntimeError("sandbox is closed")
             return {"error": UNCLASSIFIED, "detail": "sandbox worker died, hung or sent garbage; restarted"}
         if head[0].get("restart"):  # the worker could not empty its namespaces: a fresh one next
             self.stop()
@@ -744,6 +758,7 @@ class Sandbox:
         with self._cond:
             self._closed = True
         for worker in self._all:
+            worker.closed = True
             worker.stop()
 
     def worker_pids(self) -> list[int]:
