@@ -418,3 +418,22 @@ def test_close_during_a_batch_is_a_clear_error_and_leaves_nothing():
         time.sleep(0.3)
         assert wait_until_clean(sandbox) == set()
         assert sandbox.worker_pids() == []
+
+
+def test_a_worker_that_died_while_idle_neither_kills_the_caller_nor_costs_the_next_answer():
+    """A worker killed between answers (the OOM killer, an administrator): the next answer never
+    reached it, so it runs on a fresh worker and gets its own result (before: ``unclassified``);
+    a caller whose SIGPIPE is at its default (a command-line tool made for ``| head``) is not
+    killed by the write to the dead worker (before: it died of SIGPIPE, status 141, no message)."""
+    out = _run_script(
+        "import os, signal, time\n"
+        "signal.signal(signal.SIGPIPE, signal.SIG_DFL)\n"
+        "from earnest.sandbox import Sandbox\n"
+        "with Sandbox(workers=2) as sb:\n"
+        "    print(sb.run_many(['def solution():\\n    return 1\\n'] * 4)[0].value, flush=True)\n"
+        "    for pid in sb.worker_pids():\n"
+        "        os.kill(pid, signal.SIGKILL)\n"
+        "    time.sleep(0.5)\n"
+        "    print([(r.error_class, r.value) for r in sb.run_many(['def solution():\\n    return 2\\n'] * 4)], flush=True)\n"
+        "    print(sb.run('def solution():\\n    return 3\\n').value, flush=True)\n")
+    assert out.splitlines() == ["1.0", str([("", 2.0)] * 4), "3.0"], out

@@ -416,6 +416,22 @@ def _send_pair(fd: int, control: dict, payload) -> None:
     _write_all(fd, payload)
 
 
+def _send_to_worker(fd: int, control: dict, payload) -> None:
+    """``_send_pair`` to a worker that may have died: SIGPIPE blocked in this thread while writing,
+    and the one a write to a dead worker raises taken off, so that a caller whose SIGPIPE is at its
+    default (a command-line tool made for ``| head``, a host program) gets BrokenPipeError, not death."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
+    try:
+        _send_pair(fd, control, payload)
+    except BrokenPipeError:
+        if signal.SIGPIPE not in old:
+            signal.sigtimedwait([signal.SIGPIPE], 0)
+        raise
+    finally:
+        if signal.SIGPIPE not in old:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _parse_object(body: bytes) -> dict | None:
     try:
         obj = json.loads(body)
@@ -637,6 +653,10 @@ class _Worker:
         # (and one whose child's set-up failed before model code ran: nothing of the answer's)
         for pause in (0.05, 0.25, 1.0, 2.0, None):
             reply = self._request_once(source, limits, full_builtins, fidelity)
+            if "not_sent" in reply:  # the worker had died while idle: the answer never ran; a fresh one
+                reply = self._request_once(source, limits, full_builtins, fidelity)
+            if "not_sent" in reply:
+                return {"error": UNCLASSIFIED, "detail": "sandbox worker died, hung or sent garbage; restarted"}
             if "fork_error" not in reply and "setup_error" not in reply:
                 return reply
             if pause is not None:
@@ -662,7 +682,13 @@ class _Worker:
             return {"error": "resource_limit", "detail": f"request of {len(payload)} bytes"}
         wall = float(limits.wall_seconds)
         try:
-            _send_pair(proc.stdin.fileno(), {"wall": wall}, payload)
+            try:
+                _send_to_worker(proc.stdin.fileno(), {"wall": wall}, payload)
+            except BrokenPipeError:  # dead before it had the whole request: nothing of it ran
+                self.stop()
+                if self.closed:
+                    raise RuntimeError("sandbox is closed") from None
+                return {"not_sent": True}
             # the worker answers by wall + a margin even for a runaway child; beyond that the
             # worker itself is broken and gets replaced
             deadline = time.monotonic() + wall + 10
