@@ -51,7 +51,10 @@ model code does not run: ``SandboxUnavailable`` says which layer is missing and 
 ``Sandbox.capabilities()`` and ``describe()`` name the layers in force; scored tables carry them.
 The calling process trusts nothing that comes back: a reply is size-limited before it is parsed
 and validated field by field; anything malformed becomes that answer's ``unclassified`` result. A
-snippet can still forge its own result (by writing to fd 3), never another answer's.
+snippet can still forge its own result (by writing to fd 3), never another answer's. An error of
+the machine is not a class: a worker that cannot fork a child for an answer, or a child whose
+set-up fails before model code runs (it marks its pipe with ``_READY`` once set up), is retried and
+then ``SandboxUnavailable``; uid 0 without 65534 mapped (a rootless container) is an ordinary user.
 
 Result classes: :data:`ERROR_CLASSES`, named as ``earnest.gsm.failure_classes`` names them (Appendix F of the GSM-Symbolic re-evaluation, plus
 ``timeout`` and ``resource_limit``; in reference mode these two are reported as ``unclassified``,
