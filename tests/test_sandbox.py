@@ -437,3 +437,20 @@ def test_a_worker_that_died_while_idle_neither_kills_the_caller_nor_costs_the_ne
         "    print([(r.error_class, r.value) for r in sb.run_many(['def solution():\\n    return 2\\n'] * 4)], flush=True)\n"
         "    print(sb.run('def solution():\\n    return 3\\n').value, flush=True)\n")
     assert out.splitlines() == ["1.0", str([("", 2.0)] * 4), "3.0"], out
+
+
+def test_a_worker_that_cannot_start_says_which_limit():
+    """Too few descriptors for the workers: the error names RLIMIT_NOFILE (before it blamed the
+    interpreter: "cannot start the interpreter ... (sandbox.python)")."""
+    out = _run_script(
+        "import os, resource\n"
+        "from earnest.sandbox import Sandbox, SandboxUnavailable\n"
+        "n = len(os.listdir('/proc/self/fd'))\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (n + 4, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
+        "try:\n"
+        "    with Sandbox(workers=4) as sb:\n"
+        "        sb.run_many(['def solution():\\n    return 1\\n'] * 8)\n"
+        "    print('ran')\n"
+        "except SandboxUnavailable as exc:\n"
+        "    print(exc)\n")
+    assert "RLIMIT_NOFILE" in out and "sandbox.python" not in out, out

@@ -591,6 +591,12 @@ class _Worker:
             )
         except OSError as exc:
             self.proc = None
+            import errno
+
+            if exc.errno in (errno.EMFILE, errno.ENFILE, errno.EAGAIN, errno.ENOMEM):
+                raise SandboxUnavailable(
+                    f"sandbox: cannot start a worker: {exc} (this process's descriptor limit, ulimit -n / "
+                    "RLIMIT_NOFILE: two per worker; or the user's process limit, ulimit -u, or memory)") from exc
             raise SandboxUnavailable(f"sandbox: cannot start the interpreter {self.python!r} "
                                      f"(sandbox.python): {exc}") from exc
         try:
@@ -604,10 +610,11 @@ class _Worker:
         if self.closed:  # Sandbox.close() ran meanwhile: this interpreter must not outlive it
             self.stop()
             raise RuntimeError("sandbox is closed")
-        if hello is None:
+        if hello is None or "start_error" in hello:
             self.stop()
+            why = f": {_short(str(hello['start_error']), 300)}" if hello else ""
             raise SandboxUnavailable(f"sandbox: the worker ({self.python} -I -S {os.path.abspath(__file__)}) "
-                                     "did not start")
+                                     f"did not start{why}")
         self.info = hello
         blockers = hello.get("file_reads_blocked_by") or []
         if not blockers:
@@ -1771,6 +1778,7 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
     uid = os.getuid()
     _remove_stale_dirs(tmp)
     base = ""  # the empty directory a root worker without namespaces chroots into
+    hello_sent, proto_out = False, None
     namespaces: list[str] = []
     try:
         devnull = os.open(os.devnull, os.O_RDWR)
@@ -1817,6 +1825,7 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
         setup = {"libc": libc, "root": root, "base": base, "modules": modules, "namespaces": namespaces,
                  "init": init, "landlock": landlock, "seccomp": seccomp,
                  "layers": layers}
+        hello_sent = True
         _send(proto_out, {"pid": os.getpid(), "base": base, "uid": uid,
                           "python": "%d.%d.%d" % sys.version_info[:3], "executable": sys.executable,
                           "namespaces": namespaces, "namespace_error": ns_error, "chroot": chroot,
@@ -1854,8 +1863,12 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
                 result_buf[:n] = bytes(n)
             if not intact:
                 break
-    except (OSError, SystemExit):  # the caller went away (EPIPE) or asked us to stop
-        pass
+    except (OSError, SystemExit) as exc:  # the caller went away (EPIPE) or asked us to stop
+        if not hello_sent and isinstance(exc, OSError) and proto_out is not None:
+            try:  # the set-up failed (a fork for the namespace init, say): say why
+                _send(proto_out, {"start_error": _describe(exc)})
+            except OSError:
+                pass
     finally:
         if base:
             shutil.rmtree(base, ignore_errors=True)
