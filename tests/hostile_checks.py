@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -32,7 +33,7 @@ if str(SRC) not in sys.path:
     sys.path.insert(0, str(SRC))
 
 from earnest.gsm.extraction import extract_code_many  # noqa: E402
-from earnest.sandbox import Limits, Sandbox, _temp_prefix  # noqa: E402
+from earnest.sandbox import Limits, Sandbox, SandboxUnavailable, _temp_prefix  # noqa: E402
 
 HOSTILE = Path(__file__).parent / "data" / "hostile"
 LIMITS = Limits(cpu_seconds=1, wall_seconds=4.0, memory_bytes=256 * 1024 * 1024, output_chars=16 * 1024)
@@ -332,6 +333,31 @@ def check_malformed_reports() -> None:
             r = box._run_unchecked(forge, full_builtins=True)
             assert r.error_class == "unclassified" and "malformed" in r.detail, (payload[:40], r)
             assert box.run("def solution():\n    return 5\n").value == 5.0
+
+
+def check_no_process_for_an_answer() -> None:
+    """A worker that cannot fork a child for an answer (its user's process limit reached: on a
+    cluster every process and thread of the user counts) stops the batch with a clear error
+    instead of scoring innocent answers ``unclassified`` (each one also cost a worker restart);
+    with the limit back the same sandbox answers right. Root is exempt from RLIMIT_NPROC, so as
+    root (CI) there is nothing to show; the nobody run (tests/test_sandbox_unprivileged.py) shows it."""
+    if os.geteuid() == 0:
+        return
+    with Sandbox(workers=1, limits=LIMITS) as box:
+        assert box.run("def solution():\n    return 1\n").value == 1.0
+        (worker,) = box.worker_pids()
+        soft, hard = resource.prlimit(worker, resource.RLIMIT_NPROC)
+        resource.prlimit(worker, resource.RLIMIT_NPROC, (1, hard))
+        try:
+            box.run_many(["def solution():\n    return 2\n"] * 3)
+        except SandboxUnavailable as exc:
+            assert "RLIMIT_NPROC" in str(exc), exc
+        else:
+            raise AssertionError("innocent answers that never ran came back as results")
+        finally:
+            if box.worker_pids() == [worker]:
+                resource.prlimit(worker, resource.RLIMIT_NPROC, (soft, hard))
+        assert [r.value for r in box.run_many(["def solution():\n    return 3\n"] * 3)] == [3.0] * 3
 
 
 def check_returned_subclasses() -> None:

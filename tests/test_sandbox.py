@@ -192,3 +192,265 @@ def test_a_missing_layer_is_named_with_its_remedy_and_landlock_alone_says_what_s
     # root's answers run as nobody, and with another layer beside Landlock these calls are stopped
     assert "resource limits" not in missing_layers_warning(["seccomp", "namespaces"], ["landlock"], 0)
     assert "resource limits" not in missing_layers_warning(["namespaces"], ["seccomp", "landlock"], 1000)
+
+
+# ---------------------------------------------------------------- result integrity (caller side)
+
+class _Interrupted(Exception):
+    pass
+
+
+def test_an_interrupted_request_never_hands_its_reply_to_the_next_answer():
+    """A caller interrupted while an answer runs (Ctrl-C, an exception from its own signal
+    handler) keeps using the sandbox: the next answers get their own results, not the previous
+    one's reply that was still on its way (before the fix every later answer got its predecessor's)."""
+    def interrupt(signum, frame):
+        raise _Interrupted()
+
+    spin = "def solution():\n    x = 0\n    for i in range(10 ** 9):\n        x += 1\n    return 111\n"
+    old = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        with Sandbox(workers=1, limits=Limits(cpu_seconds=2, wall_seconds=3)) as sandbox:
+            assert sandbox.run("def solution():\n    return 1\n").value == 1.0
+            for _ in range(2):
+                signal.setitimer(signal.ITIMER_REAL, 0.3)
+                with pytest.raises(_Interrupted):
+                    sandbox.run(spin)
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                got = [sandbox.run(f"def solution():\n    return {k}\n") for k in (2, 3)]
+                assert [(r.error_class, r.value) for r in got] == [("", 2.0), ("", 3.0)], got
+            assert wait_until_clean(sandbox) == set()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+# ---------------------------------------------------------------- a cluster job's environment
+
+REPO_SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def _run_script(script: str, prefix=(), preexec=None) -> str:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([*prefix, sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": REPO_SRC, "LC_ALL": "C.UTF-8"},
+                          cwd="/", preexec_fn=preexec)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    return proc.stdout
+
+
+def _rootless_prefix() -> list[str]:
+    import shutil
+    import subprocess
+
+    prefix = ["unshare", "--user", "--map-root-user"]
+    if not shutil.which("unshare") or subprocess.run(prefix + ["true"], capture_output=True).returncode != 0:
+        pytest.skip("no unprivileged user namespaces here (unshare --user --map-root-user)")
+    return prefix
+
+
+def test_root_in_a_rootless_container_runs_answers_as_an_ordinary_user():
+    """uid 0 with only one uid mapped (podman rootless, ``unshare -r``, Apptainer --fakeroot): no
+    65534 to switch to; the sandbox works as for an ordinary user (before, every answer's set-up
+    failed at setuid and came back ``unclassified``)."""
+    out = _run_script(
+        "from earnest.sandbox import Sandbox\n"
+        "with Sandbox(workers=1) as sb:\n"
+        "    print([r.value for r in sb.run_many(['def solution():\\n    return 7\\n'] * 3)])\n"
+        "    print(sb.capabilities())\n", prefix=_rootless_prefix())
+    values, caps = out.splitlines()[:2]
+    assert values == "[7.0, 7.0, 7.0]", out
+    assert "'setuid': False" in caps and "'user'" in caps, caps  # a user namespace of its own
+
+
+def _hard_address_space_limit():
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (600 * 1024 ** 2, 600 * 1024 ** 2))
+
+
+def test_a_set_up_that_fails_before_model_code_stops_the_run_instead_of_scoring_it():
+    """A child whose set-up fails before any model code runs is an error of the machine, not a
+    class of the answer: the run stops with SandboxUnavailable saying why (before, every innocent
+    answer came back ``unclassified``, and the scoring went on). A cluster job's hard address-space
+    limit (``ulimit -v``, SGE's h_vmem) below the sandbox's memory limit is one such case; smaller
+    limits still work. A hostile answer cannot fake one: the child marks its pipe before model code runs."""
+    script = (
+        "from earnest.sandbox import Limits, Sandbox, SandboxUnavailable\n"
+        "for mem in (1024 ** 3, 256 * 1024 ** 2):\n"
+        "    with Sandbox(workers=1, limits=Limits(memory_bytes=mem)) as sb:\n"
+        "        try:\n"
+        "            print([(r.error_class, r.value) for r in sb.run_many(['def solution():\\n    return 7\\n'] * 2)])\n"
+        "        except SandboxUnavailable as exc:\n"
+        "            print('unavailable:', exc)\n")
+    first, second = _run_script(script, preexec=_hard_address_space_limit).splitlines()[:2]
+    assert first.startswith("unavailable:") and "RLIMIT_AS" in first and "memory_bytes" in first, first
+    assert second == "[('', 7.0), ('', 7.0)]", second
+    # the answer's own user namespace refused (the user's namespace quota reached after start)
+    out = _run_script(
+        "from earnest.sandbox import Sandbox, SandboxUnavailable\n"
+        "with Sandbox(workers=1) as sb:\n"
+        "    print(sb.run('def solution():\\n    return 1\\n').value, 'user-per-answer' in sb.capabilities()['namespaces'])\n"
+        "    open('/proc/sys/user/max_user_namespaces', 'w').write('1')\n"
+        "    try:\n"
+        "        print(sb.run_many(['def solution():\\n    return 2\\n'] * 2))\n"
+        "    except SandboxUnavailable as exc:\n"
+        "        print('unavailable:', exc)\n"
+        "    open('/proc/sys/user/max_user_namespaces', 'w').write('100')\n"
+        "    print(sb.run('def solution():\\n    return 3\\n').value)\n", prefix=_rootless_prefix())
+    lines = out.splitlines()
+    if lines[0] != "1.0 True":
+        pytest.skip("no user namespace per answer inside a user namespace here")
+    assert lines[1].startswith("unavailable:") and "before any model code ran" in lines[1], lines
+    assert lines[2] == "3.0", lines
+    # a forged report of a failed set-up is the answer's own result, nothing more
+    with Sandbox(workers=1, limits=LIMITS) as sandbox:
+        forge = ("import os\ndef solution():\n    os.write(3, b'{\"error\": \"unclassified\", \"detail\": "
+                 "\"sandbox setup failed: x\"}')\n    os._exit(0)\n")
+        r = sandbox._run_unchecked(forge, full_builtins=True)
+        assert r.error_class == "unclassified" and sandbox.run("def solution():\n    return 4\n").value == 4.0
+
+
+@pytest.mark.parametrize("field, value", [("wall_seconds", -1), ("wall_seconds", float("nan")),
+                                          ("wall_seconds", float("inf")), ("memory_bytes", -1),
+                                          ("cpu_seconds", 0), ("cpu_seconds", 1.5), ("output_chars", -5),
+                                          ("memory_bytes", "512M")])
+def test_limits_out_of_range_are_refused_naming_the_field(field, value):
+    """A negative or NaN wall-clock limit ended every worker (each answer ``unclassified``, one
+    restart each); memory_bytes=-1 is RLIM_INFINITY (no memory limit at all)."""
+    with pytest.raises(ValueError, match=f"Limits.{field}"):
+        Limits(**{field: value})
+
+
+def test_a_batch_keeps_order_and_count_through_hostile_answers_and_killed_workers():
+    """300 answers on 3 workers, every 7th hostile in another way (stopping itself, flooding its
+    pipe, a result written late, byte by byte, twice, nested 60,000 deep, a lone surrogate and NUL,
+    a crash, an exit without a result, a signal-handler spin) while workers are killed from
+    outside: every innocent answer comes back in its place with its own value, or, where its
+    worker was killed under it, ``unclassified``; never another answer's."""
+    hostile = [
+        "import os, signal\ndef solution():\n    os.kill(os.getpid(), signal.SIGSTOP)\n",
+        "import os\ndef solution():\n    while True:\n        os.write(3, b'{\"error\": \"\", \"value\": \"1\"}' * 999)\n",
+        "import os, time\ndef solution():\n    time.sleep(1.9)\n    os.write(3, b'{\"error\": \"\", \"value\": \"8\"}')\n    time.sleep(9)\n",
+        "import os\ndef solution():\n    for c in b'{\"error\": \"\", \"value\": \"8\"}':\n        os.write(3, bytes([c]))\n    os._exit(0)\n",
+        "import os\ndef solution():\n    os.write(3, b'{\"error\": \"\", \"value\": \"8\"}' * 2)\n    os._exit(0)\n",
+        "import os\ndef solution():\n    os.write(3, b'[' * 60000)\n    os._exit(0)\n",
+        "import os\ndef solution():\n    os.write(3, b'{\"error\": \"name_error\", \"detail\": \"\\\\ud800\\\\u0000\"}')\n    os._exit(0)\n",
+        "import ctypes\ndef solution():\n    ctypes.string_at(0)\n",
+        "import os\ndef solution():\n    os._exit(3)\n",
+        "import signal\ndef solution():\n    signal.signal(signal.SIGXCPU, lambda *a: None)\n    while True:\n        pass\n",
+    ]
+    sources, expected = [], []
+    for i in range(300):
+        if i % 7 == 3:
+            sources.append(hostile[(i // 7) % len(hostile)])
+            expected.append(None)
+        else:
+            sources.append(f"def solution():\n    return {i} * 3 + 1\n")
+            expected.append(i * 3 + 1)
+    with Sandbox(workers=3, limits=Limits(cpu_seconds=1, wall_seconds=2.0), disable=("static",)) as sandbox:
+        sandbox.run("def solution():\n    return 0\n")
+        stop = threading.Event()
+
+        def killer():
+            while not stop.wait(0.7):
+                pids = sandbox.worker_pids()
+                if pids:
+                    try:
+                        os.kill(pids[len(pids) // 2], signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+
+        t = threading.Thread(target=killer)
+        t.start()
+        try:
+            results = sandbox._run_many_unchecked(sources, full_builtins=True)
+        finally:
+            stop.set()
+            t.join()
+        assert len(results) == len(sources)
+        right = 0
+        for i, (want, r) in enumerate(zip(expected, results)):
+            if want is None:
+                continue
+            if r.error_class == "":
+                assert r.value == want, (i, r)
+                right += 1
+            else:
+                assert r.error_class == "unclassified" and "worker died" in r.detail, (i, r)
+        assert right > 150, right
+        assert wait_until_clean(sandbox) == set()
+
+
+def test_a_detail_is_printable_text_whatever_the_answer_raised(box):
+    """An innocent answer's exception message with a lone surrogate, NUL or a terminal escape
+    comes back as text that encodes as UTF-8 and prints safely (before, ``detail.encode()`` failed)."""
+    r = box.run("def solution():\n    raise ValueError('\\ud800 \\x00 \\x1b[2J \\u00e9')\n")
+    assert r.error_class == "type_value_error"
+    assert r.detail == "ValueError: \\ud800 \\x00 \\x1b[2J \u00e9", r.detail
+    r.detail.encode("utf-8")
+
+
+def test_close_during_a_batch_is_a_clear_error_and_leaves_nothing():
+    """``close()`` from another thread while ``run_many`` runs: the batch ends with "sandbox is
+    closed" (before, sometimes AttributeError: the worker's process vanished under the request),
+    no worker is started after it, nothing is left."""
+    for trial in range(12):
+        sandbox = Sandbox(workers=6, limits=LIMITS)
+        outcome = {}
+
+        def batch():
+            try:
+                outcome["results"] = sandbox.run_many(["def solution():\n    return 1\n"] * 5000)
+            except BaseException as exc:  # noqa: BLE001 - the test looks at it
+                outcome["error"] = exc
+
+        t = threading.Thread(target=batch)
+        t.start()
+        time.sleep(0.3 + 0.05 * trial)
+        sandbox.close()
+        t.join(60)
+        assert not t.is_alive()
+        error = outcome.get("error")
+        assert isinstance(error, RuntimeError) and "closed" in str(error), repr(error)
+        time.sleep(0.3)
+        assert wait_until_clean(sandbox) == set()
+        assert sandbox.worker_pids() == []
+
+
+def test_a_worker_that_died_while_idle_neither_kills_the_caller_nor_costs_the_next_answer():
+    """A worker killed between answers (the OOM killer, an administrator): the next answer never
+    reached it, so it runs on a fresh worker and gets its own result (before: ``unclassified``);
+    a caller whose SIGPIPE is at its default (a command-line tool made for ``| head``) is not
+    killed by the write to the dead worker (before: it died of SIGPIPE, status 141, no message)."""
+    out = _run_script(
+        "import os, signal, time\n"
+        "signal.signal(signal.SIGPIPE, signal.SIG_DFL)\n"
+        "from earnest.sandbox import Sandbox\n"
+        "with Sandbox(workers=2) as sb:\n"
+        "    print(sb.run_many(['def solution():\\n    return 1\\n'] * 4)[0].value, flush=True)\n"
+        "    for pid in sb.worker_pids():\n"
+        "        os.kill(pid, signal.SIGKILL)\n"
+        "    time.sleep(0.5)\n"
+        "    print([(r.error_class, r.value) for r in sb.run_many(['def solution():\\n    return 2\\n'] * 4)], flush=True)\n"
+        "    print(sb.run('def solution():\\n    return 3\\n').value, flush=True)\n")
+    assert out.splitlines() == ["1.0", str([("", 2.0)] * 4), "3.0"], out
+
+
+def test_a_worker_that_cannot_start_says_which_limit():
+    """Too few descriptors for the workers: the error names RLIMIT_NOFILE (before it blamed the
+    interpreter: "cannot start the interpreter ... (sandbox.python)")."""
+    out = _run_script(
+        "import os, resource\n"
+        "from earnest.sandbox import Sandbox, SandboxUnavailable\n"
+        "n = len(os.listdir('/proc/self/fd'))\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (n + 4, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
+        "try:\n"
+        "    with Sandbox(workers=4) as sb:\n"
+        "        sb.run_many(['def solution():\\n    return 1\\n'] * 8)\n"
+        "    print('ran')\n"
+        "except SandboxUnavailable as exc:\n"
+        "    print(exc)\n")
+    assert "RLIMIT_NOFILE" in out and "sandbox.python" not in out, out

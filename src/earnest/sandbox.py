@@ -51,7 +51,10 @@ model code does not run: ``SandboxUnavailable`` says which layer is missing and 
 ``Sandbox.capabilities()`` and ``describe()`` name the layers in force; scored tables carry them.
 The calling process trusts nothing that comes back: a reply is size-limited before it is parsed
 and validated field by field; anything malformed becomes that answer's ``unclassified`` result. A
-snippet can still forge its own result (by writing to fd 3), never another answer's.
+snippet can still forge its own result (by writing to fd 3), never another answer's. An error of
+the machine is not a class: a worker that cannot fork a child for an answer, or a child whose
+set-up fails before model code runs (it marks its pipe with ``_READY`` once set up), is retried and
+then ``SandboxUnavailable``; uid 0 without 65534 mapped (a rootless container) is an ordinary user.
 
 Result classes: :data:`ERROR_CLASSES`, named as ``earnest.gsm.failure_classes`` names them (Appendix F of the GSM-Symbolic re-evaluation, plus
 ``timeout`` and ``resource_limit``; in reference mode these two are reported as ``unclassified``,
@@ -186,6 +189,21 @@ class Limits:
     wall_seconds: float = 5.0
     memory_bytes: int = 512 * 1024 * 1024
     output_chars: int = 64 * 1024
+
+    def __post_init__(self) -> None:
+        # a negative or NaN wall-clock limit ended every worker (each answer "unclassified"), a
+        # memory limit of -1 is RLIM_INFINITY (no limit at all)
+        import math
+
+        checks = (("cpu_seconds", self.cpu_seconds, 1, 86400), ("wall_seconds", self.wall_seconds, 1e-3, 86400),
+                  ("memory_bytes", self.memory_bytes, 1 << 24, 1 << 50), ("output_chars", self.output_chars, 0, 1 << 40))
+        for name, value, low, high in checks:
+            if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                    or not low <= value <= high or (name != "wall_seconds" and value != int(value))):
+                unit = {"cpu_seconds": "whole seconds", "wall_seconds": "seconds",
+                        "memory_bytes": "bytes", "output_chars": "characters"}[name]
+                raise ValueError(f"sandbox Limits.{name}: {value!r} is not a number of {unit} "
+                                 f"from {low:g} to {high:g}")
 
     def as_dict(self) -> dict:
         return {"cpu": int(self.cpu_seconds), "wall": float(self.wall_seconds),
@@ -343,7 +361,12 @@ _HEADER = struct.Struct(">I")
 _PAIR = struct.Struct(">II")  # a control object's length, then a payload's
 _MAX_MESSAGE = 1 << 21  # a request: up to MAX_SOURCE_CHARS characters, JSON-escaped
 _MAX_RESULT = 64 * 1024  # a child's report: a class, a number and a short detail
+#: The child's first byte on its result pipe once its set-up is done, just before model code runs:
+#: a report without it is the set-up's own failure (an error of the machine, not a class of the
+#: answer), and no model code can forge one, since the byte is already on the pipe when it runs.
+_READY = b"R"
 _FLOAT_TEXT = re.compile(r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|nan)")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 _EXACT_TEXT = re.compile(r"-?\d{1,1000}(?:/[1-9]\d{0,999})?")
 
 
@@ -394,6 +417,22 @@ def _send_pair(fd: int, control: dict, payload) -> None:
     head = json.dumps(control).encode()
     _write_all(fd, _PAIR.pack(len(head), len(payload)) + head)
     _write_all(fd, payload)
+
+
+def _send_to_worker(fd: int, control: dict, payload) -> None:
+    """``_send_pair`` to a worker that may have died: SIGPIPE blocked in this thread while writing,
+    and the one a write to a dead worker raises taken off, so that a caller whose SIGPIPE is at its
+    default (a command-line tool made for ``| head``, a host program) gets BrokenPipeError, not death."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
+    try:
+        _send_pair(fd, control, payload)
+    except BrokenPipeError:
+        if signal.SIGPIPE not in old:
+            signal.sigtimedwait([signal.SIGPIPE], 0)
+        raise
+    finally:
+        if signal.SIGPIPE not in old:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _parse_object(body: bytes) -> dict | None:
@@ -464,7 +503,9 @@ def validate_reply(reply: object, fidelity: str = _EARNEST) -> RunResult:
         return malformed("not an object")
     error = reply.get("error", UNCLASSIFIED)
     detail = reply.get("detail", "")
-    detail = _short(detail) if isinstance(detail, str) else ""
+    # printable text only: a lone surrogate (no UTF-8 encoding: a log or a file written with it
+    # fails), NUL and terminal control sequences become escapes
+    detail = _CONTROL.sub(lambda m: ascii(m.group())[1:-1], _short(detail)) if isinstance(detail, str) else ""
     if not isinstance(error, str) or (error and error not in _KNOWN_CLASSES):
         return malformed("unknown class")
     if fidelity == _REFERENCE and error in (TIMEOUT, RESOURCE_LIMIT):
@@ -531,11 +572,14 @@ class _Worker:
         self.python = python
         self.disabled = disabled
         self.proc: subprocess.Popen | None = None
+        self.closed = False  # set by Sandbox.close(): no new interpreter after it
         self.info: dict = {}
 
     def start(self) -> None:
         import tempfile
 
+        if self.closed:
+            raise RuntimeError("sandbox is closed")
         try:
             # an empty environment: nothing of the caller's (API keys) reaches model code; the
             # caller's temporary directory (a Slurm job's TMPDIR, say) holds the worker's
@@ -547,13 +591,30 @@ class _Worker:
             )
         except OSError as exc:
             self.proc = None
+            import errno
+
+            if exc.errno in (errno.EMFILE, errno.ENFILE, errno.EAGAIN, errno.ENOMEM):
+                raise SandboxUnavailable(
+                    f"sandbox: cannot start a worker: {exc} (this process's descriptor limit, ulimit -n / "
+                    "RLIMIT_NOFILE: two per worker; or the user's process limit, ulimit -u, or memory)") from exc
             raise SandboxUnavailable(f"sandbox: cannot start the interpreter {self.python!r} "
                                      f"(sandbox.python): {exc}") from exc
-        hello = _receive(self.proc.stdout.fileno(), time.monotonic() + 60)
-        if hello is None:
+        try:
+            proc = self.proc
+            hello = None if proc is None else _receive(proc.stdout.fileno(), time.monotonic() + 60)
+        except (OSError, ValueError):  # stopped meanwhile (its pipe closed)
+            hello = None
+        except BaseException:  # interrupted: an unread hello must not be taken for a reply
             self.stop()
+            raise
+        if self.closed:  # Sandbox.close() ran meanwhile: this interpreter must not outlive it
+            self.stop()
+            raise RuntimeError("sandbox is closed")
+        if hello is None or "start_error" in hello:
+            self.stop()
+            why = f": {_short(str(hello['start_error']), 300)}" if hello else ""
             raise SandboxUnavailable(f"sandbox: the worker ({self.python} -I -S {os.path.abspath(__file__)}) "
-                                     "did not start")
+                                     f"did not start{why}")
         self.info = hello
         blockers = hello.get("file_reads_blocked_by") or []
         if not blockers:
@@ -595,29 +656,77 @@ class _Worker:
 
     def request(self, source: str, limits: Limits, full_builtins: bool = False,
                 fidelity: str = _EARNEST) -> dict:
+        # a worker that cannot fork a child for the answer (the user's process limit reached by
+        # other processes of the same user, memory) says so; it is retried a few times (the
+        # limit may be transient), then the run stops with a clear error: an innocent answer that
+        # never ran must not be scored as ``unclassified``
+        # (and one whose child's set-up failed before model code ran: nothing of the answer's)
+        for pause in (0.05, 0.25, 1.0, 2.0, None):
+            reply = self._request_once(source, limits, full_builtins, fidelity)
+            if "not_sent" in reply:  # the worker had died while idle: the answer never ran; a fresh one
+                reply = self._request_once(source, limits, full_builtins, fidelity)
+            if "not_sent" in reply:
+                return {"error": UNCLASSIFIED, "detail": "sandbox worker died, hung or sent garbage; restarted"}
+            if "fork_error" not in reply and "setup_error" not in reply:
+                return reply
+            if pause is not None:
+                time.sleep(pause)
+        if "fork_error" in reply:
+            raise SandboxUnavailable(
+                f"sandbox: the worker cannot start a process for an answer ({reply['fork_error']}): the "
+                "process limit of this user (ulimit -u, RLIMIT_NPROC; every process and thread of the user "
+                "on this machine counts) or the memory is exhausted; no answer of this batch was scored")
+        raise SandboxUnavailable(
+            f"sandbox: the process for an answer could not be set up, before any model code ran "
+            f"({reply['setup_error']}); no answer of this batch was scored")
+
+    def _request_once(self, source: str, limits: Limits, full_builtins: bool, fidelity: str) -> dict:
         if self.proc is None:
             self.start()
+        proc = self.proc  # Sandbox.close() in another thread may set self.proc to None meanwhile
+        if proc is None:
+            raise RuntimeError("sandbox is closed")
         payload = json.dumps({"source": source, "limits": limits.as_dict(),
                               "full_builtins": bool(full_builtins), "mode": fidelity}).encode()
         if len(payload) > _MAX_MESSAGE:
             return {"error": "resource_limit", "detail": f"request of {len(payload)} bytes"}
         wall = float(limits.wall_seconds)
         try:
-            _send_pair(self.proc.stdin.fileno(), {"wall": wall}, payload)
+            try:
+                _send_to_worker(proc.stdin.fileno(), {"wall": wall}, payload)
+            except BrokenPipeError:  # dead before it had the whole request: nothing of it ran
+                self.stop()
+                if self.closed:
+                    raise RuntimeError("sandbox is closed") from None
+                return {"not_sent": True}
             # the worker answers by wall + a margin even for a runaway child; beyond that the
             # worker itself is broken and gets replaced
             deadline = time.monotonic() + wall + 10
-            head = _receive_pair_head(self.proc.stdout.fileno(), deadline)
+            head = _receive_pair_head(proc.stdout.fileno(), deadline)
             body = None
             if head is not None and head[1] <= _MAX_RESULT + 1:
-                body = _read_exact(self.proc.stdout.fileno(), head[1], deadline) if head[1] else b""
+                body = _read_exact(proc.stdout.fileno(), head[1], deadline) if head[1] else b""
         except (BrokenPipeError, OSError, ValueError):
             head = body = None
+        except BaseException:
+            # interrupted mid-exchange (KeyboardInterrupt, an exception from a signal handler):
+            # this request's reply is still to come, and the next request must never read it as
+            # its own, so the worker goes
+            self.stop()
+            raise
         if head is None or body is None:
             self.stop()
+            if self.closed:  # closed under this answer: not a result of the answer
+                raise RuntimeError("sandbox is closed")
             return {"error": UNCLASSIFIED, "detail": "sandbox worker died, hung or sent garbage; restarted"}
         if head[0].get("restart"):  # the worker could not empty its namespaces: a fresh one next
             self.stop()
+        if head[0].get("fork_error"):
+            return {"fork_error": _short(str(head[0]["fork_error"]), 200)}
+        if head[0].get("setup_failed") and not head[0].get("timed_out"):
+            report = _parse_object(body) or {}
+            detail = report.get("detail") if isinstance(report.get("detail"), str) else ""
+            return {"setup_error": _short(detail or "the process ended before it was set up", 200)}
         return _interpret(head[0], body, wall)
 
 
@@ -685,6 +794,7 @@ class Sandbox:
         with self._cond:
             self._closed = True
         for worker in self._all:
+            worker.closed = True
             worker.stop()
 
     def worker_pids(self) -> list[int]:
@@ -1292,6 +1402,20 @@ def _probe_answer_user_namespace(libc, root: bool) -> bool:
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
+def _maps_nobody() -> bool:
+    """Whether uid and gid 65534 exist in this process's user namespace (always on a host; in a
+    rootless container, where only the user's own uid is mapped to 0, not)."""
+    for name in ("uid_map", "gid_map"):
+        try:
+            with open(f"/proc/self/{name}") as fh:
+                ranges = [tuple(map(int, line.split())) for line in fh if line.strip()]
+        except (OSError, ValueError):
+            return True  # no /proc to ask: assume a host
+        if not any(inside <= _NOBODY < inside + count for inside, _, count in ranges):
+            return False
+    return True
+
+
 def _drop_capabilities(libc) -> None:
     """No capability left (the child is uid 0 inside its user namespace: capabilities there
     concern only its own namespaces, but it needs none of them)."""
@@ -1462,8 +1586,12 @@ def _child(payload: memoryview, result_fd: int, setup: dict) -> None:
         signal.setitimer(signal.ITIMER_REAL, float(limits["wall"]) + 2.0)
         cpu = max(1, int(limits["cpu"]))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-        resource.setrlimit(resource.RLIMIT_AS, (limits["mem"], limits["mem"]))
+        for name, value, soft in (("RLIMIT_CPU", cpu + 1, cpu), ("RLIMIT_AS", limits["mem"], limits["mem"])):
+            hard = resource.getrlimit(getattr(resource, name))[1]
+            if hard != resource.RLIM_INFINITY and value > hard:  # a job's limit (ulimit -v, h_vmem)
+                raise OSError(f"{name} of {value} is above this job's hard limit of {hard}: lower the "
+                              "sandbox's limit (cpu_seconds, memory_bytes) or raise the job's")
+            resource.setrlimit(getattr(resource, name), (soft, value))
         resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
         resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
         resource.setrlimit(resource.RLIMIT_NOFILE, (4, 4))
@@ -1477,6 +1605,7 @@ def _child(payload: memoryview, result_fd: int, setup: dict) -> None:
 
             if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(setup["seccomp"][0]), 0, 0) != 0:
                 raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP failed")
+        os.write(3, _READY)  # set up: what follows on the pipe is the answer's
         outcome = _execute(source, limits, setup["modules"], full_builtins, mode)
     except BaseException as exc:  # noqa: BLE001
         outcome = {"error": "unclassified", "detail": "sandbox setup failed: " + _describe(exc)}
@@ -1538,10 +1667,18 @@ def _ended_by(pid: int, deadline: float) -> bool:
 def _run_child(payload: memoryview, wall: float, setup: dict, result_buf: bytearray) -> tuple[dict, int]:
     """Fork the snippet's children, collect its report within ``wall`` seconds (into result_buf),
     kill its whole group in any case. Returns (status, length of the report)."""
-    result_r, result_w = os.pipe()
+    try:
+        result_r, result_w = os.pipe()
+    except OSError as exc:
+        return {"fork_error": _describe(exc)}, 0
     worker_pid = os.getpid()
     deadline = time.monotonic() + wall
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError as exc:  # no process for the answer (RLIMIT_NPROC, memory): the caller decides
+        os.close(result_r)
+        os.close(result_w)
+        return {"fork_error": _describe(exc)}, 0
     if pid == 0:
         os.close(result_r)
         _child_outer(payload, result_w, setup, worker_pid)
@@ -1568,6 +1705,8 @@ def _run_child(payload: memoryview, wall: float, setup: dict, result_buf: bytear
         except ChildProcessError:
             break
     status = {"timed_out": timed_out, "oversized": got >= len(result_buf)}
+    if not result_buf[:1] == _READY:
+        status["setup_failed"] = True  # ended, or failed, before model code ran
     code = os.waitstatus_to_exitcode(st)
     if code >= 128:
         status["signal"] = code - 128  # the snippet's child died of this signal
@@ -1633,10 +1772,13 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
         except ImportError:
             pass
     random.seed(0)  # every child starts from the same state: reproducible answers
-    root = os.geteuid() == 0
+    # root that can become nobody: root in a rootless container (podman, ``unshare -r``,
+    # Apptainer --fakeroot) has uid 0 but no 65534 to switch to, and is an ordinary user here
+    root = os.geteuid() == 0 and _maps_nobody()
     uid = os.getuid()
     _remove_stale_dirs(tmp)
     base = ""  # the empty directory a root worker without namespaces chroots into
+    hello_sent, proto_out = False, None
     namespaces: list[str] = []
     try:
         devnull = os.open(os.devnull, os.O_RDWR)
@@ -1683,6 +1825,7 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
         setup = {"libc": libc, "root": root, "base": base, "modules": modules, "namespaces": namespaces,
                  "init": init, "landlock": landlock, "seccomp": seccomp,
                  "layers": layers}
+        hello_sent = True
         _send(proto_out, {"pid": os.getpid(), "base": base, "uid": uid,
                           "python": "%d.%d.%d" % sys.version_info[:3], "executable": sys.executable,
                           "namespaces": namespaces, "namespace_error": ns_error, "chroot": chroot,
@@ -1692,7 +1835,7 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
                           "init_pid": init[2] if init is not None else 0,
                           "file_reads_blocked_by": blockers, "layers": layers})
         request_buf = bytearray(_MAX_MESSAGE)
-        result_buf = bytearray(_MAX_RESULT + 1)
+        result_buf = bytearray(_MAX_RESULT + 2)  # _READY, a report, one byte to see an oversized one
         while True:
             head = _receive_pair_head(proto_in)
             if head is None:
@@ -1713,14 +1856,19 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
             intact = _empty_namespaces(setup)
             if not intact:
                 status["restart"] = True
+            start = 1 if result_buf[:1] == _READY else 0
             try:
-                _send_pair(proto_out, status, memoryview(result_buf)[:n])
+                _send_pair(proto_out, status, memoryview(result_buf)[start:n])
             finally:
                 result_buf[:n] = bytes(n)
             if not intact:
                 break
-    except (OSError, SystemExit):  # the caller went away (EPIPE) or asked us to stop
-        pass
+    except (OSError, SystemExit) as exc:  # the caller went away (EPIPE) or asked us to stop
+        if not hello_sent and isinstance(exc, OSError) and proto_out is not None:
+            try:  # the set-up failed (a fork for the namespace init, say): say why
+                _send(proto_out, {"start_error": _describe(exc)})
+            except OSError:
+                pass
     finally:
         if base:
             shutil.rmtree(base, ignore_errors=True)
