@@ -454,3 +454,15 @@ def test_a_worker_that_cannot_start_says_which_limit():
         "except SandboxUnavailable as exc:\n"
         "    print(exc)\n")
     assert "RLIMIT_NOFILE" in out and "sandbox.python" not in out, out
+
+
+def test_default_workers_follow_the_cpus_this_process_may_use():
+    """A Slurm job given one core of a 64-core node ran 8 workers on it: the default follows the
+    process's CPU affinity (its allocation), not the node's core count."""
+    before = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, {min(before)})
+        assert Sandbox().n_workers == 2
+    finally:
+        os.sched_setaffinity(0, before)
+    assert Sandbox().n_workers == min(8, 2 * len(before))

@@ -771,8 +771,9 @@ class Sandbox:
         self.disabled = frozenset(disable)
         self.static = "static" not in self.disabled
         self.python = resolve_python(python) if python else sys.executable
-        # twice the cores: a worker spends much of each snippet waiting on fork/exit and pipes
-        self.n_workers = max(1, workers or min(8, 2 * (os.cpu_count() or 1)))
+        # twice the cores this process may run on (a Slurm job's allocation, not the node's: its
+        # CPU affinity): a worker spends much of each snippet waiting on fork/exit and pipes
+        self.n_workers = max(1, workers or min(8, 2 * len(os.sched_getaffinity(0))))
         # a per-sandbox token in every worker's command line lets tests find strays via /proc
         self.token = f"{_TEMP_PREFIX}{os.getpid()}-{id(self):x}"
         worker_layers = self.disabled - {"static"}
