@@ -466,3 +466,17 @@ def test_default_workers_follow_the_cpus_this_process_may_use():
     finally:
         os.sched_setaffinity(0, before)
     assert Sandbox().n_workers == min(8, 2 * len(before))
+
+
+def test_a_source_within_the_character_limit_runs_whatever_its_characters(box):
+    """A source of fewer than MAX_SOURCE_CHARS characters outside the BMP (12 bytes each once
+    JSON-escaped) outgrew the request frame and came back resource_limit without running."""
+    from earnest.sandbox import MAX_SOURCE_CHARS
+
+    head = "def solution():\n    return 7\n# "
+    source = head + "\U0001F600" * (MAX_SOURCE_CHARS - len(head))
+    assert len(source) == MAX_SOURCE_CHARS
+    res = box.run(source)
+    assert (res.error_class, res.value) == ("", 7.0), res
+    res = box.run(source + "x")
+    assert res.error_class == "resource_limit", res

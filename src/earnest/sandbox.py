@@ -359,7 +359,9 @@ def check_source(source: str, fidelity: str = _EARNEST, *, foreign_python: bool 
 
 _HEADER = struct.Struct(">I")
 _PAIR = struct.Struct(">II")  # a control object's length, then a payload's
-_MAX_MESSAGE = 1 << 21  # a request: up to MAX_SOURCE_CHARS characters, JSON-escaped
+# a request: up to MAX_SOURCE_CHARS characters, JSON-escaped (at most 12 bytes each: a character
+# outside the BMP is two \uXXXX escapes), and its limits
+_MAX_MESSAGE = 12 * MAX_SOURCE_CHARS + 4096
 _MAX_RESULT = 64 * 1024  # a child's report: a class, a number and a short detail
 #: The child's first byte on its result pipe once its set-up is done, just before model code runs:
 #: a report without it is the set-up's own failure (an error of the machine, not a class of the
