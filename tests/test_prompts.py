@@ -301,7 +301,7 @@ def test_formats_yaml_is_read_as_strictly_as_the_config(tmp_path, text, message)
 
 @pytest.mark.parametrize("stdin, argument, message", [
     # not UTF-8 on stdin, or in the argument: UnicodeEncodeError traceback on writing the prompt
-    (b"caf\xe9?", "-", "earnest prompt: /dev/stdin:1: not UTF-8 text (byte 0xe9 at column 4)"),
+    (b"caf\xe9?", "-", "earnest prompt: <stdin>:1: not UTF-8 text (byte 0xe9 at column 4)"),
     (b"", b"caf\xe9?", "earnest prompt: QUESTION: not UTF-8 text (a byte 0xe9 at character 4)"),
 ])
 def test_prompt_command_names_a_question_that_is_not_utf8(stdin, argument, message):

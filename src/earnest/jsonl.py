@@ -106,11 +106,15 @@ def iter_jsonl(path: str | Path, *, objects_only: bool = True,
 def read_utf8(path: str | Path, *, error: type[Exception] = JSONLError) -> str:
     """The text of ``path``; ``error`` naming ``path:line`` and the column of the first byte that is
     not UTF-8 (instead of Python's byte offset). A leading byte order mark is dropped."""
-    raw = Path(path).read_bytes()
+    return decode_utf8(Path(path).read_bytes(), str(path), error=error)
+
+
+def decode_utf8(raw: bytes, name: str, *, error: type[Exception] = JSONLError) -> str:
+    """``raw`` as text, as :func:`read_utf8` reads a file; ``name`` (a path, ``<stdin>``) in the error."""
     try:
         return raw.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         line_start = raw.rfind(b"\n", 0, exc.start) + 1
         lineno = raw.count(b"\n", 0, exc.start) + 1
-        raise error(f"{path}:{lineno}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
+        raise error(f"{name}:{lineno}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
                     f"{exc.start - line_start + 1}); save the file as UTF-8") from None

@@ -252,8 +252,10 @@ def _cmd_prompt(args) -> int:
         formats = load_formats(args.prompts_dir, fidelity=args.fidelity)
         fmt = get_format(formats, args.format, key="FORMAT")
         if args.question == "-":   # read as bytes: a byte that is not UTF-8 named, not a traceback on writing
-            from earnest.jsonl import read_utf8
-            question = read_utf8("/dev/stdin", error=PromptFormatError)
+            from earnest.jsonl import decode_utf8
+            stream = getattr(sys.stdin, "buffer", None)   # a text stream without bytes (embedding hosts)
+            raw = stream.read() if stream is not None else sys.stdin.read().encode("utf-8", "surrogateescape")
+            question = decode_utf8(raw, "<stdin>", error=PromptFormatError)
         else:
             question = args.question
             try:   # the shell passes bytes that are not UTF-8 as lone surrogates (surrogateescape)
