@@ -2,16 +2,27 @@
 #   snakemake -c2                       the embedded default (config/config.yaml)
 #   snakemake -n --configfile config/paper.yaml   plan the GSM-Symbolic re-evaluation's full grid
 #   snakemake --profile profiles/slurm  the same on a Slurm cluster
+import sys
+
 from snakemake.utils import min_version
+
+from earnest.config import ConfigError, check_config_files
 
 min_version("9.0")
 
 
 # the embedded default, unless --configfile names a complete config of its own (merging the two
-# would add the default's model to every other config)
+# would add the default's model to every other config). It is read by earnest first: text that is
+# not UTF-8 gets its file, line and column instead of Snakemake's traceback (a file given with
+# --configfile Snakemake reads before any of this runs: `earnest check-config FILE` names its faults)
 if not workflow.overwrite_configfiles:
+    EMBEDDED_CONFIG = f"{workflow.basedir}/config/config.yaml"
+    try:
+        check_config_files([EMBEDDED_CONFIG])
+    except ConfigError as exc:
+        sys.exit(f"earnest: config error: {exc}")
 
-    configfile: f"{workflow.basedir}/config/config.yaml"
+    configfile: EMBEDDED_CONFIG
 
 
 report: "report/workflow.rst"

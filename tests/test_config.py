@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -369,3 +370,29 @@ def test_a_number_yaml_reads_as_text_says_how_to_write_it(tmp_path):
             "with a '.' and a signed exponent (1.0e-3)") in info.value.problems
     assert (f"{over}:5: models.tiny.resources.mem_mb: '8e3' is not of type 'integer'; YAML reads '8e3' as text: "
             "write it as an integer (8000)") in info.value.problems
+
+
+def test_an_embedded_config_that_is_not_utf8_is_named_by_the_workflow(tmp_path):
+    """config/config.yaml edited in place with a Latin-1 byte: Snakemake's own reading of the
+    `configfile:` directive ended in a UnicodeDecodeError traceback naming no file; the workflow reads
+    it first and names file, line and column (a dry run, nothing planned)."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    wf = tmp_path / "wf"
+    wf.mkdir()
+    for name in ("Snakefile", "rules", "config", "report", "workflow", "envs", "resources", "profiles"):
+        src = repo / name
+        if src.is_dir():
+            shutil.copytree(src, wf / name, symlinks=True)
+        elif src.exists():
+            shutil.copy(src, wf / name)
+    cfg = wf / "config" / "config.yaml"
+    lines = cfg.read_bytes().count(b"\n")
+    cfg.write_bytes(cfg.read_bytes() + b"# caf\xe9\n")
+    r = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-s", str(wf / "Snakefile"), "-d", str(tmp_path)],
+                       capture_output=True, text=True, timeout=300)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "Traceback" not in out, out[-3000:]
+    assert f"earnest: config error: {cfg}:{lines + 1}: not UTF-8 text (byte 0xe9 at column 6)" in out, out[-3000:]
