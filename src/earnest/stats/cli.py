@@ -127,7 +127,7 @@ def draw_figures(table, glmm: int, out_dir: Path) -> list[Path]:
     """The paper's figures of one ``earnest glmm`` run: Figure 1's layout per prompt (GLMM 1's
     variant effect), or Figure 3's (GLMM 2's number and corrected variant effects)."""
     from earnest.gsm import plots
-    from earnest.stats.run import safe_name
+    from earnest.stats.glmm import safe_name
 
     out_dir.mkdir(parents=True, exist_ok=True)
     prompts = sorted(table["prompt"].astype(str).unique())

@@ -328,9 +328,3 @@ def simulate_paired(n_templates: int, items_per_template: int, *, log_or: float,
                                   "item": [f"t{t}-i{i}" for i, t in enumerate(template)],
                                   "correct": (rng.random(template.size) < p).astype(np.int64)}))
     return pd.concat(rows, ignore_index=True)
-
-
-def safe(name: str) -> str:
-    """A condition name usable in a file name."""
-    from earnest.stats.run import safe_name
-    return safe_name(name)

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from earnest.schema import check_option, schema_default
+from earnest.stats.glmm import safe_name
 from earnest.stats.cli_common import add_subcommand, fail as cli_fail, input_choice_problem, log
 from earnest.stats.engines import engine_names, get_engine
 from earnest.stats.summary import check_alpha
@@ -94,9 +95,9 @@ def run(args: argparse.Namespace) -> int:
             t = C.compare_family(data, args.by, fixed, conds, n_resamples=args.resamples, seed=args.seed,
                                  alpha=args.alpha, item_effects=not args.no_item_effects, cores=args.cores,
                                  engine=args.engine, agq=args.agq, log=log)
-            stem = args.out / f"{args.by}_{C.safe(fixed)}"
+            stem = args.out / f"{args.by}_{safe_name(fixed)}"
             C.write_pairs_table(t, stem, alpha=args.alpha)
-            figure_pairwise_matrix(t, args.out / f"{args.by}_{C.safe(fixed)}_matrix", order=conds, alpha=args.alpha,
+            figure_pairwise_matrix(t, args.out / f"{args.by}_{safe_name(fixed)}_matrix", order=conds, alpha=args.alpha,
                                    title=f"{'Models' if args.by == 'models' else 'Prompts'} of {fixed}")
             tables.append(t)
     except RError as exc:

@@ -25,7 +25,7 @@ import pandas as pd
 from earnest import fidelity as F
 from earnest.stats import engines as E
 from earnest.stats import glmm as G
-from earnest.stats.glmm import safe_name  # noqa: F401 (the one name rule of the shard layout; used here and by callers)
+from earnest.stats.glmm import safe_name
 from earnest.stats.summary import check_shards, clean_mask, summarise
 
 
