@@ -36,16 +36,22 @@ def clean_mask(shards: pd.DataFrame, fidelity: str = F.DEFAULT) -> pd.Series:
     is dropped too and counted in the summaries' ``n_not_converged``.
     """
     F.check_mode(fidelity)
-    err = shards["error"].fillna("").astype(str)
+    err = _as_text(shards["error"])
     ok = (err == "") & shards["estimate"].notna() & ~not_converged_mask(shards)
     if fidelity == F.REFERENCE:
         if "lme4_messages" not in shards.columns:
             raise ValueError("fits without the column 'lme4_messages' (written before it existed): "
                              "refit them to judge them as the reference does")
-        conv = shards["lme4_messages"].astype(object).fillna("").astype(str)
+        conv = _as_text(shards["lme4_messages"])
         singular = shards["singular"].astype("boolean").fillna(True).astype(bool)
         return ok & (conv == "") & ~singular
     return ok & shards["converged"].astype(bool)
+
+
+def _as_text(values: pd.Series) -> pd.Series:
+    """A text column of fits (errors, messages) as str, "" where empty (also when every value is
+    missing and pandas reads the column as float)."""
+    return values.astype(object).fillna("").astype(str)
 
 
 #: Texts that say a fit's optimiser stopped away from an optimum: lme4's checkConv ("Model failed to
@@ -57,10 +63,10 @@ NOT_CONVERGED_TEXTS = ("failed to converge", "convergence code", "did not conver
 def not_converged_mask(shards: pd.DataFrame) -> pd.Series:
     """True for the rows of fits (without error) whose optimiser did not converge, by any engine:
     never clean under any rule (:func:`clean_mask`), counted in the summaries (``n_not_converged``)."""
-    text = lambda c: (shards[c].astype(object).fillna("").astype(str) if c in shards.columns  # noqa: E731
-                      else pd.Series("", index=shards.index))
-    msgs = text("messages") + " | " + text("lme4_messages")
-    err = text("error")
+    column = lambda c: (_as_text(shards[c]) if c in shards.columns  # noqa: E731
+                        else pd.Series("", index=shards.index))
+    msgs = column("messages") + " | " + column("lme4_messages")
+    err = column("error")
     hit = np.zeros(len(shards), dtype=bool)
     for text in NOT_CONVERGED_TEXTS:
         hit |= msgs.str.contains(text, regex=False).to_numpy()
