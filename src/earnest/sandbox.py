@@ -1389,6 +1389,13 @@ def _answer_user_namespace(libc) -> bool:
     return libc.unshare(_CLONE_NEWUSER) == 0
 
 
+def _become_nobody() -> None:
+    """As root: drop every group and become uid and gid 65534, as each answer's child does."""
+    os.setgroups([])
+    os.setresgid(_NOBODY, _NOBODY, _NOBODY)
+    os.setresuid(_NOBODY, _NOBODY, _NOBODY)
+
+
 def _probe_answer_user_namespace(libc, root: bool) -> bool:
     """Whether a child, as the answers' children will be (setuid to nobody as root), can have a
     user namespace of its own (unprivileged user namespaces allowed, no chroot)."""
@@ -1396,9 +1403,7 @@ def _probe_answer_user_namespace(libc, root: bool) -> bool:
     if pid == 0:
         try:
             if root:
-                os.setgroups([])
-                os.setresgid(_NOBODY, _NOBODY, _NOBODY)
-                os.setresuid(_NOBODY, _NOBODY, _NOBODY)
+                _become_nobody()
             os._exit(0 if _answer_user_namespace(libc) else 1)
         finally:
             os._exit(1)
@@ -1567,9 +1572,7 @@ def _child(payload: memoryview, result_fd: int, setup: dict) -> None:
             if "chroot" in setup["layers"]:
                 os.chroot(setup["base"])
                 os.chdir("/")
-            os.setgroups([])
-            os.setresgid(_NOBODY, _NOBODY, _NOBODY)
-            os.setresuid(_NOBODY, _NOBODY, _NOBODY)
+            _become_nobody()
         # a session keyring of its own, empty (not the worker's, shared by its answers)
         _new_session_keyring(libc)
         if "user-per-answer" in setup["namespaces"]:
