@@ -263,3 +263,31 @@ def test_no_state_reaches_the_next_answer(disable):
             assert (marker.value, alone.error_class) == (1.0, ""), (marker, alone)
             # the needle itself is found (the scan works); the previous answer's marker is not
             assert alone.value >= 1 and scan.value == alone.value, (alone, scan)
+
+
+def _keys_of(uid: int) -> int:
+    for line in Path("/proc/key-users").read_text().splitlines():
+        fields = line.replace(":", " ").split()
+        if fields and int(fields[0]) == uid:
+            return int(fields[3].split("/")[0])  # qnkeys/maxkeys
+    return 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.access("/proc/sys/kernel/keys/maxkeys", os.W_OK),
+                    reason="needs root and a writable /proc/sys/kernel/keys/maxkeys")
+def test_an_answer_that_cannot_have_a_keyring_of_its_own_does_not_run():
+    """The child joins a fresh session keyring before model code runs; where the kernel refuses it
+    (the key quota of nobody exhausted), the answer does not run with the worker's keyring, shared
+    by every answer: the run stops with SandboxUnavailable, and runs again once keys can be had."""
+    maxkeys = Path("/proc/sys/kernel/keys/maxkeys")
+    before = maxkeys.read_text().strip()
+    with Sandbox(workers=1, limits=LIMITS, disable=("seccomp",)) as box:
+        if box.capabilities(start=True).get("session_keyring") != "own":
+            pytest.skip("this kernel has no keyrings")
+        try:
+            maxkeys.write_text(str(_keys_of(NOBODY)))
+            with pytest.raises(SandboxUnavailable, match="session keyring of its own"):
+                box.run("def solution():\n    return 1\n")
+        finally:
+            maxkeys.write_text(before)
+        assert box.run("def solution():\n    return 2\n").value == 2.0

@@ -1573,8 +1573,13 @@ def _child(payload: memoryview, result_fd: int, setup: dict) -> None:
                 os.chroot(setup["base"])
                 os.chdir("/")
             _become_nobody()
-        # a session keyring of its own, empty (not the worker's, shared by its answers)
-        _new_session_keyring(libc)
+        # a session keyring of its own, empty (not the worker's, shared by its answers); where the
+        # worker could join one, so must the child: a failure (EDQUOT while the keys of answers just
+        # ended wait for the kernel's collection) fails the set-up, which the caller retries, and is
+        # never ignored (the child would otherwise keep the worker's keyring, shared by its answers)
+        if setup["session_keyring"] and not _new_session_keyring(libc):
+            raise OSError("joining a session keyring of its own failed (the key quota of uid "
+                          f"{os.getuid()}, /proc/sys/kernel/keys/maxkeys, exhausted?)")
         if "user-per-answer" in setup["namespaces"]:
             if not _answer_user_namespace(libc):
                 raise OSError("unshare of the answer's user namespace failed")
@@ -1829,7 +1834,7 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
                     if present]
         layers = blockers + (["no_new_privs"] if libc is not None else []) + (["setuid"] if root else []) + ["rlimits"]
         setup = {"libc": libc, "root": root, "base": base, "modules": modules, "namespaces": namespaces,
-                 "init": init, "landlock": landlock, "seccomp": seccomp,
+                 "init": init, "landlock": landlock, "seccomp": seccomp, "session_keyring": keyrings,
                  "layers": layers}
         hello_sent = True
         _send(proto_out, {"pid": os.getpid(), "base": base, "uid": uid,
