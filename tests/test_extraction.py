@@ -242,3 +242,22 @@ def test_listing_10_huge_literal_overflow(box):
 def test_default_sandbox_is_used_when_none_given():
     ex = extract_code("    return 2 ** 10\n")
     assert ex.value == 1024.0
+
+
+def test_a_number_in_exponent_notation_is_one_number():
+    """earnest mode reads "1e5" as 100000 (before: the last number was the exponent, 5); the
+    reference reads it as the authors' regex does (no exponents: 1 after the phrase)."""
+    cases = [("The final answer is 1e5", 100000.0, Fraction(100000)),
+             ("The final answer is 2.5E-3.", 0.0025, Fraction(1, 400)),
+             ("so the total is 3e2 apples", 300.0, Fraction(300)),
+             ("The final answer is 1,000e3", 1e6, Fraction(10 ** 6))]
+    for text, value, exact in cases:
+        ex = extract_text(text)
+        assert (ex.value, ex.exact) == (value, exact), text
+    huge = extract_text("The final answer is 1e999999")
+    assert huge.value == math.inf and huge.exact is None
+    # no number's notation: "3e4f" is a hash, "3e" a number and a letter
+    assert extract_text("its id is a3e4f").value == 4.0
+    assert extract_text("x is 3e").value == 3.0
+    assert extract_text("The answer is 1e5", fidelity="reference").value == 1.0
+    assert extract_text("#### 2.5e3", fidelity="reference").value == 2.5

@@ -2,7 +2,10 @@
 
 Text prompts (GSM, simple NL, structured NL): what the model wrote after it began a new
 question (a line starting with ``Q:``) is cut; then the number after "The final answer is" is
-taken (pattern ``final_answer``), else the last number in the response (``last_number``).
+taken (pattern ``final_answer``), else the last number in the response (``last_number``). A number
+is digits (thousands grouped with "," or not), optional decimals and an optional exponent ("1e5" is
+100000; one too large for a float is inf, never a correct answer), or ".5"; "3/4" after the phrase
+is a fraction.
 
 Code prompts (simple / structured code): the prompt ends with ``A:\\ndef solution():\\n``, so the
 model usually writes only the body. The solution function is located (pattern ``function`` when
@@ -74,8 +77,9 @@ class Extraction:
 # --------------------------------------------------------------------------------------------
 
 _MINUS = "-\u2212\u2013"  # ASCII hyphen-minus, Unicode minus, en dash
-# A number: thousands-grouped or plain digits, optional decimals; or ".5".
-_NUMBER_BODY = r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?|\.\d+"
+# A number: thousands-grouped or plain digits, optional decimals, optional exponent ("1e5",
+# "2.5E-3": one number, not 1 and 5; not "3e4f", which is no number's notation); or ".5".
+_NUMBER_BODY = r"(?:(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+(?!\w))?"
 
 
 def parse_number(text: str) -> tuple[float, Fraction | None]:
