@@ -115,6 +115,7 @@ def test_errors_name_the_file_and_line(tmp_path):
 @pytest.mark.parametrize("change,message", [
     (lambda s: s.update(doc_id=[1]), r":2: doc_id must be an integer, found \[1\]"),
     (lambda s: s.update(doc_id=True), r":2: doc_id must be an integer, found true"),
+    (lambda s: s.update(doc_id=-1), r":2: doc_id -1 is below 0"),
     (lambda s: s["doc"].update(id=float("inf")), r":2: template id \(field 'id'\) must be an integer, found Infinity"),
     (lambda s: s["doc"].update(id=3.7), r":2: template id \(field 'id'\) must be an integer, found 3.7"),
     (lambda s: s["doc"].update(id=2 ** 64), r":2: template id \(field 'id'\) 18446744073709551616 does not fit a 64-bit"),

@@ -110,9 +110,10 @@ def _field(doc: dict, name: str):
     return cur
 
 
-def integer_id(value, where: str, what: str) -> int:
+def integer_id(value, where: str, what: str, minimum: int = -INT64) -> int:
     """An id that must be an integer (a JSON integer, an integral finite number or a string of
-    digits, within int64); LmEvalError naming ``where`` and ``what`` otherwise."""
+    digits, within int64 and not below ``minimum``); LmEvalError naming ``where`` and ``what``
+    otherwise."""
     v = value
     if isinstance(v, str) and re.fullmatch(r"\s*[+-]?\d+\s*", v):
         v = int(v)
@@ -122,6 +123,8 @@ def integer_id(value, where: str, what: str) -> int:
         raise LmEvalError(f"{where}: {what} must be an integer, found {json.dumps(value)[:80]}")
     if not -INT64 <= v < INT64:
         raise LmEvalError(f"{where}: {what} {v} does not fit a 64-bit integer")
+    if v < minimum:
+        raise LmEvalError(f"{where}: {what} {v} is below {minimum}")
     return v
 
 
@@ -284,7 +287,7 @@ def read_samples(paths: Sequence[str | Path], *, mapping: Mapping = Mapping(), m
             for key in ("doc_id", "doc"):
                 if key not in rec:
                     raise LmEvalError(f"{where}: missing field '{key}' (not an lm-eval --log_samples line?)")
-            doc_id = integer_id(rec["doc_id"], where, "doc_id")
+            doc_id = integer_id(rec["doc_id"], where, "doc_id", minimum=0)  # an index into the task's documents
             name = metric
             if name is None:
                 names_ = rec.get("metrics")
