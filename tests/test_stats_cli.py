@@ -163,6 +163,8 @@ def test_failed_fits_are_recorded_not_fatal():
     ("power", "--sims", "100000000000", "--sims: 100000000000 is greater than the maximum of 100000"),  # ran for ever
     ("power", "--templates", "30 30", "--templates: [30, 30] has non-unique elements"),   # the same grid twice
     ("power", "--odds-ratios", "inf", "--odds-ratios: inf is not a value it can take"),
+    ("power", "--odds-ratios", "1e300", "--odds-ratios: 1e+300 is greater than the maximum of 1000000.0"),
+    ("power", "--odds-ratios", "0", "--odds-ratios: 0.0 is less than the minimum of 1e-06"),
     ("power", "--cores", "0", "--cores: 0 is less than the minimum of 1"),
     ("power", "--gamma-sd", "0", "--gamma-sd: 0.0 is less than or equal to the minimum of 0 (as config key power.gamma_sd)"),
 ])

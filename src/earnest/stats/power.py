@@ -801,7 +801,10 @@ def write_power_tables(power: pd.DataFrame, mde: pd.DataFrame, out_dir) -> dict:
                                   f"Simulated power of the template-bootstrap test (Eq. 4 P value < alpha): "
                                   f"{how}. ± is one Monte Carlo standard error; wald_power is the large-sample "
                                   f"Wald approximation of the same effect (number effect: OR per unit of gamma, "
-                                  f"gamma drawn per answer with sd gamma_sd).", csv=power)}
+                                  f"gamma drawn per answer with sd gamma_sd). n_no_p: data sets on which the test "
+                                  f"gave no P value (no clean bootstrap fit, as under separation, where every "
+                                  f"answer of one arm is right or wrong), counted as not significant: at extreme "
+                                  f"odds ratios both tests lose power.", csv=power)}
     mshown = mde.assign(
         baseline_acc=(100 * mde["baseline_acc"]).map(lambda v: f"{v:.1f}%"),
         mde=[("n/a" if not math.isfinite(m) else (("< " if b == "beyond grid" else "> " if b == "within grid"
