@@ -182,3 +182,18 @@ def test_a_json_log_with_a_byte_order_mark_is_read(tmp_path):
     path = tmp_path / "bom.json"
     path.write_text(json.dumps({**header, "samples": samples}), encoding="utf-8-sig")
     assert len(inspect_log.read_logs([path], mapping=BY_METADATA)) == len(samples)
+
+
+def test_text_that_is_not_utf8_is_named_by_line_and_column(tmp_path):
+    """as every other reader names it (it was a byte offset into the file)"""
+    header, samples = _members()
+    text = json.dumps({**header, "samples": samples}, indent=1)
+    lines = text.split("\n")
+    at = next(i for i, line in enumerate(lines) if '"input"' in line)
+    col = lines[at].index('"input"') + 2  # inside the key, 1-based
+    raw = "\n".join(lines).encode()
+    start = sum(len(line) + 1 for line in lines[:at]) + col - 1
+    path = tmp_path / "latin1.json"
+    path.write_bytes(raw[:start] + b"\xe9" + raw[start + 1:])
+    with pytest.raises(lmeval.LmEvalError, match=rf"latin1\.json:{at + 1}: not UTF-8 text \(byte 0xe9 at column {col}\)"):
+        inspect_log.read_logs([path], mapping=BY_METADATA)

@@ -30,7 +30,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from earnest.jsonl import parse_json
+from earnest.jsonl import decode_utf8, parse_json
 from earnest.readers.lmeval import (LmEvalError, Mapping, ROW_COLUMNS, binary_value, check_one_file_per_task, doc_hash,
                                     foreign_file, integer_id, model_names, sample_row)
 
@@ -81,10 +81,7 @@ def _json(data: bytes, where: str):
     """A JSON document (an object, as every part of an Inspect log is); LmEvalError naming ``where``
     for text that is not UTF-8 or JSON, JSON nested too deep to read, a key given twice in one object
     (json keeps the last), or a document that is not an object."""
-    try:
-        text = data.decode("utf-8").removeprefix("\ufeff")   # a byte order mark, as the other readers allow
-    except UnicodeDecodeError as exc:
-        raise LmEvalError(f"{where}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+    text = decode_utf8(data, where, error=LmEvalError)  # by line and column; a byte order mark allowed
     doc = parse_json(text, where, LmEvalError, multiline=True)
     if not isinstance(doc, dict):
         raise LmEvalError(f"{where}: expected a JSON object, got {type(doc).__name__}")
