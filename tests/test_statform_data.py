@@ -127,6 +127,25 @@ def test_taxonomy_paper_file_derivation_and_merge(tmp_path):
         load_taxonomy(user)
 
 
+@pytest.mark.parametrize("name, text, message", [
+    ("dup.yaml", "A: [x]\nA: [y]\n", r"dup\.yaml:2: key 'A' is given twice"),
+    ("dup.json", '{"A": ["x"], "A": ["y"]}', r"dup\.json: key 'A' appears twice"),
+    ("empty.yaml", "categories: []\n", r"empty\.yaml: no categories"),
+    ("nulls.yaml", "A: [null, x]\n", r"nulls\.yaml: 'A'\[0\]: a category name must be text, found None"),
+    ("blank.yaml", "A: ['  ']\n", r"blank\.yaml: 'A'\[0\]: a category name must not be empty"),
+    ("str.yaml", "categories:\n  - name: A\n    children: t-test\n",
+     r"str\.yaml: categories\[0\]: 'children' must be a list .*found 't-test'"),
+    ("defn.yaml", "categories:\n  - name: A\n    definition: [1]\n", r"categories\[0\]: a definition must be text"),
+])
+def test_a_taxonomy_that_says_something_else_is_refused(tmp_path, name, text, message):
+    """A key given twice (the last was kept), no category, a null name (read as 'None'), children
+    given as one string (each character became a fine category), a definition that is no text."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(TaxonomyError, match=message):
+        load_taxonomy(path)
+
+
 # The paper's Appendix C formulation prompt as it appears in our copy of the paper's text
 # (typesetting lost); the resource must hold the same characters once layout is ignored.
 PAPER_PROMPT = (

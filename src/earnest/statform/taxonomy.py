@@ -15,12 +15,9 @@ given instead, and :func:`derive_taxonomy` builds the label set from a dataset.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
-
-import yaml
 
 
 class TaxonomyError(ValueError):
@@ -103,6 +100,24 @@ class Taxonomy:
                                for c in self.categories]}
 
 
+def _name(value, where: str) -> str:
+    """A category's name: a non-empty string (a YAML key may be read as a number: its text)."""
+    if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
+        raise TaxonomyError(f"{where}: a category name must be text, found {value!r}")
+    name = str(value).strip()
+    if not name:
+        raise TaxonomyError(f"{where}: a category name must not be empty")
+    return name
+
+
+def _definition(value, where: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise TaxonomyError(f"{where}: a definition must be text, found {value!r}")
+    return value.strip()
+
+
 def _parse(obj, where: str) -> Taxonomy:
     cats: list[Category] = []
     if isinstance(obj, dict) and "categories" in obj:
@@ -111,28 +126,36 @@ def _parse(obj, where: str) -> Taxonomy:
             raise TaxonomyError(f"{where}: 'categories' must be a list")
         for i, e in enumerate(entries):
             ew = f"{where}: categories[{i}]"
-            if not isinstance(e, dict) or not isinstance(e.get("name"), str) or not e["name"].strip():
+            if not isinstance(e, dict) or "name" not in e:
                 raise TaxonomyError(f"{ew}: needs a non-empty 'name'")
+            children = e.get("children")
+            if children is not None and not isinstance(children, list):
+                raise TaxonomyError(f"{ew}: 'children' must be a list of names or of {{name, definition}}, "
+                                    f"found {children!r}")
             kids = []
-            for j, k in enumerate(e.get("children") or []):
-                if isinstance(k, str):
-                    k = {"name": k}
-                if not isinstance(k, dict) or not isinstance(k.get("name"), str) or not k["name"].strip():
-                    raise TaxonomyError(f"{ew}.children[{j}]: needs a non-empty 'name'")
-                kids.append(Category(k["name"].strip(), str(k.get("definition") or "").strip()))
-            cats.append(Category(e["name"].strip(), str(e.get("definition") or "").strip(), kids))
+            for j, k in enumerate(children or []):
+                kw = f"{ew}.children[{j}]"
+                if isinstance(k, dict):
+                    if "name" not in k:
+                        raise TaxonomyError(f"{kw}: needs a non-empty 'name'")
+                    kids.append(Category(_name(k["name"], kw), _definition(k.get("definition"), kw)))
+                else:
+                    kids.append(Category(_name(k, kw)))
+            cats.append(Category(_name(e["name"], ew), _definition(e.get("definition"), ew), kids))
     elif isinstance(obj, dict):
         for l1, kids in obj.items():
             ew = f"{where}: {l1!r}"
             if isinstance(kids, list):
-                children = [Category(str(k).strip()) for k in kids]
+                children = [Category(_name(k, f"{ew}[{j}]")) for j, k in enumerate(kids)]
             elif isinstance(kids, dict):
-                children = [Category(str(k).strip(), str(v or "").strip()) for k, v in kids.items()]
+                children = [Category(_name(k, ew), _definition(v, f"{ew}: {k!r}")) for k, v in kids.items()]
             else:
                 raise TaxonomyError(f"{ew}: children must be a list of names or a name->definition map")
-            cats.append(Category(str(l1).strip(), "", children))
+            cats.append(Category(_name(l1, where), "", children))
     else:
         raise TaxonomyError(f"{where}: expected a mapping with 'categories' or L1 -> L2 list")
+    if not cats:
+        raise TaxonomyError(f"{where}: no categories: a taxonomy needs at least one coarse category")
     seen = set()
     for c in cats:
         if c.name in seen:
@@ -152,13 +175,15 @@ def load_taxonomy(path: str | Path) -> Taxonomy:
     path = Path(path)
     if not path.exists():
         raise TaxonomyError(f"{path}: no such file")
-    from earnest.jsonl import read_utf8
+    # a key given twice (JSON and YAML keep the last without a word) is refused, by line
+    if path.suffix == ".json":
+        from earnest.jsonl import parse_json, read_utf8
 
-    text = read_utf8(path, error=TaxonomyError)
-    try:
-        obj = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise TaxonomyError(f"{path}: cannot be parsed ({exc})") from None
+        obj = parse_json(read_utf8(path, error=TaxonomyError), str(path), TaxonomyError, multiline=True)
+    else:
+        from earnest.yamlfile import load_yaml_strict
+
+        obj = load_yaml_strict(path, error=TaxonomyError)
     return _parse(obj, str(path))
 
 
