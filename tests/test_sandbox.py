@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from earnest.gsm.extraction import extract_code_many
 from earnest.sandbox import Limits, Sandbox, check_source, find_violations
 from hostile_checks import LIMITS, descendants, wait_until_clean
 

@@ -19,7 +19,7 @@ import pandas as pd
 import yaml
 
 from earnest.backends import load_backend
-from earnest.generation import GENERATION_COLUMNS, run_requests
+from earnest.generation import run_requests
 
 from . import analysis
 from .data import check_disjoint, load_samples, samples_from_frame, samples_to_frame

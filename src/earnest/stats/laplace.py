@@ -847,7 +847,6 @@ def _fit_serial(des: Design, weights, *, y=None, chunk=None, start=None, deriv_c
     start = np.asarray(start, dtype=float).copy()
     start[0] = max(abs(start[0]), 0.1)                   # theta = 0 is a stationary point: start off it
     R = len(des.y)
-    npts = 2 * q + 2 * q * (q - 1)
     chunk = chunk or max(1, min(256, int(_CACHE_ELEMENTS // R)))
     scale_msgs = _scale_messages(des, K)
     nobs = K @ np.add.reduceat(des.trials, des.starts)     # answers per resample

@@ -6,7 +6,6 @@ per row). Run with the reference exported to /tmp/ref and a venv with statsmodel
     /tmp/venv/bin/python produce_holm.py holm.json
 """
 import importlib.util, json, math, sys
-import numpy as np
 import pandas as pd
 import statsmodels
 
