@@ -23,6 +23,7 @@ import ctypes
 import os
 import resource
 import shutil
+import signal
 import socket
 import sys
 import tempfile
@@ -98,6 +99,16 @@ for i in range(phnum):
 return 0"""
 
 
+#: F_SETOWN the result pipe (fd 3) to ``target``, F_SETSIG ``sig``, O_ASYNC, then fill the pipe: the
+#: worker's read sends the signal (the effect is seen from outside; the value says nothing)
+FASYNC = """import fcntl
+fcntl.fcntl(3, fcntl.F_SETOWN, {target})
+fcntl.fcntl(3, 10, {sig})  # F_SETSIG
+fcntl.fcntl(3, fcntl.F_SETFL, fcntl.fcntl(3, fcntl.F_GETFL) | os.O_ASYNC)
+os.write(3, b"x" * 70000)
+return 0"""
+
+
 def attacks(ctx: dict) -> list[tuple[str, str, str]]:
     """(name, kind, source) for every attack; ctx holds the paths and pids they aim at."""
     secret, victim, vdir = ctx["secret"], ctx["victim"], ctx["victim_dir"]
@@ -140,6 +151,11 @@ def attacks(ctx: dict) -> list[tuple[str, str, str]]:
         ("kill_caller", "procs", f"return ok(libc.kill({caller}, 19))"),  # SIGSTOP
         ("kill_neighbour", "procs", f"return ok(libc.kill({neighbour}, 9))"),
         ("ptrace_neighbour", "procs", f"return ok(libc.ptrace(16, {neighbour}, None, None))"),  # PTRACE_ATTACH
+        # a signal by proxy: the owner of the result pipe's file (F_SETOWN) gets F_SETSIG's signal
+        # when the worker reads from the full pipe (no kill call of the answer's own)
+        ("fasync_signal_caller", "procs", FASYNC.format(target=caller, sig=int(signal.SIGURG))),
+        ("fasync_kill_neighbour", "procs", FASYNC.format(target=neighbour, sig=9)),
+        ("fasync_kill_worker", "procs", FASYNC.format(target="os.getppid()", sig=9)),
         ("process_vm_read", "procs",
          f"buf = ctypes.create_string_buffer(8)\nclass IOV(ctypes.Structure):\n"
          f"    _fields_ = [('b', ctypes.c_void_p), ('n', ctypes.c_size_t)]\n"
@@ -281,6 +297,9 @@ class Targets:
         self.victim_dir.mkdir()
         (self.victim_dir / "keep.txt").write_text("keep")
         self.hits: list[str] = []
+        # a signal an answer sends this process by proxy (fasync) is counted, not obeyed
+        self.signals: list[int] = []
+        signal.signal(signal.SIGURG, lambda signum, frame: self.signals.append(signum))
         self.tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.tcp.bind(("127.0.0.1", 0))
         self.tcp.listen(8)
@@ -359,6 +378,8 @@ class Targets:
             seen.append("a file appeared beside the victims")
         if self.hits:
             seen.append(f"a socket was reached ({self.hits})")
+        if self.signals:
+            seen.append(f"the caller received a signal ({self.signals})")
         if {r: resource.getrlimit(r) for r in self.caller_limits} != self.caller_limits:
             seen.append("the caller's limits changed")
         if {r: resource.prlimit(self.neighbour, r) for r in self.neighbour_limits} != self.neighbour_limits:
@@ -399,6 +420,7 @@ class Targets:
             if p.name not in ("secret.txt", "victim.txt", "victim_dir"):
                 shutil.rmtree(p) if p.is_dir() else p.unlink()
         self.hits.clear()
+        self.signals.clear()
         planted_key(remove=True)
         for r, lim in self.caller_limits.items():
             try:
@@ -533,7 +555,7 @@ def run_config(config: str, targets: Targets) -> list[str]:
         "a victim file changed": "files", "the victim directory changed": "files",
         "a file appeared beside the victims": "files", "a socket was reached": "net",
         "the caller's limits changed": "procs", "the neighbour's limits changed": "procs",
-        "the neighbour": "procs", "the caller's priority changed": "procs",
+        "the neighbour": "procs", "the caller's priority changed": "procs", "the caller received a signal": "procs",
         "the caller's CPU affinity changed": "procs", "the caller's scheduling policy changed": "procs",
         "this process's shared memory segment was overwritten": "ipc", "IPC objects left behind": "ipc",
         "a key left behind": "ipc",

@@ -265,6 +265,39 @@ def test_no_state_reaches_the_next_answer(disable):
             assert alone.value >= 1 and scan.value == alone.value, (alone, scan)
 
 
+#: answers that abuse their result pipe (fd 3) or the worker's reading of it, each costing at most
+#: its own answer: two reports, bytes that are not UTF-8, JSON nested past any parser, a report
+#: larger than the frame, fd 3 replaced by another pipe or closed, data spliced onto it
+PROTOCOL_ABUSE = {
+    "two_reports": "import os\ndef solution():\n    os.write(3, b'{\"value\": 7}')\n    os.write(3, b'{\"value\": 8}')\n"
+                   "    return 1\n",
+    "not_utf8": "import os\ndef solution():\n    os.write(3, b'\\xff\\xfe{\"value\": 7}')\n    os._exit(0)\n",
+    "nested": "import os\ndef solution():\n    os.write(3, b'[' * 100000 + b']' * 100000)\n    os._exit(0)\n",
+    "oversized": "import os\ndef solution():\n    os.write(3, b'{\"value\": 1, \"detail\": \"' + b'x' * (1 << 22) + b'\"}')\n"
+                 "    os._exit(0)\n",
+    "dup2_onto_3": "import os\ndef solution():\n    r, w = os.pipe()\n    os.dup2(w, 3)\n    return 5\n",
+    "close_3": "import os\ndef solution():\n    os.close(3)\n    return 5\n",
+    "splice_onto_3": "import os\ndef solution():\n    r, w = os.pipe()\n    os.write(w, b'{}')\n    os.splice(r, 3, 2)\n"
+                     "    return 9\n",
+}
+
+
+@pytest.mark.parametrize("disable", [(), ("namespaces", "landlock"), ("seccomp", "landlock"), ("seccomp", "namespaces")],
+                         ids=["all", "seccomp-alone", "namespaces-alone", "landlock-alone"])
+def test_abusing_the_result_pipe_costs_only_the_answer_itself(disable):
+    """None of these forges a success (at most its own answer's value) or costs a neighbour its result."""
+    innocent = "def solution():\n    return 42\n"
+    batch = []
+    for source in PROTOCOL_ABUSE.values():
+        batch += [source, innocent]
+    with Sandbox(workers=2, limits=LIMITS, disable=disable + ("static",)) as box:
+        results = box._run_many_unchecked(batch, full_builtins=True)
+        for name, abuse, neighbour in zip(PROTOCOL_ABUSE, results[::2], results[1::2]):
+            assert (neighbour.error_class, neighbour.value) == ("", 42.0), (name, neighbour)
+            assert abuse.error_class == "unclassified" or abuse.value in (1.0, 5.0, 9.0), (name, abuse)
+        assert box.run(innocent).value == 42.0
+
+
 def _keys_of(uid: int) -> int:
     for line in Path("/proc/key-users").read_text().splitlines():
         fields = line.replace(":", " ").split()
