@@ -234,19 +234,28 @@ def attacks(ctx: dict) -> list[tuple[str, str, str]]:
 
 
 #: Python-layer escapes (issue 20's list) run with the sandbox's namespace and the static policy
-#: off: each reaches the real builtins or ``os`` and then tries to read the secret.
+#: off: each reaches the real builtins or ``os`` and then tries to read the secret. The value says
+#: how far it got: 1 the secret was read, 2 the escape worked and a kernel layer refused the read
+#: (a bare ``except``: the namespaces hold no exception names), an error: the escape itself failed,
+#: which the runner reports, so that an escape the namespaces have outgrown does not pass unseen.
+ESCAPED = 2.0
+
+#: the reference namespace has neither ``isinstance`` nor ``type``: a module's ``__builtins__`` is
+#: a dict or the builtins module
+_AS_DICT = "    B = b if b.__class__ is {}.__class__ else b.__dict__\n"
+
+
 def escapes(ctx: dict) -> list[tuple[str, str, str]]:
     secret = ctx["secret"]
-    read = f"return 1 if {SECRET!r} in B['open']({secret!r}).read() else 0"
+    read = (f"    try:\n        return 1 if {SECRET!r} in B['open']({secret!r}).read() else 0\n"
+            "    except:\n        return 2\n")
     return [
         ("type_int_class_builder", "earnest", "def solution():\n"
          "    T = type(int)\n"
          "    C = T('C', (), {'__getitem__': lambda self, k: k})\n"
-         "    g = statistics.mean.__globals__\n"
-         "    B = g['__builtins__'] if isinstance(g['__builtins__'], dict) else g['__builtins__'].__dict__\n"
-         "    " + read + "\n" + "import statistics\n"),
+         "    b = statistics.mean.__globals__['__builtins__']\n" + _AS_DICT + read + "import statistics\n"),
         ("match_args_getattr", "earnest", "import statistics\n"
-         "class Meta(type):\n"
+         "class Meta(type(int)):\n"   # the one-argument type() is the real one
          "    def __instancecheck__(cls, obj):\n"
          "        return True\n"
          "class Any(metaclass=Meta):\n"
@@ -254,22 +263,29 @@ def escapes(ctx: dict) -> list[tuple[str, str, str]]:
          "def solution():\n"
          "    match statistics.mean:\n"
          "        case Any(g):\n"
-         "            b = g['__builtins__']\n"
-         "            B = b if isinstance(b, dict) else b.__dict__\n"
-         "            " + read + "\n"
-         "    return 0\n"),
+         "            b = g['__builtins__']\n" + _AS_DICT + read),
         ("random_seed_globals_os", "reference",
          "def solution():\n"
          "    o = random.Random.seed.__globals__['_os']\n"
-         f"    return 1 if {SECRET!r} in o.read(o.open({secret!r}, 0), 100).decode() else 0\n"
+         "    op = o.open\n"   # not "open(...)" on one line: the reference's check would refuse it
+         f"    try:\n        return 1 if {SECRET!r} in o.read(op({secret!r}, 0), 100).decode() else 0\n"
+         "    except:\n        return 2\n"
          "ret = solution()"),
         ("typing_globals_builtins", "reference",
          "def solution():\n"
-         "    b = typing.get_origin.__globals__['__builtins__']\n"
-         "    B = b if isinstance(b, dict) else b.__dict__\n"
-         "    " + read + "\n"
+         "    b = typing.get_origin.__globals__['__builtins__']\n" + _AS_DICT + read +
          "ret = solution()"),
     ]
+
+
+def check_escape(name: str, res, policy: str) -> list[str]:
+    """The failure lines for one escape's result (see ESCAPED)."""
+    if res.error_class == "" and res.value == 1.0:
+        return [f"escape {name} (static policy {policy}): read the secret"]
+    if (res.error_class, res.value) != ("", ESCAPED):
+        return [f"escape {name} (static policy {policy}) did not reach the real builtins, so it "
+                f"tests nothing: {res}"]
+    return []
 
 
 INNOCENT = [
@@ -535,16 +551,15 @@ def run_config(config: str, targets: Targets) -> list[str]:
                 failures.append(f"{name}: got through ({what})")
         # Python-layer escapes with the sandbox's own namespace, the static policy off ...
         for name, mode, source in escapes(ctx):
-            res = box.run_many([source], fidelity=mode)[0]
-            if res.error_class == "" and res.value == 1.0:
-                failures.append(f"escape {name} (static policy off): read the secret")
+            failures += check_escape(name, box.run_many([source], fidelity=mode)[0], "off")
     failures += run_sequential(disable, must_stop)
     # ... and on (reference mode no longer refuses them statically: the kernel layers hold)
     with Sandbox(workers=1, limits=LIMITS, disable=tuple(disable)) as box:
         for name, mode, source in escapes(ctx):
             res = box.run_many([source], fidelity=mode)[0]
-            if res.error_class == "" and res.value == 1.0:
-                failures.append(f"escape {name} (static policy on): read the secret")
+            if mode == "earnest" and res.error_class == "forbidden_construct":
+                continue  # earnest's static policy refuses dunders: it classifies them, as it should
+            failures += check_escape(name, res, "on")
     strays = [p for p in survivors(token) if p != os.getpid()]
     deadline = time.monotonic() + 5
     while strays and time.monotonic() < deadline:

@@ -324,3 +324,55 @@ def test_an_answer_that_cannot_have_a_keyring_of_its_own_does_not_run():
         finally:
             maxkeys.write_text(before)
         assert box.run("def solution():\n    return 2\n").value == 2.0
+
+
+SCORING = REPO / "tests" / "hostile_scoring.py"
+
+
+def _scoring_run(config: str) -> dict:
+    """hostile_scoring.py under ``config``, as whoever runs the tests (scoring needs pandas, which
+    the interpreter nobody can use may lack; the corpus itself runs as nobody above)."""
+    import json
+
+    home = tempfile.mkdtemp(prefix="earnest-scoring-")
+    try:
+        proc = subprocess.run([sys.executable, str(SCORING), config], cwd=home, env=_env(home),
+                              capture_output=True, text=True, timeout=600)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", ["all", "seccomp", "namespaces"])
+def test_the_scored_table_is_unchanged_by_hostile_neighbours(config):
+    """The corpus through score_table, as a scoring job runs it: each attack is an answer that
+    escapes the Python layer (earnest mode with the static policy off; reference mode with its
+    forbidden-string check on, hidden from it) and is scored against gold answer 1, so an attack that
+    gets through is scored correct. The innocent answers' rows are identical with and without
+    hostile neighbours, in both modes, and nothing is left behind."""
+    out = _scoring_run(config)
+    must_stop = set(out["must_stop"])
+    for mode in ("earnest", "reference"):
+        run = out[mode]
+        assert run["innocent_identical"], (mode, run)
+        assert run["innocent_rows"] > 30 and run["innocent_correct"] > 0, (mode, run)
+        breaks = [(name, kind) for name, kind in run["hostile_correct"] if kind in must_stop]
+        assert breaks == [], (mode, breaks)
+        if config != "namespaces":  # the allowlist refuses even the harmless calls
+            assert run["hostile_correct"] == [], (mode, run["hostile_correct"])
+        assert "seccomp" not in run["layers"] or config in ("all", "seccomp"), run["layers"]
+    assert out["effects"] == [] and out["survivors"] == [], out
+
+
+@pytest.mark.slow
+def test_the_scoring_corpus_reaches_the_kernel():
+    """The control: under Landlock alone (not meant to stop SysV IPC) the same answers create IPC
+    objects and are scored correct, so the escapes and attacks above did run, in both modes."""
+    out = _scoring_run("landlock")
+    for mode in ("earnest", "reference"):
+        got = {name for name, _ in out[mode]["hostile_correct"]}
+        assert {"shmget_leftover", "msgget_leftover"} <= got, (mode, out[mode])
+        assert out[mode]["innocent_identical"]
+    assert any(e.startswith("IPC objects left behind") for e in out["effects"]), out["effects"]
