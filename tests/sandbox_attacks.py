@@ -20,11 +20,14 @@ exit status 1 if any attack that the configuration must stop got through. Standa
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import resource
+import select
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -40,6 +43,9 @@ from earnest.sandbox import Limits, Sandbox, SandboxUnavailable  # noqa: E402
 
 LIMITS = Limits(cpu_seconds=1, wall_seconds=3.0, memory_bytes=256 * 1024 * 1024, output_chars=16 * 1024)
 SECRET = "s3cret-6f1d"
+#: 8 bytes at a known address in the neighbour (a fork of the Targets process): what
+#: process_vm_readv must fail to read
+MARKER = b"nb-mark!"
 API_KEY = "sk-earnest-test-0123456789"
 SHM_KEY, MSG_KEY, PLANT_KEY = 0x5EA7001, 0x5EA7002, 0x5EA7003
 #: keys (keyctl): one in the caller's session keyring holding the API key, one an answer plants
@@ -109,6 +115,15 @@ os.write(3, b"x" * 70000)
 return 0"""
 
 
+VFORK = """stack = (ctypes.c_uint64 * 512)()
+stack[500] = ctypes.cast(libc._exit, ctypes.c_void_p).value
+top = ctypes.c_void_p(ctypes.addressof(stack) + 8 * 500)
+pid = libc.syscall(56, 0x4000 | 0x100 | 17, top, None, None, None)  # clone(CLONE_VFORK | CLONE_VM | SIGCHLD)
+if pid > 0:
+    os.waitpid(pid, 0)
+return 1 if pid > 0 else 0"""
+
+
 def attacks(ctx: dict) -> list[tuple[str, str, str]]:
     """(name, kind, source) for every attack; ctx holds the paths and pids they aim at."""
     secret, victim, vdir = ctx["secret"], ctx["victim"], ctx["victim_dir"]
@@ -159,8 +174,9 @@ def attacks(ctx: dict) -> list[tuple[str, str, str]]:
         ("process_vm_read", "procs",
          f"buf = ctypes.create_string_buffer(8)\nclass IOV(ctypes.Structure):\n"
          f"    _fields_ = [('b', ctypes.c_void_p), ('n', ctypes.c_size_t)]\n"
-         f"l = IOV(ctypes.addressof(buf), 8)\nr = IOV(0x400000, 8)\n"
-         f"return ok(libc.process_vm_readv({neighbour}, ctypes.byref(l), 1, ctypes.byref(r), 1, 0))"),
+         f"l = IOV(ctypes.addressof(buf), 8)\nr = IOV({ctx['marker']}, 8)\n"
+         f"n = libc.process_vm_readv({neighbour}, ctypes.byref(l), 1, ctypes.byref(r), 1, 0)\n"
+         f"return 1 if n == 8 and buf.raw == {MARKER!r} else 0"),  # the neighbour's memory, read
         # SysV IPC: leftovers, another process's segment, one answer to the next
         # creating an object is harmless in a private IPC namespace (it dies with the answer: the
         # leftovers are checked from outside); only the allowlist refuses the call itself
@@ -186,7 +202,9 @@ def attacks(ctx: dict) -> list[tuple[str, str, str]]:
         ("fork", "escape", "pid = os.fork()\nif pid == 0:\n    import time\n    time.sleep(30)\nreturn 1 if pid > 0 else 0"),
         ("pdeathsig_cleared_and_sleep", "escape",
          "libc.prctl(1, 0, 0, 0, 0)\nimport time\ntime.sleep(30)\nreturn 0"),
-        ("execve", "escape", "os.execv('/bin/sh', ['sh', '-c', 'true'])\nreturn 1"),
+        # the new program reports the answer 1 on the result pipe: seen only if the exec worked
+        ("execve", "escape", "os.execv('/bin/sh', ['sh', '-c', 'printf %s \"$0\" >&3', '{\"error\": \"\", \"value\": 1.0}'])\n"
+                             "return 0"),
         # its own limits and privileges (an answer can only hurt itself with these)
         ("raise_own_cpu_limit", "self", rl + "new = RL(100, 100)\nreturn ok(libc.prlimit(0, 0, ctypes.byref(new), None))"),
         ("own_priority", "self", "return ok(libc.setpriority(0, 0, 10))"),
@@ -210,6 +228,7 @@ def attacks(ctx: dict) -> list[tuple[str, str, str]]:
             ("userfaultfd", "self", "return ok(libc.syscall(323, 1))"),  # UFFD_USER_MODE_ONLY
             ("perf_event_open", "self",
              "attr = (ctypes.c_char * 128)()\nctypes.memmove(attr, (1).to_bytes(4, 'little') + (128).to_bytes(4, 'little'), 8)\n"
+             "attr[40] = 0x60  # exclude_kernel | exclude_hv: what perf_event_paranoid 2 leaves to anyone\n"
              "return ok(libc.syscall(298, attr, 0, -1, -1, 0))"),  # a software counter on itself
             ("bpf_map_create", "self", "attr = (ctypes.c_uint32 * 20)(2, 4, 4, 1)\nreturn ok(libc.syscall(321, 0, attr, 80))"),
             ("memfd_create", "self", "return ok(libc.syscall(319, b'x', 0))"),
@@ -221,7 +240,10 @@ def attacks(ctx: dict) -> list[tuple[str, str, str]]:
              "buf = ctypes.create_string_buffer(8192)\na = (ctypes.addressof(buf) + 4095) & ~4095\n"
              "return ok(libc.mprotect(ctypes.c_void_p(a), 4096, 7))"),
             ("personality_read_implies_exec", "self", "return ok(libc.personality(0x0400000))"),
-            ("vfork", "self", "pid = libc.syscall(58)\nif pid == 0:\n    libc.syscall(60, 0)\nreturn 1 if pid > 0 else 0"),
+            # vfork's semantics (CLONE_VM | CLONE_VFORK) on a stack of its own, whose first return
+            # address is _exit: the child ends at once without touching the parent's stack, which a
+            # child of a plain vfork would run Python on (the parent then crashes: no answer at all)
+            ("vfork", "self", VFORK),
             ("clone3", "self", "args = (ctypes.c_uint64 * 11)()\nargs[4] = 17\npid = libc.syscall(435, args, 88)\n"
                                "if pid == 0:\n    libc.syscall(60, 0)\nreturn 1 if pid > 0 else 0"),
             ("unshare_user", "self", "return ok(libc.unshare(0x10000000))"),
@@ -327,7 +349,8 @@ class Targets:
         for server in (self.tcp, self.unix):
             server.settimeout(0.2)
             threading.Thread(target=self._accept, args=(server,), daemon=True).start()
-        # a neighbour of the same user: a sleeping process whose limits and life must not change
+        # a neighbour of the same user: a sleeping process whose limits, life and memory must not change
+        self.marker = ctypes.create_string_buffer(MARKER, len(MARKER))
         self.neighbour = os.fork()
         if self.neighbour == 0:
             time.sleep(600)
@@ -367,10 +390,14 @@ class Targets:
             self.hits.append(str(server.family))
             conn.close()
 
+    #: the shape of ctx() for listing the attacks without targets
+    DUMMY_CTX = {"secret": "/nonexistent", "victim": "/nonexistent", "victim_dir": Path("/nonexistent"),
+                 "caller": 1, "neighbour": 1, "port": 1, "abstract": "x", "marker": 0}
+
     def ctx(self) -> dict:
         return {"secret": str(self.secret), "victim": str(self.victim), "victim_dir": self.victim_dir,
                 "caller": os.getpid(), "neighbour": self.neighbour, "port": self.tcp.getsockname()[1],
-                "abstract": self.abstract_name}
+                "abstract": self.abstract_name, "marker": ctypes.addressof(self.marker)}
 
     @staticmethod
     def ipc_objects() -> set[str]:
@@ -386,7 +413,8 @@ class Targets:
     def effects(self) -> list[str]:
         """Every effect seen from outside (empty: none)."""
         seen = []
-        if self.victim.read_text() != "keep" or not (self.victim_dir / "keep.txt").exists():
+        if (not self.victim.is_file() or self.victim.read_text() != "keep"
+                or not (self.victim_dir / "keep.txt").exists()):
             seen.append("a victim file changed")
         if sorted(p.name for p in self.victim_dir.iterdir()) != ["keep.txt"]:
             seen.append("the victim directory changed")
@@ -424,6 +452,11 @@ class Targets:
 
     def reset(self) -> None:
         """Undo what a configuration that is not meant to stop everything let through."""
+        for r, lim in self.caller_limits.items():  # first: a file size limit of 0 stops the rest
+            try:
+                resource.setrlimit(r, lim)
+            except (ValueError, OSError):
+                pass
         for obj in self.ipc_objects() - self.ipc_before:
             kind, ident = obj.split(":")
             getattr(self.libc, f"{kind}ctl")(int(ident), 0, None)  # IPC_RMID
@@ -438,11 +471,6 @@ class Targets:
         self.hits.clear()
         self.signals.clear()
         planted_key(remove=True)
-        for r, lim in self.caller_limits.items():
-            try:
-                resource.setrlimit(r, lim)
-            except (ValueError, OSError):
-                pass
 
     def close(self) -> None:
         self._stop.set()
@@ -549,6 +577,10 @@ def run_config(config: str, targets: Targets) -> list[str]:
                     failures.append(f"innocent neighbour wrong: {res}")
             elif what in must_stop and res.error_class == "" and res.value == 1.0:
                 failures.append(f"{name}: got through ({what})")
+            elif name == "int80_gadget" and "seccomp" not in disable and "SIGSYS" not in res.detail:
+                # it cannot say 1 (the bytes after int 0x80 crash it): the allowlist's kill is the
+                # evidence that the 32-bit call was refused rather than run
+                failures.append(f"{name}: not killed by the allowlist (SIGSYS): {res}")
         # Python-layer escapes with the sandbox's own namespace, the static policy off ...
         for name, mode, source in escapes(ctx):
             failures += check_escape(name, box.run_many([source], fidelity=mode)[0], "off")
@@ -599,7 +631,162 @@ def check_refusal() -> list[str]:
     return ["model code ran with no layer blocking file reads"]
 
 
+#: The control: every attack once with no layer at all (no sandbox; the real builtins, as the
+#: current user), each group of attacks in a disposable caller of its own (its Targets: an attack
+#: that works harms only that caller and its neighbour), in the sandbox's shape: caller -> a worker
+#: that reads the result pipe -> the answer's process (the result pipe as fd 3). An attack that does
+#: not work even there proves nothing where a layer "stops" it. Attacks that need an earlier one run
+#: in one caller, in order.
+CONTROL_GROUPS = [("shm_plant_for_next", "shm_read_from_previous")]
+
+#: Attacks that cannot work on some machines even with no layer, each with the probe (run
+#: unsandboxed, as the control's answer) that says whether this machine is one of them: the control
+#: counts such an attack only where its probe says the kernel offers the call.
+MACHINE_DEPENDENT = {
+    # the x32 ABI is built into few kernels (and off by default on Debian's: syscall.x32=n)
+    "x32_getpid": "return 1 if libc.syscall(0x40000000 | 39) > 0 or ctypes.get_errno() != 38 else 0",
+    # unprivileged BPF is off on many kernels (kernel.unprivileged_bpf_disabled)
+    "bpf_map_create": "return 1 if os.geteuid() == 0 or "
+                      "open('/proc/sys/kernel/unprivileged_bpf_disabled').read().strip() == '0' else 0",
+}
+
+
+def _control_worker(source: str, report_w: int) -> None:
+    """The worker of the control: run source in a child (fd 3 its result pipe), read the result as
+    the sandbox's worker does (a signal by proxy reaches this process), report on report_w."""
+    r, w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.setpgid(0, 0)
+        os.dup2(w, 3)
+        try:
+            space: dict = {"__name__": "answer"}
+            exec(source, space)  # noqa: S102 - the point: an answer with no layer around it
+            out = {"error": "", "value": float(space["solution"]())}
+        except BaseException as exc:  # noqa: BLE001
+            out = {"error": type(exc).__name__, "detail": str(exc)[:200]}
+        os.write(3, json.dumps(out).encode())
+        os._exit(0)
+    os.close(w)
+    data, deadline = b"", time.monotonic() + 4.0
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([r], [], [], left)[0]:
+            break
+        chunk = os.read(r, 1 << 16)
+        if not chunk:
+            break
+        data += chunk
+    pid, status = os.waitpid(child, os.WNOHANG)
+    alive = pid == 0
+    try:
+        os.killpg(child, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    if alive:
+        status = os.waitpid(child, 0)[1]
+    try:
+        out = json.loads(data[-4096:].decode())
+    except ValueError:
+        out = {"error": "no result", "detail": repr(data[:100])}
+    out["alive"] = alive
+    out["child_signal"] = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+    os.write(report_w, json.dumps(out).encode())
+    os._exit(0)
+
+
+def control_caller(names: list[str]) -> None:
+    """One disposable caller of the control: a line of JSON per attack (what it returned, the
+    effects seen from here)."""
+    targets = Targets()
+    try:
+        sources = {name: (kind, src) for name, kind, src in attacks(targets.ctx())}
+        sources.update({f"probe:{name}": ("probe", _fn(body)) for name, body in MACHINE_DEPENDENT.items()})
+        for name in names:
+            r, w = os.pipe()
+            worker = os.fork()
+            if worker == 0:
+                os.close(r)
+                _control_worker(sources[name][1], w)
+            os.close(w)
+            data = b""
+            while chunk := os.read(r, 1 << 16):
+                data += chunk
+            os.close(r)
+            status = os.waitpid(worker, 0)[1]
+            out = json.loads(data.decode()) if data else {"error": "no report"}
+            if os.WIFSIGNALED(status):
+                out["worker_signal"] = os.WTERMSIG(status)
+            out["effects"] = targets.effects()
+            out["name"] = name
+            print(json.dumps(out), flush=True)
+    finally:
+        for obj in targets.ipc_objects() - targets.ipc_before:  # leave no IPC object on the host
+            kind, ident = obj.split(":")
+            getattr(targets.libc, f"{kind}ctl")(int(ident), 0, None)
+        planted_key(remove=True)
+        targets.close()
+
+
+def control() -> dict[str, str]:
+    """Every attack with no layer: name -> how it was seen to work, or 'VACUOUS: ...'."""
+    probe = [f"probe:{name}" for name in MACHINE_DEPENDENT]
+    grouped = {name for group in CONTROL_GROUPS for name in group}
+    kinds = {name: kind for name, kind, _ in attacks({**Targets.DUMMY_CTX})}
+    groups = [tuple(probe)] + list(CONTROL_GROUPS) + [(name,) for name in kinds if name not in grouped]
+    seen: dict[str, str] = {}
+    for group in groups:
+        proc = subprocess.Popen([sys.executable, __file__, "--control-caller", *group],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stopped = False
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                state = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                state = ""
+            if state == "T":  # stopped by the answer (SIGSTOP): the effect; let it finish
+                stopped = True
+                os.kill(proc.pid, signal.SIGCONT)
+            time.sleep(0.05)
+        if proc.poll() is None:
+            proc.kill()
+        out, err = proc.communicate()
+        lines = {d["name"]: d for d in map(json.loads, filter(None, out.splitlines()))}
+        for name in group:
+            d = lines.get(name)
+            if d is None:
+                seen[name] = f"VACUOUS: no report (caller rc {proc.returncode}): {err[-500:]}"
+            elif d.get("value") == 1.0:
+                seen[name] = "returned 1"
+            elif d["effects"]:
+                seen[name] = f"effects {d['effects']}"
+            elif d.get("worker_signal"):
+                seen[name] = f"the worker was killed by signal {d['worker_signal']}"
+            elif stopped:
+                seen[name] = "the caller was stopped"
+            elif d["alive"] and kinds.get(name) == "escape":
+                seen[name] = "outlived its worker's deadline"
+            elif name == "int80_gadget" and d.get("child_signal") not in (None, int(signal.SIGSYS)):
+                # no filter killed it (SIGSYS): the 32-bit call went through, then the bytes after it crashed it
+                seen[name] = f"not killed by a filter: the child ended by signal {d['child_signal']}"
+            else:
+                seen[name] = f"VACUOUS: {d}"
+    for name in MACHINE_DEPENDENT:
+        if seen.pop(f"probe:{name}") != "returned 1" and seen[name].startswith("VACUOUS"):
+            seen[name] = "not offered by this kernel (its probe says so)"
+    return seen
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--control-caller"]:
+        control_caller(argv[1:])
+        return 0
+    if argv[:1] == ["--control"]:
+        seen = control()
+        for name, how in seen.items():
+            print(f"{'VACUOUS' if how.startswith('VACUOUS') else 'works'} {name}: {how}", flush=True)
+        return 1 if any(how.startswith("VACUOUS") for how in seen.values()) else 0
     configs = argv or list(CONFIGS)
     targets = Targets()
     failed = False

@@ -82,6 +82,42 @@ def test_every_layer_holds_alone_as_nobody():
         shutil.rmtree(home, ignore_errors=True)
 
 
+def _check_control(out: str) -> None:
+    lines = [line for line in out.splitlines() if line.startswith(("works ", "VACUOUS "))]
+    assert lines and not [line for line in lines if line.startswith("VACUOUS")], out[-6000:]
+    # every attack of the corpus is in it (an attack the control skipped would prove nothing)
+    import sandbox_attacks as sa
+    names = {name for name, _, _ in sa.attacks(sa.Targets.DUMMY_CTX)}
+    assert {line.split()[1].rstrip(":") for line in lines} == names, out[-6000:]
+
+
+@pytest.mark.slow
+def test_every_attack_works_where_no_layer_stops_it(tmp_path):
+    """The control: each attack with no sandbox at all, in a disposable caller of its own, does
+    what it tries (a read, a signal by proxy, a neighbour's limit, an exec ...): an attack that
+    fails even there would make 'stopped' above a test that cannot fail."""
+    proc = subprocess.run([sys.executable, str(ATTACKS), "--control"], cwd=tmp_path, env=_env(str(tmp_path)),
+                          capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-6000:]
+    _check_control(out)
+
+
+@pytest.mark.slow
+def test_every_attack_works_where_no_layer_stops_it_as_nobody():
+    if os.geteuid() != 0:
+        pytest.skip("not root: the test above already ran unprivileged")
+    command, home, copy = _nobody_copy()
+    try:
+        proc = subprocess.run(command + [str(copy / "tests" / "sandbox_attacks.py"), "--control"], cwd=home,
+                              env=_env(home), capture_output=True, text=True, timeout=600)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, out[-6000:]
+        _check_control(out)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
 PROBE_BREACH = """
 import sys
 sys.path.insert(0, {tests!r})
