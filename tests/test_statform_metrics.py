@@ -167,3 +167,31 @@ def test_unparsed_answer_is_wrong_even_for_an_empty_reference():
     s = _sample([])
     assert score_response("no json here", s, TAX)["jcv"] == 0.0
     assert score_response(_answer("Mean Test", {}), s, TAX)["jcv"] == 1.0
+
+
+def test_hostile_json_in_an_answer_is_scored_not_a_crash(tmp_path):
+    """Model output can be nested past the decoder's limit, hold an integer past Python's digit
+    limit, escape a lone surrogate, or give a key twice: each is scored, with a note, and the scored
+    table still writes as parquet."""
+    s = _sample([("n", 36, "N/A")])
+    deep = '{"category": "Mean Test", "variables": ' + "[" * 100000 + "]" * 100000 + "}"
+    p = parse_response(deep)
+    assert p.status == "no_json" and "nested too deep" in p.notes[0]
+    # an answer before the deep part still counts
+    p = parse_response(_answer("Mean Test", {"n": {"value": 36}}) + " " + '{"a":' * 50000 + "1" + "}" * 50000)
+    assert p.status == "ok" and p.variables[0].value == 36 and "nested too deep" in p.notes[0]
+    huge = '{"category": "Mean Test", "variables": {"n": {"value": ' + "9" * 5000 + ', "role": "N/A"}}}'
+    p = parse_response(huge)
+    assert p.status == "ok" and p.variables[0].value == float("inf") and "5000 digits" in p.notes[0]
+    assert score_response(huge, s, TAX)["jcv"] == 0.0
+    lone = '{"category": "Mean Test\\ud800", "variables": {"n\\udc00": {"value": 36, "role": "\\ud800"}}}'
+    p = parse_response(lone)
+    assert p.category == "Mean Test\ufffd" and p.variables[0].id == "n\ufffd" and p.variables[0].raw_role == "\ufffd"
+    twice = '{"category": "Expectation", "category": "Mean Test", "variables": {}}'
+    p = parse_response(twice)
+    assert p.category == "Mean Test" and p.notes == ["key 'category' given twice: the last value is read"]
+    gens = pd.DataFrame({"item_id": ["s1"] * 4, "model": "m", "response": [deep, huge, lone, twice]})
+    scored = score_generations(gens, [s], TAX)
+    assert scored["parse_status"].tolist() == ["no_json", "ok", "ok", "ok"]
+    scored.to_parquet(tmp_path / "scored.parquet")
+    assert pd.read_parquet(tmp_path / "scored.parquet")["pred_category"].tolist()[2] == "Mean Test\ufffd"

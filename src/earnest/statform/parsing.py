@@ -16,6 +16,13 @@ then from anywhere in the text. Nothing is repaired: text that holds no decodabl
 * ``bad_variables``: ``variables`` is neither an object nor a list (category still scored).
 
 ``empty`` and ``no_json`` are the unparseable answers: both subtasks count as wrong.
+
+A response is model output, so nothing in it may stop the scoring: JSON nested deeper than the
+decoder's recursion limit ends the scan (the objects before it still count, and a note says so);
+an integer longer than Python's digit limit is read as a float (infinite when beyond float range:
+it matches no reference value); a key written twice keeps the last value, as ``json.loads`` does,
+with a note; a lone surrogate escape (``"\\ud800"``) becomes U+FFFD in the category, ids and roles,
+so the scored table can be written as UTF-8.
 """
 
 from __future__ import annotations
@@ -29,7 +36,8 @@ from .data import normalize_role
 
 UNPARSEABLE = ("empty", "no_json")
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
-_DECODER = json.JSONDecoder()
+_MAX_INT_DIGITS = 4000  # below sys.get_int_max_str_digits()'s default (4300)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 # a predicted variable without a value field can match nothing
 MISSING_VALUE = object()
 
@@ -62,28 +70,66 @@ def fenced_blocks(text: str) -> list[str]:
     return [m.group(1) for m in _FENCE.finditer(text)]
 
 
-def json_objects_in(text: str) -> list[dict]:
-    """Every top-level JSON object decodable in ``text``, left to right (also used by
-    :mod:`earnest.statform.build.llm`)."""
+def _read_int(digits: str) -> int | float:
+    return int(digits) if len(digits) <= _MAX_INT_DIGITS else float(digits)
+
+
+def scan_json_objects(text: str, notes: list[str] | None = None) -> list[dict]:
+    """Every top-level JSON object decodable in ``text``, left to right; what was odd on the way
+    (a key twice, nesting too deep, an integer too long) is appended to ``notes``."""
+    found: list[str] = [] if notes is None else notes
+
+    def pairs(items: list[tuple[str, Any]]) -> dict:
+        obj: dict = {}
+        for k, v in items:
+            if k in obj:
+                msg = f"key {clean_text(k)!r} given twice: the last value is read"
+                if msg not in found:
+                    found.append(msg)
+            obj[k] = v
+        return obj
+
+    def big_int(digits: str) -> int | float:
+        if len(digits) > _MAX_INT_DIGITS:
+            msg = f"an integer of {len(digits)} digits read as a float"
+            if msg not in found:
+                found.append(msg)
+        return _read_int(digits)
+
+    decoder = json.JSONDecoder(object_pairs_hook=pairs, parse_int=big_int)
     out, i = [], 0
     while True:
         j = text.find("{", i)
         if j < 0:
             return out
         try:
-            obj, end = _DECODER.raw_decode(text, j)
+            obj, end = decoder.raw_decode(text, j)
         except json.JSONDecodeError:
             i = j + 1
             continue
+        except RecursionError:
+            found.append(f"JSON nested too deep at character {j}: the rest of the text is not read")
+            return out
         if isinstance(obj, dict):
             out.append(obj)
         i = end
 
 
-def extract_json_object(text: str) -> dict | None:
+def json_objects_in(text: str) -> list[dict]:
+    """Every top-level JSON object decodable in ``text``, left to right (also used by
+    :mod:`earnest.statform.build.llm`); see :func:`scan_json_objects`."""
+    return scan_json_objects(text)
+
+
+def clean_text(s: str) -> str:
+    """``s`` with each lone surrogate (from a ``\\udXXX`` escape) replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", s)
+
+
+def extract_json_object(text: str, notes: list[str] | None = None) -> dict | None:
     """The formulation object in ``text`` (see module doc), or None."""
     for pool in (fenced_blocks(text), [text]):
-        objs = [o for chunk in pool for o in json_objects_in(chunk)]
+        objs = [o for chunk in pool for o in scan_json_objects(chunk, notes)]
         if not objs:
             continue
         keyed = [o for o in objs if "category" in o or "variables" in o]
@@ -97,13 +143,17 @@ def _variables_from(raw: Any) -> tuple[list[PredictedVariable], int]:
     for i, (key, v) in enumerate(items):
         if not isinstance(v, dict):
             malformed += 1
-            out.append(PredictedVariable(id=str(key if key is not None else i), value=MISSING_VALUE, role=None))
+            out.append(PredictedVariable(id=clean_text(str(key if key is not None else i)), value=MISSING_VALUE,
+                                         role=None))
             continue
         vid = v.get("id", key if key is not None else str(i))
         if "value" not in v:
             malformed += 1
-        out.append(PredictedVariable(id=str(vid), value=v.get("value", MISSING_VALUE),
-                                     role=normalize_role(v.get("role")), raw_role=v.get("role")))
+        raw_role = v.get("role")
+        if isinstance(raw_role, str):
+            raw_role = clean_text(raw_role)
+        out.append(PredictedVariable(id=clean_text(str(vid)), value=v.get("value", MISSING_VALUE),
+                                     role=normalize_role(raw_role), raw_role=raw_role))
     return out, malformed
 
 
@@ -111,17 +161,17 @@ def parse_response(text: str | None) -> ParsedAnswer:
     """Read category and variables from a response (see module doc for the statuses)."""
     if text is None or not text.strip():
         return ParsedAnswer(status="empty")
-    obj = extract_json_object(text)
+    notes: list[str] = []
+    obj = extract_json_object(text, notes)
     if obj is None:
-        return ParsedAnswer(status="no_json")
-    notes = []
+        return ParsedAnswer(status="no_json", notes=notes)
     cat = obj.get("category")
     if isinstance(cat, dict):
         # some models answer {"category": {"coarse": ..., "fine": ...}}; join as L1\L2
         parts = [v for v in cat.values() if isinstance(v, str)]
         cat = "\\".join(parts) if parts else None
         notes.append("category given as an object")
-    category = cat.strip() if isinstance(cat, str) and cat.strip() else None
+    category = clean_text(cat.strip()) if isinstance(cat, str) and cat.strip() else None
 
     if "variables" in obj:
         raw = obj["variables"]
