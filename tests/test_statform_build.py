@@ -372,3 +372,63 @@ def test_request_cache_serves_any_backend_and_never_stores_errors(tmp_path):
         assert len(built_backends) == 2 and len(srv.received) == 3  # all cached: no backend built, nothing sent
         # another token cap is another request
         assert CachedBackend(factory, tmp_path / "cache", model_identity("m", cfg)).generate(reqs[:1], 17)[0].extra.get("cached") is not True
+
+
+def _sheet(path, rows, header=("sample_id", "decision", "variables_final", "note"), encoding="utf-8", prefix=b""):
+    buf = __import__("io").StringIO()
+    w = csv.writer(buf)
+    w.writerow(header)
+    w.writerows(rows)
+    path.write_bytes(prefix + buf.getvalue().encode(encoding))
+    return path
+
+
+def test_review_sheets_as_spreadsheets_save_them(tmp_path):
+    """What spreadsheet programs and hand edits do to a filled sheet: a byte order mark, a cell
+    beyond csv's 128 KiB default, a quoted cell over several lines are read; a file that is not
+    UTF-8, a row with a stray comma, a header column twice, and variables_final JSON that is nested
+    too deep, gives a key twice, or holds NaN, Infinity or a lone surrogate are errors naming file
+    and line."""
+    var = {"x": {"id": "x", "value": list(range(30000)), "class": "numerical", "role": "N/A"}}
+    big = json.dumps(var)
+    assert len(big) > 131072
+    ok = _sheet(tmp_path / "ok.csv", [["s1", "accept", big, "fine"], ["s2", "reject", "", "two\nlines, kept"],
+                                      ["s3", "accept", "", ""]], prefix=b"\xef\xbb\xbf")
+    got = read_decisions([ok], {"s1", "s2", "s3"})
+    assert got["s1"]["variables_final"]["x"]["value"][-1] == 29999
+    assert got["s2"]["note"] == "two\nlines, kept" and got["s3"]["where"].endswith("ok.csv:5")
+    bad = [
+        (_sheet(tmp_path / "latin.csv", [["s1", "accept", "", "caf\u00e9"]], encoding="latin-1"),
+         r"latin.csv:2: not UTF-8 text \(byte 0xe9 at column 15\)"),
+        (_sheet(tmp_path / "ragged.csv", [["s1", "accept", "", "a", "b"]]), r"ragged.csv:2: 5 cells, the header has 4"),
+        (_sheet(tmp_path / "head.csv", [["s1", "accept", "", ""]], header=("sample_id", "decision", "note", "note")),
+         r"head.csv:1: column\(s\) \['note'\] appear twice"),
+        (_sheet(tmp_path / "deep.csv", [["s1", "accept", "[" * 5000 + "]" * 5000, ""]]),
+         r"deep.csv:2: column variables_final: not readable JSON \(arrays or objects nested"),
+        (_sheet(tmp_path / "twice.csv", [["s1", "accept", '{"x": {"value": 1, "role": "N/A"}, "x": {}}', ""]]),
+         r"twice.csv:2: column variables_final: key 'x' appears twice"),
+        (_sheet(tmp_path / "nan.csv", [["s1", "accept", '{"x": {"value": NaN, "role": "N/A"}}', ""]]),
+         r"nan.csv:2: column variables_final: NaN is not a JSON number"),
+        (_sheet(tmp_path / "inf.csv", [["s1", "accept", '{"x": {"value": 1e400, "role": "N/A"}}', ""]]),
+         r"inf.csv:2: column variables_final: 1e400 \(beyond the float range\)"),
+        (_sheet(tmp_path / "sur.csv", [["s1", "accept", '{"x": {"value": "\\ud800", "role": "N/A"}}', ""]]),
+         r"sur.csv:2: column variables_final: x.value: a lone surrogate escape \(U\+D800\)"),
+    ]
+    for path, message in bad:
+        with pytest.raises(ReviewError, match=message):
+            read_decisions([path])
+
+
+def test_data_dictionary_of_a_column_with_infinities(tmp_path):
+    """inf in a CSV is no part of a distribution: statistics and preview come from the finite values,
+    `infinite` counts the rest, and the dictionary is strict JSON (a column of infinities only too)."""
+    proj = tmp_path / "p"
+    proj.mkdir()
+    (proj / "t.csv").write_text("x,y,z\n1.5,inf,1\n-inf,inf,2\n2.5,inf,3\n", encoding="utf-8")
+    d = project_dictionary("p", proj, [str(proj / "t.csv")], seed=1)
+    json.dumps(d, allow_nan=False)
+    st = d["tables"][0]["statistics"]
+    assert st["x"]["infinite"] == 1 and st["x"]["mean"] == 2.0 and st["x"]["max"] == 2.5
+    assert st["y"]["infinite"] == 3 and st["y"]["mean"] is None and "infinite" not in st["z"]
+    prev = d["tables"][0]["preview_simulated"]
+    assert all(1.5 <= r["x"] <= 2.5 for r in prev) and all(r["y"] is None for r in prev)

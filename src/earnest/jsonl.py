@@ -34,7 +34,7 @@ def unique_keys(pairs):
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
-def _lone_surrogate(value, field: str = ""):
+def lone_surrogate(value, field: str = ""):
     """(field, character index, code point) of the first lone UTF-16 surrogate in a decoded JSON
     value, or None. JSON's escape ``\\ud800`` alone decodes to one: no UTF-8 file can hold it."""
     if isinstance(value, str):
@@ -45,19 +45,45 @@ def _lone_surrogate(value, field: str = ""):
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for key, item in items:
         name = f"{field}[{key}]" if isinstance(key, int) else (f"{field}.{key}" if field else str(key))
-        found = (_lone_surrogate(key, f"{name} (its name)") if isinstance(key, str) else None) \
-            or _lone_surrogate(item, name)
+        found = (lone_surrogate(key, f"{name} (its name)") if isinstance(key, str) else None) \
+            or lone_surrogate(item, name)
         if found:
             return found
     return None
 
 
-def parse_json(text: str, where: str, error: type[Exception] = JSONLError, *, multiline: bool = False):
+class NonFinite(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in JSON that must hold numbers only (``word``: which)."""
+
+    def __init__(self, word: str):
+        super().__init__(word)
+        self.word = word
+
+
+def _no_constant(word: str):
+    raise NonFinite(word)
+
+
+def _finite_float(digits: str) -> float:
+    value = float(digits)
+    if value in (float("inf"), float("-inf")):
+        raise NonFinite(f"{digits[:20]}{'...' if len(digits) > 20 else ''} (beyond the float range)")
+    return value
+
+
+def parse_json(text: str, where: str, error: type[Exception] = JSONLError, *, multiline: bool = False,
+               finite: bool = False):
     """The JSON value of ``text``; ``error`` naming ``where`` for invalid JSON (at the column, and with
     ``multiline`` the line, of ``text``), a key given twice in one object (JSON readers differ on which
-    one counts), JSON nested too deep to read, or an integer too long to read (Python's limit)."""
+    one counts), JSON nested too deep to read, or an integer too long to read (Python's limit). With
+    ``finite``, Python's extensions ``NaN`` and ``Infinity`` (no JSON standard has them) are errors too."""
     try:
+        if finite:
+            return json.loads(text, object_pairs_hook=unique_keys, parse_constant=_no_constant,
+                              parse_float=_finite_float)
         return json.loads(text, object_pairs_hook=unique_keys)
+    except NonFinite as exc:
+        raise error(f"{where}: {exc.word} is not a JSON number (write the value, or null)") from None
     except json.JSONDecodeError as exc:
         at = f"line {exc.lineno}, column {exc.colno}" if multiline else f"column {exc.colno}"
         raise error(f"{where}: not valid JSON ({exc.msg} at {at})") from None
@@ -92,7 +118,7 @@ def iter_jsonl(path: str | Path, *, objects_only: bool = True,
                 continue
             rec = parse_json(line, where, error)
             if _SURROGATE_ESCAPE.search(line):
-                found = _lone_surrogate(rec)
+                found = lone_surrogate(rec)
                 if found:
                     field, index, code = found
                     raise error(f"{where}: field {field!r} holds a lone UTF-16 surrogate (\\u{code:04x} at "

@@ -14,6 +14,10 @@ dictionary is reproducible and no raw row reaches the benchmark:
 * other text (names, free text, ids): placeholders ``<column>_<k>``;
 * each cell missing with the column's missing rate.
 
+Infinite values (``inf`` in a CSV, ``Infinity`` in JSON) are no part of a distribution: a numeric
+column's statistics and simulated values come from its finite values, and ``infinite`` counts the
+others (a column of infinities only has no statistics and a preview of ``null``).
+
 The seed of each column is the SHA-256 of (seed, project, file, column), so adding a file or a
 column changes no other column's preview.
 """
@@ -88,9 +92,13 @@ def column_summary(col: pd.Series) -> dict:
         out.update(count=int(col.notna().sum()), unique=int(vc.size), top=_py(vc.index[0]) if vc.size else None,
                    freq=int(vc.iloc[0]) if vc.size else 0)
     elif pd.api.types.is_numeric_dtype(col):
-        d = col.describe()
+        finite = _finite(col)
+        d = finite.describe()
         out.update({k: _py(d[k]) for k in ("count", "mean", "std", "min", "25%", "50%", "75%", "max") if k in d})
         out["count"] = int(col.notna().sum())
+        n_inf = int(col.notna().sum()) - len(finite)
+        if n_inf:
+            out["infinite"] = n_inf
     elif pd.api.types.is_datetime64_any_dtype(col):
         out.update(count=int(col.notna().sum()), min=_py(col.min()), max=_py(col.max()))
     else:
@@ -98,6 +106,12 @@ def column_summary(col: pd.Series) -> dict:
         out.update(count=int(col.notna().sum()), unique=int(vc.size), top=vc.index[0] if vc.size else None,
                    freq=int(vc.iloc[0]) if vc.size else 0)
     return out
+
+
+def _finite(col: pd.Series) -> pd.Series:
+    """The present, finite values of a numeric column, as floats."""
+    x = col.dropna().astype(float)
+    return x[np.isfinite(x.to_numpy())]
 
 
 def simulate_column(col: pd.Series, name: str, rng: np.random.Generator, n: int = PREVIEW_ROWS) -> list:
@@ -113,7 +127,9 @@ def simulate_column(col: pd.Series, name: str, rng: np.random.Generator, n: int 
         idx = rng.choice(len(vc), size=n, p=vc.to_numpy(dtype=float))
         values = [_py(vc.index[i]) for i in idx]
     elif pd.api.types.is_numeric_dtype(col):
-        x = present.astype(float)
+        x = _finite(col)
+        if x.empty:
+            return [None] * n
         mean, sd = float(x.mean()), float(x.std(ddof=1)) if len(x) > 1 else 0.0
         draws = np.clip(rng.normal(mean, sd if np.isfinite(sd) else 0.0, size=n), x.min(), x.max())
         if pd.api.types.is_integer_dtype(col) or bool((x == x.round()).all()):

@@ -20,10 +20,14 @@ from __future__ import annotations
 
 import csv
 import html
+import io
 import json
+import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
+from ...jsonl import lone_surrogate, parse_json, read_utf8
 from ..data import CATEGORY_SEP, DataError, _parse_variables
 
 DECISIONS = ("accept", "reject", "")
@@ -108,11 +112,55 @@ def export_review(samples: list[dict], out_dir: str | Path, batch_size: int = 50
     return written
 
 
+@contextmanager
+def _any_field_size():
+    """csv's default cell limit is 128 KiB; a sheet's data or variables cell may be larger."""
+    before = csv.field_size_limit()
+    csv.field_size_limit(sys.maxsize)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(before)
+
+
+def _sheet_rows(f: Path) -> Iterator[tuple[str, dict]]:
+    """(``file:line``, row) for each non-blank row of a filled sheet, the line being where the row
+    starts (a quoted cell may span lines). The text must be UTF-8 (a byte order mark, as Excel
+    writes, is dropped); every row must have as many cells as the header."""
+    text = read_utf8(f, error=ReviewError)
+    with _any_field_size():
+        reader = csv.reader(io.StringIO(text, newline=""))
+        try:
+            header = next(reader, None)
+            if header is None:
+                raise ReviewError(f"{f}: empty file (no header row)")
+            header = [h.strip() for h in header]
+            missing = [c for c in ("sample_id", "decision") if c not in header]
+            if missing:
+                raise ReviewError(f"{f}: column(s) {missing} missing (the sheet's header was changed)")
+            twice = sorted({h for h in header if h and header.count(h) > 1})
+            if twice:
+                raise ReviewError(f"{f}:1: column(s) {twice} appear twice in the header")
+            start = reader.line_num + 1
+            for cells in reader:
+                where = f"{f}:{start}"
+                start = reader.line_num + 1
+                if not any(c.strip() for c in cells):
+                    continue
+                if len(cells) != len(header):
+                    raise ReviewError(f"{where}: {len(cells)} cells, the header has {len(header)} (a comma or "
+                                      "quote outside a quoted cell? quote cells that hold commas)")
+                yield where, dict(zip(header, cells))
+        except csv.Error as exc:
+            raise ReviewError(f"{f}:{reader.line_num}: not a readable CSV row ({exc})") from None
+
+
 def read_decisions(paths: Iterable[str | Path], known_ids: set[str] | None = None) -> dict[str, dict]:
     """Reviewers' decisions from filled sheets (CSV files, or folders of them), by sample id.
 
     Only rows with a decision or an edit count. Errors (unknown decision, sample id not in the
-    build, a sample decided twice, bad category or variables) name file, line and column.
+    build, a sample decided twice, bad category or variables, a file that is not UTF-8 CSV, a row
+    with more or fewer cells than the header) name file, line and column.
     """
     files: list[Path] = []
     for p in paths:
@@ -126,33 +174,34 @@ def read_decisions(paths: Iterable[str | Path], known_ids: set[str] | None = Non
     out: dict[str, dict] = {}
     seen: dict[str, str] = {}
     for f in files:
-        with open(f, newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            missing = [c for c in ("sample_id", "decision") if c not in (reader.fieldnames or [])]
-            if missing:
-                raise ReviewError(f"{f}: column(s) {missing} missing (the sheet's header was changed)")
-            for line, row in enumerate(reader, start=2):
-                where = f"{f}:{line}"
-                sid = (row.get("sample_id") or "").strip()
-                fill = {c: (row.get(c) or "").strip() for c in FILL_COLUMNS}
-                if not any(fill[c] for c in FILL_COLUMNS if c != "note"):
-                    continue
-                if known_ids is not None and sid not in known_ids:
-                    raise ReviewError(f"{where}: column sample_id: {sid!r} is not a sample of this build")
-                if sid in seen:
-                    raise ReviewError(f"{where}: sample {sid!r} is decided twice (first at {seen[sid]})")
-                seen[sid] = where
-                if fill["decision"] not in DECISIONS:
-                    raise ReviewError(f"{where}: column decision: {fill['decision']!r} is not accept or reject")
-                if fill["category_final"] and CATEGORY_SEP not in fill["category_final"]:
-                    raise ReviewError(f"{where}: column category_final: write the category as 'L1{CATEGORY_SEP}L2'")
-                if fill["variables_final"]:
-                    try:
-                        obj = json.loads(fill["variables_final"])
-                        fill["variables_final"] = {v.id: v.to_dict() for v in _parse_variables(obj, where)}
-                    except json.JSONDecodeError as exc:
-                        raise ReviewError(f"{where}: column variables_final: not JSON ({exc.msg})") from None
-                    except DataError as exc:
-                        raise ReviewError(f"{where}: column variables_final: {exc}") from None
-                out[sid] = {**fill, "where": where}
+        for where, row in _sheet_rows(f):
+            sid = (row.get("sample_id") or "").strip()
+            fill = {c: (row.get(c) or "").strip() for c in FILL_COLUMNS}
+            if not any(fill[c] for c in FILL_COLUMNS if c != "note"):
+                continue
+            if known_ids is not None and sid not in known_ids:
+                raise ReviewError(f"{where}: column sample_id: {sid!r} is not a sample of this build")
+            if sid in seen:
+                raise ReviewError(f"{where}: sample {sid!r} is decided twice (first at {seen[sid]})")
+            seen[sid] = where
+            if fill["decision"] not in DECISIONS:
+                raise ReviewError(f"{where}: column decision: {fill['decision']!r} is not accept or reject")
+            if fill["category_final"] and CATEGORY_SEP not in fill["category_final"]:
+                raise ReviewError(f"{where}: column category_final: write the category as 'L1{CATEGORY_SEP}L2'")
+            for col in ("category_final", "background_final", "question_final", "note"):
+                bad = lone_surrogate(fill[col])
+                if bad:
+                    raise ReviewError(f"{where}: column {col}: a lone surrogate at character {bad[1]}")
+            if fill["variables_final"]:
+                obj = parse_json(fill["variables_final"], f"{where}: column variables_final", ReviewError,
+                                 multiline=True, finite=True)
+                bad = lone_surrogate(obj)
+                if bad:
+                    raise ReviewError(f"{where}: column variables_final: {bad[0]}: a lone surrogate escape "
+                                      f"(U+{bad[2]:04X}) at character {bad[1]}; no UTF-8 file can hold it")
+                try:
+                    fill["variables_final"] = {v.id: v.to_dict() for v in _parse_variables(obj, where)}
+                except DataError as exc:
+                    raise ReviewError(f"{where}: column variables_final: {exc}") from None
+            out[sid] = {**fill, "where": where}
     return out
