@@ -68,6 +68,16 @@ def test_bad_records_name_file_line_and_field(tmp_path):
     path = _jsonl(tmp_path / "fine.jsonl", [dict(GOOD, category="Expectation")])
     with pytest.raises(DataError, match=r"fine\.jsonl:1 .*no taxonomy was given"):
         load_samples(path)
+    # a reference value no answer can match: NaN, or an infinity inside an aggregate
+    path = tmp_path / "nan.jsonl"
+    path.write_text(json.dumps(dict(GOOD, variables={"p": dict(GOOD["variables"]["p"], value=float("nan"))})) + "\n"
+                    + json.dumps(dict(GOOD, sample_id="t2", variables={"p": dict(GOOD["variables"]["p"],
+                                      value={"mean": 1.0, "sd": float("inf")})})) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"nan\.jsonl:1 .*: variables\['p'\]\.value: NaN is no value"):
+        load_samples(path)
+    path.write_text(path.read_text(encoding="utf-8").split("\n", 1)[1], encoding="utf-8")
+    with pytest.raises(DataError, match=r"nan\.jsonl:1 .*: variables\['p'\]\.value\['sd'\]: Infinity is no value"):
+        load_samples(path)
 
 
 def test_non_utf8_bytes_are_named_by_line_and_column(tmp_path):

@@ -29,6 +29,7 @@ the file, the line (JSONL) or record, and the field.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -177,8 +178,25 @@ def _parse_variables(raw: Any, where: str) -> list[Variable]:
             desc = ""
         if not isinstance(desc, str):
             raise DataError(f"{vw}.description: must be a string")
+        bad = _non_finite(var["value"])
+        if bad is not None:
+            raise DataError(f"{vw}.value{bad[0]}: {bad[1]} is no value an answer can match (JSON has no NaN "
+                            "or Infinity; write the number, or leave the variable out)")
         out.append(Variable(id=vid, value=var["value"], var_class=vclass, role=role, description=desc))
     return out
+
+
+def _non_finite(value: Any) -> tuple[str, str] | None:
+    """(where inside ``value``, its spelling) of the first NaN or infinity in a variable's value, or
+    None (walked without recursion: a value may be nested as deep as JSON allows)."""
+    stack = [("", value)]
+    while stack:
+        at, v = stack.pop()
+        if isinstance(v, float) and not math.isfinite(v):
+            return at, {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}[repr(v)]
+        items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else ()
+        stack.extend(reversed([(f"{at}[{k!r}]", item) for k, item in items]))
+    return None
 
 
 def _fine_to_coarse_lookup(taxonomy) -> dict[str, list[str]]:
