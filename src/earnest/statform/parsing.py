@@ -32,12 +32,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..backends.base import valid_text
 from .data import normalize_role
 
 UNPARSEABLE = ("empty", "no_json")
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _MAX_INT_DIGITS = 4000  # below sys.get_int_max_str_digits()'s default (4300)
-_SURROGATE = re.compile("[\ud800-\udfff]")
 # a predicted variable without a value field can match nothing
 MISSING_VALUE = object()
 
@@ -70,31 +70,29 @@ def fenced_blocks(text: str) -> list[str]:
     return [m.group(1) for m in _FENCE.finditer(text)]
 
 
-def _read_int(digits: str) -> int | float:
-    return int(digits) if len(digits) <= _MAX_INT_DIGITS else float(digits)
-
-
-def scan_json_objects(text: str, notes: list[str] | None = None) -> list[dict]:
-    """Every top-level JSON object decodable in ``text``, left to right; what was odd on the way
-    (a key twice, nesting too deep, an integer too long) is appended to ``notes``."""
+def json_objects_in(text: str, notes: list[str] | None = None) -> list[dict]:
+    """Every top-level JSON object decodable in ``text``, left to right (also used by
+    :mod:`earnest.statform.build.llm`); what was odd on the way (a key twice, nesting too deep, an
+    integer too long) is appended to ``notes``."""
     found: list[str] = [] if notes is None else notes
 
     def pairs(items: list[tuple[str, Any]]) -> dict:
         obj: dict = {}
         for k, v in items:
             if k in obj:
-                msg = f"key {clean_text(k)!r} given twice: the last value is read"
+                msg = f"key {_clean(k)!r} given twice: the last value is read"
                 if msg not in found:
                     found.append(msg)
             obj[k] = v
         return obj
 
     def big_int(digits: str) -> int | float:
-        if len(digits) > _MAX_INT_DIGITS:
-            msg = f"an integer of {len(digits)} digits read as a float"
-            if msg not in found:
-                found.append(msg)
-        return _read_int(digits)
+        if len(digits) <= _MAX_INT_DIGITS:
+            return int(digits)
+        msg = f"an integer of {len(digits)} digits read as a float"
+        if msg not in found:
+            found.append(msg)
+        return float(digits)
 
     decoder = json.JSONDecoder(object_pairs_hook=pairs, parse_int=big_int)
     out, i = [], 0
@@ -115,21 +113,15 @@ def scan_json_objects(text: str, notes: list[str] | None = None) -> list[dict]:
         i = end
 
 
-def json_objects_in(text: str) -> list[dict]:
-    """Every top-level JSON object decodable in ``text``, left to right (also used by
-    :mod:`earnest.statform.build.llm`); see :func:`scan_json_objects`."""
-    return scan_json_objects(text)
-
-
-def clean_text(s: str) -> str:
+def _clean(s: str) -> str:
     """``s`` with each lone surrogate (from a ``\\udXXX`` escape) replaced by U+FFFD."""
-    return _SURROGATE.sub("\ufffd", s)
+    return valid_text(s)[0]
 
 
 def extract_json_object(text: str, notes: list[str] | None = None) -> dict | None:
     """The formulation object in ``text`` (see module doc), or None."""
     for pool in (fenced_blocks(text), [text]):
-        objs = [o for chunk in pool for o in scan_json_objects(chunk, notes)]
+        objs = [o for chunk in pool for o in json_objects_in(chunk, notes)]
         if not objs:
             continue
         keyed = [o for o in objs if "category" in o or "variables" in o]
@@ -143,7 +135,7 @@ def _variables_from(raw: Any) -> tuple[list[PredictedVariable], int]:
     for i, (key, v) in enumerate(items):
         if not isinstance(v, dict):
             malformed += 1
-            out.append(PredictedVariable(id=clean_text(str(key if key is not None else i)), value=MISSING_VALUE,
+            out.append(PredictedVariable(id=_clean(str(key if key is not None else i)), value=MISSING_VALUE,
                                          role=None))
             continue
         vid = v.get("id", key if key is not None else str(i))
@@ -151,8 +143,8 @@ def _variables_from(raw: Any) -> tuple[list[PredictedVariable], int]:
             malformed += 1
         raw_role = v.get("role")
         if isinstance(raw_role, str):
-            raw_role = clean_text(raw_role)
-        out.append(PredictedVariable(id=clean_text(str(vid)), value=v.get("value", MISSING_VALUE),
+            raw_role = _clean(raw_role)
+        out.append(PredictedVariable(id=_clean(str(vid)), value=v.get("value", MISSING_VALUE),
                                      role=normalize_role(raw_role), raw_role=raw_role))
     return out, malformed
 
@@ -171,7 +163,7 @@ def parse_response(text: str | None) -> ParsedAnswer:
         parts = [v for v in cat.values() if isinstance(v, str)]
         cat = "\\".join(parts) if parts else None
         notes.append("category given as an object")
-    category = clean_text(cat.strip()) if isinstance(cat, str) and cat.strip() else None
+    category = _clean(cat.strip()) if isinstance(cat, str) and cat.strip() else None
 
     if "variables" in obj:
         raw = obj["variables"]

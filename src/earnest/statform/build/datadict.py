@@ -96,7 +96,7 @@ def column_summary(col: pd.Series) -> dict:
         d = finite.describe()
         out.update({k: _py(d[k]) for k in ("count", "mean", "std", "min", "25%", "50%", "75%", "max") if k in d})
         out["count"] = int(col.notna().sum())
-        n_inf = int(col.notna().sum()) - len(finite)
+        n_inf = out["count"] - len(finite)
         if n_inf:
             out["infinite"] = n_inf
     elif pd.api.types.is_datetime64_any_dtype(col):

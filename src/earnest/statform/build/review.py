@@ -188,10 +188,6 @@ def read_decisions(paths: Iterable[str | Path], known_ids: set[str] | None = Non
                 raise ReviewError(f"{where}: column decision: {fill['decision']!r} is not accept or reject")
             if fill["category_final"] and CATEGORY_SEP not in fill["category_final"]:
                 raise ReviewError(f"{where}: column category_final: write the category as 'L1{CATEGORY_SEP}L2'")
-            for col in ("category_final", "background_final", "question_final", "note"):
-                bad = lone_surrogate(fill[col])
-                if bad:
-                    raise ReviewError(f"{where}: column {col}: a lone surrogate at character {bad[1]}")
             if fill["variables_final"]:
                 obj = parse_json(fill["variables_final"], f"{where}: column variables_final", ReviewError,
                                  multiline=True, finite=True)
