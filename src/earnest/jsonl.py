@@ -101,19 +101,14 @@ def iter_jsonl(path: str | Path, *, objects_only: bool = True,
 
     Raises ``error`` (the caller's own error type; :class:`JSONLError` by default) naming
     ``path:line`` for what :func:`parse_json` refuses (invalid JSON, a key given twice in one object,
-    JSON nested too deep or an integer too long to read), a lone UTF-16 surrogate in a string (not text; naming the field), and (with
-    ``objects_only``) for a record that is not a JSON object.
+    JSON nested too deep or an integer too long to read), a byte that is not UTF-8 (with its column),
+    a lone UTF-16 surrogate in a string (not text; naming the field), and (with ``objects_only``) for
+    a record that is not a JSON object.
     """
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, 1):
             where = f"{path}:{lineno}"
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise error(f"{where}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
-                            "save the file as UTF-8") from None
-            if lineno == 1:
-                line = line.removeprefix("\ufeff")   # a UTF-8 byte order mark
+            line = decode_utf8(raw, str(path), error=error, first_line=lineno)
             if not line.strip():
                 continue
             rec = parse_json(line, where, error)
@@ -135,12 +130,14 @@ def read_utf8(path: str | Path, *, error: type[Exception] = JSONLError) -> str:
     return decode_utf8(Path(path).read_bytes(), str(path), error=error)
 
 
-def decode_utf8(raw: bytes, name: str, *, error: type[Exception] = JSONLError) -> str:
-    """``raw`` as text, as :func:`read_utf8` reads a file; ``name`` (a path, ``<stdin>``) in the error."""
+def decode_utf8(raw: bytes, name: str, *, error: type[Exception] = JSONLError, first_line: int = 1) -> str:
+    """``raw`` as text, as :func:`read_utf8` reads a file; ``name`` (a path, ``<stdin>``) in the error.
+    ``raw`` starts at line ``first_line`` of ``name``; a byte order mark is dropped only from line 1."""
     try:
-        return raw.decode("utf-8").removeprefix("\ufeff")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line_start = raw.rfind(b"\n", 0, exc.start) + 1
-        lineno = raw.count(b"\n", 0, exc.start) + 1
+        lineno = raw.count(b"\n", 0, exc.start) + first_line
         raise error(f"{name}:{lineno}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
                     f"{exc.start - line_start + 1}); save the file as UTF-8") from None
+    return text.removeprefix("\ufeff") if first_line == 1 else text
