@@ -11,7 +11,8 @@ prompts; about one in six raises or returns something that is not a number), run
 * previous: the sandbox of an earlier git revision (``--previous REV``, default 638e3ce: the
   deny-list filter without namespaces for non-root), the "before" of the current design;
 * layers alone: the current sandbox with all but one kernel layer switched off (seccomp alone,
-  namespaces alone), to show what each costs;
+  as libseccomp and as earnest's own compiler build the allowlist; namespaces alone), to show what
+  each costs;
 
 prints the rates and their ratios to the current sandbox, and checks that all agree on every
 snippet: the same number for those that run, the same error class for those that fail.
@@ -171,9 +172,10 @@ def main(argv: list[str] | None = None) -> int:
         runs["current (all layers)"] = timed_run(box, snippets)
         caps = box.describe()
         n_workers = box.n_workers
-    for label, disable in (("seccomp alone", ("namespaces", "landlock")),
-                           ("namespaces alone", ("seccomp", "landlock"))):
-        with Sandbox(workers=args.workers, limits=limits, disable=disable) as box:
+    for label, disable, compiler in (("seccomp alone", ("namespaces", "landlock"), "auto"),
+                                     ("seccomp alone, earnest's", ("namespaces", "landlock"), "earnest"),
+                                     ("namespaces alone", ("seccomp", "landlock"), "auto")):
+        with Sandbox(workers=args.workers, limits=limits, disable=disable, seccomp_compiler=compiler) as box:
             runs[label] = timed_run(box, snippets)
     previous = previous_sandbox(args.previous)
     if previous is not None:

@@ -12,7 +12,8 @@ The batch interleaves innocent answers (``INNOCENT``), whose results must come b
 
 ``python tests/sandbox_attacks.py CONFIG ...`` runs the corpus under each configuration (``all``,
 ``seccomp``, ``namespaces``, ``landlock``: the layers left on; the others are switched off with
-``Sandbox(disable=...)``) and prints ``ok CONFIG ATTACK`` or ``FAIL CONFIG ATTACK: why`` lines;
+``Sandbox(disable=...)``; ``seccomp-earnest``: the allowlist alone as earnest compiles it) and
+prints ``ok CONFIG ATTACK`` or ``FAIL CONFIG ATTACK: why`` lines;
 exit status 1 if any attack that the configuration must stop got through. Standard library and
 ``earnest`` only, so that tests/test_sandbox_layers.py can run it as ``nobody``.
 """
@@ -69,6 +70,11 @@ CONFIGS = {
     "namespaces": (("seccomp", "landlock"), {"files", "meta", "env", "keys", "procs", "ipc", "net", "escape"}),
     "landlock": (("seccomp", "namespaces"), {"files", "env", "net"}),
 }
+#: The allowlist compiled by earnest itself (what runs where libseccomp is missing) must hold alone
+#: exactly as libseccomp's program does.
+CONFIGS["seccomp-earnest"] = CONFIGS["seccomp"]
+#: Sandbox(seccomp_compiler=...) per configuration ("auto" where not named).
+COMPILER = {"seccomp-earnest": "earnest"}
 
 PRELUDE = """import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
@@ -515,10 +521,10 @@ READ_FROM_PREVIOUS = _fn(f"return ok(libc.syscall({SYS_KEYCTL}, 10, {KEY_SPEC_US
 SIGNAL_INIT = _fn("return sum(1 for sig in (15, 1, 2, 10, 19) if libc.kill(1, sig) == 0)")
 
 
-def run_sequential(disable: tuple, must_stop: set) -> list[str]:
+def run_sequential(disable: tuple, must_stop: set, compiler: str = "auto") -> list[str]:
     """The answers that need an order (one worker): cross-answer keys, the init's signals."""
     failures = []
-    with Sandbox(workers=1, limits=LIMITS, disable=tuple(disable) + ("static",)) as box:
+    with Sandbox(workers=1, limits=LIMITS, disable=tuple(disable) + ("static",), seccomp_compiler=compiler) as box:
         per_answer = "user-per-answer" in box.capabilities(start=True).get("namespaces", [])
         # elsewhere (Landlock alone) the key would stay in the uid's keyring; the namespaces stop it
         # with a user namespace per answer, where the kernel gives nobody one
@@ -556,6 +562,7 @@ def survivors(token: str) -> list[int]:
 def run_config(config: str, targets: Targets) -> list[str]:
     """Run the corpus under one configuration; returns the failure lines (empty: it held)."""
     disable, must_stop = CONFIGS[config]
+    compiler = COMPILER.get(config, "auto")
     failures: list[str] = []
     ctx = targets.ctx()
     # an attack this configuration is not meant to stop runs only where it harms no one but
@@ -567,8 +574,10 @@ def run_config(config: str, targets: Targets) -> list[str]:
         good, value = INNOCENT[i % len(INNOCENT)]
         batch += [good, source]
         expect += [("innocent", value), (name, kind)]
-    with Sandbox(workers=2, limits=LIMITS, disable=tuple(disable) + ("static",)) as box:
+    with Sandbox(workers=2, limits=LIMITS, disable=tuple(disable) + ("static",), seccomp_compiler=compiler) as box:
         caps = box.capabilities(start=True)
+        if compiler == "earnest" and caps.get("seccomp_compiler") != "earnest":
+            failures.append(f"the allowlist was compiled by {caps.get('seccomp_compiler')!r}, not {compiler!r}")
         token = box.token
         results = box._run_many_unchecked(batch, full_builtins=True)
         for (name, what), res in zip(expect, results):
@@ -584,9 +593,9 @@ def run_config(config: str, targets: Targets) -> list[str]:
         # Python-layer escapes with the sandbox's own namespace, the static policy off ...
         for name, mode, source in escapes(ctx):
             failures += check_escape(name, box.run_many([source], fidelity=mode)[0], "off")
-    failures += run_sequential(disable, must_stop)
+    failures += run_sequential(disable, must_stop, compiler)
     # ... and on (reference mode no longer refuses them statically: the kernel layers hold)
-    with Sandbox(workers=1, limits=LIMITS, disable=tuple(disable)) as box:
+    with Sandbox(workers=1, limits=LIMITS, disable=tuple(disable), seccomp_compiler=compiler) as box:
         for name, mode, source in escapes(ctx):
             res = box.run_many([source], fidelity=mode)[0]
             if mode == "earnest" and res.error_class == "forbidden_construct":

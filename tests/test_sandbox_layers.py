@@ -48,7 +48,7 @@ def test_every_layer_holds_alone_as_the_current_user(tmp_path):
                           capture_output=True, text=True, timeout=900)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-6000:]
-    _check_output(out, ["all", "seccomp", "namespaces", "landlock"])
+    _check_output(out, ["all", "seccomp", "seccomp-earnest", "namespaces", "landlock"])
     if os.geteuid() == 0:
         assert "'setuid'" in out  # root adds setuid to nobody
 
@@ -74,7 +74,7 @@ def test_every_layer_holds_alone_as_nobody():
                               env=_env(home), capture_output=True, text=True, timeout=900)
         out = proc.stdout + proc.stderr
         assert proc.returncode == 0, out[-6000:]
-        _check_output(out, ["all", "seccomp", "namespaces", "landlock"])
+        _check_output(out, ["all", "seccomp", "seccomp-earnest", "namespaces", "landlock"])
         assert "uid 65534;" in out and "'user'" in out, out[:3000]  # namespaces through a user namespace
         assert "'user-per-answer'" in out, out[:3000]  # and one per answer (its own user keyring)
         assert "'setuid'" not in out
@@ -184,6 +184,49 @@ def test_capabilities_name_the_layers_in_force():
         caps = box.capabilities(start=True)
         assert caps["namespaces"] == [] and "namespaces" not in caps["layers"] and not caps["static_policy"]
         assert "static" not in caps["layers"]
+
+
+def test_earnest_compiles_the_allowlist_where_libseccomp_is_missing():
+    """Without libseccomp (``seccomp_compiler="earnest"`` stands in for its absence) the allowlist
+    is still in force, compiled by earnest for this machine; sandbox_attacks.py's
+    ``seccomp-earnest`` configuration shows it holding alone against the whole corpus."""
+    from earnest import sandbox as sb
+
+    with Sandbox(workers=1, limits=LIMITS, disable=("namespaces", "landlock", "static"),
+                 seccomp_compiler="earnest") as box:
+        caps = box.capabilities(start=True)
+        assert caps["seccomp"] == "allowlist" and caps["seccomp_compiler"] == "earnest", caps
+        assert caps["file_reads_blocked_by"] == ["seccomp"]
+        read, exec_map, plain_map, big = box._run_many_unchecked([
+            "def solution():\n    import os\n    try:\n        os.stat('/')\n        return 1\n"
+            "    except OSError as exc:\n        return -exc.errno",
+            "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.mmap.restype = ctypes.c_long\n"
+            "def solution():\n    return libc.mmap(None, 4096, 7, 0x22, -1, 0)",  # PROT_EXEC: refused
+            "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.mmap.restype = ctypes.c_long\n"
+            "def solution():\n    return 1 if libc.mmap(None, 4096, 3, 0x22, -1, 0) > 0 else 0",
+            "def solution():\n    return len([0] * 10**7) + (3**100000).bit_length()"], full_builtins=True)
+        assert read.value == -1.0 and exec_map.value == -1.0, (read, exec_map)  # EPERM
+        assert plain_map.value == 1.0 and big.value == 10**7 + (3**100000).bit_length(), (plain_map, big)
+    with pytest.raises(ValueError, match="seccomp_compiler"):
+        Sandbox(seccomp_compiler="bpf")
+    assert sb._bpf_allowlist("sparc64") is None  # no numbers for it: libseccomp or no allowlist
+
+
+def test_earnest_syscall_numbers_are_the_kernels():
+    """earnest's own tables name the same numbers as libseccomp's resolver, for every architecture
+    earnest compiles for."""
+    import ctypes
+
+    from earnest import sandbox as sb
+
+    lib = ctypes.CDLL("libseccomp.so.2")
+    lib.seccomp_syscall_resolve_name_arch.argtypes = [ctypes.c_uint32, ctypes.c_char_p]
+    for machine, (arch, numbers) in sb._SYSCALL_NUMBERS.items():
+        assert set(numbers) == set(sb.ALLOWED_SYSCALLS), machine
+        resolved = {name: lib.seccomp_syscall_resolve_name_arch(arch, name.encode()) for name in numbers}
+        assert resolved == numbers, machine
+        program = sb._bpf_allowlist(machine)
+        assert program and len(program) % 8 == 0
 
 
 NOTHING_TO_STEAL = """import os, ctypes, errno

@@ -5,7 +5,8 @@ with an empty environment; ``Sandbox(python=...)`` chooses the interpreter). The
 each stops on its own (tests/test_sandbox_layers.py runs a hostile corpus under each one alone, as
 root and as an unprivileged user, with the static policy off):
 
-1. **seccomp allowlist** (libseccomp through ctypes; no root needed): default deny — every system
+1. **seccomp allowlist** (no root needed; compiled by libseccomp through ctypes, or where it is
+   missing by earnest itself for x86_64 and aarch64, ``_bpf_allowlist``): default deny — every system
    call not in ``ALLOWED_SYSCALLS`` fails with EPERM (memory, futex, clocks, getrandom, signal
    return, write on the descriptor it holds, exit; nothing that takes a path, no other process,
    no IPC, no socket, no scheduling or priority call, no prctl, no fork or exec); other
@@ -541,7 +542,9 @@ _WARNED: set = set()  # missing isolation layers already reported in this proces
 
 #: How to get each layer that blocks file reads where it is missing.
 LAYER_HINTS = {
-    "seccomp": "install libseccomp2 (Debian/Ubuntu: apt-get install libseccomp2; RHEL: dnf install libseccomp)",
+    "seccomp": "a kernel with seccomp filters (CONFIG_SECCOMP_FILTER=y, every distribution kernel since 3.5); "
+               "on machines other than x86_64 and aarch64 also libseccomp2 (Debian/Ubuntu: apt-get install "
+               "libseccomp2; RHEL: dnf install libseccomp)",
     "landlock": "Linux >= 5.13 with Landlock enabled (CONFIG_SECURITY_LANDLOCK=y and 'landlock' in the lsm= "
                 "boot parameter)",
     "namespaces": "unprivileged user namespaces (sysctl user.max_user_namespaces > 0; on Debian/Ubuntu also "
@@ -554,7 +557,7 @@ LAYER_HINTS = {
 #: the only layer.
 LANDLOCK_ALONE_GAPS = (", but with Landlock alone an answer can change the resource limits and priority of this "
                        "user's other processes, this run's included, and pass SysV IPC objects and keys between "
-                       "answers; add seccomp (libseccomp2) to close these")
+                       "answers; add seccomp to close these")
 
 
 def missing_layers_warning(missing: list[str], blockers: list[str], uid) -> str:
@@ -762,14 +765,19 @@ class Sandbox:
     ``disable``: layers (of ``LAYERS``) to switch off — for tests that show each remaining layer
     holding on its own; never needed in use. With every layer that blocks file reads off (or
     missing on the machine), ``run`` raises ``SandboxUnavailable`` instead of running model code.
+    ``seccomp_compiler``: who compiles the allowlist — ``"auto"`` (libseccomp where it loads, else
+    earnest's own compiler for x86_64 and aarch64) or ``"earnest"`` (for tests that show earnest's
+    program holding as libseccomp's does; ``capabilities()["seccomp_compiler"]`` says which ran).
     """
 
     def __init__(self, workers: int | None = None, limits: Limits = Limits(), *,
-                 python: str | None = None, disable=()):
+                 python: str | None = None, disable=(), seccomp_compiler: str = "auto"):
         self.limits = limits
         unknown = sorted(set(disable) - set(LAYERS))
         if unknown:
             raise ValueError(f"sandbox: unknown layer(s) {unknown}; the layers are {list(LAYERS)}")
+        if seccomp_compiler not in ("auto", "earnest"):
+            raise ValueError(f"sandbox: seccomp_compiler is 'auto' or 'earnest', not {seccomp_compiler!r}")
         self.disabled = frozenset(disable)
         self.static = "static" not in self.disabled
         self.python = resolve_python(python) if python else sys.executable
@@ -778,7 +786,8 @@ class Sandbox:
         self.n_workers = max(1, workers or min(8, 2 * len(os.sched_getaffinity(0))))
         # a per-sandbox token in every worker's command line lets tests find strays via /proc
         self.token = f"{_TEMP_PREFIX}{os.getpid()}-{id(self):x}"
-        worker_layers = self.disabled - {"static"}
+        # the worker's switches: the kernel layers it leaves off, and libseccomp where earnest compiles
+        worker_layers = (self.disabled - {"static"}) | ({"libseccomp"} if seccomp_compiler == "earnest" else set())
         self._idle: list[_Worker] = [_Worker(self.token, self.python, worker_layers)
                                      for _ in range(self.n_workers)]
         self._all = list(self._idle)
@@ -812,7 +821,8 @@ class Sandbox:
     def capabilities(self, start: bool = False) -> dict:
         """The layers in force: ``layers`` (names, outermost kernel layer first), ``static_policy``,
         ``namespaces`` (user, mount, net, uts, pid, ipc as obtained), ``landlock`` (the kernel's ABI
-        version, 0 = none), ``seccomp`` ("allowlist" or ""), ``chroot``, ``setuid``,
+        version, 0 = none), ``seccomp`` ("allowlist" or ""), ``seccomp_compiler`` ("libseccomp" or
+        "earnest": who compiled the allowlist), ``chroot``, ``setuid``,
         ``no_new_privs``, ``file_reads_blocked_by``, ``python`` (the version that runs model code)
         and ``uid``. Empty until a worker has started, unless ``start``."""
         if start and not any(w.info for w in self._all):
@@ -996,7 +1006,7 @@ def _temp_prefix() -> str:
 _SYS_LANDLOCK_CREATE_RULESET, _SYS_LANDLOCK_RESTRICT_SELF = 444, 446
 _LANDLOCK_CREATE_RULESET_VERSION = 1
 
-# seccomp through libseccomp (seccomp.h)
+# seccomp: libseccomp's constants (seccomp.h), which earnest's own compiler uses too
 _SCMP_ACT_ALLOW = 0x7FFF0000
 _SCMP_ACT_ERRNO_EPERM = 0x00050000 | 1
 _SCMP_CMP_EQ, _SCMP_CMP_MASKED_EQ = 4, 7
@@ -1261,11 +1271,110 @@ def _landlock_deny_all(libc, abi: int) -> None:
         os.close(fd)
 
 
-def _seccomp_filter():
+#: ``ALLOWED_SYSCALLS``' numbers where earnest compiles the allowlist itself (no libseccomp): the
+#: kernel's tables (arch/x86/entry/syscalls/syscall_64.tbl; asm-generic/unistd.h for aarch64),
+#: checked against libseccomp's own resolution by tests/test_sandbox_layers.py.
+_SYSCALL_NUMBERS = {
+    # machine: (AUDIT_ARCH_* of seccomp_data.arch, {name: number})
+    "x86_64": (0xC000003E, {
+        "brk": 12, "mmap": 9, "munmap": 11, "mremap": 25, "mprotect": 10, "madvise": 28, "futex": 202,
+        "getrandom": 318, "clock_gettime": 228, "clock_getres": 229, "gettimeofday": 96,
+        "clock_nanosleep": 230, "nanosleep": 35, "sched_yield": 24, "getpid": 39, "gettid": 186,
+        "rt_sigprocmask": 14, "rt_sigreturn": 15, "restart_syscall": 219, "write": 1, "exit": 60,
+        "exit_group": 231}),
+    "aarch64": (0xC00000B7, {
+        "brk": 214, "mmap": 222, "munmap": 215, "mremap": 216, "mprotect": 226, "madvise": 233, "futex": 98,
+        "getrandom": 278, "clock_gettime": 113, "clock_getres": 114, "gettimeofday": 169,
+        "clock_nanosleep": 115, "nanosleep": 101, "sched_yield": 124, "getpid": 172, "gettid": 178,
+        "rt_sigprocmask": 135, "rt_sigreturn": 139, "restart_syscall": 128, "write": 64, "exit": 93,
+        "exit_group": 94}),
+}
+_X32_SYSCALL_BIT = 0x40000000
+_SECCOMP_RET_KILL = 0x00000000
+# classic BPF (linux/filter.h): ld word at an absolute offset, jumps on a constant, return
+_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_JSET_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
+# struct seccomp_data: nr (u32) at 0, arch (u32) at 4, instruction_pointer (u64) at 8, args (u64) from 16
+_SECCOMP_DATA_NR, _SECCOMP_DATA_ARCH, _SECCOMP_DATA_ARGS = 0, 4, 16
+
+
+def _bpf_allowlist(machine: str) -> bytes | None:
+    """The allowlist as a classic BPF program (``struct sock_filter`` records), compiled by earnest
+    for ``machine`` (``os.uname().machine``), or None for a machine it has no numbers for. The same
+    decisions as libseccomp's program: another architecture's call, or an x32 call on x86_64, kills;
+    a call in ``ALLOWED_SYSCALLS`` is allowed (``_ALLOWED_WITH_ARGS``: only where its argument
+    passes the masked test); every other call fails with EPERM."""
+    if machine not in _SYSCALL_NUMBERS:
+        return None
+    arch, numbers = _SYSCALL_NUMBERS[machine]
+    if set(numbers) != set(ALLOWED_SYSCALLS):
+        raise OSError(f"earnest's seccomp tables for {machine} do not cover ALLOWED_SYSCALLS")
+    # a program of labelled instructions: jump targets are labels, resolved to offsets at the end
+    prog: list[tuple] = []
+    labels: dict[str, int] = {}
+
+    def ins(code, k, jt=None, jf=None):
+        prog.append((code, k, jt, jf))
+
+    def label(name):
+        labels[name] = len(prog)
+
+    ins(_BPF_LD_W_ABS, _SECCOMP_DATA_ARCH)
+    ins(_BPF_JEQ_K, arch, None, "kill")
+    ins(_BPF_LD_W_ABS, _SECCOMP_DATA_NR)
+    if machine == "x86_64":
+        ins(_BPF_JGE_K, _X32_SYSCALL_BIT, "kill", None)
+    for name in sorted(ALLOWED_SYSCALLS, key=numbers.get):
+        ins(_BPF_JEQ_K, numbers[name], f"args:{name}" if name in _ALLOWED_WITH_ARGS else "allow", None)
+    ins(_BPF_RET_K, _SCMP_ACT_ERRNO_EPERM)
+    label("allow")
+    ins(_BPF_RET_K, _SCMP_ACT_ALLOW)
+    label("kill")
+    ins(_BPF_RET_K, _SECCOMP_RET_KILL)
+    for name, conditions in _ALLOWED_WITH_ARGS.items():
+        label(f"args:{name}")
+        for index, op, mask, value in conditions:
+            if op != _SCMP_CMP_MASKED_EQ or value != 0 or mask >> 32:
+                raise OSError(f"earnest's seccomp compiler has no rule for the condition on {name}")
+            # (argument & mask) == 0, mask in the low word: the low word of the little-endian u64
+            ins(_BPF_LD_W_ABS, _SECCOMP_DATA_ARGS + 8 * index)
+            ins(_BPF_JSET_K, mask, f"deny:{name}", None)
+        ins(_BPF_RET_K, _SCMP_ACT_ALLOW)
+        label(f"deny:{name}")
+        ins(_BPF_RET_K, _SCMP_ACT_ERRNO_EPERM)
+    out = b""  # classic BPF jumps only forward: every label above follows its jumps
+    for pos, (code, k, jt, jf) in enumerate(prog):
+        offsets = [0 if target is None else labels[target] - pos - 1 for target in (jt, jf)]
+        if not all(0 <= off <= 255 for off in offsets):
+            raise OSError("earnest's seccomp program has a jump out of range")
+        out += struct.pack("=HBBI", code, offsets[0], offsets[1], k)
+    return out
+
+
+def _seccomp_filter(use_libseccomp: bool = True):
     """The seccomp program — default deny: EPERM for every system call not in ``ALLOWED_SYSCALLS``
     (with ``_ALLOWED_WITH_ARGS``' argument conditions), other architectures' calls kill — compiled
-    once in the worker by libseccomp into a ``struct sock_fprog`` that each child installs with
-    one prctl; None without libseccomp."""
+    once in the worker into a ``struct sock_fprog`` that each child installs with one prctl, by
+    libseccomp where it loads (and ``use_libseccomp``), else by earnest's own compiler
+    (``_bpf_allowlist``: x86_64 and aarch64). Returns (fprog, buffer, compiler) or None."""
+    import ctypes
+
+    program = _libseccomp_program() if use_libseccomp else None
+    compiler = "libseccomp"
+    if program is None:
+        program, compiler = _bpf_allowlist(os.uname().machine), "earnest"
+    if not program or len(program) % 8:
+        return None
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_char_p))
+    return fprog, buffer, compiler  # the buffer must stay alive as long as the program
+
+
+def _libseccomp_program() -> bytes | None:
+    """The allowlist compiled by libseccomp (None where it does not load)."""
     import ctypes
     import ctypes.util
 
@@ -1315,15 +1424,7 @@ def _seccomp_filter():
                 os.close(w)
     finally:
         lib.seccomp_release(ctx)
-    if not program or len(program) % 8:
-        return None
-
-    class SockFprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
-
-    buffer = ctypes.create_string_buffer(program, len(program))
-    fprog = SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_char_p))
-    return fprog, buffer  # the buffer must stay alive as long as the program
+    return program
 
 
 def _enter_namespaces(libc, root: bool, mountpoint: str) -> list[str]:
@@ -1800,12 +1901,12 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
             libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         # none of the caller's session keys in the worker (each child joins a fresh one again)
         keyrings = _new_session_keyring(libc)
-        # the filter and the Landlock probe need files (libseccomp): before the empty root
+        # the filter and the Landlock probe need files (libseccomp, /proc): before the empty root
         landlock = _landlock_abi(libc) if "landlock" not in disabled else 0
         seccomp = None
         if "seccomp" not in disabled and libc is not None:
             try:
-                seccomp = _seccomp_filter()
+                seccomp = _seccomp_filter(use_libseccomp="libseccomp" not in disabled)
             except OSError:
                 seccomp = None
         ns_error = ""
@@ -1841,7 +1942,8 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
                           "python": "%d.%d.%d" % sys.version_info[:3], "executable": sys.executable,
                           "namespaces": namespaces, "namespace_error": ns_error, "chroot": chroot,
                           "setuid": root, "no_new_privs": libc is not None, "landlock": landlock,
-                          "seccomp": "allowlist" if seccomp is not None else "", "rlimits": True,
+                          "seccomp": "allowlist" if seccomp is not None else "",
+                          "seccomp_compiler": seccomp[2] if seccomp is not None else "", "rlimits": True,
                           "session_keyring": "own" if keyrings else "",
                           "init_pid": init[2] if init is not None else 0,
                           "file_reads_blocked_by": blockers, "layers": layers})
