@@ -177,7 +177,7 @@ def test_capabilities_name_the_layers_in_force():
         assert caps["seccomp"] == "allowlist"
         assert caps["layers"][0] == "static" and "seccomp" in caps["layers"]
         assert set(caps["file_reads_blocked_by"]) <= set(LAYERS) | {"chroot"}
-        assert "seccomp-allowlist" in box.describe()
+        assert "seccomp-allowlist" in box.describe() and "(earnest)" not in box.describe()
         if "mount" in caps["namespaces"]:
             assert {"net", "pid", "ipc"} <= set(caps["namespaces"])
     with Sandbox(workers=1, limits=LIMITS, disable=("namespaces", "static")) as box:
@@ -197,6 +197,7 @@ def test_earnest_compiles_the_allowlist_where_libseccomp_is_missing():
         caps = box.capabilities(start=True)
         assert caps["seccomp"] == "allowlist" and caps["seccomp_compiler"] == "earnest", caps
         assert caps["file_reads_blocked_by"] == ["seccomp"]
+        assert "seccomp-allowlist(earnest)" in box.describe()  # the scored table's sandbox column
         read, exec_map, plain_map, big = box._run_many_unchecked([
             "def solution():\n    import os\n    try:\n        os.stat('/')\n        return 1\n"
             "    except OSError as exc:\n        return -exc.errno",

@@ -848,7 +848,8 @@ class Sandbox:
             if layer == "landlock":
                 parts.append(f"landlock-abi{caps['landlock']}")
             elif layer == "seccomp":
-                parts.append("seccomp-allowlist")
+                # who compiled it, where not libseccomp (the usual case keeps its plain name)
+                parts.append("seccomp-allowlist" + ("(earnest)" if caps.get("seccomp_compiler") == "earnest" else ""))
             elif layer == "namespaces":
                 parts.append("namespaces(" + ",".join(caps["namespaces"]) + ")")
             else:
