@@ -197,9 +197,10 @@ def figure_variant_effect(summaries: pd.DataFrame, prompt: str, stem: str | Path
                Line2D([], [], color="black", ls="--", lw=1, label="null effect (OR = 1)"),
                Patch(facecolor="white", edgecolor="black", hatch=_HATCH,
                      label=f"hatched bar: {not_significant_label(alpha)}")]
-    top.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4,
+    # two rows: in one the hatched bar's entry ran into the "clean / resamples" column heading
+    top.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2,
                fontsize=8, frameon=False)
-    top.set_title(title, pad=22)
+    top.set_title(title, pad=36)
 
     # -- bottom left: Delta_var bars
     _hbars(left, y, sub["delta_var"].to_numpy(dtype=float), hatch, "#d6604d")
@@ -235,8 +236,9 @@ def _hbars(ax, y, values, hatch, colour, na_note: str = "n/a") -> None:
     """Horizontal bars, hatched where ``hatch``; a note where the value is missing."""
     for yi, v, h in zip(y, values, hatch):
         if not _finite(v):
+            # on white: a reference line (the P panel's alpha) must not run through the note
             ax.annotate(na_note, (0, yi), xytext=(3, -3), textcoords="offset points", fontsize=7,
-                        color=_NOTE_COLOUR)
+                        color=_NOTE_COLOUR, bbox=dict(facecolor="white", edgecolor="none", pad=1), zorder=5)
             continue
         ax.barh(yi, v, height=0.65, color="white" if h else colour, edgecolor=colour,
                 hatch=_HATCH if h else None, lw=1)
