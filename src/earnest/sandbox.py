@@ -1272,24 +1272,28 @@ def _landlock_deny_all(libc, abi: int) -> None:
         os.close(fd)
 
 
-#: ``ALLOWED_SYSCALLS``' numbers where earnest compiles the allowlist itself (no libseccomp): the
-#: kernel's tables (arch/x86/entry/syscalls/syscall_64.tbl; asm-generic/unistd.h for aarch64),
-#: checked against libseccomp's own resolution by tests/test_sandbox_layers.py.
+#: The machines earnest compiles the allowlist for (no libseccomp), by ``os.uname().machine``:
+#: the AUDIT_ARCH_* value the kernel puts in seccomp_data.arch.
+_AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+#: ``ALLOWED_SYSCALLS``' numbers on each machine of ``_AUDIT_ARCH``, in its order: the kernel's
+#: tables (arch/x86/entry/syscalls/syscall_64.tbl; asm-generic/unistd.h for aarch64), checked
+#: against libseccomp's own resolution by tests/test_sandbox_layers.py.
 _SYSCALL_NUMBERS = {
-    # machine: (AUDIT_ARCH_* of seccomp_data.arch, {name: number})
-    "x86_64": (0xC000003E, {
-        "brk": 12, "mmap": 9, "munmap": 11, "mremap": 25, "mprotect": 10, "madvise": 28, "futex": 202,
-        "getrandom": 318, "clock_gettime": 228, "clock_getres": 229, "gettimeofday": 96,
-        "clock_nanosleep": 230, "nanosleep": 35, "sched_yield": 24, "getpid": 39, "gettid": 186,
-        "rt_sigprocmask": 14, "rt_sigreturn": 15, "restart_syscall": 219, "write": 1, "exit": 60,
-        "exit_group": 231}),
-    "aarch64": (0xC00000B7, {
-        "brk": 214, "mmap": 222, "munmap": 215, "mremap": 216, "mprotect": 226, "madvise": 233, "futex": 98,
-        "getrandom": 278, "clock_gettime": 113, "clock_getres": 114, "gettimeofday": 169,
-        "clock_nanosleep": 115, "nanosleep": 101, "sched_yield": 124, "getpid": 172, "gettid": 178,
-        "rt_sigprocmask": 135, "rt_sigreturn": 139, "restart_syscall": 128, "write": 64, "exit": 93,
-        "exit_group": 94}),
+    "brk": (12, 214), "mmap": (9, 222), "munmap": (11, 215), "mremap": (25, 216), "mprotect": (10, 226),
+    "madvise": (28, 233), "futex": (202, 98), "getrandom": (318, 278), "clock_gettime": (228, 113),
+    "clock_getres": (229, 114), "gettimeofday": (96, 169), "clock_nanosleep": (230, 115),
+    "nanosleep": (35, 101), "sched_yield": (24, 124), "getpid": (39, 172), "gettid": (186, 178),
+    "rt_sigprocmask": (14, 135), "rt_sigreturn": (15, 139), "restart_syscall": (219, 128),
+    "write": (1, 64), "exit": (60, 93), "exit_group": (231, 94),
 }
+
+
+def _syscall_numbers(machine: str) -> dict[str, int]:
+    """``_SYSCALL_NUMBERS`` for one machine of ``_AUDIT_ARCH``: {name: number}."""
+    column = list(_AUDIT_ARCH).index(machine)
+    return {name: numbers[column] for name, numbers in _SYSCALL_NUMBERS.items()}
+
+
 _X32_SYSCALL_BIT = 0x40000000
 _SECCOMP_RET_KILL = 0x00000000
 # classic BPF (linux/filter.h): ld word at an absolute offset, jumps on a constant, return
@@ -1304,11 +1308,11 @@ def _bpf_allowlist(machine: str) -> bytes | None:
     decisions as libseccomp's program: another architecture's call, or an x32 call on x86_64, kills;
     a call in ``ALLOWED_SYSCALLS`` is allowed (``_ALLOWED_WITH_ARGS``: only where its argument
     passes the masked test); every other call fails with EPERM."""
-    if machine not in _SYSCALL_NUMBERS:
+    if machine not in _AUDIT_ARCH:
         return None
-    arch, numbers = _SYSCALL_NUMBERS[machine]
+    arch, numbers = _AUDIT_ARCH[machine], _syscall_numbers(machine)
     if set(numbers) != set(ALLOWED_SYSCALLS):
-        raise OSError(f"earnest's seccomp tables for {machine} do not cover ALLOWED_SYSCALLS")
+        raise OSError("earnest's seccomp table does not cover ALLOWED_SYSCALLS")
     # a program of labelled instructions: jump targets are labels, resolved to offsets at the end
     prog: list[tuple] = []
     labels: dict[str, int] = {}
