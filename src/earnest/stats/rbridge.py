@@ -5,6 +5,7 @@ behaviour for every other rpy2 user in the process).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from importlib import resources
@@ -75,10 +76,38 @@ def check_lme4() -> str:
     return version
 
 
-def call(name: str, *args, **kwargs):
-    """Call the R function ``name``; any R error becomes :class:`RError` naming the function."""
+@contextlib.contextmanager
+def _no_python_from_forked_r():
+    """While R may fork (parallel::mclapply), R runs no Python code of its own accord.
+
+    rpy2 points R's event hook (``ptr_R_ProcessEvents``, called by every R_CheckUserInterrupt, so
+    all through a glmer fit) at a Python callback that first takes the GIL. R forks its workers
+    with the GIL released; when another Python thread of this process (a progress-bar monitor, a
+    sandbox reader, the caller's own) holds it at that instant, the forked worker waits for a GIL
+    whose holder does not exist in the child: the worker, and the bootstrap waiting for it, hang
+    for ever. R checks the hook for NULL before calling it, so it is cleared for the call and put
+    back after. The cost: an interrupt (Ctrl-C) reaches the parent only when R returns; the
+    workers' own output is silenced on the R side (earnest_claim_apply), so no console callback
+    runs in a child either."""
+    from rpy2.rinterface_lib import openrlib
+
+    rlib = openrlib.rlib
+    saved = rlib.ptr_R_ProcessEvents
+    rlib.ptr_R_ProcessEvents = openrlib.ffi.NULL
+    try:
+        yield
+    finally:
+        rlib.ptr_R_ProcessEvents = saved
+
+
+def call(name: str, *args, forks: bool = False, **kwargs):
+    """Call the R function ``name``; any R error becomes :class:`RError` naming the function.
+    ``forks``: the function may fork R workers (see :func:`_no_python_from_forked_r`)."""
     ro = r()
     try:
+        if forks:
+            with _no_python_from_forked_r():
+                return ro.globalenv[name](*args, **kwargs)
         return ro.globalenv[name](*args, **kwargs)
     except Exception as exc:
         if isinstance(exc, RError):

@@ -220,6 +220,11 @@ earnest_claim_apply <- function(ks, f, cores, ...) {
   dir.create(claims)
   on.exit(unlink(claims, recursive = TRUE), add = TRUE)
   worker <- function(w) {
+    # a forked worker writes nothing to R's console: under rpy2 the console is a Python callback,
+    # which a child of a threaded Python process must not enter (rbridge._no_python_from_forked_r)
+    quiet <- file(nullfile(), open = "wt")
+    sink(quiet)
+    sink(quiet, type = "message")
     out <- list()
     for (k in ks) {
       if (dir.create(file.path(claims, k), showWarnings = FALSE)) out[[as.character(k)]] <- f(k, ...)
