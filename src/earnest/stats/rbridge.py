@@ -105,10 +105,8 @@ def call(name: str, *args, forks: bool = False, **kwargs):
     ``forks``: the function may fork R workers (see :func:`_no_python_from_forked_r`)."""
     ro = r()
     try:
-        if forks:
-            with _no_python_from_forked_r():
-                return ro.globalenv[name](*args, **kwargs)
-        return ro.globalenv[name](*args, **kwargs)
+        with _no_python_from_forked_r() if forks else contextlib.nullcontext():
+            return ro.globalenv[name](*args, **kwargs)
     except Exception as exc:
         if isinstance(exc, RError):
             raise
