@@ -61,9 +61,11 @@ def test_forked_r_workers_finish_while_another_python_thread_runs(which):
     assert out["resamples"] == 5 and out["rows"] >= 5
 
 
-def test_the_event_hook_comes_back_after_a_forking_call():
-    """The hook is cleared only for the call: afterwards R calls Python's event processing again
-    (Ctrl-C reaches a long R call), also when the call failed."""
+def test_the_event_hook_and_the_wakeup_descriptor_come_back_after_an_r_call():
+    """R's event hook and Python's signal wakeup descriptor are replaced only for the call, and come
+    back also when the call failed."""
+    import signal
+
     from rpy2.rinterface_lib import openrlib
 
     from earnest.stats import rbridge
@@ -71,8 +73,17 @@ def test_the_event_hook_comes_back_after_a_forking_call():
     ro = rbridge.r()
     before = openrlib.rlib.ptr_R_ProcessEvents
     assert before != openrlib.ffi.NULL
-    ro.r("earnest_test_hook <- function(fail) { if (fail) stop('a failure inside') else 1L }")
-    assert rbridge.call("earnest_test_hook", False, forks=True)[0] == 1
-    with pytest.raises(rbridge.RError, match="earnest_test_hook failed: .*a failure inside"):
-        rbridge.call("earnest_test_hook", True, forks=True)
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    previous = signal.set_wakeup_fd(w)
+    try:
+        ro.r("earnest_test_hook <- function(fail) { if (fail) stop('a failure inside') else 1L }")
+        assert rbridge.call("earnest_test_hook", False)[0] == 1
+        with pytest.raises(rbridge.RError, match="earnest_test_hook failed: .*a failure inside"):
+            rbridge.call("earnest_test_hook", True)
+        assert signal.set_wakeup_fd(previous) == w
+    finally:
+        signal.set_wakeup_fd(previous)
+        os.close(r)
+        os.close(w)
     assert openrlib.rlib.ptr_R_ProcessEvents == before

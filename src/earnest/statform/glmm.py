@@ -14,6 +14,8 @@ import functools
 import numpy as np
 import pandas as pd
 
+from earnest.stats import rbridge
+
 _R_CODE = r"""
 function(correct, model, sample) {
   d <- data.frame(correct = as.integer(correct), model = factor(model), sample = factor(sample))
@@ -87,8 +89,9 @@ def pairwise_glmm(scored: pd.DataFrame, outcome: str = "correct_fg", strategy: s
         raise ValueError("several rows per (model, item_id): give one strategy")
     ro, fn = _r_function()
     try:
-        res = fn(ro.IntVector(sub[outcome].astype(int).tolist()), ro.StrVector(sub["model"].astype(str).tolist()),
-                 ro.StrVector(sub["item_id"].astype(str).tolist()))
+        res = rbridge.guarded(fn, ro.IntVector(sub[outcome].astype(int).tolist()),
+                              ro.StrVector(sub["model"].astype(str).tolist()),
+                              ro.StrVector(sub["item_id"].astype(str).tolist()))
     except Exception as exc:
         raise GLMMError(f"glmer failed for {outcome}: {str(exc).strip()}") from exc
     get = {name: res.rx2(name) for name in res.names}

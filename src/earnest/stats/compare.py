@@ -185,7 +185,7 @@ def bootstrap_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_eff
     seeds = [G.resample_seed(seed, b) for b in resamples]
     ro = rbridge.r()
     out = rbridge.call("earnest_compare_bootstrap", rbridge.to_r_frame(frame), ro.IntVector(resamples),
-                       ro.IntVector(seeds), int(max(1, cores)), agq, forks=cores > 1)
+                       ro.IntVector(seeds), int(max(1, cores)), agq)
     table = rbridge.from_r_frame(out)
     table["converged"] = table["converged"].astype(bool)
     return table[list(G.SHARD_COLUMNS)]

@@ -377,8 +377,7 @@ def lme4_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, co
     seeds = [resample_seed(base_seed, b) for b in resamples]
     ro = rbridge.r()
     out = rbridge.call("earnest_bootstrap", rbridge.to_r_frame(frame), glmm,
-                       ro.IntVector(resamples), ro.IntVector(seeds), int(max(1, cores)), labels,
-                       forks=cores > 1)
+                       ro.IntVector(resamples), ro.IntVector(seeds), int(max(1, cores)), labels)
     table = rbridge.from_r_frame(out)
     table["converged"] = table["converged"].astype(bool)
     fallback = table["path"] == "glmer"

@@ -67,6 +67,7 @@ Library API (what ``run.py``, the CLI and the power analysis call):
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, fields
 from math import erf, sqrt
 
@@ -793,11 +794,27 @@ def fit_arrays(data, weights, *, glmm: int | None = None, y=None, chunk: int | N
         start = _full_data_start(des)
     parts = np.array_split(np.arange(K.shape[0]), workers)
     jobs = [(des, K[p], None if y is None else np.atleast_2d(y)[p], chunk, start, deriv_checks, checks) for p in parts]
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as ex:
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                             initializer=_die_with_parent, initargs=(os.getpid(),)) as ex:
         outs = list(ex.map(_fit_part, jobs))
     # every field joined in row order: lists (messages, errors) by concatenation, arrays along rows
     return Fits(**{f.name: (sum(parts, []) if isinstance(parts[0], list) else np.concatenate(parts))
                    for f in fields(Fits) for parts in [[getattr(o, f.name) for o in outs]]})
+
+
+def _die_with_parent(parent: int) -> None:
+    """A forked fitting process ends with the process that started it: were that one killed while
+    the fits ran, it would otherwise fit its whole share for nobody (Linux's parent-death signal;
+    elsewhere nothing changes)."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # gone before the signal was asked for
+        os._exit(1)
 
 
 def _fit_serial(des: Design, weights, *, y=None, chunk=None, start=None, deriv_checks=True,

@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import signal
+import threading
 from importlib import resources
 
 import numpy as np
@@ -76,37 +78,145 @@ def check_lme4() -> str:
     return version
 
 
-@contextlib.contextmanager
-def _no_python_from_forked_r():
-    """While R may fork (parallel::mclapply), R runs no Python code of its own accord.
+class _InterruptRelay:
+    """Ctrl-C, relayed to R while R runs.
 
-    rpy2 points R's event hook (``ptr_R_ProcessEvents``, called by every R_CheckUserInterrupt, so
-    all through a glmer fit) at a Python callback that first takes the GIL. R forks its workers
-    with the GIL released; when another Python thread of this process (a progress-bar monitor, a
-    sandbox reader, the caller's own) holds it at that instant, the forked worker waits for a GIL
-    whose holder does not exist in the child: the worker, and the bootstrap waiting for it, hang
-    for ever. R checks the hook for NULL before calling it, so it is cleared for the call and put
-    back after. The cost: an interrupt (Ctrl-C) reaches the parent only when R returns; the
-    workers' own output is silenced on the R side (earnest_claim_apply), so no console callback
-    runs in a child either."""
+    Python turns SIGINT into KeyboardInterrupt only when the main thread runs Python bytecode, and
+    while R computes it runs none. rpy2's remedy, a Python event hook that R calls now and then,
+    does not work (the pending KeyboardInterrupt is raised on entering the hook, before the hook can
+    tell R, and is dropped as "ignored from cffi callback": the R call runs on to the end and the
+    program carries on as if nothing was pressed), and it cannot stay (see :func:`_guard`). Instead
+    Python's signal wakeup descriptor is pointed at a pipe while R runs; a thread reading it sets
+    R's own flag ``R_interrupts_pending`` on SIGINT, R stops at its next check (parallel::mclapply
+    then sends its forked workers SIGTERM), and :func:`_guard` raises KeyboardInterrupt.
+
+    Only in the main thread (signals reach no other) and only while SIGINT has Python's default
+    handler: a SIGINT ignored (a background job) or handled by the caller is left as it is. A
+    wakeup descriptor the caller had set (asyncio's) gets every signal byte forwarded and comes
+    back afterwards."""
+
+    STOP = b"\0"  # no signal has number 0
+
+    def __init__(self, rlib):
+        self.rlib = rlib
+        self.interrupted = False
+        self.read, self.write = os.pipe()
+        os.set_blocking(self.write, False)
+        try:
+            self.previous = signal.set_wakeup_fd(self.write, warn_on_full_buffer=False)
+        except BaseException:
+            os.close(self.read)
+            os.close(self.write)
+            raise
+        self.thread = threading.Thread(target=self._relay, name="earnest-r-interrupt", daemon=True)
+        self.thread.start()
+
+    @classmethod
+    def start(cls, rlib):
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            return None
+        return cls(rlib)
+
+    def _relay(self):
+        # SIGINT goes to the main thread: R's own handler, installed while R waits in select(),
+        # jumps back into R's stack, which only the main thread has
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        while True:
+            data = os.read(self.read, 64)
+            for byte in data:
+                if byte == 0:
+                    return
+                if byte == signal.SIGINT:
+                    self.interrupted = True
+                    self.rlib.R_interrupts_pending = 1
+                if self.previous >= 0:
+                    with contextlib.suppress(OSError):
+                        os.write(self.previous, bytes([byte]))
+            if not data:
+                return
+
+    def stop(self):
+        if self.thread is None:
+            return
+        signal.set_wakeup_fd(self.previous)
+        os.write(self.write, self.STOP)
+        self.thread.join()
+        self.thread = None
+        os.close(self.read)
+        os.close(self.write)
+        # a SIGINT relayed just as R returned must not interrupt the next R call; Python still has
+        # it pending and raises KeyboardInterrupt itself
+        self.rlib.R_interrupts_pending = 0
+
+
+@contextlib.contextmanager
+def _guard():
+    """Every R call runs inside this guard.
+
+    R runs no Python code of its own accord: rpy2 points R's event hook (``ptr_R_ProcessEvents``,
+    called by every R_CheckUserInterrupt, so all through a glmer fit) at a Python callback that
+    first takes the GIL. R forks its bootstrap workers (parallel::mclapply) with the GIL released;
+    when another Python thread of this process (a progress-bar monitor, a sandbox reader, the
+    caller's own) held it at that instant, the forked worker waited for a GIL whose holder does not
+    exist in the child, and the worker and the bootstrap hung for ever. R checks the hook for NULL
+    before calling it, so it is cleared for the call and put back after; the workers' own output is
+    silenced on the R side (earnest_claim_apply), so no console callback runs in a child either.
+
+    Ctrl-C reaches R through :class:`_InterruptRelay`, or through R's own SIGINT handler while R
+    waits in select() (R/bridge.R): either way the call stops and KeyboardInterrupt is raised,
+    rather than an R error without a message."""
     from rpy2.rinterface_lib import openrlib
 
     rlib = openrlib.rlib
     saved = rlib.ptr_R_ProcessEvents
     rlib.ptr_R_ProcessEvents = openrlib.ffi.NULL
+    relay = None
+
+    def interrupted():
+        # the relay has read every signal byte written before R returned once it has stopped
+        if relay is None:
+            return False
+        relay.stop()
+        return relay.interrupted
+
     try:
+        relay = _InterruptRelay.start(rlib)
         yield
+    except Exception as exc:
+        # relayed from Python's handler, or R's own (while it waits in select)
+        if interrupted() or _INTERRUPTED in str(exc):
+            raise KeyboardInterrupt("interrupted while R ran") from exc
+        raise
+    else:
+        # a SIGINT whose KeyboardInterrupt a console callback swallowed while R finished anyway
+        if interrupted():
+            raise KeyboardInterrupt("interrupted while R ran")
     finally:
+        if relay is not None:
+            relay.stop()
         rlib.ptr_R_ProcessEvents = saved
 
 
-def call(name: str, *args, forks: bool = False, **kwargs):
-    """Call the R function ``name``; any R error becomes :class:`RError` naming the function.
-    ``forks``: the function may fork R workers (see :func:`_no_python_from_forked_r`)."""
+# the error earnest_interruptible (R/bridge.R) turns an interruption into
+_INTERRUPTED = "earnest-interrupted"
+
+
+def guarded(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` for an R function ``fn``, inside :func:`_guard` and R's
+    ``earnest_interruptible``: Ctrl-C stops it with KeyboardInterrupt."""
+    wrap = r().globalenv["earnest_interruptible"]
+    with _guard():
+        return wrap(fn, *args, **kwargs)
+
+
+def call(name: str, *args, **kwargs):
+    """Call the R function ``name``; any R error becomes :class:`RError` naming the function, an
+    interruption (Ctrl-C) KeyboardInterrupt."""
     ro = r()
     try:
-        with _no_python_from_forked_r() if forks else contextlib.nullcontext():
-            return ro.globalenv[name](*args, **kwargs)
+        return guarded(ro.globalenv[name], *args, **kwargs)
     except Exception as exc:
         if isinstance(exc, RError):
             raise

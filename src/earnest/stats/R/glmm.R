@@ -215,18 +215,24 @@ earnest_design_fit <- function(des, rows, labels = "draw") {
 # once), until none is left. With resamples of unequal cost, or a core the machine slows for a
 # while, no worker then sits idle while the other still has a queue, as with a split made up front.
 # Results come back in the order of ks, whoever fitted them.
+# A worker stops claiming once the process that forked it is gone (killed, by SIGTERM, SIGKILL or
+# the out-of-memory killer, while the workers computed): an orphaned worker would otherwise go on
+# fitting every resample left, on a node shared with others, for a result nobody reads.
 earnest_claim_apply <- function(ks, f, cores, ...) {
   claims <- tempfile("earnest-claims-")
   dir.create(claims)
   on.exit(unlink(claims, recursive = TRUE), add = TRUE)
+  parent <- Sys.getpid()
   worker <- function(w) {
     # a forked worker writes nothing to R's console: under rpy2 the console is a Python callback,
-    # which a child of a threaded Python process must not enter (rbridge._no_python_from_forked_r)
+    # which a child of a threaded Python process must not enter (rbridge._guard)
     quiet <- file(nullfile(), open = "wt")
     sink(quiet)
     sink(quiet, type = "message")
     out <- list()
     for (k in ks) {
+      # not return (mcexit would wait for its dead parent's leave to exit, asleep for ever)
+      if (!earnest_parent_alive(parent)) tools::pskill(Sys.getpid(), tools::SIGKILL)
       if (dir.create(file.path(claims, k), showWarnings = FALSE)) out[[as.character(k)]] <- f(k, ...)
     }
     out
@@ -250,6 +256,18 @@ earnest_claim_apply <- function(ks, f, cores, ...) {
 # Whether the fast path gave glmer()'s outcome, per GLMM, once checked in this R session (the
 # installed lme4 does not change while R runs).
 earnest_fast_path_checked <- new.env()
+
+# Whether this process's parent is still `parent`: read from /proc (Linux), where an orphan has
+# been handed to another process; elsewhere, whether a process `parent` exists.
+earnest_parent_alive <- function(parent) {
+  stat <- tryCatch(readLines("/proc/self/stat", warn = FALSE), error = function(e) character(), warning = function(w) character())
+  if (length(stat)) {
+    # the command name, field 2, is in parentheses and may hold spaces; the parent is field 4
+    after <- strsplit(sub("^.*\\) ", "", stat[1]), " ", fixed = TRUE)[[1]]
+    return(identical(as.integer(after[2]), as.integer(parent)))
+  }
+  isTRUE(tools::pskill(parent, 0L))
+}
 
 # A shard of the bootstrap: resamples `resamples` with seeds `seeds` (same length), fitted in
 # `cores` forked workers. The result does not depend on `cores` or on how resamples are split
