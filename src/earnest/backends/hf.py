@@ -17,8 +17,8 @@ reference's extractor cuts it). The speed paths (shared-prefix cache, batching) 
 
 from __future__ import annotations
 
+import collections
 import copy
-import functools
 import importlib.util
 import logging
 import os
@@ -28,6 +28,7 @@ from typing import Sequence
 
 from earnest.fidelity import REFERENCE
 
+from . import slots
 from .base import EOS, MAX_NEW_TOKENS, STOP_STRING, Backend, GenerationRequest, GenerationResult, cut_at_stop
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,9 @@ def reference_clean_up(text: str) -> str:
         text = text.replace(old, new)
     return text
 
-#: a transformers model's dtype and device where its config entry names none
+#: a transformers model's dtype, device and batch size where its config entry names none
+DEFAULT_BATCH_SIZE = 8
+AUTO_BATCH = "auto"
 DEFAULT_DTYPE = "float32"
 DEFAULT_DEVICE = "cpu"
 
@@ -205,12 +208,27 @@ def convert_gguf(spec: str, out_dir: str | Path, dtype: str = DEFAULT_DTYPE) -> 
     return {"gguf": str(path), "tensors": len(state), "probes": len(_TOKENIZER_PROBES), "seconds": round(seconds, 1)}
 
 
+#: ``batch_size: auto`` on a CPU (no card to size it by), and the most slots ``auto`` gives on a GPU
+AUTO_CPU_BATCH = 8
+AUTO_MAX_BATCH = 512
+#: requests prefilled together when slots are refilled (bounds the prefill's temporary memory)
+PREFILL_ROWS = 32
+#: device memory ``batch_size: auto`` leaves free besides the slots and one prefill (allocator, workspaces)
+AUTO_RESERVE_BYTES = 2 << 30
+
+
+class DecodeMemoryError(MemoryError):
+    """A job's decoding slots do not fit the device (the message names model, memory asked and free)."""
+
+
 class TransformersBackend(Backend):
     """A causal LM from transformers, decoded greedily.
 
     Config keys (a model entry): gguf | path | hub (+ revision, cache_dir, offline), dtype,
     device, chat_template (wrap raw prompts in the model's chat template; default false),
-    batch_size, threads, attention (``ATTENTION_MODES``; default standard).
+    batch_size (slots decoded together, or ``auto``: as many as the GPU's free memory holds),
+    threads, attention (``ATTENTION_MODES``; default standard), cuda_graphs (default true: on a
+    CUDA device each decoding step is replayed as a CUDA graph; ignored on a CPU).
     """
 
     def __init__(self, model_name: str, cfg: dict):
@@ -228,6 +246,11 @@ class TransformersBackend(Backend):
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
+        self.batch_size = cfg.get("batch_size", DEFAULT_BATCH_SIZE)
+        if self.batch_size != AUTO_BATCH and not (isinstance(self.batch_size, int) and self.batch_size >= 1):
+            raise ValueError(f"models.{model_name}.batch_size: {self.batch_size!r} is neither a positive integer "
+                             f"nor {AUTO_BATCH!r}")
+        self.cuda_graphs = bool(cfg.get("cuda_graphs", True))
         t0 = time.time()
         self.tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
         self.model = AutoModelForCausalLM.from_pretrained(
@@ -244,7 +267,6 @@ class TransformersBackend(Backend):
         self._keep_kw = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
         log.info("loaded %s from %s in %.1f s", model_name, source, time.time() - t0)
         self.chat_template = bool(cfg.get("chat_template", False))
-        self.batch_size = int(cfg.get("batch_size", 8))
         self.attention = cfg.get("attention", STANDARD_ATTENTION)
         if self.attention not in ATTENTION_MODES:
             raise ValueError(f"models.{model_name}.attention: {self.attention!r} is not one of {', '.join(ATTENTION_MODES)}")
@@ -252,7 +274,9 @@ class TransformersBackend(Backend):
             if self.model.config._attn_implementation != "sdpa":
                 raise ValueError(f"models.{model_name}.attention: shared_prefix needs the model's sdpa attention "
                                  f"(this model uses {self.model.config._attn_implementation!r}); use standard")
-            self.model.set_attn_implementation(_register_shared_prefix_attention())
+            self.model.set_attn_implementation(slots.register_shared_prefix_attention())
+        # sdpa and earnest's attention take a boolean mask; eager (e.g. Gemma-2's soft-capping) adds a float one
+        self._additive_mask = self.model.config._attn_implementation not in ("sdpa", "earnest_shared_prefix")
         self.eos_ids = self._eos_ids()
         # the reference passes eos_token_id=tokenizer.eos_token_id to generate(), which replaces
         # the generation config's EOS list (e.g. Llama-3-Instruct's <|eot_id|>)
@@ -260,6 +284,9 @@ class TransformersBackend(Backend):
         self.reference_eos_ids = [tok_eos] if tok_eos is not None else self.eos_ids
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_ids[0]
         self._prefix: tuple[tuple[int, ...], object] | None = None  # (prefix ids, their KV cache)
+        self._layout = None          # (layers, (kv heads, key dim, value dim), sliding window or None)
+        #: what the last ``generate`` call decoded with: batch, columns per slot, cache bytes, graphs
+        self.last_decode: dict = {}
 
     # ------------------------------------------------------------------ helpers
 
@@ -272,6 +299,16 @@ class TransformersBackend(Backend):
         if not ids:
             raise ValueError(f"models.{self.name}: the tokenizer defines no EOS token")
         return sorted(ids)
+
+    def describe(self) -> dict:
+        """How this backend decodes (recorded with every answer in the generations table)."""
+        import torch
+        import transformers
+
+        return {"backend": "transformers", "decoding": "greedy", "dtype": str(self.model.dtype).removeprefix("torch."),
+                "device": self.device.type, "attention": self.attention, "chat_template": self.chat_template,
+                "batch_size": self.batch_size, "cuda_graphs": self.cuda_graphs and self.device.type == "cuda",
+                "transformers": transformers.__version__, "torch": torch.__version__}
 
     def encode(self, request: GenerationRequest) -> list[int]:
         """Token ids the model sees for one request (raw prompt, or chat-wrapped).
@@ -308,6 +345,24 @@ class TransformersBackend(Backend):
             self._prefix = (prefix, cache)
         return self._prefix[1]
 
+    def _kv_layout(self):
+        """(layers, (kv heads, key dim, value dim), sliding window or None), read off a one-token forward."""
+        if self._layout is None:
+            torch = self.torch
+            with torch.inference_mode():
+                _, cache = self._forward(None, input_ids=torch.tensor([[self.pad_id]], device=self.device))
+            layers = getattr(cache, "layers", None)
+            if not layers or any(getattr(layer, "keys", None) is None for layer in layers):
+                raise ValueError(f"models.{self.name}: {type(self.model).__name__} keeps no per-layer keys and values "
+                                 "earnest's decoder can hold (e.g. linear-attention layers)")
+            k, v = layers[0].keys, layers[0].values
+            shapes = {(layer.keys.shape[1], layer.keys.shape[-1], layer.values.shape[-1]) for layer in layers}
+            if len(shapes) != 1:
+                raise ValueError(f"models.{self.name}: layers with different key/value shapes {sorted(shapes)}")
+            windows = [w for w in (getattr(layer, "sliding_window", None) for layer in layers) if w]
+            self._layout = (len(layers), (k.shape[1], k.shape[-1], v.shape[-1]), min(windows) if windows else None)
+        return self._layout
+
     # ------------------------------------------------------------------ generation
 
     def generate(self, requests: Sequence[GenerationRequest], max_new_tokens: int,
@@ -317,6 +372,7 @@ class TransformersBackend(Backend):
             return []
         self._requests = requests   # each row's stop strings and fidelity (see _new_state)
         encoded = [self.encode(r) for r in requests]
+        self._requests_rows = encoded
         prefix = shared_token_prefix(encoded)
         # keep at least one own token per row so every row has logits of its own to start from
         prefix = tuple(prefix[: max(0, min(len(e) for e in encoded) - 1)])
@@ -328,84 +384,185 @@ class TransformersBackend(Backend):
             if on_result is not None:
                 on_result(res)
 
-        self._decode(encoded, list(range(len(encoded))), prefix, max_new_tokens, done)
+        # longest prompts first: a refill prefills requests of similar length together (little padding);
+        # every answer is computed as it would be alone, so the order changes no answer
+        order = sorted(range(len(encoded)), key=lambda i: (-len(encoded[i]), i))
+        self._decode(encoded, order, prefix, int(max_new_tokens), done)
         return [results[i] for i in range(len(requests))]
+
+    def plan_batch(self, n_requests: int, slot_columns: int, prefill_columns: int) -> int:
+        """How many slots a job decodes with: ``batch_size`` (at most one per request), or for
+        ``auto`` as many slots of ``slot_columns`` key/value columns as the GPU's free memory holds
+        beside one prefill of ``prefill_columns`` columns. On a GPU a job whose slots cannot fit
+        raises :class:`DecodeMemoryError` before anything is decoded."""
+        layers, kv_shape, _ = self._kv_layout()
+        itemsize = self.model.dtype.itemsize
+        per_slot = slots.slot_cache_class().bytes_per_slot(layers, kv_shape, slot_columns, itemsize)
+        per_slot += self.model.config.vocab_size * 4          # the step's logits row
+        prefill = slots.slot_cache_class().bytes_per_slot(layers, kv_shape, prefill_columns, itemsize)
+        prefill *= 2 * min(PREFILL_ROWS, n_requests)           # the prefix copies and their concatenation
+        if self.device.type != "cuda":
+            wanted = AUTO_CPU_BATCH if self.batch_size == AUTO_BATCH else int(self.batch_size)
+            return max(1, min(wanted, n_requests))
+        free, _ = self.torch.cuda.mem_get_info(self.device)
+        room = free - prefill - AUTO_RESERVE_BYTES
+        mib = 1 << 20
+        if self.batch_size == AUTO_BATCH:
+            fits = room // per_slot
+            if fits < 1:
+                raise DecodeMemoryError(
+                    f"models.{self.name}: one decoding slot needs {per_slot / mib:.0f} MiB ({slot_columns} key/value "
+                    f"columns) plus {(prefill + AUTO_RESERVE_BYTES) / mib:.0f} MiB for a prefill and workspace; "
+                    f"{self.device} has {free / mib:.0f} MiB free after the weights")
+            return int(max(1, min(fits, AUTO_MAX_BATCH, n_requests)))
+        batch = max(1, min(int(self.batch_size), n_requests))
+        if batch * per_slot > room:
+            raise DecodeMemoryError(
+                f"models.{self.name}: batch_size {batch} needs {batch * per_slot / mib:.0f} MiB of decoding slots "
+                f"({slot_columns} key/value columns each) plus {(prefill + AUTO_RESERVE_BYTES) / mib:.0f} MiB for a "
+                f"prefill and workspace; {self.device} has {free / mib:.0f} MiB free after the weights "
+                f"(batch_size: auto picks what fits)")
+        return batch
 
     def _decode(self, rows: list[list[int]], order: list[int], prefix: tuple[int, ...], max_new_tokens: int,
                 done) -> None:
-        """Continuous batching over ``batch_size`` slots that share the prefix cache.
+        """Continuous batching over slots of a fixed size (``earnest.backends.slots``).
 
-        Cache layout of every slot: [shared prefix][masked gap][own tokens][generated tokens].
-        A slot whose answer ends takes the next waiting request at once: that request's own
-        tokens are run against the prefix alone and written into the slot's most recent
-        columns, the columns before them are masked, and positions continue from the prefix,
-        so each row computes what it would alone while the batch stays full.
+        Each slot holds one request: its own prompt tokens, run against the prefix cache when it
+        enters (several entering requests are prefilled together), then one generated token per
+        step at the next column with positions continuing from its prompt, so each row computes
+        what it would alone. A slot whose answer ends takes the next waiting request (on a GPU,
+        once an eighth of the slots are free, so that prefills come in groups); when none is
+        waiting, the live rows move to the front and the step runs on fewer rows.
         """
         torch = self.torch
         P = len(prefix)
-        L = max(len(rows[i]) - P for i in order)     # every later request fits behind the prefix
-        queue = list(order)
-        B = min(self.batch_size, len(queue))
-        first, queue = queue[:B], queue[B:]
-        dev = self.device
-        input_ids = torch.full((B, L), self.pad_id, dtype=torch.long, device=dev)
-        mask = torch.zeros((B, P + L), dtype=torch.long, device=dev)
-        mask[:, :P] = 1
-        for b, i in enumerate(first):
-            own = rows[i][P:]
-            input_ids[b, L - len(own):] = torch.tensor(own, device=dev)
-            mask[b, P + L - len(own):] = 1
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, P:]
-        slot_req = list(first)                        # request index held by each slot (cache order)
-        state = {i: self._new_state(i) for i in first}
+        L = max(len(rows[i]) - P for i in order)
+        shared = self.attention == SHARED_PREFIX_ATTENTION and P > 0
+        layers, kv_shape, window = self._kv_layout()
+        own_columns = L + max_new_tokens             # the last one is a scratch column nobody attends to
+        if window is not None and P + own_columns > window:
+            raise ValueError(f"models.{self.name}: prompts of up to {P + L} tokens plus max_new_tokens "
+                             f"{max_new_tokens} exceed the model's sliding attention window of {window} tokens; "
+                             "earnest's decoder attends over whole sequences only")
+        B = self.plan_batch(len(order), (0 if shared else P) + own_columns, P + L)
+        graphs = self.cuda_graphs and self.device.type == "cuda"
         with torch.inference_mode():
-            cache = None
+            prefix_layers = []
             if P:
-                cache = copy.deepcopy(self._prefix_cache(prefix))
-                if self.attention == SHARED_PREFIX_ATTENTION and _share_prefix(cache, B, L + max_new_tokens + 1):
-                    pass                                   # prefix kept once; rows hold only their own columns
-                elif B > 1:
-                    cache.batch_repeat_interleave(B)
-            logits, cache = self._forward(cache, input_ids=input_ids, attention_mask=mask, position_ids=positions)
-            cache = _preallocate(cache, max_new_tokens + 1)
-            # layers transformers keeps its own way (e.g. sliding-window attention) cannot take a
-            # new row mid-flight; the waiting requests then run as the next batch
-            can_refill = all(hasattr(layer, "write_slot") for layer in getattr(cache, "layers", [None]))
-            next_tok = logits.argmax(-1)
-            last_pos = positions[:, -1].clone()
-            while slot_req:
-                keep = []
-                for j in range(len(slot_req)):
-                    tok = int(next_tok[j])
-                    while True:                           # a refilled slot may end on its first token
-                        i = slot_req[j]
-                        stop = self._step(state[i], rows[i], tok, max_new_tokens)
-                        if stop is None:
-                            keep.append(j)
-                            break
-                        done(i, self._result(rows[i], state.pop(i), stop))
-                        if not queue or not can_refill:
-                            break
-                        i = queue.pop(0)
-                        slot_req[j] = i
-                        state[i] = self._new_state(i)
-                        tok, pos = self._refill(cache, mask, j, rows[i][P:], prefix)
-                        last_pos[j] = pos
-                        next_tok[j] = tok
-                if not keep:
+                prefix_layers = [(layer.keys, layer.values) for layer in self._prefix_cache(prefix).layers]
+            cache = slots.slot_cache_class()(prefix_layers, layers, B, own_columns, shared, kv_shape,
+                                             self.model.dtype, self.device)
+            step = slots.SlotStep(self.model, cache, cache_kw=self._cache_kw, keep_kw=self._keep_kw,
+                                  additive_mask=self._additive_mask, graphs=graphs)
+            sizes = slots.graph_sizes(B) if graphs else None
+            refill_at = max(1, B // 8) if graphs else 1
+            scratch = cache.columns - 1
+            slot_req: list[int | None] = [None] * B
+            states: dict[int, dict] = {}
+            col = [scratch] * B                      # the column each slot writes next (host copy)
+            queue = collections.deque(order)
+            n_rows = B
+            self.last_decode = {"batch": B, "columns": cache.columns, "cache_bytes": cache.nbytes(),
+                                "shared_prefix": shared, "graphs": step.graph_note, "requests": len(order),
+                                "prefills": 0, "steps": 0}
+
+            def retire(ended: list[int]) -> None:
+                """Slots whose answer ended: their rows step on the scratch column until refilled."""
+                if not ended:
+                    return
+                idx = torch.tensor(ended, device=self.device)
+                cache.write_pos[idx] = scratch
+                step.pos[idx] = 0
+                for s in ended:
+                    slot_req[s] = None
+                    col[s] = scratch
+
+            def take(pairs: list[tuple[int, int]]) -> list[int]:
+                """Feed each slot its new token; finish the answers that ended; the slots freed."""
+                ended = []
+                for s, reason in self._feed([(s, states[slot_req[s]], tok) for s, tok in pairs], max_new_tokens):
+                    i = slot_req[s]
+                    done(i, self._result(rows[i], states.pop(i), reason))
+                    ended.append(s)
+                retire(ended)
+                return ended
+
+            def fill() -> None:
+                while queue:
+                    free = [s for s in range(n_rows) if slot_req[s] is None]
+                    if not free:
+                        return
+                    chosen = free[: min(len(free), len(queue), PREFILL_ROWS)]
+                    reqs = [queue.popleft() for _ in chosen]
+                    first = self._prefill(cache, step, chosen, [rows[i][P:] for i in reqs], prefix)
+                    self.last_decode["prefills"] += 1
+                    for s, i in zip(chosen, reqs):
+                        slot_req[s] = i
+                        states[i] = self._new_state(i)
+                        col[s] = cache.base + len(rows[i]) - P
+                    take(list(zip(chosen, first)))
+
+            fill()
+            while True:
+                live = [s for s in range(n_rows) if slot_req[s] is not None]
+                if not live:
                     break
-                if len(keep) < len(slot_req):
-                    sel = torch.tensor(keep, device=dev)
-                    cache.batch_select_indices(sel)
-                    mask, last_pos, next_tok = mask[sel], last_pos[sel], next_tok[sel]
-                    slot_req = [slot_req[j] for j in keep]
-                mask = torch.cat([mask, torch.ones((len(slot_req), 1), dtype=mask.dtype, device=dev)], dim=1)
-                last_pos = last_pos + 1
-                logits, cache = self._forward(cache, input_ids=next_tok[:, None], attention_mask=mask,
-                                              position_ids=last_pos[:, None])
-                next_tok = logits.argmax(-1)
-        if queue:
-            self._decode(rows, queue, prefix, max_new_tokens, done)
+                span = max(col[s] for s in live) + 1
+                out = step.run(n_rows, span).tolist()
+                self.last_decode["steps"] += 1
+                for s in live:
+                    col[s] += 1
+                ended = take([(s, out[s]) for s in live])
+                if queue:
+                    if ended and sum(r is None for r in slot_req[:n_rows]) >= min(refill_at, len(queue)):
+                        fill()
+                    continue
+                # nothing waits: run the step on as few rows as hold the live answers
+                live = [s for s in range(n_rows) if slot_req[s] is not None]
+                target = len(live) if sizes is None else next((z for z in sizes if z >= len(live)), n_rows)
+                if live and target < n_rows:
+                    keep = live + [s for s in range(n_rows) if slot_req[s] is None][: target - len(live)]
+                    src = torch.tensor(keep, device=self.device)
+                    cache.gather_rows(src)
+                    step.tok[:target] = step.tok.index_select(0, src)
+                    step.pos[:target] = step.pos.index_select(0, src)
+                    slot_req[:target] = [slot_req[s] for s in keep]
+                    col[:target] = [col[s] for s in keep]
+                    n_rows = target
+            self.last_decode["graphs"] = step.graph_note
+
+    def _prefill(self, cache, step, chosen: list[int], owns: list[list[int]], prefix: tuple[int, ...]) -> list[int]:
+        """Run the requests' own tokens against the prefix (left-padded, together) and write their
+        keys/values into the slots ``chosen``; returns each request's first generated token."""
+        torch = self.torch
+        dev = self.device
+        P, k = len(prefix), len(chosen)
+        Lc = max(len(o) for o in owns)
+        ids = torch.full((k, Lc), self.pad_id, dtype=torch.long, device=dev)
+        mask = torch.zeros((k, P + Lc), dtype=torch.long, device=dev)
+        mask[:, :P] = 1
+        for j, own in enumerate(owns):
+            ids[j, Lc - len(own):] = torch.tensor(own, device=dev)
+            mask[j, P + Lc - len(own):] = 1
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, P:]
+        pc = None
+        if P:
+            pc = copy.deepcopy(self._prefix_cache(prefix))
+            if k > 1:
+                pc.batch_repeat_interleave(k)
+        logits, pc = self._forward(pc, input_ids=ids, attention_mask=mask, position_ids=positions)
+        first = logits.argmax(-1)
+        for li, layer in enumerate(pc.layers):
+            for j, (s, own) in enumerate(zip(chosen, owns)):
+                n = len(own)
+                cache.write_slot(s, li, layer.keys[j, :, P + Lc - n:P + Lc], layer.values[j, :, P + Lc - n:P + Lc], n)
+        idx = torch.tensor(chosen, device=dev)
+        lengths = torch.tensor([len(o) for o in owns], device=dev)
+        step.tok[idx, 0] = first
+        step.pos[idx, 0] = P + lengths
+        cache.write_pos[idx] = cache.base + lengths
+        return first.tolist()
 
     def _reference_decode(self, ids: list[int]) -> str:
         """Decode as the reference's tokenizer (clean_up_tokenization_spaces=True, transformers 4.x) did."""
@@ -414,256 +571,108 @@ class TransformersBackend(Backend):
 
     def _new_state(self, i: int) -> dict:
         req = self._requests[i]
-        return {"tokens": [], "text": "", "t0": time.time(), "stop": req.stop, "reference": req.fidelity == REFERENCE}
+        stop = req.stop
+        # earnest mode looks for its stop strings in the decoded last tokens of the answer: enough
+        # tokens for the longest stop string even at one byte per token, plus a margin
+        window = max((len(s.encode("utf-8")) for s in stop), default=0) + 3
+        return {"tokens": [], "t0": time.time(), "stop": stop, "reference": req.fidelity == REFERENCE,
+                "window": window, "row": None, "i": i}
 
-    def _step(self, st: dict, row: list[int], tok: int, max_new_tokens: int) -> str | None:
-        """Take one generated token; the stop reason if the answer has ended, else None."""
-        if st["reference"]:
-            if tok in self.reference_eos_ids:
-                return EOS
-            st["tokens"].append(tok)
-            if st["stop"]:
-                # the reference's stopping criterion: decode the sequence's last tokens, prompt included
-                tail = (row + st["tokens"])[-REFERENCE_STOP_WINDOW:]
-                text = self._reference_decode(tail)
-                if any(s in text for s in st["stop"]):
-                    return STOP_STRING
-        else:
-            if tok in self.eos_ids:
-                return EOS
-            st["tokens"].append(tok)
-            if st["stop"]:
-                st["text"] = self.tokenizer.decode(st["tokens"], skip_special_tokens=True)
-                if any(s in st["text"] for s in st["stop"]):
-                    return STOP_STRING
-        if len(st["tokens"]) >= max_new_tokens:
-            return MAX_NEW_TOKENS
-        return None
+    def _feed(self, items: list[tuple[int, dict, int]], max_new_tokens: int) -> list[tuple[int, str]]:
+        """Take one generated token per (slot, state, token); the (slot, stop reason) of the answers that ended.
+
+        The rule of each mode, as a whole-answer check would apply it: the EOS token ends the
+        answer (not kept); otherwise the token is kept, then the stop strings are looked for, then
+        the token cap. The stop strings of all rows are looked for with one batched decode:
+        reference mode in the last ``REFERENCE_STOP_WINDOW`` tokens of prompt + answer (the
+        authors' rule), earnest mode in the last tokens of the answer (``_new_state``'s window;
+        ``_settle`` makes the result exact where a window would not be).
+        """
+        ended: list[tuple[int, str]] = []
+        ref_rows, ref_windows, own_rows, own_windows = [], [], [], []
+        for s, st, tok in items:
+            if st["reference"]:
+                if tok in self.reference_eos_ids:
+                    ended.append((s, EOS))
+                    continue
+                st["tokens"].append(tok)
+                if st["stop"]:
+                    row = self._requests_rows[st["i"]]
+                    tail = (row[-REFERENCE_STOP_WINDOW:] + st["tokens"][-REFERENCE_STOP_WINDOW:])[-REFERENCE_STOP_WINDOW:]
+                    ref_rows.append((s, st))
+                    ref_windows.append(tail)
+                    continue
+            else:
+                if tok in self.eos_ids:
+                    ended.append((s, EOS))
+                    continue
+                st["tokens"].append(tok)
+                if st["stop"]:
+                    own_rows.append((s, st))
+                    own_windows.append(st["tokens"][-st["window"]:])
+                    continue
+            if len(st["tokens"]) >= max_new_tokens:
+                ended.append((s, MAX_NEW_TOKENS))
+        texts = []
+        if ref_windows:
+            texts += [reference_clean_up(t) for t in self.tokenizer.batch_decode(
+                ref_windows, skip_special_tokens=True, clean_up_tokenization_spaces=False)]
+        if own_windows:
+            texts += self.tokenizer.batch_decode(own_windows, skip_special_tokens=True)
+        for (s, st), text in zip(ref_rows + own_rows, texts):
+            if any(x in text for x in st["stop"]):
+                ended.append((s, STOP_STRING))
+            elif len(st["tokens"]) >= max_new_tokens:
+                ended.append((s, MAX_NEW_TOKENS))
+        return ended
+
+    def _contains_stop(self, tokens: list[int], stop) -> bool:
+        text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+        return any(s in text for s in stop)
+
+    def _settle(self, st: dict, stop: str) -> str:
+        """Earnest mode: make the answer end exactly where a check of the whole decoded answer after
+        every token would have ended it (a window can miss a stop string spread over many tokens
+        that decode to nothing, or see one the whole text splits otherwise). Greedy decoding made
+        the same tokens up to that point, so cutting the tokens there gives that answer."""
+        tokens = st["tokens"]
+        n = len(tokens)
+        if not st["stop"] or n == 0:
+            return stop
+        found = self._contains_stop(tokens, st["stop"])
+        if stop == STOP_STRING:
+            if not found:
+                log.warning("request %s: a stop string seen in the last tokens is not in the whole decoded "
+                            "answer; the answer ends there all the same", self._requests[st["i"]].key)
+                return stop
+            if n == 1 or not self._contains_stop(tokens[:n - 1], st["stop"]):
+                return stop
+        elif not found:
+            return stop
+        lo, hi = 1, n                        # the first length whose decoded text holds a stop string
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._contains_stop(tokens[:mid], st["stop"]):
+                hi = mid
+            else:
+                lo = mid + 1
+        del tokens[lo:]
+        return STOP_STRING
 
     def _result(self, row: list[int], st: dict, stop: str) -> GenerationResult:
         if st["reference"]:
             text = self._reference_decode(st["tokens"])
         else:
+            stop = self._settle(st, stop)
             text = self.tokenizer.decode(st["tokens"], skip_special_tokens=True)
             if stop == STOP_STRING:
                 text = cut_at_stop(text, st["stop"])[0]
         return GenerationResult(key="", response=text, prompt_tokens=len(row), new_tokens=len(st["tokens"]),
                                 stop_reason=stop, seconds=time.time() - st["t0"])
 
-    def _refill(self, cache, mask, slot: int, own: list[int], prefix: tuple[int, ...]):
-        """Put a new request into ``slot``: returns (its first generated token, its last position)."""
-        torch = self.torch
-        P, S = len(prefix), len(own)
-        ids = torch.tensor([own], device=self.device)
-        pos = torch.arange(P, P + S, device=self.device)[None, :]
-        single = None
-        if P:
-            single = copy.deepcopy(self._prefix_cache(prefix))
-        logits, single = self._forward(single, input_ids=ids, position_ids=pos,
-                                       attention_mask=torch.ones((1, P + S), dtype=torch.long, device=self.device))
-        T = mask.shape[1]
-        for layer, new in zip(cache.layers, single.layers):
-            layer.write_slot(slot, new.keys[0, :, P:], new.values[0, :, P:], T - S)
-        mask[slot, P:] = 0
-        mask[slot, T - S:] = 1
-        return int(logits[0].argmax()), P + S - 1
-
     def close(self) -> None:
         self._prefix = None
         del self.model
-
-
-def _preallocate(cache, extra: int):
-    """Give every plain dynamic layer of ``cache`` room for ``extra`` more tokens.
-
-    transformers' DynamicLayer concatenates its whole key/value tensors at every decoding step,
-    which on a CPU with a ~1,000-token few-shot prefix copies hundreds of MB per step and costs
-    more than the model itself. A preallocated buffer written in place returns the same values.
-    """
-    from transformers.cache_utils import DynamicLayer
-
-    if not hasattr(cache, "layers"):
-        return cache
-    for i, layer in enumerate(cache.layers):
-        if type(layer) is DynamicLayer and layer.is_initialized and layer.get_seq_length() > 0:
-            cache.layers[i] = _preallocated_layer_class()(layer.keys, layer.values, extra)
-    return cache
-
-
-@functools.lru_cache(maxsize=1)
-def _preallocated_layer_class():
-    from transformers.cache_utils import DynamicLayer
-
-    class PreallocatedLayer(DynamicLayer):
-        """A DynamicLayer whose keys/values are views into buffers that grow by doubling."""
-
-        def __init__(self, keys, values, extra: int):
-            super().__init__()
-            b, h, t, d = keys.shape
-            self._len = t
-            self._k = keys.new_empty((b, h, t + extra, d))
-            self._v = values.new_empty((b, h, t + extra, values.shape[-1]))
-            self._k[:, :, :t] = keys
-            self._v[:, :, :t] = values
-            self.device = keys.device
-            self.is_initialized = True
-            self._views()
-
-        def _views(self):
-            self.keys = self._k[:, :, : self._len]
-            self.values = self._v[:, :, : self._len]
-
-        def update(self, key_states, value_states, *args, **kwargs):
-            n = key_states.shape[-2]
-            if self._len + n > self._k.shape[-2]:
-                grow = max(n, self._k.shape[-2])
-                self._k = self.torch_cat(self._k, grow)
-                self._v = self.torch_cat(self._v, grow)
-            self._k[:, :, self._len:self._len + n] = key_states
-            self._v[:, :, self._len:self._len + n] = value_states
-            self._len += n
-            self._views()
-            return self.keys, self.values
-
-        @staticmethod
-        def torch_cat(buf, grow):
-            import torch
-
-            return torch.cat([buf, buf.new_empty(buf.shape[:2] + (grow,) + buf.shape[3:])], dim=2)
-
-        def write_slot(self, slot, keys, values, start):
-            """Overwrite one batch row's columns start.. with ``keys``/``values`` (heads, n, dim)."""
-            n = keys.shape[-2]
-            self._k[slot, :, start:start + n] = keys
-            self._v[slot, :, start:start + n] = values
-
-        def batch_select_indices(self, indices):
-            self._k = self._k[indices]
-            self._v = self._v[indices]
-            self._views()
-
-        def batch_repeat_interleave(self, repeats):
-            self._k = self._k.repeat_interleave(repeats, dim=0)
-            self._v = self._v.repeat_interleave(repeats, dim=0)
-            self._views()
-
-        def crop(self, tokens_to_remove):
-            raise NotImplementedError("a preallocated decoding cache is not cropped")
-
-    return PreallocatedLayer
-
-
-def _share_prefix(cache, batch: int, room: int) -> bool:
-    """Turn a prefix cache (batch 1, plain dynamic layers) into shared-prefix layers for ``batch``
-    rows with ``room`` own columns each; False (nothing changed) where a layer is of another kind."""
-    from transformers.cache_utils import DynamicLayer
-
-    layers = getattr(cache, "layers", None)
-    if not layers or any(type(layer) is not DynamicLayer or not layer.is_initialized for layer in layers):
-        return False
-    cls = _shared_prefix_layer_class()
-    cache.layers = [cls(layer.keys, layer.values, batch, room) for layer in layers]
-    return True
-
-
-_SHARED_PREFIX = "_earnest_shared_prefix"   # attribute of the key tensor a shared-prefix layer returns
-
-
-@functools.lru_cache(maxsize=1)
-def _shared_prefix_layer_class():
-    class SharedPrefixLayer(_preallocated_layer_class()):
-        """The prefix's keys/values once (1, heads, P, dim); each row's own columns in a
-        preallocated buffer (the parent class's, starting empty).
-
-        ``update`` returns the rows' own keys/values, the key tensor carrying the prefix as an
-        attribute for ``shared_prefix_attention``; sequence length and mask sizes count both.
-        """
-
-        def __init__(self, prefix_keys, prefix_values, batch: int, room: int):
-            _, h, p, d = prefix_keys.shape
-            self._pk, self._pv, self._p = prefix_keys, prefix_values, p
-            super().__init__(prefix_keys.new_empty((batch, h, 0, d)),
-                             prefix_values.new_empty((batch, h, 0, prefix_values.shape[-1])), room)
-
-        def _views(self):
-            super()._views()
-            setattr(self.keys, _SHARED_PREFIX, (self._pk, self._pv))
-
-        def get_seq_length(self) -> int:
-            return self._p + self._len
-
-        def write_slot(self, slot, keys, values, start):
-            """Overwrite one row's columns start.. (counted from the prefix's first column)."""
-            super().write_slot(slot, keys, values, start - self._p)
-
-        def crop(self, tokens_to_remove):
-            raise NotImplementedError("a shared-prefix decoding cache is not cropped")
-
-    return SharedPrefixLayer
-
-
-def shared_prefix_attention(module, query, key, value, attention_mask, dropout: float = 0.0,
-                            scaling: float | None = None, **kwargs):
-    """SDPA for a shared-prefix cache (``SHARED_PREFIX_ATTENTION``); plain SDPA for anything else.
-
-    One decoding step (one query per row) attends to the prefix once for all rows and to each
-    row's own columns, and merges the two softmax parts; longer queries (the rows' own prompt
-    tokens) see the prefix copied out and go to transformers' SDPA, as in standard attention.
-    """
-    import torch
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
-    shared = getattr(key, _SHARED_PREFIX, None)
-    if shared is None:
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
-                                      **kwargs)
-    pk, pv = shared
-    B, H, S, d = query.shape
-    P = pk.shape[2]
-    if attention_mask is None:
-        allowed = None
-    else:
-        allowed = attention_mask if attention_mask.dtype == torch.bool else attention_mask == 0
-    if S > 1 or dropout or (allowed is not None and not bool(allowed[..., :P].all())):
-        full_k = torch.cat([pk.expand(B, -1, -1, -1), key], dim=2)
-        full_v = torch.cat([pv.expand(B, -1, -1, -1), value], dim=2)
-        return sdpa_attention_forward(module, query, full_k, full_v, attention_mask, dropout=dropout,
-                                      scaling=scaling, **kwargs)
-    kvh = pk.shape[1]
-    g = H // kvh
-    scale = scaling if scaling is not None else d ** -0.5
-    work = torch.float32 if query.dtype in (torch.float16, torch.bfloat16) else query.dtype
-    q = query.reshape(B, kvh, g, d).to(work)
-    # the prefix: every row's queries of one key/value head against the one copy of the prefix
-    qp = q.permute(1, 0, 2, 3).reshape(kvh, B * g, d)
-    sp = torch.matmul(qp, pk[0].to(work).transpose(-1, -2)) * scale            # (kvh, B*g, P)
-    mp = sp.amax(-1, keepdim=True)
-    ep = torch.exp(sp - mp)
-    lp, op = ep.sum(-1, keepdim=True), torch.matmul(ep, pv[0].to(work))        # (kvh, B*g, 1|d)
-    mp, lp, op = (t.reshape(kvh, B, g, -1).permute(1, 0, 2, 3) for t in (mp, lp, op))
-    # each row's own columns (its prompt tokens behind the masked gap, its answer so far)
-    ss = torch.matmul(q, key.to(work).transpose(-1, -2)) * scale                # (B, kvh, g, T)
-    if allowed is not None:
-        ss = ss.masked_fill(~allowed[..., P:], float("-inf"))
-    ms = ss.amax(-1, keepdim=True)
-    es = torch.exp(ss - ms)
-    ls, os_ = es.sum(-1, keepdim=True), torch.matmul(es, value.to(work))
-    m = torch.maximum(mp, ms)
-    a, b = torch.exp(mp - m), torch.exp(ms - m)
-    out = (a * op + b * os_) / (a * lp + b * ls)                               # (B, kvh, g, d)
-    return out.reshape(B, 1, H, d).to(query.dtype).contiguous(), None
-
-
-@functools.lru_cache(maxsize=1)
-def _register_shared_prefix_attention() -> str:
-    """Register ``shared_prefix_attention`` (and SDPA's mask) with transformers; its name."""
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
-
-    name = "earnest_shared_prefix"
-    AttentionInterface.register(name, shared_prefix_attention)
-    AttentionMaskInterface.register(name, sdpa_mask)
-    return name
 
 
 def shared_token_prefix(seqs: Sequence[Sequence[int]]) -> list[int]:
