@@ -13,7 +13,9 @@ every answer it did get, so running it again asks only for what is missing.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import logging
 import os
 import shutil
@@ -39,6 +41,11 @@ class PromptFormat(Protocol):
 
 GENERATION_COLUMNS = ["item_id", "model", "prompt", "dataset", "response", "prompt_tokens",
                       "new_tokens", "stop_reason", "seconds"]
+#: what traces an answer to what produced it: the SHA-256 of the exact prompt (UTF-8 bytes of the raw
+#: prompt, or of the chat messages as JSON), the fidelity mode, and the backend with its decoding
+#: settings (JSON: backend, decoding, dtype, attention, batch size, library versions, max_new_tokens, stop)
+TRACE_COLUMNS = ["prompt_sha256", "fidelity", "decoding"]
+TABLE_COLUMNS = GENERATION_COLUMNS + TRACE_COLUMNS
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +129,7 @@ def load_checkpoints(ckpt: Path) -> pd.DataFrame:
             log.warning("%s: unreadable checkpoint part (%s); set aside, its items will be generated again", p, exc)
             p.rename(p.with_name(f"bad-{p.name}"))
     if not frames:
-        return pd.DataFrame(columns=GENERATION_COLUMNS)
+        return pd.DataFrame(columns=TABLE_COLUMNS)
     return pd.concat(frames, ignore_index=True)
 
 
@@ -151,6 +158,20 @@ class _Progress:
         log.info("progress: %d/%d items done, %.3f items/s, ETA %.0f s", self.done, self.total, rate, eta)
 
 
+def prompt_sha256(request: GenerationRequest) -> str:
+    """SHA-256 (hex) of the exact prompt a request sends: its raw prompt's UTF-8 bytes, or its chat
+    messages as compact JSON (lone surrogates kept as they are, so no prompt is refused)."""
+    blob = request.prompt if request.prompt is not None else json.dumps(request.messages, ensure_ascii=False,
+                                                                        separators=(",", ":"), sort_keys=True)
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def decoding_record(backend: Backend, request: GenerationRequest, max_new_tokens: int) -> str:
+    """The ``decoding`` column: the backend's own description, the token cap and the request's stop strings."""
+    return json.dumps({**backend.describe(), "max_new_tokens": int(max_new_tokens), "stop": list(request.stop)},
+                      sort_keys=True, ensure_ascii=False, default=str)
+
+
 def run_requests(requests: Sequence[GenerationRequest], backend: Backend, *, model: str, prompt: str, dataset: str,
                  output: str | Path, max_new_tokens: int, checkpoint_every: int = 16) -> pd.DataFrame:
     """Answer every request not yet checkpointed, then write ``output`` (one row per request key).
@@ -171,6 +192,19 @@ def run_requests(requests: Sequence[GenerationRequest], backend: Backend, *, mod
     log.info("%s/%s/%s: %d items, %d already checkpointed in %s, %d to generate",
              model, prompt, dataset, len(requests), len(requests) - len(todo), ckpt, len(todo))
     progress = _Progress(len(requests), len(requests) - len(todo))
+    by_key = {r.key: r for r in requests}
+    trace = {}                                       # key -> (prompt_sha256, fidelity, decoding)
+    decoding_of: dict = {}
+
+    def trace_of(key: str) -> tuple[str, str, str]:
+        if key not in trace:
+            req = by_key[key]
+            stop = tuple(req.stop)
+            if stop not in decoding_of:
+                decoding_of[stop] = decoding_record(backend, req, max_new_tokens)
+            trace[key] = (prompt_sha256(req), req.fidelity, decoding_of[stop])
+        return trace[key]
+
     buffer: list[GenerationResult] = []
     failed: list[GenerationResult] = []
 
@@ -179,8 +213,8 @@ def run_requests(requests: Sequence[GenerationRequest], backend: Backend, *, mod
             return
         rows = [dict(item_id=r.key, model=model, prompt=prompt, dataset=dataset, response=r.response,
                      prompt_tokens=r.prompt_tokens, new_tokens=r.new_tokens, stop_reason=r.stop_reason,
-                     seconds=r.seconds) for r in buffer]
-        write_parquet_atomic(pd.DataFrame(rows, columns=GENERATION_COLUMNS), new_part_path(ckpt), replace=False)
+                     seconds=r.seconds, **dict(zip(TRACE_COLUMNS, trace_of(r.key)))) for r in buffer]
+        write_parquet_atomic(pd.DataFrame(rows, columns=TABLE_COLUMNS), new_part_path(ckpt), replace=False)
         progress.update(len(buffer))
         buffer.clear()
 
@@ -213,7 +247,17 @@ def run_requests(requests: Sequence[GenerationRequest], backend: Backend, *, mod
         raise GenerationError(f"{output}: {len(missing)} items have no generation (e.g. {sorted(missing)[:3]}); "
                               "run the job again to generate them")
     order = {k: i for i, k in enumerate(keys)}
-    table = table.sort_values("item_id", key=lambda s: s.map(order)).reset_index(drop=True)[GENERATION_COLUMNS]
+    # parts written before the trace columns existed: the trace of the request as it is asked now
+    for col in TRACE_COLUMNS:
+        if col not in table.columns:
+            table[col] = None
+    untraced = table["prompt_sha256"].isna()
+    if untraced.any():
+        log.info("%s: %d answers checkpointed without a trace get the trace of their request", output, untraced.sum())
+        filled = [trace_of(k) for k in table.loc[untraced, "item_id"]]
+        for j, col in enumerate(TRACE_COLUMNS):
+            table.loc[untraced, col] = [f[j] for f in filled]
+    table = table.sort_values("item_id", key=lambda s: s.map(order)).reset_index(drop=True)[TABLE_COLUMNS]
     table = table.astype({"prompt_tokens": "int64", "new_tokens": "int64", "seconds": "float64"})
     write_parquet_atomic(table, output)
     shutil.rmtree(ckpt, ignore_errors=True)

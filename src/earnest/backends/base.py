@@ -132,5 +132,10 @@ class Backend(abc.ABC):
         result.
         """
 
+    def describe(self) -> dict:
+        """How this backend answers, as the generations table records it (``decoding`` column):
+        at least ``backend``; each backend adds its decoding settings."""
+        return {"backend": type(self).__name__}
+
     def close(self) -> None:
         """Free what the backend holds (weights, sessions)."""

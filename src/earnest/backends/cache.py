@@ -36,7 +36,7 @@ KEPT_EXTRA = ("empty_answer", "invalid_unicode")
 NON_SEMANTIC_KEYS = frozenset({
     "batch_size", "concurrency", "max_retries", "timeout_s", "backoff_s", "max_backoff_s", "cache_dir",
     "resources", "threads", "api_key_env", "device", "offline", "gsm_symbolic", "checkpoint_every",
-    "deadline_s", "retry_budget_s",
+    "deadline_s", "retry_budget_s", "cuda_graphs",
 })
 
 

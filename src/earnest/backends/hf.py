@@ -221,6 +221,31 @@ class DecodeMemoryError(MemoryError):
     """A job's decoding slots do not fit the device (the message names model, memory asked and free)."""
 
 
+def fit_batch(model: str, device: str, free: int, per_slot: int, overhead: int, n_requests: int,
+              wanted: int | None, slot_columns: int) -> int:
+    """Slots of ``per_slot`` bytes a job decodes with on a device with ``free`` bytes, ``overhead``
+    of them kept for a prefill and workspaces: ``wanted`` (at most one per request) if they fit, or
+    with ``wanted=None`` (``batch_size: auto``) as many as fit, at most ``AUTO_MAX_BATCH``.
+    Raises :class:`DecodeMemoryError` naming the model, the memory asked and the memory free."""
+    mib = 1 << 20
+    room = free - overhead
+    if wanted is None:
+        fits = room // per_slot
+        if fits < 1:
+            raise DecodeMemoryError(
+                f"models.{model}: one decoding slot needs {per_slot / mib:.0f} MiB ({slot_columns} key/value "
+                f"columns) plus {overhead / mib:.0f} MiB for a prefill and workspace; {device} has "
+                f"{free / mib:.0f} MiB free after the weights")
+        return int(max(1, min(fits, AUTO_MAX_BATCH, n_requests)))
+    batch = max(1, min(int(wanted), n_requests))
+    if batch * per_slot > room:
+        raise DecodeMemoryError(
+            f"models.{model}: batch_size {batch} needs {batch * per_slot / mib:.0f} MiB of decoding slots "
+            f"({slot_columns} key/value columns each) plus {overhead / mib:.0f} MiB for a prefill and workspace; "
+            f"{device} has {free / mib:.0f} MiB free after the weights (batch_size: auto takes what fits)")
+    return batch
+
+
 class TransformersBackend(Backend):
     """A causal LM from transformers, decoded greedily.
 
@@ -287,6 +312,9 @@ class TransformersBackend(Backend):
         self._layout = None          # (layers, (kv heads, key dim, value dim), sliding window or None)
         #: what the last ``generate`` call decoded with: batch, columns per slot, cache bytes, graphs
         self.last_decode: dict = {}
+        # refills in groups and the tail on halving row counts: the CUDA-graph policy (None: with graphs);
+        # tests set it on a CPU to check that the policy changes no answer
+        self._grouped: bool | None = None
 
     # ------------------------------------------------------------------ helpers
 
@@ -401,28 +429,12 @@ class TransformersBackend(Backend):
         per_slot += self.model.config.vocab_size * 4          # the step's logits row
         prefill = slots.slot_cache_class().bytes_per_slot(layers, kv_shape, prefill_columns, itemsize)
         prefill *= 2 * min(PREFILL_ROWS, n_requests)           # the prefix copies and their concatenation
+        wanted = None if self.batch_size == AUTO_BATCH else int(self.batch_size)
         if self.device.type != "cuda":
-            wanted = AUTO_CPU_BATCH if self.batch_size == AUTO_BATCH else int(self.batch_size)
-            return max(1, min(wanted, n_requests))
+            return max(1, min(wanted or AUTO_CPU_BATCH, n_requests))
         free, _ = self.torch.cuda.mem_get_info(self.device)
-        room = free - prefill - AUTO_RESERVE_BYTES
-        mib = 1 << 20
-        if self.batch_size == AUTO_BATCH:
-            fits = room // per_slot
-            if fits < 1:
-                raise DecodeMemoryError(
-                    f"models.{self.name}: one decoding slot needs {per_slot / mib:.0f} MiB ({slot_columns} key/value "
-                    f"columns) plus {(prefill + AUTO_RESERVE_BYTES) / mib:.0f} MiB for a prefill and workspace; "
-                    f"{self.device} has {free / mib:.0f} MiB free after the weights")
-            return int(max(1, min(fits, AUTO_MAX_BATCH, n_requests)))
-        batch = max(1, min(int(self.batch_size), n_requests))
-        if batch * per_slot > room:
-            raise DecodeMemoryError(
-                f"models.{self.name}: batch_size {batch} needs {batch * per_slot / mib:.0f} MiB of decoding slots "
-                f"({slot_columns} key/value columns each) plus {(prefill + AUTO_RESERVE_BYTES) / mib:.0f} MiB for a "
-                f"prefill and workspace; {self.device} has {free / mib:.0f} MiB free after the weights "
-                f"(batch_size: auto picks what fits)")
-        return batch
+        return fit_batch(self.name, str(self.device), free, per_slot, prefill + AUTO_RESERVE_BYTES, n_requests,
+                         wanted, slot_columns)
 
     def _decode(self, rows: list[list[int]], order: list[int], prefix: tuple[int, ...], max_new_tokens: int,
                 done) -> None:
@@ -455,8 +467,9 @@ class TransformersBackend(Backend):
                                              self.model.dtype, self.device)
             step = slots.SlotStep(self.model, cache, cache_kw=self._cache_kw, keep_kw=self._keep_kw,
                                   additive_mask=self._additive_mask, graphs=graphs)
-            sizes = slots.graph_sizes(B) if graphs else None
-            refill_at = max(1, B // 8) if graphs else 1
+            grouped = graphs if self._grouped is None else self._grouped
+            sizes = slots.graph_sizes(B) if grouped else None
+            refill_at = max(1, B // 8) if grouped else 1
             scratch = cache.columns - 1
             slot_req: list[int | None] = [None] * B
             states: dict[int, dict] = {}

@@ -511,6 +511,11 @@ class OpenAIBackend(Backend):
 
     # ------------------------------------------------------------------ Backend interface
 
+    def describe(self) -> dict:
+        """How this backend answers (the generations table's ``decoding`` column); no key or secret."""
+        return {"backend": "openai", "base_url": self.base_url, "model": self.model, "temperature": self.temperature,
+                "request_params": self.request_params}
+
     def generate(self, requests: Sequence[GenerationRequest], max_new_tokens: int,
                  on_result: OnResult | None = None) -> list[GenerationResult]:
         """Answer every request, ``concurrency`` at a time; results in the requests' order.
