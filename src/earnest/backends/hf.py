@@ -1,10 +1,14 @@
-"""Hugging Face transformers backend: greedy decoding with a shared-prefix KV cache and batching.
+"""Hugging Face transformers backend: greedy decoding over fixed slots that share a prefix cache.
 
-Where the time goes on a CPU: every few-shot prompt repeats the same ~800-token prefix. We run
-the model over the longest token prefix shared by all prompts of a job once, then copy that
-cache into every batch and feed only each question's own tokens. Rows that stop (EOS, or one of
-the request's stop strings, e.g. the model starting the next "Q:") leave the batch at once, so a
-runaway answer costs only itself.
+Every few-shot prompt repeats the same ~800-token prefix. We run the model over the longest token
+prefix shared by all prompts of a job once and feed only each question's own tokens behind it. The
+job's requests go through ``batch_size`` slots of a decoding cache whose size is fixed by the batch
+and the longest request (``earnest.backends.slots``): an answer that ends (EOS, one of the
+request's stop strings, the token cap) frees its slot for the next request at once (on a GPU once
+an eighth of the slots are free, so that prefills come in groups), so a runaway answer costs only
+itself and the cache never grows with the job. On CUDA each decoding step is a replayed CUDA graph.
+Stop strings are looked for once per step for all rows with one batched decode of each row's last
+tokens, never by decoding whole answers.
 
 Requests with ``fidelity="reference"`` are decoded as the authors' ``HFModelWrapper.ask`` decodes
 (the-mysh/gsm-symbolic-benchmarking @ d063998; resources/FIDELITY.md, point 2): the prompt is
@@ -272,7 +276,8 @@ class TransformersBackend(Backend):
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
         self.batch_size = cfg.get("batch_size", DEFAULT_BATCH_SIZE)
-        if self.batch_size != AUTO_BATCH and not (isinstance(self.batch_size, int) and self.batch_size >= 1):
+        if self.batch_size != AUTO_BATCH and (isinstance(self.batch_size, bool) or
+                                              not (isinstance(self.batch_size, int) and self.batch_size >= 1)):
             raise ValueError(f"models.{model_name}.batch_size: {self.batch_size!r} is neither a positive integer "
                              f"nor {AUTO_BATCH!r}")
         self.cuda_graphs = bool(cfg.get("cuda_graphs", True))
@@ -335,7 +340,8 @@ class TransformersBackend(Backend):
 
         return {"backend": "transformers", "decoding": "greedy", "dtype": str(self.model.dtype).removeprefix("torch."),
                 "device": self.device.type, "attention": self.attention, "chat_template": self.chat_template,
-                "batch_size": self.batch_size, "cuda_graphs": self.cuda_graphs and self.device.type == "cuda",
+                "batch_size": self.batch_size, "batch": self.last_decode.get("batch"),
+                "cuda_graphs": self.cuda_graphs and self.device.type == "cuda",
                 "transformers": transformers.__version__, "torch": torch.__version__}
 
     def encode(self, request: GenerationRequest) -> list[int]:
@@ -428,10 +434,11 @@ class TransformersBackend(Backend):
         per_slot = slots.slot_cache_class().bytes_per_slot(layers, kv_shape, slot_columns, itemsize)
         per_slot += self.model.config.vocab_size * 4          # the step's logits row
         prefill = slots.slot_cache_class().bytes_per_slot(layers, kv_shape, prefill_columns, itemsize)
-        prefill *= 2 * min(PREFILL_ROWS, n_requests)           # the prefix copies and their concatenation
+        prefill *= 2 * min(PREFILL_ROWS, n_requests) + 1       # the prefix, its copies and their concatenation
         wanted = None if self.batch_size == AUTO_BATCH else int(self.batch_size)
         if self.device.type != "cuda":
             return max(1, min(wanted or AUTO_CPU_BATCH, n_requests))
+        self.torch.cuda.empty_cache()         # memory this process freed counts as free
         free, _ = self.torch.cuda.mem_get_info(self.device)
         return fit_batch(self.name, str(self.device), free, per_slot, prefill + AUTO_RESERVE_BYTES, n_requests,
                          wanted, slot_columns)

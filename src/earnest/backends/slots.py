@@ -27,6 +27,9 @@ import logging
 log = logging.getLogger(__name__)
 
 SHARED_PREFIX_ATTR = "_earnest_shared_prefix"   # attribute of the key tensor a shared-prefix cache returns
+#: a captured step attends over the live columns rounded up to a multiple of this (one graph per
+#: row count and span), so early steps of long-answer jobs do not read the unused end of every slot
+SPAN_BUCKET = 256
 
 
 def _cache_base():
@@ -222,23 +225,25 @@ class SlotStep:
         c.write_pos[:rows].add_(1).clamp_(max=c.columns - 1)
 
     def run(self, rows: int, span: int):
-        """One step over the first ``rows`` slots; eager steps attend over ``span`` columns.
-        Returns ``out[:rows]`` (a device tensor)."""
+        """One step over the first ``rows`` slots, attending over at least the first ``span``
+        columns (a captured step: ``span`` rounded up to ``SPAN_BUCKET``). Returns ``out[:rows]``
+        (a device tensor)."""
         torch = self.torch
         with torch.inference_mode():
             if self.graphs_on:
-                graph = self._graphs.get(rows)
+                span = min(self.cache.columns, -(-span // SPAN_BUCKET) * SPAN_BUCKET)
+                graph = self._graphs.get((rows, span))
                 if graph is None:
-                    graph = self._capture(rows)
+                    graph = self._capture(rows, span)
                 if graph is not None:
                     graph.replay()
                     return self.out[:rows]
             self._body(rows, span)
         return self.out[:rows]
 
-    def _capture(self, rows: int):
-        """Capture the step over ``rows`` slots (all columns) as a CUDA graph, checked against an
-        eager step on the same inputs; None (graphs off) where capture fails or disagrees."""
+    def _capture(self, rows: int, span: int):
+        """Capture the step over ``rows`` slots and ``span`` columns as a CUDA graph, checked against
+        an eager step on the same inputs; None (graphs off) where capture fails or disagrees."""
         torch = self.torch
         c = self.cache
         saved = [t[:rows].clone() for t in (self.tok, self.pos, c.write_pos)]
@@ -248,19 +253,19 @@ class SlotStep:
                 t[:rows].copy_(s)
 
         try:
-            self._body(rows, c.columns)                 # eager reference (writes the same column the graph writes)
+            self._body(rows, span)                 # eager reference (writes the same column the graph writes)
             expected = self.out[:rows].clone()
             restore()
             stream = torch.cuda.Stream()
             stream.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(stream):            # warm-up on a side stream, as capture requires
                 for _ in range(2):
-                    self._body(rows, c.columns)
+                    self._body(rows, span)
                     restore()
             torch.cuda.current_stream().wait_stream(stream)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
-                self._body(rows, c.columns)
+                self._body(rows, span)
             restore()
             graph.replay()
             torch.cuda.synchronize()
@@ -275,7 +280,7 @@ class SlotStep:
             self._graphs.clear()
             return None
         # the check's replay has moved every row one token on, exactly as the step being asked for
-        self._graphs[rows] = graph
+        self._graphs[rows, span] = graph
         return _Replayed(graph)
 
 
