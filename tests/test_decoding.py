@@ -85,7 +85,7 @@ def _check_equal(be, reqs, results, max_new_tokens):
 def test_tiny_model_answers_equal_per_question_generate(tiny_model_dir, fidelity, jobs):
     """Jobs of 1, 7 and 200 requests at batch sizes 1, 4 and 16, in both fidelity modes: every answer
     is the one a plain per-question ``generate`` gives (text, and in earnest mode its token count and
-    stop reason); with the GPU's refill policy (refills in groups, the tail on halving row counts) too."""
+    stop reason); with the GPU's refill and pipelining policies too."""
     fmt = load_formats(fidelity=fidelity)["gsm"]
     prompts = [fmt.render(QUESTIONS[i % len(QUESTIONS)] + f" ({i})") for i in range(jobs)]
     be = _tiny(tiny_model_dir, batch_size=4)
@@ -100,9 +100,13 @@ def test_tiny_model_answers_equal_per_question_generate(tiny_model_dir, fidelity
         else:
             assert [(r.response, r.new_tokens, r.stop_reason) for r in out] == \
                 [(r.response, r.new_tokens, r.stop_reason) for r in first]
-    be.batch_size, be._grouped = 16, True
-    grouped = be.generate(reqs, 16)
-    assert [(r.response, r.new_tokens) for r in grouped] == [(r.response, r.new_tokens) for r in first]
+    # the GPU's policies on the CPU: refills in groups and the tail on halving row counts; the next
+    # step launched before the current one's tokens are checked
+    be.batch_size = 16
+    for be._grouped, be._pipelined in ((True, False), (False, True), (True, True)):
+        again = be.generate(reqs, 16)
+        assert [(r.response, r.new_tokens, r.stop_reason) for r in again] == \
+            [(r.response, r.new_tokens, r.stop_reason) for r in first]
     if jobs == 200:
         assert be.last_decode["prefills"] > 1              # slots were refilled
         if fidelity == "earnest":                          # answers ended at different steps

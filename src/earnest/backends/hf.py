@@ -320,6 +320,8 @@ class TransformersBackend(Backend):
         # refills in groups and the tail on halving row counts: the CUDA-graph policy (None: with graphs);
         # tests set it on a CPU to check that the policy changes no answer
         self._grouped: bool | None = None
+        # the next step launched before the current one's tokens are checked (None: with graphs)
+        self._pipelined: bool | None = None
 
     # ------------------------------------------------------------------ helpers
 
@@ -523,25 +525,58 @@ class TransformersBackend(Backend):
                         col[s] = cache.base + len(rows[i]) - P
                     take(list(zip(chosen, first)))
 
-            fill()
-            while True:
+            # With graphs the step after the current one is launched before the current one's tokens
+            # are read back and checked, so the host's work (stop strings, refills) overlaps the
+            # device's; a token computed for a slot whose answer ended meanwhile is dropped.
+            pipelined = graphs if self._pipelined is None else self._pipelined
+            depth = 2 if pipelined else 1
+            inflight: collections.deque = collections.deque()
+            pinned = self.device.type == "cuda"
+            ring = [torch.empty(B, dtype=torch.long, pin_memory=pinned) for _ in range(depth + 1)]
+            launched = 0
+
+            def launch() -> None:
+                nonlocal launched
                 live = [s for s in range(n_rows) if slot_req[s] is not None]
-                if not live:
-                    break
-                span = max(col[s] for s in live) + 1
-                out = step.run(n_rows, span).tolist()
-                self.last_decode["steps"] += 1
+                out = step.run(n_rows, max(col[s] for s in live) + 1)
+                host = ring[launched % len(ring)][:n_rows]
+                host.copy_(out, non_blocking=pinned)
+                event = None
+                if pinned:
+                    event = torch.cuda.Event()
+                    event.record()
+                launched += 1
                 for s in live:
                     col[s] += 1
-                ended = take([(s, out[s]) for s in live])
+                inflight.append((host, event, [(s, slot_req[s]) for s in live]))
+
+            def land() -> list[int]:
+                host, event, launched_with = inflight.popleft()
+                if event is not None:
+                    event.synchronize()
+                toks = host.tolist()
+                # only the slots that still hold the request the step was launched for
+                return take([(s, toks[s]) for s, i in launched_with if slot_req[s] == i])
+
+            fill()
+            compact = False
+            while True:
+                if not compact and len(inflight) < depth and any(r is not None for r in slot_req[:n_rows]):
+                    launch()
+                    if len(inflight) < depth:
+                        continue
+                if not inflight:
+                    break
+                ended = land()
                 if queue:
                     if ended and sum(r is None for r in slot_req[:n_rows]) >= min(refill_at, len(queue)):
                         fill()
                     continue
-                # nothing waits: run the step on as few rows as hold the live answers
+                # nothing waits: run the step on as few rows as hold the live answers (once no step is in flight)
                 live = [s for s in range(n_rows) if slot_req[s] is not None]
                 target = len(live) if sizes is None else next((z for z in sizes if z >= len(live)), n_rows)
-                if live and target < n_rows:
+                compact = bool(live) and target < n_rows
+                if compact and not inflight:
                     keep = live + [s for s in range(n_rows) if slot_req[s] is None][: target - len(live)]
                     src = torch.tensor(keep, device=self.device)
                     cache.gather_rows(src)
@@ -550,6 +585,8 @@ class TransformersBackend(Backend):
                     slot_req[:target] = [slot_req[s] for s in keep]
                     col[:target] = [col[s] for s in keep]
                     n_rows = target
+                    compact = False
+            self.last_decode["steps"] = launched
             self.last_decode["graphs"] = step.graph_note
 
     def _prefill(self, cache, step, chosen: list[int], owns: list[list[int]], prefix: tuple[int, ...]) -> list[int]:
