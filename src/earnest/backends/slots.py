@@ -199,7 +199,8 @@ class SlotStep:
         self.out = torch.zeros(B, dtype=torch.long, device=dev)
         self.cols = torch.arange(cache.columns, device=dev)
         self.graphs_on = bool(graphs) and dev.type == "cuda"
-        self._graphs: dict[int, object] = {}
+        self._graphs: dict[tuple[int, int], object] = {}
+        self._pool = None           # one memory pool for all of a job's graphs (never replayed at once)
         self.graph_note = "off" if not self.graphs_on else "on"
 
     def _mask(self, rows: int, span: int):
@@ -264,7 +265,9 @@ class SlotStep:
                     restore()
             torch.cuda.current_stream().wait_stream(stream)
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
+            if self._pool is None:
+                self._pool = torch.cuda.graph_pool_handle()
+            with torch.cuda.graph(graph, pool=self._pool):
                 self._body(rows, span)
             restore()
             graph.replay()
