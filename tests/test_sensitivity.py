@@ -66,6 +66,18 @@ def test_a_degenerate_fit_is_never_a_significant_conclusion():
     assert not a["significant_uncorrected_reference"] and a["significant_uncorrected_earnest"] and a["changed"].startswith("significance")
 
 
+def test_a_degenerate_fit_prints_the_mark_not_its_odds_ratio(tmp_path):
+    """The published table shows a degenerate fit's odds ratio as the degenerate mark (a separated fit's
+    can run to hundreds of digits) and its significance as 'no (degenerate)'."""
+    ref, ear = _summaries()
+    ref.loc[0, ["median_log_or", "odds_ratio", "p_boot"]] = [421.0, float(np.exp(421.0)), 0.0]   # separated
+    t = compare_modes({"earnest": ear, "reference": ref})
+    paths = write_sensitivity(t, tmp_path / "s", ["earnest", "reference"], regenerated=False)
+    md = paths["md"].read_text()
+    row = next(x for x in md.splitlines() if "| a |" in x.replace("**", "") and "Variant" in x)
+    assert "§" in row and "no (degenerate)" in row and "e+" not in md and len(max(md.split(), key=len)) < 80
+
+
 def test_rows_in_one_mode_only_and_bad_modes():
     ref, ear = _summaries()
     t = compare_modes({"earnest": ear, "reference": ref[ref["model"] != "c"]})

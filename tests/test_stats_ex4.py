@@ -9,9 +9,15 @@ from earnest.gsm.ex4 import dose_response, dose_rows, side_by_side, side_by_side
 
 
 def _row(analysis, glmm, model, odds_ratio, p, term="variant"):
+    """A per-group summary row as the workflow writes it (earnest.stats.summaries.SUMMARIES_COLUMNS)."""
+    lo, hi = odds_ratio * 0.8, odds_ratio * 1.2
     return {"analysis": analysis, "glmm": glmm, "model": model, "prompt": "gsm", "term": term,
-            "odds_ratio": odds_ratio, "ci_low": odds_ratio * 0.8, "ci_high": odds_ratio * 1.2, "p_boot": p,
-            "median_log_or": np.log(odds_ratio)}
+            "odds_ratio": odds_ratio, "ci_low": lo, "ci_high": hi, "p_boot": p, "median_log_or": np.log(odds_ratio),
+            "ci_low_log": np.log(lo), "ci_high_log": np.log(hi), "n_resamples": 200, "n_clean": 200, "n_errors": 0,
+            "n_singular": 0, "ranef_var_mean": 0.5, "ranef_var_sd": 0.1, "acc_base": 60.0, "acc_variants": 50.0,
+            "delta_var": -10.0, "n_base": 100, "n_variants": 5000, "wald_estimate": np.log(odds_ratio),
+            "wald_se": 0.1, "wald_p": p, "wald_converged": True, "wald_singular": False, "wald_max_grad": 1e-5,
+            "wald_tol": 2e-3, "wald_messages": ""}
 
 
 def test_side_by_side_flags_where_conclusions_differ():
@@ -33,6 +39,21 @@ def test_side_by_side_flags_where_conclusions_differ():
     md = side_by_side_markdown(t.reset_index(), 0.05, {"statistic": 0.04, "pvalue": 0.6, "n_base": 280,
                                                        "n_variants": 14000})
     assert "| a | 0.60 [0.48, 0.72] p=0.003 * |" in md and "K-S D = 0.0400" in md
+
+
+def test_a_degenerate_fit_is_never_starred():
+    """An Ex1 or Ex4 fit the summaries table marks degenerate (here: estimates beyond ±10 log-odds)
+    prints the degenerate mark instead of its odds ratio, and no star, whatever its P value."""
+    sep = _row("all", 1, "a", float(np.exp(-14.0)), 0.0)
+    sep.update(ci_low_log=-40.0, ci_high_log=-12.0, ci_low=float(np.exp(-40.0)), ci_high=float(np.exp(-12.0)))
+    rows = [sep, _row("all", 2, "a", 0.7, 0.3), _row("matched", 1, "a", 0.6, 0.001),
+            _row("all", 1, "b", 0.5, 0.001), _row("all", 2, "b", 0.55, 0.002), _row("matched", 1, "b", 0.6, 0.003)]
+    t = side_by_side(pd.DataFrame(rows), "gsm", alpha=0.05).set_index("model")
+    assert t.loc["a", "ex1_degenerate"] and not t.loc["a", "ex1_p_holm_below_alpha"]
+    assert t.loc["a", "ex4_p_holm_below_alpha"] and t.loc["b", "ex1_p_holm_below_alpha"]
+    md = side_by_side_markdown(t.reset_index(), 0.05)
+    line = next(x for x in md.splitlines() if x.startswith("| a |"))
+    assert line.split(" | ")[1] == "§ p=<0.001" and "e-0" not in md
 
 
 def test_dose_rows_and_figure(tmp_path):

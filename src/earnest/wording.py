@@ -121,6 +121,25 @@ DEGENERATE_TEXT = ("no correct or no wrong answers, complete separation, or a me
 DEGENERATE_NOTE = f"{DEGENERATE_MARK} degenerate fit ({DEGENERATE_TEXT})."
 
 
+#: decimals of an odds ratio and its interval bounds in every table
+OR_DECIMALS = 2
+
+
+def format_estimate(x, degenerate: bool = False, digits: int = OR_DECIMALS, missing: str = "") -> str:
+    """An odds ratio (or one of its interval bounds) as every table prints it: ``digits`` decimals;
+    for a degenerate fit the degenerate mark alone, since its number carries no information
+    (:data:`DEGENERATE_TEXT`; a separated fit's odds ratio can run to hundreds of digits);
+    ``missing`` for None/NaN."""
+    if x is None:
+        return missing
+    x = float(x)
+    if math.isnan(x):
+        return missing
+    if degenerate:
+        return DEGENERATE_MARK
+    return f"{x:.{digits}f}"
+
+
 def significant_label(alpha: float) -> str:
     """A figure legend's entry for a significant effect (uncorrected P, fit not degenerate)."""
     return f"significant (p < {alpha:g})"

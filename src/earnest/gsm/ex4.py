@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from earnest.stats.summary import ALPHA, HOLM_FAMILY, add_holm, significant
-from earnest.wording import format_p, holm_family_text
+from earnest.stats.summaries import build_summaries
+from earnest.stats.summary import ALPHA, HOLM_FAMILY
+from earnest.wording import DEGENERATE_MARK, DEGENERATE_TEXT, format_estimate, format_p, holm_family_text
 
 COLUMNS = {"ex1": ("all", 1), "ex3": ("all", 2), "ex4": ("matched", 1)}
 LABELS = {"ex1": "Ex1 (GSM-Variants)", "ex3": "Ex3 (GLMM 2, gamma)", "ex4": "Ex4 (GSM-Matched)"}
@@ -31,8 +32,14 @@ def _pick(summaries: pd.DataFrame, analysis: str, glmm: int, prompt: str) -> pd.
 
 def side_by_side(summaries: pd.DataFrame, prompt: str, alpha: float = ALPHA) -> pd.DataFrame:
     """One row per model: odds ratio, 95% interval, Holm P and the decision of Ex1, Ex3, Ex4, and
-    ``differs``: which of Ex1/Ex3 reach another decision than Ex4 (significance or direction)."""
-    s = add_holm(summaries)
+    ``differs``: which of Ex1/Ex3 reach another decision than Ex4 (significance or direction).
+
+    The decisions are the summaries table's (:func:`earnest.stats.summaries.build_summaries`: Holm
+    under the rows' fidelity mode, ``significant_holm``, never significant when ``degenerate``);
+    per-group summary rows are built into that table first."""
+    s = summaries
+    if not {"significant_holm", "degenerate", "p_holm"} <= set(s.columns):
+        s = build_summaries(s, alpha=alpha)
     parts = {k: _pick(s, a, g, prompt) for k, (a, g) in COLUMNS.items()}
     models = [m for m in parts["ex1"].index if m in parts["ex4"].index]
     rows = []
@@ -42,12 +49,13 @@ def side_by_side(summaries: pd.DataFrame, prompt: str, alpha: float = ALPHA) -> 
         for k, part in parts.items():
             if m not in part.index:
                 row.update({f"{k}_or": np.nan, f"{k}_ci_low": np.nan, f"{k}_ci_high": np.nan, f"{k}_p_holm": np.nan,
-                            f"{k}_p_holm_below_alpha": None})
+                            f"{k}_p_holm_below_alpha": None, f"{k}_degenerate": None})
                 continue
             r = part.loc[m]
-            sig = bool(significant([r["p_holm"]], alpha)[0])
+            sig = bool(r["significant_holm"])
             row.update({f"{k}_or": r["odds_ratio"], f"{k}_ci_low": r["ci_low"], f"{k}_ci_high": r["ci_high"],
-                        f"{k}_p_holm": r["p_holm"], f"{k}_p_holm_below_alpha": sig})
+                        f"{k}_p_holm": r["p_holm"], f"{k}_p_holm_below_alpha": sig,
+                        f"{k}_degenerate": bool(r["degenerate"])})
             decision[k] = (sig, np.sign(np.log(r["odds_ratio"])) if sig else 0)
         row["differs"] = ", ".join(f"{LABELS[k].split(' ')[0]} vs Ex4" for k in ("ex1", "ex3")
                                    if k in decision and "ex4" in decision and decision[k] != decision["ex4"])
@@ -58,9 +66,11 @@ def side_by_side(summaries: pd.DataFrame, prompt: str, alpha: float = ALPHA) -> 
 def _cell(r, k, alpha: float) -> str:
     if pd.isna(r[f"{k}_or"]):
         return "—"
+    if bool(r.get(f"{k}_degenerate")):
+        return f"{DEGENERATE_MARK} p={format_p(r[f'{k}_p_holm'], alpha, missing='n/a')}"
     star = " *" if r[f"{k}_p_holm_below_alpha"] else ""
-    return (f"{r[f'{k}_or']:.2f} [{r[f'{k}_ci_low']:.2f}, {r[f'{k}_ci_high']:.2f}] "
-            f"p={format_p(r[f'{k}_p_holm'], alpha, missing='n/a')}{star}")
+    return (f"{format_estimate(r[f'{k}_or'])} [{format_estimate(r[f'{k}_ci_low'])}, "
+            f"{format_estimate(r[f'{k}_ci_high'])}] p={format_p(r[f'{k}_p_holm'], alpha, missing='n/a')}{star}")
 
 
 def side_by_side_markdown(table: pd.DataFrame, alpha: float = ALPHA, ks: dict | None = None,
@@ -68,7 +78,8 @@ def side_by_side_markdown(table: pd.DataFrame, alpha: float = ALPHA, ks: dict | 
     lines = ["# Ex4: the variant effect with number-matched variants", "",
              "Variant odds ratio (GSM-Variants / GSM-Matched vs GSM-Base) per model, 95% percentile bootstrap "
              f"interval, Holm-corrected bootstrap P (Ex1, Ex4: {holm_family_text(HOLM_FAMILY[1])}; Ex3, GLMM 2: "
-             f"{holm_family_text(HOLM_FAMILY[2])}); * = Holm P < {alpha}. "
+             f"{holm_family_text(HOLM_FAMILY[2])}); * = Holm P < {alpha} and the fit not degenerate; "
+             f"{DEGENERATE_MARK} = degenerate fit ({DEGENERATE_TEXT}), never significant. "
              f"Ex3 is the variant term of GLMM 2 (controlling for {covariate}). `differs` names the columns whose "
              "conclusion (significance or direction) is not Ex4's.", ""]
     if ks:

@@ -19,13 +19,13 @@ import pandas as pd
 
 from earnest import fidelity as F
 from earnest.stats.summary import ALPHA, HOLM_FAMILY
-from earnest.wording import (HOLM_MISSING_TEXT, effect_label, effect_rank, format_p, holm_family_text,
-                             significance_text)
+from earnest.wording import (DEGENERATE_MARK, DEGENERATE_TEXT, HOLM_MISSING_TEXT, effect_label, effect_rank,
+                             format_estimate, format_p, holm_family_text, significance_text)
 
 KEYS = ["glmm", "term", "model", "prompt"]
 #: Per-mode columns of the comparison (suffixed ``_<mode>``).
 MODE_COLUMNS = ["acc_base", "acc_variants", "delta_var", "odds_ratio", "median_log_or", "p_boot", "p_holm",
-                "significant_uncorrected", "significant_holm", "n_clean", "n_resamples", "rows"]
+                "significant_uncorrected", "significant_holm", "degenerate", "n_clean", "n_resamples", "rows"]
 #: What counts as a changed conclusion, in the order the table names them.
 CHANGES = ("significance", "significance after Holm", "direction")
 
@@ -82,6 +82,14 @@ def _fmt(x, digits: int) -> str:
     return "" if x is None or pd.isna(x) else f"{float(x):.{digits}f}"
 
 
+def _significance(p, significant: bool, holm: bool, degenerate: bool) -> str:
+    if pd.isna(p):
+        return ""
+    if bool(degenerate):
+        return "no (degenerate)"
+    return "yes, also after Holm" if holm else "yes" if significant else "no"
+
+
 def _p(p, p_holm, alpha: float | None) -> str:
     if pd.isna(p):
         return ""
@@ -108,11 +116,10 @@ def sensitivity_display(table: pd.DataFrame, modes: Sequence[str],
     for m in modes:
         cols[f"Ā Base / Var ({m})"] = [f"{_fmt(x, 1)} / {_fmt(y, 1)}" if not pd.isna(x) else ""
                                        for x, y in zip(t[f"acc_base_{m}"], t[f"acc_variants_{m}"])]
-        cols[f"OR ({m})"] = [_fmt(x, 2) for x in t[f"odds_ratio_{m}"]]
+        cols[f"OR ({m})"] = [format_estimate(x, bool(d)) for x, d in zip(t[f"odds_ratio_{m}"], t[f"degenerate_{m}"])]
         cols[f"P (Holm) ({m})"] = [_p(p, h, alpha) for p, h in zip(t[f"p_boot_{m}"], t[f"p_holm_{m}"])]
-        cols[f"Significant ({m})"] = ["" if pd.isna(p) else ("yes, also after Holm" if h else "yes" if s else "no")
-                                      for p, s, h in zip(t[f"p_boot_{m}"], t[f"significant_uncorrected_{m}"],
-                                                         t[f"significant_holm_{m}"])]
+        cols[f"Significant ({m})"] = [_significance(p, s, h, d) for p, s, h, d in zip(
+            t[f"p_boot_{m}"], t[f"significant_uncorrected_{m}"], t[f"significant_holm_{m}"], t[f"degenerate_{m}"])]
     cols["Changed"] = list(t["changed"])
     display = pd.DataFrame(cols)
     bold = pd.DataFrame(False, index=display.index, columns=display.columns)
@@ -138,7 +145,8 @@ def write_sensitivity(table: pd.DataFrame, stem: str | Path, modes: Sequence[str
                f"odds ratio; P: bootstrap P value (Eq. 4) with the Holm-Bonferroni-corrected value in parentheses "
                f"(GLMM 1 {holm_family_text(HOLM_FAMILY[1])}, GLMM 2 {holm_family_text(HOLM_FAMILY[2])}; "
                + "; ".join(f"{m}: {HOLM_MISSING_TEXT[m]}" for m in modes)
-               + f"); significant: {significance_text(alpha)}. Changed (bold): a conclusion that differs between the modes "
+               + f"); significant: {significance_text(alpha)}; {DEGENERATE_MARK}: a degenerate fit's odds ratio "
+               f"({DEGENERATE_TEXT}). Changed (bold): a conclusion that differs between the modes "
                f"(significance, significance after Holm, or the direction of the effect); {n} of {len(table)} "
                f"rows change.")
     return write_table(display, stem, caption, bold=bold, csv=table)
