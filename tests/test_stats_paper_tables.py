@@ -108,3 +108,20 @@ def test_glmm2_tables_name_another_covariate(tmp_path):
     plain = tmp_path / "plain"
     PT.write_stats_tables(_summaries(), plain)
     assert "the large-number effect" in (plain / "glmm2_gamma_c.md").read_text()
+
+
+def test_a_degenerate_fit_prints_the_mark_in_place_of_its_odds_ratio():
+    """Tables 3 and 14-15 print a degenerate fit's odds ratio and interval as the degenerate mark (the
+    same rule as Ex4's and the sensitivity table's: earnest.wording.format_estimate), never its number."""
+    sep = dict(median_log_or=-14.0, odds_ratio=float(np.exp(-14.0)), ci_low_log=-400.0, ci_high_log=-12.0,
+               ci_low=float(np.exp(-400.0)), ci_high=float(np.exp(-12.0)))
+    rows = [_row("a", "gsm", 1, "variant", 0.0, 0.2, **sep), _row("b", "gsm", 1, "variant", 0.03, 0.02),
+            _row("a", "gsm", 2, "variant", 0.0, 0.2, **sep), _row("a", "gsm", 2, "gamma_c", 0.003, 0.06)]
+    s = build_summaries(pd.DataFrame(rows))
+    assert s.loc[(s.model == "a") & (s.glmm == 1), "degenerate"].all()
+    d, _ = PT.bootstrap_stats_table(s, "gsm")
+    a = d.set_index("Model").loc["a"]
+    assert a["Odds ratio"] == "§" and a["95% CI"] == "[§, §]"
+    assert d.set_index("Model").loc["b", "Odds ratio"] == "0.61"
+    grid, _, bold = PT.glmm2_grid_table(s, "variant")
+    assert grid.iloc[0, 1].startswith("§; ") and not bold.iloc[0, 1]

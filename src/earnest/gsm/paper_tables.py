@@ -28,7 +28,8 @@ from earnest.stats.summaries import table_fidelity
 from earnest.stats.summary import HOLM_FAMILY, ranef_column
 from earnest.tables import write_table
 from earnest.wording import (CLEAN_RULE, DAGGER, DEGENERATE_MARK as DEGENERATE, DEGENERATE_TEXT, EFFECTS, GAMMA_C,
-                             HOLM_MISSING_TEXT, TERMS, VARIANT, effect_name, format_p, holm_family_text, term_label)
+                             HOLM_MISSING_TEXT, TERMS, VARIANT, effect_name, format_estimate, format_p, holm_family_text,
+                             term_label)
 
 RANEF_NOTE = ("Rand. eff. variance ± std. dev.: the random-intercept variance of the full-data fit and "
               "its square root (lme4's Variance and Std.Dev.), as the paper prints them.")
@@ -98,9 +99,9 @@ def bootstrap_stats_table(s: pd.DataFrame, prompt: str, term: str = VARIANT, glm
     sub = sub.assign(ranef_variance=var.to_numpy(), ranef_sd=sd.to_numpy())
     display = pd.DataFrame({
         "Model": sub["model"],
-        "Odds ratio": [_f(x, 2) for x in sub["odds_ratio"]],
-        "95% CI": [f"[{_f(lo, 2)}, {_f(hi, 2)}]" if not math.isnan(lo) else ""
-                   for lo, hi in zip(sub["ci_low"], sub["ci_high"])],
+        "Odds ratio": [format_estimate(x, bool(d)) for x, d in zip(sub["odds_ratio"], sub["degenerate"])],
+        "95% CI": [f"[{format_estimate(lo, bool(d))}, {format_estimate(hi, bool(d))}]" if not math.isnan(lo) else ""
+                   for lo, hi, d in zip(sub["ci_low"], sub["ci_high"], sub["degenerate"])],
         "Rand. eff. variance ± std. dev.": [f"{_f(v, 2)} ± {_f(d, 2)}" if not math.isnan(v) else ""
                                             for v, d in zip(sub["ranef_variance"], sub["ranef_sd"])],
         "N estimates": [str(int(n)) for n in sub["n_clean"]],
@@ -138,7 +139,7 @@ def glmm2_grid_table(s: pd.DataFrame, term: str, prompts: Sequence[str] | None =
             c = cells.loc[(model, prompt)]
             dag = f" {DAGGER}" if c["wald_mismatch"] else ""
             dag += f" {DEGENERATE}" if c["degenerate"] else ""
-            col.append(f"{_f(c['odds_ratio'], 2)}; {format_p(c['p_boot'], alpha)}{dag} / "
+            col.append(f"{format_estimate(c['odds_ratio'], bool(c['degenerate']))}; {format_p(c['p_boot'], alpha)}{dag} / "
                        f"{format_p(c['p_holm'], alpha)}")
             b.append(bool(c["significant_uncorrected"]))
         display[_label(prompt, prompt_labels)] = col
@@ -316,7 +317,8 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
     holm_note = {g: f"Holm-Bonferroni {holm_family_text(HOLM_FAMILY[g])} ({HOLM_MISSING_TEXT[fid]})"
                  for g in HOLM_FAMILY}
     clean_note = (f"N estimates is the number of clean bootstrap resamples ({CLEAN_RULE[fid]}; fidelity {fid}) "
-                  f"over which the statistics are calculated. ")
+                  f"over which the statistics are calculated. {DEGENERATE} in place of an odds ratio: a degenerate "
+                  f"fit ({DEGENERATE_TEXT}). ")
     dag_note = (f" Significant P values (below α = {alpha}, fit not degenerate) in bold; {DAGGER} marks cases where the Wald "
                 f"significance call differs from the bootstrap; {DEGENERATE} marks degenerate fits ({DEGENERATE_TEXT}).")
     for prompt in _order(allr.loc[allr["glmm"] == 1, "prompt"].tolist(), prompts):
