@@ -62,6 +62,7 @@ rule generate:
         model=lambda wc: wc.model,
         model_cfg=lambda wc: model_cfg(wc.model),
         prompt=lambda wc: wc.prompt,
+        prompt_entry=prompt_entry,
         prompts_dir=_repo_path(config["prompts_dir"]),
         fidelity=config["fidelity"],
         max_new_tokens=config["generation"]["max_new_tokens"],

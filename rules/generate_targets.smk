@@ -1,12 +1,18 @@
 # Generation (rules/generate.smk): the files a generation job reads besides its items and model.
-from earnest.gsm.prompts import formats_file
 
-# every file a prompt is made of: its template (for this fidelity mode) and formats.yaml (stops, style)
-FORMATS_YAML = str(formats_file(_repo_path(config["prompts_dir"])))
+import json
 
 
+# A generation job reads its own format's template file (an input: editing it reruns the job) and
+# its entry in formats.yaml (stop strings, style: a parameter, so that editing or adding another
+# entry reruns nothing of this format; Snakemake reruns a job whose parameters changed).
 def prompt_files(wc):
-    return [str(FORMATS[wc.prompt].path), FORMATS_YAML]
+    return [str(FORMATS[wc.prompt].path)]
+
+
+def prompt_entry(wc):
+    fmt = FORMATS[wc.prompt]
+    return json.dumps({"stop": list(fmt.stop), "style": fmt.style}, sort_keys=True)
 
 
 def gguf_file(wildcards):

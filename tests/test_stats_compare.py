@@ -51,10 +51,10 @@ def test_paired_glmm_recovers_a_known_difference_and_holm_runs_across_pairs():
     c.loc[flip, "correct"] = 1 - c.loc[flip, "correct"]
     c["model"] = "c"
     data = C.validate_compare_input(pd.concat([sim, c], ignore_index=True))
-    t = C.compare_family(data, "models", "p", n_resamples=25, seed=11)
+    t = C.compare_family(data, "models", "p", n_resamples=60, seed=11)
     assert list(zip(t.a, t.b)) == [("a", "b"), ("a", "c"), ("b", "c")]
     ab = t.iloc[0]
-    assert ab["n_items"] == 180 and ab["n_clean"] >= 15
+    assert ab["n_items"] == 180 and ab["n_clean"] >= 40
     assert ab["ci_low"] < math.exp(-1.5) < ab["ci_high"]
     assert abs(ab["median_log_or"] + 1.5) < 0.5
     assert bool(ab["significant_holm"]) and not bool(t.iloc[2]["significant_holm"])
@@ -247,3 +247,18 @@ def test_compare_input_file_problems_are_named(tmp_path, capsys, content, messag
     err = capsys.readouterr().err
     assert f"earnest compare: {src}{message}" in err and "Traceback" not in err, err
     assert not out.exists()
+
+
+def test_a_pair_built_from_diverged_estimates_is_degenerate():
+    """The compare case of issue 40: a pair whose median or interval is built from bootstrap estimates
+    beyond +-10 log-odds (quasi-separated resamples) is degenerate and never significant, by the
+    summaries' rule (diverged order statistics)."""
+    theta = np.r_[np.full(20, -69.0), np.linspace(-3.0, -0.5, 40)]     # 20 of 60 clean estimates diverged
+    lo, hi = np.percentile(theta, [2.5, 97.5])
+    r = {"n_items": 60, "acc_a": 100 / 60, "acc_b": 100 * 6 / 60, "n_resamples": 60, "n_clean": 60,
+         "item_effects": False, "n_ab": 1, "n_ba": 6, "median_log_or": float(np.median(theta)),
+         "ci_low_log": float(lo), "ci_high_log": float(hi), "n_diverged": 20,
+         "diverged": C.diverged_order_statistics(theta)}
+    v = C.pair_verdict(r, "a", "b")
+    assert v["degenerate"] and "beyond +-10 log-odds" in v["fit_problems"]
+    assert not C.pair_verdict({**r, "ci_low_log": -2.9, "diverged": False, "n_diverged": 0}, "a", "b")["degenerate"]

@@ -213,11 +213,26 @@ def test_editing_a_prompt_file_plans_its_generation_and_dependants_only(tiny_run
 
 
 @pytest.mark.slow
-def test_editing_formats_yaml_plans_every_generation_and_their_dependants_only(tiny_run):
-    """formats.yaml (stop strings, styles) is an input of every generation job: editing it plans all
-    of them and what depends on them, nothing before them and nothing of StatFormBench."""
-    jobs, _ = _plan_after_editing(tiny_run, tiny_run / "prompts" / "formats.yaml", lambda b: b + b"\n# edited\n")
-    assert jobs["generate"] == 4 and jobs["score"] == 4, jobs     # two prompts x two datasets
+def test_editing_formats_yaml_plans_only_the_generations_of_the_format_that_changed(tiny_run):
+    """Issue 43.2: a generation job depends on its own format's entry in formats.yaml (stop strings,
+    style: a parameter) and template file, not on the whole file: adding a format or a comment plans
+    nothing; changing one format's stop strings plans its generations and their dependants only."""
+    formats = tiny_run / "prompts" / "formats.yaml"
+    extra = (b"\n# a comment\nmy_new_format:\n  file: simple_code.txt\n  stop: [\"\\nQ:\"]\n  style: code\n")
+    jobs, _ = _plan_after_editing(tiny_run, formats, lambda b: b + extra)
+    assert jobs == {}, jobs
+
+    def new_stop(b: bytes) -> bytes:
+        head, _, rest = b.partition(b"\nsimple_code:\n")
+        block, sep, tail = rest.partition(b"\n\n") if b"\n\n" in rest else (rest, b"", b"")
+        edited = re.sub(rb'earnest: \["\\nQ:"\]', b'earnest: ["\\nQ:", "\\n\\n\\n"]', block, count=1)
+        assert edited != block
+        return head + b"\nsimple_code:\n" + edited + sep + tail
+
+    jobs, out = _plan_after_editing(tiny_run, formats, new_stop)
+    assert jobs["generate"] == 2 and jobs["score"] == 2, jobs     # simple_code x two datasets
+    generated = set(re.findall(r"rule generate:\n(?:    .*\n)*?    output: results/generations/tiny/(\w+)/", out))
+    assert generated == {"simple_code"}, generated
     assert set(jobs) - {"generate"} <= GSM_DEPENDANTS, jobs
 
 

@@ -36,15 +36,16 @@ from scipy import stats
 from earnest.stats import engines as E
 from earnest.stats import glmm as G
 from earnest.stats import rbridge
-from earnest.stats.diagnostics import fit_problems
-from earnest.stats.summary import bootstrap_p, check_alpha, clean_mask, holm, percentile_interval, significant
+from earnest.stats.diagnostics import DIVERGED_LOG_OR, fit_problems
+from earnest.stats.summary import (bootstrap_p, check_alpha, clean_mask, diverged_order_statistics, holm,
+                                   percentile_interval, significant)
 from earnest.wording import DEGENERATE_MARK, format_p
 
 COMPARE_INPUT_COLUMNS = ("model", "prompt", "template", "item", "correct")
 FAMILIES = ("models", "prompts")
 MAX_AGQ = 25                # lme4's limit on quadrature points
 PAIR_COLUMNS = ("family", "fixed", "a", "b", "n_items", "n_templates", "acc_a", "acc_b", "odds_ratio",
-                "median_log_or", "ci_low", "ci_high", "p_boot", "n_resamples", "n_clean", "item_effects", "agq",
+                "median_log_or", "ci_low", "ci_high", "ci_low_log", "ci_high_log", "n_diverged", "diverged", "p_boot", "n_resamples", "n_clean", "item_effects", "agq",
                 "n_ab", "n_ba", "mcnemar_or", "p_mcnemar", "p_holm", "p_mcnemar_holm", "fit_verdict",
                 "fit_problems", "degenerate", "significant_holm", "p_mcnemar_holm_below_alpha")
 
@@ -210,7 +211,8 @@ def compare_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effec
     lo, hi = percentile_interval(theta)
     with np.errstate(over="ignore"):  # a separated pair's log ORs run to +-thousands: exp gives 0 or inf
         odds = [float(np.exp(v)) if theta.size else float("nan") for v in (med, lo, hi)]
-    row.update(median_log_or=med, odds_ratio=odds[0], ci_low=odds[1], ci_high=odds[2],
+    row.update(median_log_or=med, odds_ratio=odds[0], ci_low=odds[1], ci_high=odds[2], ci_low_log=lo, ci_high_log=hi,
+               n_diverged=int(np.sum(np.abs(theta) > DIVERGED_LOG_OR)), diverged=diverged_order_statistics(theta),
                p_boot=bootstrap_p(theta), n_clean=int(theta.size))
     row.update(pair_verdict(row, a, b))
     return row
@@ -221,12 +223,15 @@ def pair_verdict(row: dict, a: str = "a", b: str = "b") -> dict:
     (:func:`earnest.stats.diagnostics.fit_problems`; condition b is its variant 0, a its variant 1):
     a pair where one condition answered every item alike (0/60 against 2/60), or (with item
     intercepts) whose discordant items all favour one side, is separated: its OR diverges, and it is
-    never significant."""
+    never significant; so is a pair whose median or interval is built from bootstrap estimates beyond
+    +-10 log-odds (resamples with quasi-separation), as in the summaries."""
     n = int(row["n_items"])
     verdict, statements = fit_problems({
         "n_base": n, "n_variants": n, "acc_base": row["acc_b"] if n else 0.0, "acc_variants": row["acc_a"] if n else 0.0,
         "term": "variant", "n_resamples": row["n_resamples"], "n_clean": row["n_clean"],
-        "item_effects": row["item_effects"], "n_ab": row["n_ab"], "n_ba": row["n_ba"]}, labels=(b, a))
+        "item_effects": row["item_effects"], "n_ab": row["n_ab"], "n_ba": row["n_ba"],
+        **{k: row[k] for k in ("median_log_or", "ci_low_log", "ci_high_log", "diverged", "n_diverged") if k in row}},
+        labels=(b, a))
     return {"fit_verdict": verdict, "fit_problems": "; ".join(statements), "degenerate": verdict == "degenerate"}
 
 
