@@ -6,7 +6,15 @@ P < 0.05 (power under the effect, false-positive rate under none), the mean clea
 same for the Wald interval/test of the full-data fit as a reference measured in the same run.
 
     python benchmarks/glmm_validity.py [--datasets 30] [--resamples 100] [--templates 60]
-                                       [--variants 20] [--glmm 1] [--cores 2]
+                                       [--variants 20] [--glmm 1] [--cores 2] [--engine lme4]
+
+``--ceiling``: no effect at accuracies near 100% (template intercepts ``--intercepts``), where
+resamples that draw no wrong GSM-Base answer are separated: the false-positive rate of the
+summaries' rule (separated resamples counted at their bound, a degenerate fit never significant)
+against Eq. 4 over the clean fits alone (the rule before), on the same fits, with Wilson intervals.
+
+    python benchmarks/glmm_validity.py --ceiling [--datasets 200] [--engine laplace]
+                                       [--intercepts 4.5,6,7.5]
 """
 
 from __future__ import annotations
@@ -33,6 +41,36 @@ def wald_study(n_datasets, effect, seed, glmm, templates, variants, gamma_effect
     return pd.DataFrame(rows)
 
 
+def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    if n == 0:
+        return float("nan"), float("nan")
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+def ceiling(args) -> None:
+    print(f"no effect at the accuracy ceiling; {args.datasets} data sets per intercept; {args.templates} templates x "
+          f"(1 + {args.variants}) items; B = {args.resamples}; engine {args.engine}")
+    for k, intercept in enumerate(float(x) for x in args.intercepts.split(",")):
+        t0 = time.time()
+        study = coverage_study(args.datasets, 0.0, n_resamples=args.resamples, seed=args.seed + 10_000 * k,
+                               glmm=args.glmm, n_templates=args.templates, n_variants=args.variants,
+                               cores=args.cores, engine=args.engine, intercept=intercept)
+        n = len(study)
+        new = int(study["p_below_alpha"].sum())
+        old = int((study["p_clean_only"] < 0.05).sum())
+        lo_new, hi_new = wilson(new, n)
+        lo_old, hi_old = wilson(old, n)
+        print(f"intercept {intercept:g}: accuracy {100 * study.accuracy.mean():.2f}% "
+              f"(range {100 * study.accuracy.min():.2f}-{100 * study.accuracy.max():.2f}), "
+              f"data sets with separated resamples {int((study.n_separated > 0).sum())}/{n}, degenerate "
+              f"{int(study.degenerate.sum())}/{n} | false positives: summaries' rule {new}/{n} = {new / n:.3f} "
+              f"[{lo_new:.3f}, {hi_new:.3f}], clean fits alone {old}/{n} = {old / n:.3f} [{lo_old:.3f}, {hi_old:.3f}]"
+              f"  ({time.time() - t0:.0f} s)", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", type=int, default=30)
@@ -43,7 +81,13 @@ def main() -> None:
     ap.add_argument("--effect", type=float, default=-0.6)
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--seed", type=int, default=5000)
+    ap.add_argument("--engine", default="lme4", help="lme4 or laplace")
+    ap.add_argument("--ceiling", action="store_true", help="no effect at accuracies near 100%%")
+    ap.add_argument("--intercepts", default="4.5,6,7.5", help="--ceiling: template intercepts (log-odds)")
     args = ap.parse_args()
+    if args.ceiling:
+        ceiling(args)
+        return
     gamma_effect = -0.2 if args.glmm == 2 else 0.0
     print(f"GLMM {args.glmm}; {args.datasets} data sets per scenario; {args.templates} templates x "
           f"(1 + {args.variants}) items; B = {args.resamples}")
@@ -51,7 +95,7 @@ def main() -> None:
         t0 = time.time()
         boot = coverage_study(args.datasets, effect, n_resamples=args.resamples, seed=seed, glmm=args.glmm,
                               n_templates=args.templates, n_variants=args.variants, gamma_effect=gamma_effect,
-                              cores=args.cores)
+                              cores=args.cores, engine=args.engine)
         wald = wald_study(args.datasets, effect, seed, args.glmm, args.templates, args.variants, gamma_effect)
         what = "power" if effect != 0 else "false-positive rate"
         print(f"{label} (true log-OR {effect:+.2f}): bootstrap coverage {boot.covered.mean():.3f}, "

@@ -93,7 +93,9 @@ def _shards(estimates, converged, errors=None):
 def test_summarise_uses_clean_estimates_only():
     sh = _shards([-1.0, -0.5, 5.0, -0.2, np.nan], [True, True, False, True, False], errors={4: "boom"})
     assert clean_mask(sh).sum() == 6
-    data = pd.DataFrame({"variant": [0, 1, 1], "correct": [1, 1, 0]})
+    # every template has a right and a wrong answer under both conditions: no resample is separated
+    data = pd.DataFrame({"template": [0, 0, 0, 0, 1, 1, 1, 1], "variant": [0, 0, 1, 1] * 2,
+                         "correct": [1, 0, 1, 0] * 2})
     s = summarise(sh, data, 1, model="m", prompt="gsm")
     assert list(s["term"]) == list(EFFECTS[1])
     r = s.iloc[0]

@@ -16,3 +16,17 @@ def test_interval_covers_true_effect_and_false_positives_are_rare():
     assert null["p_below_alpha"].sum() <= 1, null
     # the effect is large enough to be seen most of the time, with the right sign
     assert (effect["median"] < 0).sum() >= 5 and effect["p_below_alpha"].sum() >= 3, effect
+
+
+def test_no_false_finding_at_the_accuracy_ceiling():
+    """Issue 40.1: null data at ~99.6% accuracy with the laplace engine. Resamples that draw no wrong
+    GSM-Base answer are separated (no finite estimate); dropped as non-converged they took one tail
+    with them and Eq. 4 read 0 ("significant", issue 40's 22 of 60). Counted at their bound on their
+    side, the fit is degenerate and never significant."""
+    study = coverage_study(8, 0.0, n_resamples=100, seed=100, n_templates=60, n_variants=20, engine="laplace",
+                           intercept=7.5)
+    assert (study["accuracy"] > 0.99).all()
+    assert not study["p_below_alpha"].any()
+    # without the separated resamples the same fits read P = 0 on at least one data set
+    assert (study["p_clean_only"] < 0.05).any()
+    assert (study.loc[study["n_separated"] > 0, "degenerate"]).all()

@@ -34,25 +34,35 @@ def simulate_glmm_input(n_templates: int = 100, n_variants: int = 50, *, variant
 
 def coverage_study(n_datasets: int, variant_effect: float, *, n_resamples: int, seed: int, glmm: int = 1,
                    n_templates: int = 30, n_variants: int = 8, gamma_effect: float = 0.0, cores: int = 1,
-                   alpha: float = 0.05) -> pd.DataFrame:
+                   alpha: float = 0.05, engine: str = "lme4", intercept: float = 0.5) -> pd.DataFrame:
     """Bootstrap ``n_datasets`` simulated data sets with a known variant effect.
 
-    One row per data set: median estimate, 95% percentile interval (log-odds), bootstrap P value,
-    clean count, whether the interval covers the true effect and whether P < ``alpha``.
+    One row per data set, as the summaries judge it (:func:`earnest.stats.summary.summarise`,
+    earnest mode: separated resamples counted at their bound; :func:`earnest.stats.diagnostics.fit_problems`):
+    median estimate, 95% percentile interval (log-odds), bootstrap P value, clean and separated
+    counts, accuracy, whether the fit is degenerate, whether the interval covers the true effect and
+    whether the effect is significant (P < ``alpha`` and not degenerate). ``p_clean_only``: Eq. 4 over
+    the clean fits alone (the rule before separated resamples counted), for comparison.
     """
+    from earnest.stats.diagnostics import fit_problems
     from earnest.stats.engines import run_shard
     from earnest.stats.glmm import validate_glmm_input
-    from earnest.stats.summary import bootstrap_p, clean_mask, percentile_interval
+    from earnest.stats.summary import bootstrap_p, clean_mask, summarise
 
     rows = []
     for k in range(n_datasets):
         df = validate_glmm_input(simulate_glmm_input(n_templates, n_variants, variant_effect=variant_effect,
-                                                     gamma_effect=gamma_effect, seed=seed + k), glmm)
-        shards = run_shard(df, glmm, n_resamples, base_seed=seed + 1000 + k, cores=cores)
-        theta = shards[clean_mask(shards) & (shards["term"] == "variant")]["estimate"].to_numpy()
-        lo, hi = percentile_interval(theta)
-        p = bootstrap_p(theta)
-        rows.append({"dataset": k, "true_effect": variant_effect, "median": float(np.median(theta)),
-                     "ci_low": lo, "ci_high": hi, "p_boot": p, "n_clean": int(theta.size),
-                     "covered": bool(lo <= variant_effect <= hi), "p_below_alpha": bool(p < alpha)})
+                                                     gamma_effect=gamma_effect, intercept=intercept,
+                                                     seed=seed + k), glmm)
+        shards = run_shard(df, glmm, n_resamples, base_seed=seed + 1000 + k, cores=cores, engine=engine)
+        s = summarise(shards, df, glmm, model="sim", prompt="gsm").set_index("term").loc["variant"]
+        degenerate = fit_problems({**s.to_dict(), "term": "variant"})[0] == "degenerate"
+        clean_only = shards[clean_mask(shards) & (shards["term"] == "variant")]["estimate"].to_numpy()
+        lo, hi = float(s["ci_low_log"]), float(s["ci_high_log"])
+        rows.append({"dataset": k, "true_effect": variant_effect, "median": float(s["median_log_or"]),
+                     "ci_low": lo, "ci_high": hi, "p_boot": float(s["p_boot"]), "n_clean": int(s["n_clean"]),
+                     "n_separated": int(s["n_separated"]), "accuracy": float(df["correct"].mean()),
+                     "degenerate": degenerate, "covered": bool(lo <= variant_effect <= hi),
+                     "p_below_alpha": bool(s["p_boot"] < alpha) and not degenerate,
+                     "p_clean_only": bootstrap_p(clean_only)})
     return pd.DataFrame(rows)

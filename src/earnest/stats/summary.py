@@ -17,7 +17,7 @@ import pandas as pd
 
 from earnest import fidelity as F
 from earnest.stats.glmm import GLMER_FALLBACK, LME4, SHARD_COLUMNS, WaldFit, engine_name
-from earnest.wording import EFFECTS
+from earnest.wording import EFFECTS, VARIANT
 
 ALPHA = 0.05
 
@@ -122,6 +122,55 @@ def diverged_order_statistics(estimates, level: float = 0.95, limit: float = DIV
     return bool(np.any(np.abs(theta[sorted(used)]) > limit))
 
 
+#: Where a separated resample's variant estimate is placed (earnest mode): beyond every finite fit
+#: and beyond DIVERGED_LOG_OR, on the side its data put it. Such a resample has no finite estimate
+#: (the optimiser stops wherever the deviance turns flat, or does not converge), but it is part of
+#: the bootstrap distribution: dropping it drops one tail (at the accuracy ceiling, exactly the
+#: resamples that draw no wrong GSM-Base answer) and makes Eq. 4 read 0 under no effect.
+SEPARATED_LOG_OR = 1000.0
+
+
+def separation_sides(data: pd.DataFrame, glmm: int, seeds) -> np.ndarray:
+    """Per resample (its R seed, :func:`earnest.stats.glmm.resample_seed`): +1 or -1 where the
+    templates it draws separate the variant effect (GSM-Base or GSM-Variants all right or all
+    wrong) so that the estimate runs to +inf or -inf; NaN where the resample holds no information
+    on the effect (both conditions all right, or both all wrong, or no row of one condition); 0
+    where it is not separated. The draws are the engines' own (R's, :mod:`earnest.stats.rdraws`,
+    over the sorted template ids of GLMM ``glmm``'s rows)."""
+    from earnest.stats.rdraws import template_counts
+
+    df = data if int(glmm) == 1 else data[data["gamma"].notna()]     # GLMM 2's rows (model_frame)
+    frame = pd.DataFrame({"template": df["template"].astype(np.int64).to_numpy(),
+                          "variant": df["variant"].astype(np.int64).to_numpy(),
+                          "succ": df["correct"].astype(float).to_numpy()})
+    frame = frame.groupby(["template", "variant"], sort=True, as_index=False).agg(
+        succ=("succ", "sum"), trials=("succ", "size"))
+    templates, tix = np.unique(frame["template"].to_numpy(), return_inverse=True)
+    seeds = np.asarray(list(seeds), dtype=np.int64)
+    if seeds.size == 0:
+        return np.zeros(0)
+    weights = template_counts(seeds, len(templates))[:, tix].astype(float)   # (resamples, rows)
+    succ_all = frame["succ"].to_numpy(float)
+    trials_all = frame["trials"].to_numpy(float)
+    side = {}
+    for v in (0, 1):
+        rows = frame["variant"].to_numpy() == v
+        succ = weights[:, rows] @ succ_all[rows]
+        trials = weights[:, rows] @ trials_all[rows]
+        side[v] = np.where(trials == 0, np.nan, np.where(succ == trials, 1.0, np.where(succ == 0, -1.0, 0.0)))
+    base, var = side[0], side[1]
+    out = np.sign(var - base)
+    out[(base == var) & (base != 0)] = np.nan
+    out[np.isnan(base) | np.isnan(var)] = np.nan
+    return out
+
+
+def _exp(log_or: float) -> float:
+    """An odds ratio from its log: inf or 0 for a separated resample's bound, without a warning."""
+    with np.errstate(over="ignore"):
+        return float(np.exp(log_or))
+
+
 def accuracies(df: pd.DataFrame) -> dict:
     """Accuracy (%) on GSM-Base (variant 0) and GSM-Variants (variant 1), Delta_var (pp), row counts."""
     correct = df["correct"].astype(float)
@@ -176,9 +225,23 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str
     by_rule = {f"n_clean_{mode}": int(clean_mask(per, mode).sum()) for mode in F.MODES
                if mode != F.REFERENCE or "lme4_messages" in per.columns}
     n_not_converged = int(not_converged_mask(per).sum())
+    # earnest mode: separated resamples count at the bound on their side (SEPARATED_LOG_OR); the
+    # reference keeps the authors' rule (clean fits only)
+    sides = pd.Series(0.0, index=per["resample"].to_numpy())
+    if fidelity != F.REFERENCE:
+        sides = pd.Series(separation_sides(data, glmm, per["seed"].to_numpy()), index=per["resample"].to_numpy())
+    separated = sides.index[sides.fillna(1.0) != 0]
     rows = []
     for term in EFFECTS[glmm]:
-        theta = clean.loc[clean["term"] == term, "estimate"].astype(float).to_numpy()
+        kept = clean[clean["term"] == term]
+        if term == VARIANT and len(separated):
+            kept = kept[~kept["resample"].isin(separated)]
+        theta = kept["estimate"].astype(float).to_numpy()
+        n_separated = 0
+        if term == VARIANT:
+            bound = sides[sides.isin((-1.0, 1.0))].to_numpy() * SEPARATED_LOG_OR
+            theta = np.r_[theta, bound]
+            n_separated = int(bound.size)
         lo, hi = percentile_interval(theta, level)
         med = float(np.median(theta)) if theta.size else float("nan")
         row = {
@@ -187,10 +250,10 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str
             "n_resamples": n_resamples, "n_clean": int(theta.size),
             "n_errors": int((shards.drop_duplicates("resample")["error"].fillna("") != "").sum()),
             "n_singular": int(shards.drop_duplicates("resample")["singular"].fillna(False).astype(bool).sum()),
-            "median_log_or": med, "odds_ratio": float(np.exp(med)),
-            "ci_low_log": lo, "ci_high_log": hi, "ci_low": float(np.exp(lo)), "ci_high": float(np.exp(hi)),
+            "median_log_or": med, "odds_ratio": _exp(med),
+            "ci_low_log": lo, "ci_high_log": hi, "ci_low": _exp(lo), "ci_high": _exp(hi),
             "p_boot": bootstrap_p(theta), **by_rule, "n_not_converged": n_not_converged,
-            "n_diverged": int(np.sum(np.abs(theta) > DIVERGED_LOG_OR)),
+            "n_diverged": int(np.sum(np.abs(theta) > DIVERGED_LOG_OR)), "n_separated": n_separated,
             "diverged": diverged_order_statistics(theta, level),
             "ranef_var_mean": float(rv.mean()) if len(rv) else float("nan"),
             "ranef_var_sd": float(rv.std(ddof=1)) if len(rv) > 1 else float("nan"),
