@@ -118,3 +118,23 @@ def test_an_interval_interpolated_from_a_diverged_estimate_is_degenerate():
     t = build_summaries(pd.DataFrame([r, _row("b", 0.08)])).set_index("model")
     assert t["degenerate"].to_dict() == {"a": True, "b": False}
     assert "built from 1 bootstrap estimate beyond +-10 log-odds" in t.loc["a", "fit_problems"]
+
+
+def test_a_bootstrap_p_of_zero_is_below_one_over_n_not_zero():
+    """Issue 40.6: twenty models whose 200 estimates all lie below 0 (Eq. 4: P = 0). In earnest mode P
+    is below 1/200, displayed "<0.005", and Holm corrects the bound: 20 x 0.005 = 0.1, so none stays
+    significant after Holm; the authors' rule (reference mode) keeps 0."""
+    from earnest.gsm.paper_tables import variant_effect_table
+    from earnest.stats.summary import p_bound
+
+    assert p_bound(0.0, 200, "earnest") == pytest.approx(0.005)
+    assert np.isnan(p_bound(0.01, 200, "earnest")) and np.isnan(p_bound(0.0, 200, "reference"))
+    rows = pd.DataFrame([{**_row(f"m{k}", 0.0), "n_clean": 200, "fidelity": "earnest", "p_bound": 1 / 200}
+                         for k in range(20)])
+    s = build_summaries(rows)
+    assert s["p_holm"].tolist() == pytest.approx([0.1] * 20)
+    assert s["significant_uncorrected"].all() and not s["significant_holm"].any()
+    display, _, _ = variant_effect_table(s, "gsm")
+    assert set(display["P value"]) == {"<0.005"}
+    ref = build_summaries(rows.assign(fidelity="reference", p_bound=np.nan))
+    assert (ref["p_holm"] == 0).all() and ref["significant_holm"].all()

@@ -192,3 +192,12 @@ def test_compare_caption_states_the_model_the_run_fits(item_effects, agq, model,
     config = {"stats": {"engine": "laplace"}, "compare": {"item_effects": item_effects, "agq": agq}}
     text = _render("compare.rst", config=config)
     assert model in text and fitted in text
+
+
+def test_a_bootstrap_p_of_zero_displays_below_its_bound():
+    from earnest.wording import format_p
+
+    assert format_p(0.0, 0.05, bound=1 / 200) == "<0.005"
+    assert format_p(0.0, bound=1 / 60) == "<0.017"
+    assert format_p(0.0, bound=1 / 2000) == "<0.001" == format_p(0.0)
+    assert format_p(0.25, bound=0.01) == "0.250"

@@ -56,6 +56,11 @@ def _order(values: Sequence[str], preferred: Sequence[str] | None) -> list[str]:
     return head + [v for v in seen if v not in head]
 
 
+def _bounds(sub: pd.DataFrame) -> pd.Series:
+    """Each row's bound on a bootstrap P of 0 (column p_bound; NaN in tables written before it)."""
+    return sub["p_bound"] if "p_bound" in sub.columns else pd.Series(float("nan"), index=sub.index)
+
+
 def _label(prompt: str, labels: Mapping[str, str] | None) -> str:
     return (labels or {}).get(prompt, prompt)
 
@@ -77,8 +82,8 @@ def variant_effect_table(s: pd.DataFrame, prompt: str, models: Sequence[str] | N
         f"Ā {BASE_LABEL}": [_f(x, 1) for x in sub["acc_base"]],
         f"Ā {VARIANTS_LABEL}": [_f(x, 1) for x in sub["acc_variants"]],
         "Δvar": [_f(x, 2) for x in sub["delta_var"]],
-        "P value": [format_p(p, alpha) + (f" {DAGGER}" if m else "") + (f" {DEGENERATE}" if d else "")
-                    for p, m, d in zip(sub["p_boot"], sub["wald_mismatch"], sub["degenerate"])],
+        "P value": [format_p(p, alpha, bound=b) + (f" {DAGGER}" if m else "") + (f" {DEGENERATE}" if d else "")
+                    for p, b, m, d in zip(sub["p_boot"], _bounds(sub), sub["wald_mismatch"], sub["degenerate"])],
         "Corrected P value": [format_p(p, alpha) for p in sub["p_holm"]],
     })
     raw = sub[["model", "prompt", "acc_base", "acc_variants", "delta_var", "p_boot", "p_holm", "wald_p",
@@ -139,7 +144,7 @@ def glmm2_grid_table(s: pd.DataFrame, term: str, prompts: Sequence[str] | None =
             c = cells.loc[(model, prompt)]
             dag = f" {DAGGER}" if c["wald_mismatch"] else ""
             dag += f" {DEGENERATE}" if c["degenerate"] else ""
-            col.append(f"{format_estimate(c['odds_ratio'], bool(c['degenerate']))}; {format_p(c['p_boot'], alpha)}{dag} / "
+            col.append(f"{format_estimate(c['odds_ratio'], bool(c['degenerate']))}; {format_p(c['p_boot'], alpha, bound=c.get('p_bound'))}{dag} / "
                        f"{format_p(c['p_holm'], alpha)}")
             b.append(bool(c["significant_uncorrected"]))
         display[_label(prompt, prompt_labels)] = col

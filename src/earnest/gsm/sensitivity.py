@@ -24,7 +24,7 @@ from earnest.wording import (DEGENERATE_MARK, DEGENERATE_TEXT, HOLM_MISSING_TEXT
 
 KEYS = ["glmm", "term", "model", "prompt"]
 #: Per-mode columns of the comparison (suffixed ``_<mode>``).
-MODE_COLUMNS = ["acc_base", "acc_variants", "delta_var", "odds_ratio", "median_log_or", "p_boot", "p_holm",
+MODE_COLUMNS = ["acc_base", "acc_variants", "delta_var", "odds_ratio", "median_log_or", "p_boot", "p_bound", "p_holm",
                 "significant_uncorrected", "significant_holm", "degenerate", "n_clean", "n_resamples", "rows"]
 #: What counts as a changed conclusion, in the order the table names them.
 CHANGES = ("significance", "significance after Holm", "direction")
@@ -36,6 +36,8 @@ def _per_mode(summaries: pd.DataFrame, mode: str, analysis: str) -> pd.DataFrame
     s["glmm"] = s["glmm"].astype(int)
     if "rows" not in s.columns:
         s["rows"] = ""
+    if "p_bound" not in s.columns:       # summaries written before the bound existed
+        s["p_bound"] = np.nan
     out = s[KEYS + MODE_COLUMNS].rename(columns={c: f"{c}_{mode}" for c in MODE_COLUMNS})
     return out.reset_index(drop=True)
 
@@ -90,10 +92,11 @@ def _significance(p, significant: bool, holm: bool, degenerate: bool) -> str:
     return "yes, also after Holm" if holm else "yes" if significant else "no"
 
 
-def _p(p, p_holm, alpha: float | None) -> str:
+def _p(p, p_holm, alpha: float | None, bound=None) -> str:
     if pd.isna(p):
         return ""
-    return f"{format_p(p, alpha)} ({format_p(p_holm, alpha)})" if not pd.isna(p_holm) else format_p(p, alpha)
+    shown = format_p(p, alpha, bound=bound)
+    return f"{shown} ({format_p(p_holm, alpha)})" if not pd.isna(p_holm) else shown
 
 
 def sensitivity_display(table: pd.DataFrame, modes: Sequence[str],
@@ -117,7 +120,8 @@ def sensitivity_display(table: pd.DataFrame, modes: Sequence[str],
         cols[f"Ā Base / Var ({m})"] = [f"{_fmt(x, 1)} / {_fmt(y, 1)}" if not pd.isna(x) else ""
                                        for x, y in zip(t[f"acc_base_{m}"], t[f"acc_variants_{m}"])]
         cols[f"OR ({m})"] = [format_estimate(x, bool(d)) for x, d in zip(t[f"odds_ratio_{m}"], t[f"degenerate_{m}"])]
-        cols[f"P (Holm) ({m})"] = [_p(p, h, alpha) for p, h in zip(t[f"p_boot_{m}"], t[f"p_holm_{m}"])]
+        cols[f"P (Holm) ({m})"] = [_p(p, h, alpha, b) for p, h, b in zip(t[f"p_boot_{m}"], t[f"p_holm_{m}"],
+                                                                          t[f"p_bound_{m}"])]
         cols[f"Significant ({m})"] = [_significance(p, s, h, d) for p, s, h, d in zip(
             t[f"p_boot_{m}"], t[f"significant_uncorrected_{m}"], t[f"significant_holm_{m}"], t[f"degenerate_{m}"])]
     cols["Changed"] = list(t["changed"])

@@ -91,6 +91,16 @@ def bootstrap_p(estimates) -> float:
     return float(min(1.0, 2.0 * min(np.mean(theta <= 0), np.mean(theta >= 0))))
 
 
+def p_bound(p_boot: float, n_estimates: int, fidelity: str = F.DEFAULT) -> float:
+    """Earnest mode: where Eq. 4 gives 0 (no estimate on one side of 0), the smallest P that
+    ``n_estimates`` estimates can show, 1/n: the P value is below it, not 0 (displayed "<1/n",
+    and Holm-corrected as 1/n); NaN otherwise, and always in reference mode (the authors keep 0)."""
+    F.check_mode(fidelity)
+    if fidelity == F.REFERENCE or n_estimates <= 0 or not (p_boot == 0):
+        return float("nan")
+    return 1.0 / float(n_estimates)
+
+
 def percentile_interval(estimates, level: float = 0.95) -> tuple[float, float]:
     """The (1-level)/2 and (1+level)/2 percentiles (linear interpolation, R's type 7)."""
     theta = np.asarray(estimates, dtype=float)
@@ -252,7 +262,7 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str
             "n_singular": int(shards.drop_duplicates("resample")["singular"].fillna(False).astype(bool).sum()),
             "median_log_or": med, "odds_ratio": _exp(med),
             "ci_low_log": lo, "ci_high_log": hi, "ci_low": _exp(lo), "ci_high": _exp(hi),
-            "p_boot": bootstrap_p(theta), **by_rule, "n_not_converged": n_not_converged,
+            "p_boot": bootstrap_p(theta), "p_bound": p_bound(bootstrap_p(theta), theta.size, fidelity), **by_rule, "n_not_converged": n_not_converged,
             "n_diverged": int(np.sum(np.abs(theta) > DIVERGED_LOG_OR)), "n_separated": n_separated,
             "diverged": diverged_order_statistics(theta, level),
             "ranef_var_mean": float(rv.mean()) if len(rv) else float("nan"),
@@ -336,13 +346,19 @@ HOLM_FAMILY = {1: ("analysis", "glmm", "prompt", "term"), 2: ("analysis", "glmm"
 def add_holm(summaries: pd.DataFrame, column: str = "p_boot", out: str = "p_holm",
              fidelity: str = F.DEFAULT) -> pd.DataFrame:
     """``summaries`` with ``out``: Holm-corrected ``column`` within each family of :data:`HOLM_FAMILY`,
-    missing P values counted as ``fidelity`` counts them (:func:`holm`)."""
+    missing P values counted as ``fidelity`` counts them (:func:`holm`). In earnest mode a P value
+    of 0 with a bound (column ``p_bound``, :func:`p_bound`) is corrected as its bound, so twenty
+    models at P "0" from 200 resamples are not all significant after Holm."""
     res = summaries.copy()
     res[out] = np.nan
+    values = res[column].astype(float)
+    if fidelity != F.REFERENCE and column == "p_boot" and "p_bound" in res.columns:
+        bound = res["p_bound"].astype(float)
+        values = values.where(bound.isna(), bound)
     for glmm, keys in HOLM_FAMILY.items():
         part = res[res["glmm"].astype(int) == glmm]
         for _, idx in part.groupby(list(keys), sort=False).groups.items():
-            res.loc[idx, out] = holm(res.loc[idx, column].to_numpy(), fidelity)
+            res.loc[idx, out] = holm(values.loc[idx].to_numpy(), fidelity)
     return res
 
 
