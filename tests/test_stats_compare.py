@@ -262,3 +262,21 @@ def test_a_pair_built_from_diverged_estimates_is_degenerate():
     v = C.pair_verdict(r, "a", "b")
     assert v["degenerate"] and "beyond +-10 log-odds" in v["fit_problems"]
     assert not C.pair_verdict({**r, "ci_low_log": -2.9, "diverged": False, "n_diverged": 0}, "a", "b")["degenerate"]
+
+
+def test_the_issue_40_pair_counts_its_separated_resamples_and_is_degenerate():
+    """30 templates x 2 items, model a right on 1 of 60, b on 6 of 60 (issue 40.2): resamples that draw
+    no item a got right are separated; they count at their bound (as in the GLMM summaries), the
+    interval reaches it, and the pair is degenerate, never significant."""
+    rows = []
+    for t in range(30):
+        for i in range(2):
+            k = 2 * t + i
+            rows += [{"model": "a", "prompt": "p", "template": t, "item": f"x{k}", "correct": int(k == 0)},
+                     {"model": "b", "prompt": "p", "template": t, "item": f"x{k}", "correct": int(k % 10 == 1)}]
+    data = C.validate_compare_input(pd.DataFrame(rows))
+    r = C.compare_pair(C.paired_rows(data, "models", "p", "a", "b"), 60, 3, item_effects=False, engine="laplace")
+    assert r["n_separated"] > 0 and r["ci_low_log"] <= -10
+    assert r["degenerate"]
+    t = C.compare_family(data, "models", "p", n_resamples=60, seed=3, item_effects=False, engine="laplace")
+    assert not t["significant_holm"].any() and t["degenerate"].all()

@@ -38,14 +38,14 @@ from earnest.stats import glmm as G
 from earnest.stats import rbridge
 from earnest.stats.diagnostics import DIVERGED_LOG_OR, fit_problems
 from earnest.stats.summary import (bootstrap_p, check_alpha, clean_mask, diverged_order_statistics, holm,
-                                   percentile_interval, significant)
+                                   percentile_interval, separation_sides, significant, with_separated)
 from earnest.wording import DEGENERATE_MARK, format_p
 
 COMPARE_INPUT_COLUMNS = ("model", "prompt", "template", "item", "correct")
 FAMILIES = ("models", "prompts")
 MAX_AGQ = 25                # lme4's limit on quadrature points
 PAIR_COLUMNS = ("family", "fixed", "a", "b", "n_items", "n_templates", "acc_a", "acc_b", "odds_ratio",
-                "median_log_or", "ci_low", "ci_high", "ci_low_log", "ci_high_log", "n_diverged", "diverged", "p_boot", "n_resamples", "n_clean", "item_effects", "agq",
+                "median_log_or", "ci_low", "ci_high", "ci_low_log", "ci_high_log", "n_diverged", "diverged", "n_separated", "p_boot", "n_resamples", "n_clean", "item_effects", "agq",
                 "n_ab", "n_ba", "mcnemar_or", "p_mcnemar", "p_holm", "p_mcnemar_holm", "fit_verdict",
                 "fit_problems", "degenerate", "significant_holm", "p_mcnemar_holm_below_alpha")
 
@@ -203,17 +203,22 @@ def compare_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effec
            "agq": check_agq(agq, item_effects)}
     row.update(mcnemar(pairs["correct_a"], pairs["correct_b"]))
     theta = np.array([])
+    n_separated = 0
     if len(pairs) and row["n_templates"] >= 2:
         shards = bootstrap_pair(pairs, n_resamples, seed, item_effects=item_effects, cores=cores, engine=engine,
                                 agq=agq)
-        theta = shards.loc[clean_mask(shards) & (shards["term"] == "variant"), "estimate"].to_numpy(dtype=float)
+        # separated resamples at their bound on their side, as in the GLMM summaries (one rule)
+        per = shards.drop_duplicates("resample")
+        sides = pd.Series(separation_sides(compare_frame(pairs), per["seed"].to_numpy()),
+                          index=per["resample"].to_numpy())
+        theta, n_separated = with_separated(shards[clean_mask(shards) & (shards["term"] == "variant")], sides)
     med = float(np.median(theta)) if theta.size else float("nan")
     lo, hi = percentile_interval(theta)
     with np.errstate(over="ignore"):  # a separated pair's log ORs run to +-thousands: exp gives 0 or inf
         odds = [float(np.exp(v)) if theta.size else float("nan") for v in (med, lo, hi)]
     row.update(median_log_or=med, odds_ratio=odds[0], ci_low=odds[1], ci_high=odds[2], ci_low_log=lo, ci_high_log=hi,
                n_diverged=int(np.sum(np.abs(theta) > DIVERGED_LOG_OR)), diverged=diverged_order_statistics(theta),
-               p_boot=bootstrap_p(theta), n_clean=int(theta.size))
+               p_boot=bootstrap_p(theta), n_clean=int(theta.size), n_separated=n_separated)
     row.update(pair_verdict(row, a, b))
     return row
 

@@ -140,31 +140,36 @@ def diverged_order_statistics(estimates, level: float = 0.95, limit: float = DIV
 SEPARATED_LOG_OR = 1000.0
 
 
-def separation_sides(data: pd.DataFrame, glmm: int, seeds) -> np.ndarray:
-    """Per resample (its R seed, :func:`earnest.stats.glmm.resample_seed`): +1 or -1 where the
-    templates it draws separate the variant effect (GSM-Base or GSM-Variants all right or all
-    wrong) so that the estimate runs to +inf or -inf; NaN where the resample holds no information
-    on the effect (both conditions all right, or both all wrong, or no row of one condition); 0
-    where it is not separated. The draws are the engines' own (R's, :mod:`earnest.stats.rdraws`,
-    over the sorted template ids of GLMM ``glmm``'s rows)."""
+def glmm_frame(data: pd.DataFrame, glmm: int) -> pd.DataFrame:
+    """GLMM input (template, variant, correct[, gamma]) as (template, variant, succ, fail) rows of
+    GLMM ``glmm`` (GLMM 2 leaves out rows without gamma, as its fits do)."""
+    df = data if int(glmm) == 1 else data[data["gamma"].notna()]
+    succ = df["correct"].astype(np.int64).to_numpy()
+    return pd.DataFrame({"template": df["template"].astype(np.int64).to_numpy(),
+                         "variant": df["variant"].astype(np.int64).to_numpy(), "succ": succ, "fail": 1 - succ})
+
+
+def separation_sides(frame: pd.DataFrame, seeds) -> np.ndarray:
+    """Per resample (its R seed, :func:`earnest.stats.glmm.resample_seed`) of the rows ``frame``
+    (template, variant 0/1, succ, fail; a GLMM's or a paired comparison's): +1 or -1 where the
+    templates it draws separate the variant effect (variant 0 or variant 1 all right or all wrong)
+    so that the estimate runs to +inf or -inf; NaN where the resample holds no information on the
+    effect (both conditions all right, or both all wrong, or no row of one condition); 0 where it is
+    not separated. The draws are the engines' own (R's, :mod:`earnest.stats.rdraws`, over the
+    sorted template ids)."""
     from earnest.stats.rdraws import template_counts
 
-    df = data if int(glmm) == 1 else data[data["gamma"].notna()]     # GLMM 2's rows (model_frame)
-    frame = pd.DataFrame({"template": df["template"].astype(np.int64).to_numpy(),
-                          "variant": df["variant"].astype(np.int64).to_numpy(),
-                          "succ": df["correct"].astype(float).to_numpy()})
-    frame = frame.groupby(["template", "variant"], sort=True, as_index=False).agg(
-        succ=("succ", "sum"), trials=("succ", "size"))
-    templates, tix = np.unique(frame["template"].to_numpy(), return_inverse=True)
+    f = frame.groupby(["template", "variant"], sort=True, as_index=False)[["succ", "fail"]].sum()
+    templates, tix = np.unique(f["template"].to_numpy(), return_inverse=True)
     seeds = np.asarray(list(seeds), dtype=np.int64)
     if seeds.size == 0:
         return np.zeros(0)
     weights = template_counts(seeds, len(templates))[:, tix].astype(float)   # (resamples, rows)
-    succ_all = frame["succ"].to_numpy(float)
-    trials_all = frame["trials"].to_numpy(float)
+    succ_all = f["succ"].to_numpy(float)
+    trials_all = succ_all + f["fail"].to_numpy(float)
     side = {}
     for v in (0, 1):
-        rows = frame["variant"].to_numpy() == v
+        rows = f["variant"].to_numpy() == v
         succ = weights[:, rows] @ succ_all[rows]
         trials = weights[:, rows] @ trials_all[rows]
         side[v] = np.where(trials == 0, np.nan, np.where(succ == trials, 1.0, np.where(succ == 0, -1.0, 0.0)))
@@ -173,6 +178,18 @@ def separation_sides(data: pd.DataFrame, glmm: int, seeds) -> np.ndarray:
     out[(base == var) & (base != 0)] = np.nan
     out[np.isnan(base) | np.isnan(var)] = np.nan
     return out
+
+
+def with_separated(clean: pd.DataFrame, sides: pd.Series) -> tuple[np.ndarray, int]:
+    """The bootstrap distribution of the variant effect (earnest mode), one rule for the GLMM
+    summaries and the paired comparisons: the clean estimates (``clean``: resample, estimate) of the
+    resamples that are not separated, and each separated resample (``sides``: per resample, from
+    :func:`separation_sides`) at +-:data:`SEPARATED_LOG_OR` on its side, whatever its fit gave;
+    resamples without information (NaN side) are left out. Returns (estimates, number separated)."""
+    gone = sides.index[sides.fillna(1.0) != 0]
+    kept = clean.loc[~clean["resample"].isin(gone), "estimate"].astype(float).to_numpy()
+    bound = sides[sides.isin((-1.0, 1.0))].to_numpy() * SEPARATED_LOG_OR
+    return np.r_[kept, bound], int(bound.size)
 
 
 def _exp(log_or: float) -> float:
@@ -235,23 +252,20 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str
     by_rule = {f"n_clean_{mode}": int(clean_mask(per, mode).sum()) for mode in F.MODES
                if mode != F.REFERENCE or "lme4_messages" in per.columns}
     n_not_converged = int(not_converged_mask(per).sum())
-    # earnest mode: separated resamples count at the bound on their side (SEPARATED_LOG_OR); the
+    # earnest mode: separated resamples count at the bound on their side (with_separated); the
     # reference keeps the authors' rule (clean fits only)
-    sides = pd.Series(0.0, index=per["resample"].to_numpy())
+    sides = None
     if fidelity != F.REFERENCE:
-        sides = pd.Series(separation_sides(data, glmm, per["seed"].to_numpy()), index=per["resample"].to_numpy())
-    separated = sides.index[sides.fillna(1.0) != 0]
+        sides = pd.Series(separation_sides(glmm_frame(data, glmm), per["seed"].to_numpy()),
+                          index=per["resample"].to_numpy())
     rows = []
     for term in EFFECTS[glmm]:
         kept = clean[clean["term"] == term]
-        if term == VARIANT and len(separated):
-            kept = kept[~kept["resample"].isin(separated)]
-        theta = kept["estimate"].astype(float).to_numpy()
         n_separated = 0
-        if term == VARIANT:
-            bound = sides[sides.isin((-1.0, 1.0))].to_numpy() * SEPARATED_LOG_OR
-            theta = np.r_[theta, bound]
-            n_separated = int(bound.size)
+        if term == VARIANT and sides is not None:
+            theta, n_separated = with_separated(kept, sides)
+        else:
+            theta = kept["estimate"].astype(float).to_numpy()
         lo, hi = percentile_interval(theta, level)
         med = float(np.median(theta)) if theta.size else float("nan")
         row = {
