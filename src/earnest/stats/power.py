@@ -53,7 +53,7 @@ from scipy import optimize, special, stats
 
 from earnest.stats import engines as E
 from earnest.stats import glmm as G
-from earnest.stats.summary import bootstrap_p, clean_mask, significant
+from earnest.stats.summary import significant
 from earnest.wording import GAMMA_C, VARIANT
 
 #: effect -> (GLMM, term tested)
@@ -184,10 +184,17 @@ def bootstrap_table(df: pd.DataFrame, glmm: int, n_resamples: int, seed: int, *,
     return E.run_shard(df, glmm, n_resamples, seed, cores=cores, engine=engine)
 
 
-def test_p(shards: pd.DataFrame, term: str) -> tuple[float, int]:
-    """(Eq. 4 bootstrap P value of ``term`` over the clean resamples, number of clean resamples)."""
-    theta = shards.loc[clean_mask(shards) & (shards["term"] == term), "estimate"].to_numpy(dtype=float)
-    return bootstrap_p(theta), int(theta.size)
+def test_p(shards: pd.DataFrame, term: str, df: pd.DataFrame, glmm: int) -> tuple[float, int, bool]:
+    """(Eq. 4 bootstrap P value of ``term``, the estimates it stands on, whether the fit is
+    degenerate) as the GLMM summaries judge a real model x prompt (:func:`earnest.stats.summary.summarise`:
+    separated resamples at their bound; :func:`earnest.stats.diagnostics.fit_problems`), so that a
+    simulated rejection is what the workflow's tables would call significant."""
+    from earnest.stats.diagnostics import fit_problems
+    from earnest.stats.summary import summarise
+
+    row = summarise(shards, df, glmm, model="sim", prompt="sim").set_index("term").loc[term]
+    degenerate = fit_problems({**row.to_dict(), "term": term})[0] == "degenerate"
+    return float(row["p_boot"]), int(row["n_clean"]), degenerate
 
 
 def _seed(base_seed: int, *key: int) -> np.random.SeedSequence:
@@ -455,11 +462,11 @@ def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: 
             logging.getLogger("earnest.stats.power").warning(
                 "%s engine failed on a simulated data set (%s); refitted with %s", engine, exc, fallback)
             table = bootstrap_table(df, glmm, n_resamples, s, engine=fallback, cores=cores)
-        p, n_clean = test_p(table, term)
+        p, n_clean, degenerate = test_p(table, term, df, glmm)
         clean += n_clean
         if math.isnan(p):
             n_no_p += 1
-        n_sig += int(significant([p], alpha)[0])
+        n_sig += int(significant([p], alpha)[0] and not degenerate)
     seconds = time.perf_counter() - t0
     power = n_sig / n_sims
     wp = wald_power(n_templates, n_variants, odds_ratio=odds_ratio, baseline_acc=scenario.baseline_acc,
