@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from earnest.stats import rbridge
+from earnest.stats.summary import DIVERGED_LOG_OR
 
 _R_CODE = r"""
 function(correct, model, sample) {
@@ -71,11 +72,15 @@ def pairwise_glmm(scored: pd.DataFrame, outcome: str = "correct_fg", strategy: s
     """All model pairs compared on ``outcome`` (``correct_cg`` or ``correct_fg``) by the GLMM above.
 
     Returns one row per pair: outcome, prompt, model_a, model_b, estimate (log-odds of a minus b),
-    se, z, p, p_holm, odds_ratio, sample_sd (random-intercept SD), singular, messages, n_samples.
+    se, z, p, p_holm, odds_ratio, sample_sd (random-intercept SD), singular, messages, n_samples,
+    degenerate and fit_problems: a pair where either model answered every sample right or every
+    sample wrong (complete separation: the model effect has no finite estimate and its Wald P no
+    meaning), or whose estimate lies beyond +-10 log-odds, is degenerate and never significant, the
+    rule of the GSM-Symbolic summaries (:func:`earnest.stats.diagnostics.fit_problems`).
     Fewer than two models gives an empty table. Only samples answered by every model enter.
     """
     cols = ["outcome", "prompt", "model_a", "model_b", "estimate", "se", "z", "p", "p_holm", "odds_ratio",
-            "sample_sd", "singular", "messages", "n_samples"]
+            "sample_sd", "singular", "messages", "n_samples", "degenerate", "fit_problems"]
     if outcome not in ("correct_cg", "correct_fg"):
         raise ValueError("outcome must be correct_cg or correct_fg")
     sub = scored if strategy is None else scored[scored["prompt"] == strategy]
@@ -107,6 +112,17 @@ def pairwise_glmm(scored: pd.DataFrame, outcome: str = "correct_fg", strategy: s
     out["singular"] = bool(get["singular"][0])
     out["messages"] = str(get["messages"][0])
     out["n_samples"] = len(complete)
+    acc = sub.groupby("model")[outcome].agg(["sum", "size"])
+    problems = []
+    for a, b, est in zip(out["model_a"], out["model_b"], out["estimate"]):
+        said = [f"{m} answered every sample {'right' if acc.loc[m, 'sum'] else 'wrong'} "
+                f"({int(acc.loc[m, 'sum'])}/{int(acc.loc[m, 'size'])}): complete separation, the odds ratio diverges"
+                for m in (a, b) if acc.loc[m, "sum"] in (0, acc.loc[m, "size"])]
+        if not said and np.isfinite(est) and abs(est) > DIVERGED_LOG_OR:
+            said.append(f"estimate {est:.2f} beyond +-{DIVERGED_LOG_OR:g} log-odds (quasi-separation)")
+        problems.append("; ".join(said))
+    out["fit_problems"] = problems
+    out["degenerate"] = out["fit_problems"] != ""
     return out[cols]
 
 
@@ -115,11 +131,18 @@ def write_pairwise_table(pairs: pd.DataFrame, stem, alpha: float = 0.05):
     from earnest.tables import write_table
     from earnest.wording import format_p
 
+    from earnest.wording import DEGENERATE_MARK, format_estimate
+
     shown = pairs[["outcome", "prompt", "model_a", "model_b", "odds_ratio", "estimate", "se", "z", "p", "p_holm"]].copy()
+    degenerate = (pairs["degenerate"] if "degenerate" in pairs.columns
+                  else pd.Series(False, index=pairs.index)).astype(bool)
+    shown["odds_ratio"] = [format_estimate(x, d) for x, d in zip(pairs["odds_ratio"], degenerate)]
     bold = pd.DataFrame(False, index=shown.index, columns=shown.columns)
-    bold["p_holm"] = shown["p_holm"] < alpha
+    bold["p_holm"] = (shown["p_holm"] < alpha) & ~degenerate
     fmt_p = lambda v: format_p(v, alpha)  # noqa: E731
     return write_table(shown, stem, caption=(
         "Paired model comparisons: binomial GLMM correct ~ model + (1|sample) (lme4); estimate = log-odds "
-        f"of model_a minus model_b, Wald z; p Holm-corrected over all pairs; bold: Holm p < {alpha}."),
+        f"of model_a minus model_b, Wald z; p Holm-corrected over all pairs; bold: Holm p < {alpha} and the pair "
+        f"not degenerate; {DEGENERATE_MARK} in place of the odds ratio: a degenerate pair (a model right or wrong "
+        "on every sample, or an estimate beyond +-10 log-odds), never significant."),
         formatters={"p": fmt_p, "p_holm": fmt_p}, bold=bold, csv=pairs, label="tab:statform-glmm")
