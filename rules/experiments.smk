@@ -29,6 +29,7 @@ rule ex4_table:
         summaries=ex4_summary_files,
         base="results/data/gsm_base.parquet",
         matched="results/data/gsm_matched.parquet",
+        variants="results/data/gsm_variants.parquet",
         report="results/data/gsm_matched.report.tsv",
     output:
         md=report("results/tables/ex4_matched.md", category="Tables"),

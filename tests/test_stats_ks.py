@@ -29,3 +29,23 @@ def test_ks_detects_shift_and_needs_integers():
     assert ks_test(base, base).statistic == 0
     with pytest.raises(ValueError, match="integers in both"):
         ks_test(["three apples"], variants)
+
+
+def test_template_shift_is_paired_over_templates():
+    """Issue 40.5: the matched set checked template by template. Each template's variants have larger
+    numbers than its own original in 9 of 10 templates: the shift is positive, its interval excludes 0
+    and the signed-rank test says so, although every number also occurs in the other set (the
+    pooled K-S test sees two similar samples)."""
+    import pandas as pd
+
+    from earnest.gsm.ks import template_shift
+
+    base = pd.DataFrame({"template_id": range(10), "question": [f"Tom has {10 * (t + 1)} apples." for t in range(10)]})
+    other = pd.DataFrame({"template_id": [t for t in range(10) for _ in range(3)],
+                          "question": [f"Tom has {10 * (t + 1) + (5 if t < 9 else -5)} apples." for t in range(10)
+                                       for _ in range(3)]})
+    sh = template_shift(base, other)
+    assert sh.n_templates == 10 and (sh.n_larger, sh.n_smaller) == (9, 1)
+    assert sh.mean > 0 and sh.ci_low > 0 and sh.pvalue < 0.05
+    same = template_shift(base, base)
+    assert same.mean == 0 and same.pvalue == 1.0

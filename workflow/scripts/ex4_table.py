@@ -1,6 +1,6 @@
 """Ex4's side-by-side table: Ex1, Ex3 and the GSM-Matched fit per model, with the matched set's K-S test.
 
-snakemake.input.summaries: summary parquets; base, matched: items; report: the matched set's TSV;
+snakemake.input.summaries: summary parquets; base, matched, variants: items; report: the matched set's TSV;
 snakemake.params.prompt, alpha, fidelity; snakemake.output.md, csv; snakemake.log[0].
 """
 import pandas as pd
@@ -9,7 +9,7 @@ from earnest.joblog import job_logger  # noqa: E402
 
 log = job_logger(snakemake.log[0], "ex4_table")  # noqa: F821
 from earnest.gsm.ex4 import side_by_side, side_by_side_markdown  # noqa: E402
-from earnest.gsm.ks import ks_test  # noqa: E402
+from earnest.gsm.ks import ks_test, template_shift  # noqa: E402
 
 sm = snakemake  # noqa: F821
 summaries = pd.concat([pd.read_parquet(p) for p in sm.input.summaries], ignore_index=True)
@@ -19,7 +19,13 @@ report = pd.read_csv(sm.input.report, sep="\t")
 ks = ks_test(base[base.template_id.isin(matched.template_id)].question, matched.question,
              fidelity=sm.params.fidelity).as_dict()
 cov = summaries.loc[summaries.glmm.astype(int) == 2, "covariate"] if "covariate" in summaries else []
-md = side_by_side_markdown(table, float(sm.params.alpha), ks, covariate=str(cov.iloc[0]) if len(cov) else "gamma")
+# the matching checked template by template (paired), beside GSM-Variants' own shift on the same templates
+shifts = {"GSM-Matched": template_shift(base, matched, fidelity=sm.params.fidelity).as_dict()}
+variants = pd.read_parquet(sm.input.variants)
+shifts["GSM-Variants"] = template_shift(base, variants[variants.template_id.isin(matched.template_id)],
+                                        fidelity=sm.params.fidelity).as_dict()
+md = side_by_side_markdown(table, float(sm.params.alpha), ks, covariate=str(cov.iloc[0]) if len(cov) else "gamma",
+                           shifts=shifts)
 bad = report[report.status != "ok"]
 if len(bad):
     md += "\nTemplates without matched variants (left out of GSM-Matched; GSM-Base keeps them):\n\n"

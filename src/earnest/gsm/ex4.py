@@ -74,7 +74,7 @@ def _cell(r, k, alpha: float) -> str:
 
 
 def side_by_side_markdown(table: pd.DataFrame, alpha: float = ALPHA, ks: dict | None = None,
-                          covariate: str = "gamma") -> str:
+                          covariate: str = "gamma", shifts: dict | None = None) -> str:
     lines = ["# Ex4: the variant effect with number-matched variants", "",
              "Variant odds ratio (GSM-Variants / GSM-Matched vs GSM-Base) per model, 95% percentile bootstrap "
              f"interval, Holm-corrected bootstrap P (Ex1, Ex4: {holm_family_text(HOLM_FAMILY[1])}; Ex3, GLMM 2: "
@@ -85,6 +85,11 @@ def side_by_side_markdown(table: pd.DataFrame, alpha: float = ALPHA, ks: dict | 
     if ks:
         lines += [f"Integers of GSM-Matched vs GSM-Base: K-S D = {ks['statistic']:.4f}, p = {format_p(ks['pvalue'])} "
                   f"({ks['n_base']} and {ks['n_variants']} integers).", ""]
+    for name, sh in (shifts or {}).items():
+        lines += [f"Numbers per template ({name} vs its own GSM-Base question; sum of log10(1 + |n|) over a "
+                  f"question's integers, paired over {sh['n_templates']} templates): mean shift {sh['mean']:+.3f} "
+                  f"[{sh['ci_low']:+.3f}, {sh['ci_high']:+.3f}], larger in {sh['n_larger']}, smaller in "
+                  f"{sh['n_smaller']}, Wilcoxon signed-rank p = {format_p(sh['pvalue'])}.", ""]
     labels = dict(LABELS)
     if covariate:
         labels["ex3"] = f"Ex3 (GLMM 2, {covariate})"
