@@ -113,7 +113,7 @@ def test_scores_match_hand_counts(run):
     assert sent == 3 * len(SAMPLES)
     gen = pd.read_parquet(tmp / "gen_good_few_shot_2.parquet")
     assert list(gen.columns) == ["item_id", "model", "prompt", "dataset", "response", "prompt_tokens",
-                                 "new_tokens", "stop_reason", "seconds"]
+                                 "new_tokens", "stop_reason", "seconds", "prompt_sha256", "fidelity", "decoding"]
     assert (gen["stop_reason"] == "eos").all() and (gen["dataset"] == "statform").all()
 
 

@@ -113,3 +113,11 @@ def test_check_shards_finds_gaps_and_repeats():
         check_shards(sh, 3)
     with pytest.raises(ValueError, match="more than one shard"):
         check_shards(pd.concat([sh, sh]))
+
+
+def test_a_group_without_rows_has_no_separated_resamples():
+    """A reasoning-only analysis that excluded every item has no templates: nothing is separated."""
+    from earnest.stats.summary import separation_sides
+
+    empty = pd.DataFrame({"template": [], "variant": [], "succ": [], "fail": []})
+    assert separation_sides(empty, [11, 12]).tolist() == [0.0, 0.0]

@@ -162,8 +162,8 @@ def separation_sides(frame: pd.DataFrame, seeds) -> np.ndarray:
     f = frame.groupby(["template", "variant"], sort=True, as_index=False)[["succ", "fail"]].sum()
     templates, tix = np.unique(f["template"].to_numpy(), return_inverse=True)
     seeds = np.asarray(list(seeds), dtype=np.int64)
-    if seeds.size == 0:
-        return np.zeros(0)
+    if seeds.size == 0 or templates.size == 0:      # no rows (e.g. every item excluded): nothing to separate
+        return np.zeros(seeds.size)
     weights = template_counts(seeds, len(templates))[:, tix].astype(float)   # (resamples, rows)
     succ_all = f["succ"].to_numpy(float)
     trials_all = succ_all + f["fail"].to_numpy(float)
