@@ -71,7 +71,10 @@ except (ConfigError, PromptFormatError) as exc:
 EXP = config["experiments"]
 EX1_PROMPT = EXP["ex1_prompt"]
 EX2_PROMPTS = list(EXP["ex2_prompts"])
-CODE_PROMPTS = [p for p in FORMATS if FORMATS[p].style == "code"]
+# the formats this run uses (Ex1's, then Ex2's): what tables, figures and comparisons are told of, so
+# that adding another format to formats.yaml changes none of their parameters
+RUN_PROMPTS = list(dict.fromkeys([EX1_PROMPT, *EX2_PROMPTS]))
+CODE_PROMPTS = [p for p in RUN_PROMPTS if FORMATS[p].style == "code"]
 MODELS = config["models"]
 # models evaluated on GSM-Symbolic (a model entry with gsm_symbolic: false is used by StatFormBench only)
 GSM_MODELS = [m for m in MODELS if MODELS[m]["gsm_symbolic"]]
@@ -156,7 +159,7 @@ SUMMARIES = f"{STATS_DIR}/summaries.parquet"
 EX1_SUMMARIES = f"{STATS_DIR}/ex1/summaries.parquet"
 EX2_DECISION = "results/experiments/ex2_models.yaml"
 # each prompt's label in tables and figures: its paper_name in formats.yaml, else its name
-PROMPT_LABELS = {p: FORMATS[p].label for p in FORMATS}
+PROMPT_LABELS = {p: FORMATS[p].label for p in RUN_PROMPTS}
 
 
 # ---------------------------------------------------------------- paths and the model x prompt design

@@ -46,6 +46,6 @@ rule compare_family:
         # item intercepts need an engine that fits them (lme4); template intercepts alone use the run's
         engine=engine_for(config["stats"]["engine"], item_effects=COMPARE["item_effects"]),
         alpha=config["stats"]["alpha"],
-        labels={p: FORMATS[p].paper_name for p in FORMATS},
+        labels={p: FORMATS[p].paper_name for p in RUN_PROMPTS},
     script:
         "../workflow/scripts/compare_family.py"

@@ -7,7 +7,7 @@ FIG_DIR = "results/figures"
 FIG_PROMPTS = list(dict.fromkeys([EX1_PROMPT] + list(EX2_PROMPTS)))
 FIG_TEXT_PROMPTS = [p for p in FIG_PROMPTS if FORMATS[p].style == "text"]
 FIG_CODE_PROMPTS = [p for p in FIG_PROMPTS if FORMATS[p].style == "code"]
-PROMPT_STYLES = {p: FORMATS[p].style for p in FORMATS}
+PROMPT_STYLES = {p: FORMATS[p].style for p in RUN_PROMPTS}
 
 # Figures 9-11, one job each of rule fig_errors, and what each draws from the error-class table
 # (workflow/scripts/fig_error_classes.py)

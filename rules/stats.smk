@@ -161,7 +161,7 @@ rule stats_tables:
         **CPU_JOB,
     params:
         models=list(MODELS),
-        prompts=list(FORMATS),
+        prompts=RUN_PROMPTS,
         code_prompts=CODE_PROMPTS,
         # the words report/stats_tables.rst takes from the code (earnest.wording)
         caption=stats_caption_values(FIDELITY, STATS["engine"]),

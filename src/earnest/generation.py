@@ -168,7 +168,9 @@ def prompt_sha256(request: GenerationRequest) -> str:
 
 def decoding_record(backend: Backend, request: GenerationRequest, max_new_tokens: int) -> str:
     """The ``decoding`` column: the backend's own description, the token cap and the request's stop strings."""
-    return json.dumps({**backend.describe(), "max_new_tokens": int(max_new_tokens), "stop": list(request.stop)},
+    describe = getattr(backend, "describe", None)      # a duck-typed backend may have none
+    own = describe() if describe is not None else {"backend": type(backend).__name__}
+    return json.dumps({**own, "max_new_tokens": int(max_new_tokens), "stop": list(request.stop)},
                       sort_keys=True, ensure_ascii=False, default=str)
 
 
