@@ -3,8 +3,19 @@
 #   snakemake -n --configfile config/paper.yaml   plan the GSM-Symbolic re-evaluation's full grid
 #   snakemake --profile profiles/slurm  the same on a Slurm cluster
 import sys
+from pathlib import Path
 
 from snakemake.utils import min_version
+
+# The library this workflow ships with (src/ beside this Snakefile) comes first, for the workflow
+# and for every job it starts (PYTHONPATH), whichever earnest is installed: a second checkout runs
+# its own rules with its own library, never another checkout's.
+_SRC = str(Path(workflow.basedir).resolve() / "src")
+sys.path.insert(0, _SRC)
+
+from earnest.libpath import use_library
+
+use_library(_SRC)
 
 from earnest.config import ConfigError, check_config_files
 
