@@ -224,3 +224,36 @@ def test_printing_is_limited_in_earnest_mode_only(box):
     assert extract_code(flood, box).error_class == "resource_limit"
     r = extract_code(flood, box, fidelity="reference")
     assert (r.error_class, r.value) == ("", 3.0)
+
+
+@pytest.mark.skipif(_python312() is None, reason="no Python 3.12 interpreter on this machine")
+def test_earnest_extract_chooses_and_records_the_interpreter_of_model_code(tmp_path):
+    """Issue 41.1: `earnest extract --fidelity reference` no longer runs model code on its own
+    interpreter silently: --python chooses it, every line records its version and the sandbox's layers,
+    and another version than the authors' 3.12 is warned about; a --python that does not run is refused."""
+    import json
+    import subprocess
+    import sys
+
+    from helpers import child_env
+
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"response": "def solution():\n    return sum([0.1] * 10)\n"}) + "\n")
+
+    def run(*extra):
+        out = tmp_path / "out.jsonl"
+        proc = subprocess.run([sys.executable, "-m", "earnest.cli", "extract", "--style", "code", "--fidelity",
+                               "reference", *extra, str(src), str(out)], capture_output=True, text=True,
+                              env=child_env(), timeout=300)
+        return proc, (json.loads(out.read_text()) if proc.returncode == 0 else None)
+
+    proc, line = run("--python", _python312())
+    assert proc.returncode == 0, proc.stderr
+    assert line["code_python"].startswith("3.12.") and line["sandbox"] and "reference mode runs" not in proc.stderr
+    assert line["extracted"] == 1.0                      # 3.12's compensated sum
+    proc, line = run()
+    assert line["code_python"] == ".".join(map(str, sys.version_info[:3]))
+    if sys.version_info[:2] != (3, 12):
+        assert "reference mode runs model code on Python" in proc.stderr
+    proc, _ = run("--python", str(tmp_path / "no-python"))
+    assert proc.returncode == 2 and "earnest extract: --python:" in proc.stderr

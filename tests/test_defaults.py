@@ -25,6 +25,7 @@ CONFIG_KEYS = {
     ("prompt", "fidelity"): "fidelity",
     ("prompt", "prompts_dir"): "prompts_dir",     # None = resources/prompts of the source tree (below)
     ("extract", "fidelity"): "fidelity",
+    ("extract", "python"): "sandbox.python",
     ("glmm", "resamples"): "stats.resamples",
     ("glmm", "seed"): "stats.seed",
     ("glmm", "shards"): "stats.shards",

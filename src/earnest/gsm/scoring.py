@@ -240,10 +240,27 @@ def _read_jsonl(path: str) -> list[tuple[int, dict]]:
 
 
 def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox | None" = None, *,
-                fidelity: str = EARNEST) -> int:
-    """Extract every line of ``input_path`` into ``output_path``; returns the number of lines."""
+                fidelity: str = EARNEST, python: str | None = None) -> int:
+    """Extract every line of ``input_path`` into ``output_path``; returns the number of lines.
+
+    Code answers run in ``sandbox``, or in a sandbox on the interpreter ``python`` (default: this
+    one). Each line then records that interpreter's version (``code_python``) and the sandbox's
+    layers (``sandbox``), and reference mode warns when it is not the authors' Python
+    (:func:`sandbox_record`), as the workflow's scoring does."""
     rows = _read_jsonl(input_path)
-    extractions = extract_many([row["response"] for _, row in rows], style, sandbox, fidelity=fidelity)
+    own = None
+    code_python = layers = None
+    if style == "code":
+        if sandbox is None:
+            from earnest.sandbox import Sandbox
+
+            sandbox = own = Sandbox(python=python or None)
+        code_python, layers = sandbox_record(sandbox, fidelity)
+    try:
+        extractions = extract_many([row["response"] for _, row in rows], style, sandbox, fidelity=fidelity)
+    finally:
+        if own is not None:
+            own.close()
     tmp = output_path + ".tmp"
     try:
         with open(tmp, "w", encoding="utf-8") as out:
@@ -251,6 +268,8 @@ def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox
                 record = dict(row)
                 record["extracted"] = _json_number(ex.value)
                 record["extraction_pattern"] = ex.pattern
+                if code_python is not None:
+                    record["code_python"], record["sandbox"] = code_python, layers
                 if row.get("answer") is not None:
                     ok = is_correct(ex, row["answer"], fidelity=fidelity)
                     record["error_class"] = final_error_class(ex, ok)
@@ -269,13 +288,18 @@ def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox
 
 
 def _cmd_extract(args: argparse.Namespace) -> int:
+    from earnest.sandbox import SandboxUnavailable
+
     try:
-        n = run_extract(args.input, args.output, args.style, fidelity=args.fidelity)
+        n = run_extract(args.input, args.output, args.style, fidelity=args.fidelity, python=args.python or None)
     except InputError as exc:
         print(f"earnest extract: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"earnest extract: {exc}", file=sys.stderr)
+        return 2
+    except SandboxUnavailable as exc:   # e.g. --python names no interpreter that runs
+        print(f"earnest extract: --python: {exc}", file=sys.stderr)
         return 2
     print(f"earnest extract: {n} line(s) written to {args.output}", file=sys.stderr)
     return 0
@@ -297,6 +321,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--fidelity", choices=MODES, default=DEFAULT,
                    help="reference: extract and classify as the authors' code does; earnest "
                         "(default): earnest's stricter rules and extra classes (resources/FIDELITY.md)")
+    p.add_argument("--python", default="", metavar="PATH",
+                   help="--style code: the interpreter that runs model code (default: this one; reference mode "
+                        "wants the authors' Python 3.12 and warns on another; the workflow's sandbox.python)")
     p.add_argument("input", help="input JSON lines file")
     p.add_argument("output", help="output JSON lines file")
     p.set_defaults(func=_cmd_extract)
