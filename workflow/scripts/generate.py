@@ -29,3 +29,6 @@ items = pd.read_parquet(sm.input.dataset_items)
 backend = load_backend(sm.params.model, cfg)
 generate_dataset(items, fmt, backend, model=sm.params.model, dataset=sm.wildcards.dataset, output=sm.output[0],
                  max_new_tokens=int(sm.params.max_new_tokens), checkpoint_every=int(sm.params.checkpoint_every))
+# the decoder's own account (transformers: batch, columns per slot, cache bytes, CUDA graphs, steps, prefills)
+if getattr(backend, "last_decode", None):
+    log.info("decoding: %s", backend.last_decode)
