@@ -136,5 +136,6 @@ def test_a_bootstrap_p_of_zero_is_below_one_over_n_not_zero():
     assert s["significant_uncorrected"].all() and not s["significant_holm"].any()
     display, _, _ = variant_effect_table(s, "gsm")
     assert set(display["P value"]) == {"<0.005"}
+    assert set(display["Corrected P value"]) == {"<0.100"}          # the Holm value of a bound is a bound
     ref = build_summaries(rows.assign(fidelity="reference", p_bound=np.nan))
     assert (ref["p_holm"] == 0).all() and ref["significant_holm"].all()

@@ -201,3 +201,4 @@ def test_a_bootstrap_p_of_zero_displays_below_its_bound():
     assert format_p(0.0, bound=1 / 60) == "<0.017"
     assert format_p(0.0, bound=1 / 2000) == "<0.001" == format_p(0.0)
     assert format_p(0.25, bound=0.01) == "0.250"
+    assert format_p(1 / 136, below=True) == "<0.008" == format_p(0.0, bound=1 / 136)

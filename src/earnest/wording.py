@@ -85,12 +85,13 @@ P_FLOOR = 0.001
 P_DECIMALS = 3
 
 
-def format_p(p, alpha: float | None = None, missing: str = "", bound=None) -> str:
+def format_p(p, alpha: float | None = None, missing: str = "", bound=None, below: bool = False) -> str:
     """The display of a P value: three decimals, ``<0.001`` below 0.001, ``missing`` for None/NaN.
 
     ``bound`` (a bootstrap P of 0 from n estimates: 1/n, :func:`earnest.stats.summary.p_bound`): a P
     of 0 displays as ``<`` the bound, rounded up (``<0.005`` from 200 estimates), never as 0 or as a
-    floor the bootstrap cannot reach; a bound below 0.001 displays as ``<0.001``.
+    floor the bootstrap cannot reach; a bound below 0.001 displays as ``<0.001``. ``below``: ``p``
+    is itself such a bound (a Holm-corrected bound), displayed the same way.
 
     With ``alpha`` the display never crosses it: a P value below ``alpha`` that rounds up to it
     (0.0495 at alpha 0.05) gets as many more decimals as it takes (``0.0495``), so that a bold
@@ -103,11 +104,13 @@ def format_p(p, alpha: float | None = None, missing: str = "", bound=None) -> st
         return missing
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"a P value must lie in [0, 1], not {p!r}")
-    if p == 0 and bound is not None and not math.isnan(float(bound)) and float(bound) > P_FLOOR:
+    if p == 0 and bound is not None and not math.isnan(float(bound)):
+        p, below = float(bound), True
+    if below and p > P_FLOOR:
         digits = P_DECIMALS
-        while math.ceil(float(bound) * 10 ** digits) / 10 ** digits >= 2 * float(bound) and digits < 12:
+        while math.ceil(p * 10 ** digits) / 10 ** digits >= 2 * p and digits < 12:
             digits += 1
-        return f"<{math.ceil(float(bound) * 10 ** digits) / 10 ** digits:.{digits}f}"
+        return f"<{math.ceil(p * 10 ** digits) / 10 ** digits:.{digits}f}"
     if p < P_FLOOR:
         return f"<{P_FLOOR:.{P_DECIMALS}f}"
     digits = P_DECIMALS

@@ -84,7 +84,8 @@ def variant_effect_table(s: pd.DataFrame, prompt: str, models: Sequence[str] | N
         "Δvar": [_f(x, 2) for x in sub["delta_var"]],
         "P value": [format_p(p, alpha, bound=b) + (f" {DAGGER}" if m else "") + (f" {DEGENERATE}" if d else "")
                     for p, b, m, d in zip(sub["p_boot"], _bounds(sub), sub["wald_mismatch"], sub["degenerate"])],
-        "Corrected P value": [format_p(p, alpha) for p in sub["p_holm"]],
+        "Corrected P value": [format_p(p, alpha, below=bool(b0 == 0 and not math.isnan(b)))
+                              for p, b0, b in zip(sub["p_holm"], sub["p_boot"], _bounds(sub))],
     })
     raw = sub[["model", "prompt", "acc_base", "acc_variants", "delta_var", "p_boot", "p_holm", "wald_p",
                "wald_mismatch", "degenerate", "n_clean", "n_resamples"]]
@@ -145,7 +146,7 @@ def glmm2_grid_table(s: pd.DataFrame, term: str, prompts: Sequence[str] | None =
             dag = f" {DAGGER}" if c["wald_mismatch"] else ""
             dag += f" {DEGENERATE}" if c["degenerate"] else ""
             col.append(f"{format_estimate(c['odds_ratio'], bool(c['degenerate']))}; {format_p(c['p_boot'], alpha, bound=c.get('p_bound'))}{dag} / "
-                       f"{format_p(c['p_holm'], alpha)}")
+                       f"{format_p(c['p_holm'], alpha, below=bool(c['p_boot'] == 0 and not pd.isna(c.get('p_bound'))))}")
             b.append(bool(c["significant_uncorrected"]))
         display[_label(prompt, prompt_labels)] = col
         bold_cols[_label(prompt, prompt_labels)] = b

@@ -96,7 +96,8 @@ def _p(p, p_holm, alpha: float | None, bound=None) -> str:
     if pd.isna(p):
         return ""
     shown = format_p(p, alpha, bound=bound)
-    return f"{shown} ({format_p(p_holm, alpha)})" if not pd.isna(p_holm) else shown
+    bounded = p == 0 and bound is not None and not pd.isna(bound)      # the Holm value is a bound too
+    return f"{shown} ({format_p(p_holm, alpha, below=bounded)})" if not pd.isna(p_holm) else shown
 
 
 def sensitivity_display(table: pd.DataFrame, modes: Sequence[str],
