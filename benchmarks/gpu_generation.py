@@ -607,7 +607,7 @@ def scaling(shape: str, counts: list[int], max_new: int, batch: int, args, devic
         be = load_backend(f"bench-{shape}", earnest_cfg(info, device, args.dtype, "standard", batch))
         all_reqs = requests_for(max(counts))
         be.generate(requests_for(min(8, max(counts)), prefix="Warm-up.\n\n"), 4)
-        say(f"| requests | s | ms/request | tokens/s | peak GiB | cache bytes | columns | batch | steps | prefills "
+        say("| requests | s | ms/request | tokens/s | peak GiB | cache bytes | columns | batch | steps | prefills "
             "| graphs |")
         say("|---|---|---|---|---|---|---|---|---|---|---|")
         for n in counts:

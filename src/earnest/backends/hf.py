@@ -337,8 +337,9 @@ class TransformersBackend(Backend):
 
     def describe(self) -> dict:
         """How this backend decodes (recorded with every answer in the generations table)."""
-        import torch
         import transformers
+
+        torch = self.torch
 
         return {"backend": "transformers", "decoding": "greedy", "dtype": str(self.model.dtype).removeprefix("torch."),
                 "device": self.device.type, "attention": self.attention, "chat_template": self.chat_template,
@@ -578,10 +579,7 @@ class TransformersBackend(Backend):
                 compact = bool(live) and target < n_rows
                 if compact and not inflight:
                     keep = live + [s for s in range(n_rows) if slot_req[s] is None][: target - len(live)]
-                    src = torch.tensor(keep, device=self.device)
-                    cache.gather_rows(src)
-                    step.tok[:target] = step.tok.index_select(0, src)
-                    step.pos[:target] = step.pos.index_select(0, src)
+                    step.gather_rows(torch.tensor(keep, device=self.device))
                     slot_req[:target] = [slot_req[s] for s in keep]
                     col[:target] = [col[s] for s in keep]
                     n_rows = target
@@ -633,7 +631,7 @@ class TransformersBackend(Backend):
         # tokens for the longest stop string even at one byte per token, plus a margin
         window = max((len(s.encode("utf-8")) for s in stop), default=0) + 3
         return {"tokens": [], "t0": time.time(), "stop": stop, "reference": req.fidelity == REFERENCE,
-                "window": window, "row": None, "i": i}
+                "window": window, "i": i}
 
     def _feed(self, items: list[tuple[int, dict, int]], max_new_tokens: int) -> list[tuple[int, str]]:
         """Take one generated token per (slot, state, token); the (slot, stop reason) of the answers that ended.
@@ -683,45 +681,45 @@ class TransformersBackend(Backend):
                 ended.append((s, MAX_NEW_TOKENS))
         return ended
 
-    def _contains_stop(self, tokens: list[int], stop) -> bool:
-        text = self.tokenizer.decode(tokens, skip_special_tokens=True)
-        return any(s in text for s in stop)
+    def _decode_answer(self, tokens: list[int]) -> str:
+        return self.tokenizer.decode(tokens, skip_special_tokens=True)
 
-    def _settle(self, st: dict, stop: str) -> str:
+    def _settle(self, st: dict, stop: str) -> tuple[str, str]:
         """Earnest mode: make the answer end exactly where a check of the whole decoded answer after
         every token would have ended it (a window can miss a stop string spread over many tokens
         that decode to nothing, or see one the whole text splits otherwise). Greedy decoding made
-        the same tokens up to that point, so cutting the tokens there gives that answer."""
-        tokens = st["tokens"]
+        the same tokens up to that point, so cutting the tokens there gives that answer. Returns
+        (stop reason, the answer's whole decoded text)."""
+        tokens, strings = st["tokens"], st["stop"]
+        text = self._decode_answer(tokens)
         n = len(tokens)
-        if not st["stop"] or n == 0:
-            return stop
-        found = self._contains_stop(tokens, st["stop"])
+        if not strings or n == 0:
+            return stop, text
+        found = any(x in text for x in strings)
         if stop == STOP_STRING:
             if not found:
                 log.warning("request %s: a stop string seen in the last tokens is not in the whole decoded "
                             "answer; the answer ends there all the same", self._requests[st["i"]].key)
-                return stop
-            if n == 1 or not self._contains_stop(tokens[:n - 1], st["stop"]):
-                return stop
+                return stop, text
+            if n == 1 or not any(x in self._decode_answer(tokens[:n - 1]) for x in strings):
+                return stop, text
         elif not found:
-            return stop
+            return stop, text
         lo, hi = 1, n                        # the first length whose decoded text holds a stop string
         while lo < hi:
             mid = (lo + hi) // 2
-            if self._contains_stop(tokens[:mid], st["stop"]):
+            if any(x in self._decode_answer(tokens[:mid]) for x in strings):
                 hi = mid
             else:
                 lo = mid + 1
         del tokens[lo:]
-        return STOP_STRING
+        return STOP_STRING, self._decode_answer(tokens)
 
     def _result(self, row: list[int], st: dict, stop: str) -> GenerationResult:
         if st["reference"]:
             text = self._reference_decode(st["tokens"])
         else:
-            stop = self._settle(st, stop)
-            text = self.tokenizer.decode(st["tokens"], skip_special_tokens=True)
+            stop, text = self._settle(st, stop)
             if stop == STOP_STRING:
                 text = cut_at_stop(text, st["stop"])[0]
         return GenerationResult(key="", response=text, prompt_tokens=len(row), new_tokens=len(st["tokens"]),

@@ -203,6 +203,13 @@ class SlotStep:
         self._pool = None           # one memory pool for all of a job's graphs (never replayed at once)
         self.graph_note = "off" if not self.graphs_on else "on"
 
+    def gather_rows(self, src) -> None:
+        """Move the rows ``src`` (a long tensor) to the front, in the cache and in the step's buffers."""
+        n = src.shape[0]
+        self.cache.gather_rows(src)
+        for buf in (self.tok, self.pos):
+            buf[:n] = buf.index_select(0, src)
+
     def _mask(self, rows: int, span: int):
         torch = self.torch
         allowed = (self.cols[:span][None, :] <= self.cache.write_pos[:rows, None])[:, None, None, :]
@@ -234,17 +241,19 @@ class SlotStep:
             if self.graphs_on:
                 span = min(self.cache.columns, -(-span // SPAN_BUCKET) * SPAN_BUCKET)
                 graph = self._graphs.get((rows, span))
-                if graph is None:
-                    graph = self._capture(rows, span)
                 if graph is not None:
                     graph.replay()
+                    return self.out[:rows]
+                if self._capture(rows, span):      # its check's replay was this step
                     return self.out[:rows]
             self._body(rows, span)
         return self.out[:rows]
 
     def _capture(self, rows: int, span: int):
         """Capture the step over ``rows`` slots and ``span`` columns as a CUDA graph, checked against
-        an eager step on the same inputs; None (graphs off) where capture fails or disagrees."""
+        an eager step on the same inputs. True: the check's replay has moved every row one token on,
+        which is the step being asked for. False (graphs off) where capture fails or disagrees: the
+        rows are as they were."""
         torch = self.torch
         c = self.cache
         saved = [t[:rows].clone() for t in (self.tok, self.pos, c.write_pos)]
@@ -281,20 +290,9 @@ class SlotStep:
             self.graphs_on = False
             self.graph_note = f"off ({type(exc).__name__})"
             self._graphs.clear()
-            return None
-        # the check's replay has moved every row one token on, exactly as the step being asked for
+            return False
         self._graphs[rows, span] = graph
-        return _Replayed(graph)
-
-
-class _Replayed:
-    """A graph that already ran once for the step being asked for (its check): the first replay is a no-op."""
-
-    def __init__(self, graph):
-        self.graph = graph
-
-    def replay(self):
-        pass
+        return True
 
 
 def graph_sizes(batch: int) -> list[int]:
