@@ -181,6 +181,17 @@ def fit_problems(row, labels: tuple[str, str] = ("GSM-Base", "GSM-Variants")) ->
     return verdict, out
 
 
+def judge_effect(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, term: str) -> tuple[pd.Series, bool]:
+    """(the summary row of ``term``, whether it is degenerate) of one simulated model x prompt, as
+    the workflow's summaries judge a real one (:func:`earnest.stats.summary.summarise` in earnest
+    mode, :func:`fit_problems`): what the power study and the validity studies count."""
+    from earnest.stats.summary import summarise
+
+    rows = summarise(shards, data, glmm, model="sim", prompt="sim")
+    row = rows[rows["term"] == term].iloc[0]
+    return row, fit_problems(row)[0] == "degenerate"
+
+
 def fit_problems_table(summaries: pd.DataFrame) -> pd.DataFrame:
     """One row per summary row with its verdict and a plain-language statement of its problems."""
     rows = []

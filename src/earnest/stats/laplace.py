@@ -997,17 +997,16 @@ def resample_weights(n_templates: int, resamples, base_seed: int) -> tuple[np.nd
 
 def separated_resamples(data, resamples, base_seed: int) -> np.ndarray:
     """Per listed resample (GLMM 1): whether GSM-Base or GSM-Variants is all right or all wrong
-    among the drawn templates, so that the variant effect has no finite estimate."""
+    among the drawn templates, so that the variant effect has no finite estimate (the summaries'
+    :func:`earnest.stats.summary.separation_sides`, any side)."""
+    from earnest.stats.summary import separation_sides
+
     des = data if isinstance(data, Design) else Design.from_input(data, 1)
-    _, K = resample_weights(des.n_templates, resamples, base_seed)
-    drawn = K[:, des.tix] > 0
-    out = np.zeros(len(resamples), dtype=bool)
-    for v in (0, 1):
-        rows = des.X[:, 1] == v
-        succ = (drawn[:, rows] * des.y[rows]).sum(axis=1)
-        trials = (drawn[:, rows] * des.trials[rows]).sum(axis=1)
-        out |= (succ == 0) | (succ == trials)
-    return out
+    seeds, _ = resample_weights(des.n_templates, resamples, base_seed)
+    rows = des.rows
+    frame = pd.DataFrame({"template": rows["template"], "variant": rows["variant"].astype(np.int64),
+                          "succ": rows["succ"], "fail": rows["trials"] - rows["succ"]})
+    return separation_sides(frame, seeds) != 0
 
 
 def bootstrap(data, glmm: int, resamples, base_seed: int, *, chunk: int | None = None,

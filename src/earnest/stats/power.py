@@ -189,11 +189,9 @@ def test_p(shards: pd.DataFrame, term: str, df: pd.DataFrame, glmm: int) -> tupl
     degenerate) as the GLMM summaries judge a real model x prompt (:func:`earnest.stats.summary.summarise`:
     separated resamples at their bound; :func:`earnest.stats.diagnostics.fit_problems`), so that a
     simulated rejection is what the workflow's tables would call significant."""
-    from earnest.stats.diagnostics import fit_problems
-    from earnest.stats.summary import summarise
+    from earnest.stats.diagnostics import judge_effect
 
-    row = summarise(shards, df, glmm, model="sim", prompt="sim").set_index("term").loc[term]
-    degenerate = fit_problems({**row.to_dict(), "term": term})[0] == "degenerate"
+    row, degenerate = judge_effect(shards, df, glmm, term)
     return float(row["p_boot"]), int(row["n_clean"]), degenerate
 
 

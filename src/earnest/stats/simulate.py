@@ -44,10 +44,10 @@ def coverage_study(n_datasets: int, variant_effect: float, *, n_resamples: int, 
     whether the effect is significant (P < ``alpha`` and not degenerate). ``p_clean_only``: Eq. 4 over
     the clean fits alone (the rule before separated resamples counted), for comparison.
     """
-    from earnest.stats.diagnostics import fit_problems
+    from earnest.stats.diagnostics import judge_effect
     from earnest.stats.engines import run_shard
     from earnest.stats.glmm import validate_glmm_input
-    from earnest.stats.summary import bootstrap_p, clean_mask, summarise
+    from earnest.stats.summary import bootstrap_p, clean_mask
 
     rows = []
     for k in range(n_datasets):
@@ -55,8 +55,7 @@ def coverage_study(n_datasets: int, variant_effect: float, *, n_resamples: int, 
                                                      gamma_effect=gamma_effect, intercept=intercept,
                                                      seed=seed + k), glmm)
         shards = run_shard(df, glmm, n_resamples, base_seed=seed + 1000 + k, cores=cores, engine=engine)
-        s = summarise(shards, df, glmm, model="sim", prompt="gsm").set_index("term").loc["variant"]
-        degenerate = fit_problems({**s.to_dict(), "term": "variant"})[0] == "degenerate"
+        s, degenerate = judge_effect(shards, df, glmm, "variant")
         clean_only = shards[clean_mask(shards) & (shards["term"] == "variant")]["estimate"].to_numpy()
         lo, hi = float(s["ci_low_log"]), float(s["ci_high_log"])
         rows.append({"dataset": k, "true_effect": variant_effect, "median": float(s["median_log_or"]),

@@ -268,6 +268,7 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str
             theta = kept["estimate"].astype(float).to_numpy()
         lo, hi = percentile_interval(theta, level)
         med = float(np.median(theta)) if theta.size else float("nan")
+        p = bootstrap_p(theta)
         row = {
             "analysis": analysis, "glmm": int(glmm), "model": model, "prompt": prompt, "term": term,
             "fidelity": fidelity, "rows": fitted_rows,
@@ -276,7 +277,7 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str
             "n_singular": int(shards.drop_duplicates("resample")["singular"].fillna(False).astype(bool).sum()),
             "median_log_or": med, "odds_ratio": _exp(med),
             "ci_low_log": lo, "ci_high_log": hi, "ci_low": _exp(lo), "ci_high": _exp(hi),
-            "p_boot": bootstrap_p(theta), "p_bound": p_bound(bootstrap_p(theta), theta.size, fidelity), **by_rule, "n_not_converged": n_not_converged,
+            "p_boot": p, "p_bound": p_bound(p, theta.size, fidelity), **by_rule, "n_not_converged": n_not_converged,
             "n_diverged": int(np.sum(np.abs(theta) > DIVERGED_LOG_OR)), "n_separated": n_separated,
             "diverged": diverged_order_statistics(theta, level),
             "ranef_var_mean": float(rv.mean()) if len(rv) else float("nan"),
