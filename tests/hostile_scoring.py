@@ -83,7 +83,9 @@ def strays() -> list[int]:
 
 
 def main(config: str) -> dict:
-    disable, must_stop = sa.CONFIGS[config]
+    disable = sa.CONFIGS[config][0]
+    with Sandbox(workers=1, limits=sa.LIMITS, disable=disable) as probe:
+        must_stop = sa.must_stop_for(config, probe.capabilities(start=True))
     targets = sa.Targets()
     out: dict = {}
     try:

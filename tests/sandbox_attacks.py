@@ -62,14 +62,30 @@ KEY_SPEC_PROCESS, KEY_SPEC_SESSION, KEY_SPEC_USER = -2, -3, -4
 #: "procs": system calls on other processes; "ipc": SysV IPC objects that outlive the answer or
 #: reach another; "net": sockets; "escape": new processes and survivors; "self": this answer's
 #: own limits and privileges (harmless to others, stopped only by the allowlist); "keys": the user's
-#: persistent keyring (where Kerberos keeps tickets), which Landlock alone leaves to an ordinary user.
+#: persistent keyring (where Kerberos keeps tickets), which Landlock alone leaves to an ordinary user;
+#: "channel": a value passed to an answer running at the same time (a futex keyed by a file's page,
+#: which crosses namespaces and Landlock domains); "memory": memory held beyond ``memory_bytes``
+#: (SysV segments, counted in no limit of the answer's).
 CONFIGS = {
-    "all": ((), {"files", "meta", "env", "keys", "procs", "ipc", "ipc_call", "net", "escape", "self"}),
+    "all": ((), {"files", "meta", "env", "keys", "procs", "ipc", "ipc_call", "net", "escape", "self", "channel",
+                 "memory"}),
     "seccomp": (("namespaces", "landlock"), {"files", "meta", "env", "keys", "procs", "ipc", "ipc_call", "net",
-                                            "escape", "self"}),
-    "namespaces": (("seccomp", "landlock"), {"files", "meta", "env", "keys", "procs", "ipc", "net", "escape"}),
+                                            "escape", "self", "channel", "memory"}),
+    "namespaces": (("seccomp", "landlock"), {"files", "meta", "env", "keys", "procs", "ipc", "net", "escape",
+                                             "memory"}),
     "landlock": (("seccomp", "namespaces"), {"files", "env", "net"}),
 }
+
+
+def must_stop_for(config: str, caps: dict) -> set:
+    """What ``config`` must stop on this machine: the namespaces stop SysV memory only where the
+    kernel lets the worker set its IPC namespace's limits (``sysv-ipc-off``; not RHEL 8's)."""
+    must_stop = set(CONFIGS[config][1])
+    if "seccomp" in CONFIGS[config][0] and "sysv-ipc-off" not in caps.get("namespaces", []):
+        if "memory" in must_stop:
+            print(f"# {config}: this kernel keeps SysV IPC in a user namespace: memory not checked", flush=True)
+        must_stop.discard("memory")
+    return must_stop
 #: The allowlist compiled by earnest itself (what runs where libseccomp is missing) must hold alone
 #: exactly as libseccomp's program does.
 CONFIGS["seccomp-earnest"] = CONFIGS["seccomp"]
@@ -128,6 +144,23 @@ pid = libc.syscall(56, 0x4000 | 0x100 | 17, top, None, None, None)  # clone(CLON
 if pid > 0:
     os.waitpid(pid, 0)
 return 1 if pid > 0 else 0"""
+
+
+#: 7 SysV segments of 64 MB, each attached, filled and detached (RLIMIT_AS counts a segment only
+#: while it is attached): 1 if all were held at once
+SHM_MEMORY = """libc.shmat.restype = ctypes.c_void_p
+libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+libc.shmdt.argtypes = [ctypes.c_void_p]
+for i in range(7):
+    ident = libc.shmget(0, 64 << 20, 0o1600)
+    if ident < 0:
+        return 0
+    addr = libc.shmat(ident, None, 0)
+    if addr in (None, 2 ** 64 - 1):
+        return 0
+    ctypes.memset(addr, 1, 64 << 20)
+    libc.shmdt(addr)
+return 1"""
 
 
 def attacks(ctx: dict) -> list[tuple[str, str, str]]:
@@ -215,6 +248,22 @@ def attacks(ctx: dict) -> list[tuple[str, str, str]]:
         ("raise_own_cpu_limit", "self", rl + "new = RL(100, 100)\nreturn ok(libc.prlimit(0, 0, ctypes.byref(new), None))"),
         ("own_priority", "self", "return ok(libc.setpriority(0, 0, 10))"),
         ("prctl_other", "self", "return ok(libc.prctl(15, b'renamed', 0, 0, 0))"),  # PR_SET_NAME
+        # another process's CPU clock (``~pid << 3 | CPUCLOCK_SCHED``): its time, and with it the
+        # list of the node's processes, where there is no pid namespace
+        ("clock_cpu_caller", "procs",
+         "ts = (ctypes.c_long * 2)()\n"
+         f"return ok(libc.clock_gettime(ctypes.c_int((~{caller} << 3) | 2), ts))"),
+        ("clock_getres_caller", "procs",
+         "ts = (ctypes.c_long * 2)()\n"
+         f"return ok(libc.clock_getres(ctypes.c_int((~{caller} << 3) | 2), ts))"),
+        # a futex without FUTEX_PRIVATE_FLAG on a page of libc (a file every answer maps): keyed by
+        # the file and offset, the same futex for every answer running at once, a channel between
+        # them (tests/test_sandbox_layers.py passes a value through it); FUTEX_WAKE of 1
+        ("futex_shared_file_page", "channel",
+         "addr = ctypes.cast(libc.getpid, ctypes.c_void_p).value & ~3\n"
+         f"return ok(libc.syscall({202 if X86_64 else 98}, ctypes.c_void_p(addr), 1, 1, None, None, 0))"),
+        # SysV segments created, filled and detached one by one: 448 MB held under a 256 MB limit
+        ("shm_beyond_memory_limit", "memory", SHM_MEMORY),
     ]
     if X86_64:  # raw system call numbers (x86_64's)
         a += [
@@ -519,6 +568,10 @@ def planted_key(remove: bool) -> bool:
 PLANT_FOR_NEXT = _fn(f"return ok(libc.syscall({SYS_ADD_KEY}, b'user', {PLANT_KEYNAME.encode()!r}, b'42', 2, {KEY_SPEC_USER}))")
 READ_FROM_PREVIOUS = _fn(f"return ok(libc.syscall({SYS_KEYCTL}, 10, {KEY_SPEC_USER}, b'user', {PLANT_KEYNAME.encode()!r}, 0))")
 SIGNAL_INIT = _fn("return sum(1 for sig in (15, 1, 2, 10, 19) if libc.kill(1, sig) == 0)")
+#: the pid namespace's init re-limited (its descriptors: RLIMIT_NOFILE 5); an answer of the same
+#: uid may (as an ordinary user without the allowlist): the next answer must meet a fresh init
+RELIMIT_INIT = _fn("class RL(ctypes.Structure):\n    _fields_ = [('cur', ctypes.c_uint64), ('max', ctypes.c_uint64)]\n"
+                   "new = RL(5, 5)\nreturn ok(libc.prlimit(1, 7, ctypes.byref(new), None))")
 
 
 def run_sequential(disable: tuple, must_stop: set, compiler: str = "auto") -> list[str]:
@@ -543,6 +596,19 @@ def run_sequential(disable: tuple, must_stop: set, compiler: str = "auto") -> li
                 failures.append(f"innocent answer after signals to the init wrong: {after}")
             if box.helper_pids() != helpers or box.worker_pids() != workers:
                 failures.append("signal_namespace_init: the init (and with it the worker) ended (escape)")
+            before = resource.prlimit(next(iter(box.helper_pids())), resource.RLIMIT_NOFILE)
+            relimit = box._run_many_unchecked([RELIMIT_INIT], full_builtins=True)[0]
+            after = box.run("def solution():\n    return 6 * 7\n")
+            if (after.error_class, after.value) != ("", 42.0):
+                failures.append(f"innocent answer after the init's limits wrong: {after}")
+            for pid in box.helper_pids():
+                try:
+                    limit = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+                except OSError:
+                    continue
+                if limit != before:
+                    failures.append(f"relimit_namespace_init ({relimit.value}): the next answer's init has "
+                                    f"RLIMIT_NOFILE {limit}")
     return failures
 
 
@@ -561,25 +627,33 @@ def survivors(token: str) -> list[int]:
 
 def run_config(config: str, targets: Targets) -> list[str]:
     """Run the corpus under one configuration; returns the failure lines (empty: it held)."""
-    disable, must_stop = CONFIGS[config]
+    disable = CONFIGS[config][0]
     compiler = COMPILER.get(config, "auto")
     failures: list[str] = []
     ctx = targets.ctx()
-    # an attack this configuration is not meant to stop runs only where it harms no one but
-    # itself (under Landlock alone, prlimit on the caller would cripple this process)
-    corpus = [a for a in attacks(ctx) if a[1] in must_stop or a[1] in ("self", "ipc_call")]
-    # a batch: innocent, attack, innocent, attack, ... (two workers: neighbours run side by side)
-    batch, expect = [], []
-    for i, (name, kind, source) in enumerate(corpus):
-        good, value = INNOCENT[i % len(INNOCENT)]
-        batch += [good, source]
-        expect += [("innocent", value), (name, kind)]
     with Sandbox(workers=2, limits=LIMITS, disable=tuple(disable) + ("static",), seccomp_compiler=compiler) as box:
         caps = box.capabilities(start=True)
+        must_stop = must_stop_for(config, caps)
+        # an attack this configuration is not meant to stop runs only where it harms no one but
+        # itself (under Landlock alone, prlimit on the caller would cripple this process)
+        corpus = [a for a in attacks(ctx) if a[1] in must_stop or a[1] in ("self", "ipc_call")]
+        # a batch: innocent, attack, innocent, attack, ... (two workers: neighbours run side by side)
+        batch, expect = [], []
+        for i, (name, kind, source) in enumerate(corpus):
+            good, value = INNOCENT[i % len(INNOCENT)]
+            batch += [good, source]
+            expect += [("innocent", value), (name, kind)]
         if compiler == "earnest" and caps.get("seccomp_compiler") != "earnest":
             failures.append(f"the allowlist was compiled by {caps.get('seccomp_compiler')!r}, not {compiler!r}")
         token = box.token
-        results = box._run_many_unchecked(batch, full_builtins=True)
+        # an attack that needs an earlier one (CONTROL_GROUPS: the segment planted for the next
+        # answer) runs after the whole batch, never beside the answer it needs
+        later = {name for group in CONTROL_GROUPS for name in group[1:]}
+        first = [k for k, e in enumerate(expect) if e[0] not in later]
+        after = [k for k, e in enumerate(expect) if e[0] in later]
+        results = box._run_many_unchecked([batch[k] for k in first], full_builtins=True)
+        results += box._run_many_unchecked([batch[k] for k in after], full_builtins=True) if after else []
+        expect = [expect[k] for k in first + after]
         for (name, what), res in zip(expect, results):
             if name == "innocent":
                 if (res.error_class, res.value) != ("", what):

@@ -38,7 +38,10 @@ run()
 print("finished", flush=True)
 """
 
-LIMIT = 120  # s for a signalled run to end; the runs themselves take hours
+#: s for a signalled run to end, and for a bootstrap's workers to start: a safety net against a
+#: hang, not a measure (a loaded machine may take minutes); the runs themselves take far longer,
+#: and one that ignored the signal would also print "finished"
+LIMIT = 900
 
 
 def _procs():

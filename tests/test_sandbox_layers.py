@@ -360,6 +360,12 @@ PROTOCOL_ABUSE = {
     "close_3": "import os\ndef solution():\n    os.close(3)\n    return 5\n",
     "splice_onto_3": "import os\ndef solution():\n    r, w = os.pipe()\n    os.write(w, b'{}')\n    os.splice(r, 3, 2)\n"
                      "    return 9\n",
+    # the worker's own failures, forged (issue 39.1): they once ended the whole batch
+    "forged_fork_error": "import os\ndef solution():\n    os.write(3, b'{\"fork_error\": \"forged\"}')\n    os._exit(0)\n",
+    "forged_setup_error": "import os\ndef solution():\n    os.write(3, b'{\"setup_error\": \"forged\"}')\n"
+                          "    os._exit(0)\n",
+    "forged_restart": "import os\ndef solution():\n    os.write(3, b'{\"restart\": true, \"setup_failed\": true}')\n"
+                      "    os._exit(0)\n",
 }
 
 
@@ -379,31 +385,25 @@ def test_abusing_the_result_pipe_costs_only_the_answer_itself(disable):
         assert box.run(innocent).value == 42.0
 
 
-def _keys_of(uid: int) -> int:
-    for line in Path("/proc/key-users").read_text().splitlines():
-        fields = line.replace(":", " ").split()
-        if fields and int(fields[0]) == uid:
-            return int(fields[3].split("/")[0])  # qnkeys/maxkeys
-    return 0
-
-
-@pytest.mark.skipif(os.geteuid() != 0 or not os.access("/proc/sys/kernel/keys/maxkeys", os.W_OK),
-                    reason="needs root and a writable /proc/sys/kernel/keys/maxkeys")
+@pytest.mark.skipif(os.geteuid() != 0 or not os.access("/proc/sys/kernel/keys/maxbytes", os.W_OK),
+                    reason="needs root and a writable /proc/sys/kernel/keys/maxbytes")
 def test_an_answer_that_cannot_have_a_keyring_of_its_own_does_not_run():
     """The child joins a fresh session keyring before model code runs; where the kernel refuses it
     (the key quota of nobody exhausted), the answer does not run with the worker's keyring, shared
-    by every answer: the run stops with SandboxUnavailable, and runs again once keys can be had."""
-    maxkeys = Path("/proc/sys/kernel/keys/maxkeys")
-    before = maxkeys.read_text().strip()
+    by every answer: the run stops with SandboxUnavailable, and runs again once keys can be had.
+    The quota is exhausted by its byte limit set to the least the kernel takes (1 byte: no key of
+    nobody's fits in it), whatever keys nobody's other processes hold meanwhile."""
+    maxbytes = Path("/proc/sys/kernel/keys/maxbytes")
+    before = maxbytes.read_text().strip()
     with Sandbox(workers=1, limits=LIMITS, disable=("seccomp",)) as box:
         if box.capabilities(start=True).get("session_keyring") != "own":
             pytest.skip("this kernel has no keyrings")
         try:
-            maxkeys.write_text(str(_keys_of(NOBODY)))
+            maxbytes.write_text("1")
             with pytest.raises(SandboxUnavailable, match="session keyring of its own"):
                 box.run("def solution():\n    return 1\n")
         finally:
-            maxkeys.write_text(before)
+            maxbytes.write_text(before)
         assert box.run("def solution():\n    return 2\n").value == 2.0
 
 

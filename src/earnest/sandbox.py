@@ -7,17 +7,23 @@ root and as an unprivileged user, with the static policy off):
 
 1. **seccomp allowlist** (no root needed; compiled by libseccomp through ctypes, or where it is
    missing by earnest itself for x86_64 and aarch64, ``_bpf_allowlist``): default deny — every system
-   call not in ``ALLOWED_SYSCALLS`` fails with EPERM (memory, futex, clocks, getrandom, signal
-   return, write on the descriptor it holds, exit; nothing that takes a path, no other process,
-   no IPC, no socket, no scheduling or priority call, no prctl, no fork or exec); other
-   architectures' calls kill. Alone it stops every attack class of the corpus.
+   call not in ``ALLOWED_SYSCALLS`` fails with EPERM (memory, process-private futexes, the
+   system's and its own clocks, getrandom, signal return, write on the descriptor it holds, exit;
+   nothing that takes a path, no other process or its CPU clock, no IPC, no shared futex, no
+   socket, no scheduling or priority call, no prctl, no fork or exec); other architectures' calls
+   kill. Alone it stops every attack class of the corpus; it is the only layer that stops a futex
+   shared between answers running at once (keyed by a page of libc, a file every answer maps, it
+   crosses namespaces and Landlock domains).
 2. **Namespaces** where the kernel allows unprivileged user namespaces (or as root): the worker
    gets its own user (not as root), mount, network, UTS, pid and IPC namespaces, with an empty
    read-only tmpfs as its root (no path leads anywhere: no file to read, write or stat; no
    network). Snippets run in the worker's pid namespace, under an init of ours
    (``_namespace_init``): a snippet sees no process but itself and that init (no-one to signal,
    trace or re-limit), and after every answer the init kills whatever it left and the worker
-   removes every SysV IPC object in the namespace, so nothing it makes reaches the next answer.
+   removes every SysV IPC object in the namespace, so nothing it makes reaches the next answer;
+   the namespace's own limits allow no SysV object at all (``sysv-ipc-off``, where the kernel lets
+   the namespace's owner set them: a segment's memory is counted in no limit of the answer's), and
+   an init whose limits an answer changed is replaced before the next answer.
    (Fresh pid and IPC namespaces per answer hold the same but cost three times the throughput:
    65 against 195 answers/s measured in the same run.) Each answer also gets a user namespace of
    its own (``user-per-answer``, where the kernel allows one to nobody; capabilities dropped): the
@@ -55,7 +61,8 @@ and validated field by field; anything malformed becomes that answer's ``unclass
 snippet can still forge its own result (by writing to fd 3), never another answer's. An error of
 the machine is not a class: a worker that cannot fork a child for an answer, or a child whose
 set-up fails before model code runs (it marks its pipe with ``_READY`` once set up), is retried and
-then ``SandboxUnavailable``; uid 0 without 65534 mapped (a rootless container) is an ordinary user.
+then ``SandboxUnavailable``; the worker says so in its own status, never in the answer's report
+(``_WorkerFailure``), so no answer can end a batch by forging one; uid 0 without 65534 mapped (a rootless container) is an ordinary user.
 
 Result classes: :data:`ERROR_CLASSES`, named as ``earnest.gsm.failure_classes`` names them (Appendix F of the GSM-Symbolic re-evaluation, plus
 ``timeout`` and ``resource_limit``; in reference mode these two are reported as ``unclassified``,
@@ -504,6 +511,8 @@ def validate_reply(reply: object, fidelity: str = _EARNEST) -> RunResult:
 
     if not isinstance(reply, dict):
         return malformed("not an object")
+    if "error" not in reply:  # every report of the child's names its class ("" for a value)
+        return malformed("no error class: not a report of the sandbox's")
     error = reply.get("error", UNCLASSIFIED)
     detail = reply.get("detail", "")
     # printable text only: a lone surrogate (no UTF-8 encoding: a log or a file written with it
@@ -567,6 +576,18 @@ def missing_layers_warning(missing: list[str], blockers: list[str], uid) -> str:
     return (f"model code runs without {', '.join(missing)} on this machine; {', '.join(blockers)} still hold "
             f"(see the earnest.sandbox docstring){gaps}. To add them: "
             + "; ".join(f"{n}: {LAYER_HINTS[n]}" for n in missing))
+
+
+@dataclass(frozen=True)
+class _WorkerFailure:
+    """The worker's own failure to run an answer (``fork``: no process for it; ``setup``: its
+    process ended before model code ran), told by the worker's status, never by an answer."""
+
+    kind: str
+    detail: str
+
+
+_NOT_SENT = object()  # the request never reached a live worker: nothing of the answer ran
 
 
 class _Worker:
@@ -665,27 +686,34 @@ class _Worker:
         # other processes of the same user, memory) says so; it is retried a few times (the
         # limit may be transient), then the run stops with a clear error: an innocent answer that
         # never ran must not be scored as ``unclassified``
-        # (and one whose child's set-up failed before model code ran: nothing of the answer's)
+        # (and one whose child's set-up failed before model code ran: nothing of the answer's).
+        # Such failures come from the worker's own status, never from what an answer wrote on its
+        # result pipe: an answer's report is only ever a reply (``validate_reply`` judges it), so
+        # no answer can end the batch by writing {"fork_error": ...} there.
+        failure: _WorkerFailure | None = None
         for pause in (0.05, 0.25, 1.0, 2.0, None):
             reply = self._request_once(source, limits, full_builtins, fidelity)
-            if "not_sent" in reply:  # the worker had died while idle: the answer never ran; a fresh one
+            if reply is _NOT_SENT:  # the worker had died while idle: the answer never ran; a fresh one
                 reply = self._request_once(source, limits, full_builtins, fidelity)
-            if "not_sent" in reply:
+            if reply is _NOT_SENT:
                 return {"error": UNCLASSIFIED, "detail": "sandbox worker died, hung or sent garbage; restarted"}
-            if "fork_error" not in reply and "setup_error" not in reply:
+            if not isinstance(reply, _WorkerFailure):
                 return reply
+            failure = reply
             if pause is not None:
                 time.sleep(pause)
-        if "fork_error" in reply:
+        if failure.kind == "fork":
             raise SandboxUnavailable(
-                f"sandbox: the worker cannot start a process for an answer ({reply['fork_error']}): the "
+                f"sandbox: the worker cannot start a process for an answer ({failure.detail}): the "
                 "process limit of this user (ulimit -u, RLIMIT_NPROC; every process and thread of the user "
                 "on this machine counts) or the memory is exhausted; no answer of this batch was scored")
         raise SandboxUnavailable(
             f"sandbox: the process for an answer could not be set up, before any model code ran "
-            f"({reply['setup_error']}); no answer of this batch was scored")
+            f"({failure.detail}); no answer of this batch was scored")
 
-    def _request_once(self, source: str, limits: Limits, full_builtins: bool, fidelity: str) -> dict:
+    def _request_once(self, source: str, limits: Limits, full_builtins: bool, fidelity: str):
+        """The reply to one request (a dict: the answer's report, or the worker's account of how
+        the answer's process ended), ``_NOT_SENT`` or a ``_WorkerFailure``."""
         if self.proc is None:
             self.start()
         proc = self.proc  # Sandbox.close() in another thread may set self.proc to None meanwhile
@@ -703,7 +731,7 @@ class _Worker:
                 self.stop()
                 if self.closed:
                     raise RuntimeError("sandbox is closed") from None
-                return {"not_sent": True}
+                return _NOT_SENT
             # the worker answers by wall + a margin even for a runaway child; beyond that the
             # worker itself is broken and gets replaced
             deadline = time.monotonic() + wall + 10
@@ -727,11 +755,13 @@ class _Worker:
         if head[0].get("restart"):  # the worker could not empty its namespaces: a fresh one next
             self.stop()
         if head[0].get("fork_error"):
-            return {"fork_error": _short(str(head[0]["fork_error"]), 200)}
+            return _WorkerFailure("fork", _short(str(head[0]["fork_error"]), 200))
         if head[0].get("setup_failed") and not head[0].get("timed_out"):
+            # the child wrote no _READY: nothing of the answer ran (the worker's status says so, the
+            # body is the set-up's own report)
             report = _parse_object(body) or {}
             detail = report.get("detail") if isinstance(report.get("detail"), str) else ""
-            return {"setup_error": _short(detail or "the process ended before it was set up", 200)}
+            return _WorkerFailure("setup", _short(detail or "the process ended before it was set up", 200))
         return _interpret(head[0], body, wall)
 
 
@@ -1012,6 +1042,11 @@ _SCMP_ACT_ALLOW = 0x7FFF0000
 _SCMP_ACT_ERRNO_EPERM = 0x00050000 | 1
 _SCMP_CMP_EQ, _SCMP_CMP_MASKED_EQ = 4, 7
 _PROT_EXEC = 0x4
+_FUTEX_PRIVATE_FLAG = 128
+#: clock ids the answer's clock calls may name: the system's clocks (0-15: CLOCK_REALTIME ..
+#: CLOCK_TAI, the process's and thread's own CPU clocks); a negative id names another process's or
+#: thread's CPU clock (``~pid << 3 | type``), whose time (and with it, the process list) is refused
+_CLOCK_ID_MASK = 0xFFFFFFF0
 
 #: The system calls a child may make once model code runs; everything else fails with EPERM
 #: (and other architectures' calls kill it). Measured with ``strace -f`` on the worker running the
@@ -1030,12 +1065,12 @@ ALLOWED_SYSCALLS = {
     "mprotect": "glibc malloc's arena set-up (no PROT_EXEC)",
     "madvise": "glibc malloc returning memory",
     # computing: the interpreter itself
-    "futex": "the GIL and locks (one thread: never contended)",
+    "futex": "the GIL and locks (one thread: never contended); process-private operations only",
     "getrandom": "random.seed() / os.urandom without a file",
-    "clock_gettime": "time and datetime.now() (also the vDSO's fallback)",
-    "clock_getres": "time.get_clock_info",
+    "clock_gettime": "time and datetime.now() (also the vDSO's fallback); the system's and its own clocks only",
+    "clock_getres": "time.get_clock_info (the same clocks)",
     "gettimeofday": "the vDSO's fallback",
-    "clock_nanosleep": "time.sleep (bounded by the wall-clock limit)",
+    "clock_nanosleep": "time.sleep (bounded by the wall-clock limit; the same clocks)",
     "nanosleep": "time.sleep on older glibc",
     "sched_yield": "lock spinning in libc",
     "getpid": "CPython's fork/thread-state checks",
@@ -1049,9 +1084,19 @@ ALLOWED_SYSCALLS = {
     "exit_group": "ending (os._exit)",
 }
 #: Allowed only with these arguments: (argument index, comparison, mask or value, value).
+#: Argument conditions, (index, op, mask, value): the call is allowed only where every
+#: ``argument & mask == value`` (masks in the low 32 bits). A futex without FUTEX_PRIVATE_FLAG is
+#: keyed by the page's file and offset where the page belongs to a file (libc's pages, which every
+#: answer maps): such a futex reaches another answer's process whatever the namespaces and Landlock
+#: domains, a channel between answers running at once; CPython and glibc use private futexes only.
+#: A clock id outside 0-15 is another process's or thread's CPU clock (issue 39).
 _ALLOWED_WITH_ARGS = {
     "mmap": [(2, _SCMP_CMP_MASKED_EQ, _PROT_EXEC, 0)],
     "mprotect": [(2, _SCMP_CMP_MASKED_EQ, _PROT_EXEC, 0)],
+    "futex": [(1, _SCMP_CMP_MASKED_EQ, _FUTEX_PRIVATE_FLAG, _FUTEX_PRIVATE_FLAG)],
+    "clock_gettime": [(0, _SCMP_CMP_MASKED_EQ, _CLOCK_ID_MASK, 0)],
+    "clock_getres": [(0, _SCMP_CMP_MASKED_EQ, _CLOCK_ID_MASK, 0)],
+    "clock_nanosleep": [(0, _SCMP_CMP_MASKED_EQ, _CLOCK_ID_MASK, 0)],
 }
 
 #: Every isolation layer, by the name ``Sandbox(disable=...)`` and ``capabilities()`` use.
@@ -1298,6 +1343,7 @@ _X32_SYSCALL_BIT = 0x40000000
 _SECCOMP_RET_KILL = 0x00000000
 # classic BPF (linux/filter.h): ld word at an absolute offset, jumps on a constant, return
 _BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_JSET_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
+_BPF_ALU_AND_K = 0x54
 # struct seccomp_data: nr (u32) at 0, arch (u32) at 4, instruction_pointer (u64) at 8, args (u64) from 16
 _SECCOMP_DATA_NR, _SECCOMP_DATA_ARCH, _SECCOMP_DATA_ARGS = 0, 4, 16
 
@@ -1338,11 +1384,16 @@ def _bpf_allowlist(machine: str) -> bytes | None:
     for name, conditions in _ALLOWED_WITH_ARGS.items():
         label(f"args:{name}")
         for index, op, mask, value in conditions:
-            if op != _SCMP_CMP_MASKED_EQ or value != 0 or mask >> 32:
+            if op != _SCMP_CMP_MASKED_EQ or mask >> 32 or value & ~mask:
                 raise OSError(f"earnest's seccomp compiler has no rule for the condition on {name}")
-            # (argument & mask) == 0, mask in the low word: the low word of the little-endian u64
+            # (argument & mask) == value, mask in the low word: the low word of the little-endian
+            # u64 (libseccomp compares the high word with a mask of 0 too: always equal)
             ins(_BPF_LD_W_ABS, _SECCOMP_DATA_ARGS + 8 * index)
-            ins(_BPF_JSET_K, mask, f"deny:{name}", None)
+            if value == 0:
+                ins(_BPF_JSET_K, mask, f"deny:{name}", None)
+            else:
+                ins(_BPF_ALU_AND_K, mask)
+                ins(_BPF_JEQ_K, value, None, f"deny:{name}")
         ins(_BPF_RET_K, _SCMP_ACT_ALLOW)
         label(f"deny:{name}")
         ins(_BPF_RET_K, _SCMP_ACT_ERRNO_EPERM)
@@ -1441,7 +1492,7 @@ def _enter_namespaces(libc, root: bool, mountpoint: str) -> list[str]:
     import ctypes
 
     uid, gid = os.getuid(), os.getgid()
-    flags = _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWUTS
+    flags = _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWUTS | _CLONE_NEWIPC
     if not root:
         flags |= _CLONE_NEWUSER
     if libc.unshare(flags) != 0:
@@ -1450,6 +1501,8 @@ def _enter_namespaces(libc, root: bool, mountpoint: str) -> list[str]:
         for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
             with open(f"/proc/self/{name}", "w") as fh:
                 fh.write(text)
+    # while /proc is still reachable: no SysV IPC object at all in the answers' IPC namespace
+    sysv = ["sysv-ipc-off"] if _refuse_sysv_ipc() else []
     libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
     libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 
@@ -1468,7 +1521,29 @@ def _enter_namespaces(libc, root: bool, mountpoint: str) -> list[str]:
         os.chroot(".")
     os.chdir("/")
     mount(None, b"/", None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
-    return ["mount", "net", "uts"] + ([] if root else ["user"])
+    return ["mount", "net", "uts", "ipc"] + ([] if root else ["user"]) + sysv
+
+
+#: The IPC namespace's limits that leave no SysV object to create: a segment's, a queue's and a
+#: semaphore set's memory is not counted in any of the answer's limits (RLIMIT_AS sees a segment
+#: only while attached), so without them an answer could hold memory beyond ``memory_bytes``.
+_SYSV_OFF = (("shmmni", "0"), ("shmall", "0"), ("msgmni", "0"), ("sem", "0 0 0 0"))
+
+
+def _refuse_sysv_ipc() -> bool:
+    """Set the worker's (new) IPC namespace's limits to no SysV object at all; False where the
+    kernel does not let this namespace's owner change them (before Linux 5.x in a user namespace,
+    such as RHEL 8's: the seccomp allowlist, which refuses the calls, is then the only guard)."""
+    try:
+        for name, value in _SYSV_OFF:
+            with open(f"/proc/sys/kernel/{name}", "w") as fh:
+                fh.write(value)
+            with open(f"/proc/sys/kernel/{name}") as fh:
+                if fh.read().split() != value.split():
+                    return False
+    except OSError:
+        return False
+    return True
 
 
 _SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "ppc64le": 203, "s390x": 217, "riscv64": 41}.get(
@@ -1586,6 +1661,13 @@ def _namespace_init(request_r: int, ack_w: int, libc) -> None:
                 os.close(fd)
             except OSError:
                 pass
+    # an answer of the same uid (as an ordinary user, without the seccomp allowlist) may change
+    # this process's resource limits (prlimit needs no privilege over a process of one's own uid):
+    # after each answer they are compared with these, and a changed init is not trusted again
+    import resource
+
+    names = sorted(n for n in dir(resource) if n.startswith("RLIMIT_"))
+    limits = [resource.getrlimit(getattr(resource, n)) for n in names]
     while True:
         try:
             if not os.read(request_r, 1):
@@ -1599,7 +1681,8 @@ def _namespace_init(request_r: int, ack_w: int, libc) -> None:
                     os.waitpid(-1, 0)
                 except ChildProcessError:
                     break
-            os.write(ack_w, b"k")
+            intact = [resource.getrlimit(getattr(resource, n)) for n in names] == limits
+            os.write(ack_w, b"k" if intact else b"x")
         except InterruptedError:
             continue
         except OSError:
@@ -1607,9 +1690,10 @@ def _namespace_init(request_r: int, ack_w: int, libc) -> None:
 
 
 def _start_namespace_init(libc):
-    """Give the worker its own pid and IPC namespaces with ``_namespace_init`` as pid 1; returns
-    (request fd, ack fd) to it, or None where the kernel refuses."""
-    if libc.unshare(_CLONE_NEWPID | _CLONE_NEWIPC) != 0:
+    """Give the worker its own pid namespace with ``_namespace_init`` as pid 1 (the IPC namespace
+    is already the worker's own: ``_enter_namespaces``); returns (request fd, ack fd, its pid), or
+    None where the kernel refuses."""
+    if libc.unshare(_CLONE_NEWPID) != 0:
         return None
     req_r, req_w = os.pipe()
     ack_r, ack_w = os.pipe()
@@ -1930,7 +2014,7 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
                 namespaces.append("user-per-answer")
             init = _start_namespace_init(libc) if namespaces else None
             if init is not None:
-                namespaces += ["pid", "ipc"]
+                namespaces.append("pid")
         chroot = root and "mount" not in namespaces and "namespaces" not in disabled
         if chroot:
             base = tempfile.mkdtemp(prefix=f"{_temp_prefix()}{os.getpid()}-", dir=tmp)
