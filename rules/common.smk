@@ -146,7 +146,7 @@ wildcard_constraints:
     prompt=_alternatives(FORMATS),
     dataset=_alternatives(list(DATASETS) + CONTROLLED),
     glmm="1|2",
-    analysis=r"all|reasoning_only|matched|shifted\d+",
+    analysis=r"all|reasoning_only|matched|variants_matched|shifted\d+",
     shard=r"\d+",
     template=r"\d+",
 

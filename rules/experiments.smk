@@ -31,6 +31,7 @@ rule ex4_table:
         matched="results/data/gsm_matched.parquet",
         variants="results/data/gsm_variants.parquet",
         report="results/data/gsm_matched.report.tsv",
+        contrast=ex4_contrast_files,
     output:
         md=report("results/tables/ex4_matched.md", category="Tables"),
         csv="results/tables/ex4_matched.csv",
@@ -44,6 +45,7 @@ rule ex4_table:
         prompt=EX1_PROMPT,
         alpha=config["stats"]["alpha"],
         fidelity=config["fidelity"],
+        contrast=ex4_contrast_groups,
     script:
         "../workflow/scripts/ex4_table.py"
 

@@ -13,6 +13,7 @@ rule glmm_input:
         scored=lambda wc: [scored_path(wc.model, wc.prompt, d) for d in glmm_datasets(wc)],
         item_tables=lambda wc: [f"results/data/{d}.parquet" for d in glmm_datasets(wc)],
         model=lambda wc: model_inputs(wc) if STATS["covariate"] == "number_tokens" else [],
+        variant_templates=variant_templates,
     output:
         f"{STATS_DIR}/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
     log:

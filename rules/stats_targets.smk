@@ -11,10 +11,16 @@ except ValueError as exc:
 
 
 def glmm_datasets(wildcards):
-    """GSM-Base and the variant set of an analysis: GSM-Variants, or Ex4's gsm_<analysis>."""
-    if wildcards.analysis in ("all", "reasoning_only"):
+    """GSM-Base and the variant set of an analysis: GSM-Variants (also for Ex4's variants_matched),
+    or Ex4's gsm_<analysis>."""
+    if wildcards.analysis in ("all", "reasoning_only", "variants_matched"):
         return list(DATASETS)
     return ["gsm_base", f"gsm_{wildcards.analysis}"]
+
+
+def variant_templates(wildcards):
+    """Analysis variants_matched (Ex1 on Ex4's templates): the items whose templates keep variant rows."""
+    return ["results/data/gsm_matched.parquet"] if wildcards.analysis == "variants_matched" else []
 
 
 def summary_files(wildcards=None):

@@ -57,6 +57,12 @@ def test_ex4_end_to_end(tmp_path):
     inp = pd.read_parquet(tmp_path / "results/stats/matched/input/tiny/gsm.parquet")
     assert set(inp.variant) == {0, 1} and (inp.variant == 1).sum() == len(matched)
     assert (tmp_path / "results/figures/ex4_dose_response.png").stat().st_size > 1000
+    # the contrast Ex1 - Ex4: GSM-Variants on GSM-Matched's templates, paired with GSM-Matched's fit
+    vm = pd.read_parquet(tmp_path / "results/stats/variants_matched/input/tiny/gsm.parquet")
+    variants = pd.read_parquet(tmp_path / "results/data/gsm_variants.parquet")
+    assert (vm.variant == 1).sum() == variants.template_id.isin(matched.template_id).sum()
+    assert sorted(vm.template.unique()) == sorted(inp.template.unique())     # the same templates drawn
+    assert "Ex1 − Ex4 (ratio of ORs)" in md and {"contrast_p_boot", "contrast_degenerate"} <= set(table.columns)
     assert planned(snakemake(tmp_path, cfg, "-n", *EX4_TARGETS)) == {}
 
 

@@ -2,6 +2,8 @@
 
 snakemake.input.scored: scored parquets of that model x prompt (gsm_base and gsm_variants);
 snakemake.params.reasoning_only: bool: drop code-error rows (Appendix G);
+snakemake.input.variant_templates: [] or an items table whose templates alone keep variant rows
+  (analysis variants_matched: Ex1 on the templates of GSM-Matched);
 snakemake.params.covariate: GLMM 2's covariate (earnest.gsm.covariates), put in
   the gamma column from snakemake.input.item_tables (the datasets' items tables);
 snakemake.output[0]: GLMM input parquet (model, prompt, template, variant, correct, gamma);
@@ -35,6 +37,15 @@ try:
         scored = [with_covariate(s, values, covariate, p) for s, p in zip(scored, paths)]
         log.info("GLMM 2 covariate: %s (from %s)", covariate, items)
     df = glmm_input_from_scored(scored, reasoning_only=reasoning_only, source=", ".join(paths))
+    restrict = list(snakemake.input.variant_templates)  # noqa: F821
+    if restrict:  # Ex1 on Ex4's templates: variant rows only of the templates GSM-Matched has
+        import pandas as pd
+
+        from earnest.gsm.glmm_input import restrict_variants
+
+        templates = pd.read_parquet(restrict[0], columns=["template_id"])["template_id"].unique()
+        df = restrict_variants(df, templates)
+        log.info("variant rows restricted to the %d templates of %s", len(templates), restrict[0])
     log.info("%d rows (%d GSM-Base, %d GSM-Variants) from %s; reasoning_only=%s", len(df),
              int((df.variant == 0).sum()), int((df.variant == 1).sum()), paths, reasoning_only)
     df.to_parquet(snakemake.output[0], index=False)  # noqa: F821

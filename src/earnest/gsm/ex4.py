@@ -4,8 +4,16 @@ GLMM 1 is fitted on GSM-Base vs GSM-Matched (``analysis`` = ``matched`` in the s
 whose number variables stay within a factor of the original's values, earnest.gsm.instantiate) with
 the same bootstrap, Holm correction and diagnostics as Ex1. :func:`side_by_side` sets, per model,
 Ex1 (GLMM 1, original variants), Ex3 (GLMM 2's variant term: statistical control by gamma) and Ex4
-(design control) next to each other and flags where the conclusions differ. :func:`dose_response`
-plots the variant effect over the ``shifted<k>`` sets (k digits added to every number variable).
+(design control) next to each other.
+
+Whether the drop depends on the numbers is tested directly, not read from two significances:
+:func:`contrasts` pairs GLMM 1 on GSM-Base + GSM-Variants restricted to the templates GSM-Matched has
+(analysis ``variants_matched``) with GLMM 1 on GSM-Base + GSM-Matched, resample by resample (the same
+templates drawn in each: :func:`earnest.stats.contrast.paired_contrast`), and tests the difference of
+the two variant log odds ratios, "the drop with the original variants minus the drop with matched
+ones", with its interval and Holm-corrected P across models. ``differs`` reads that test.
+:func:`dose_response` plots the variant effect over the ``shifted<k>`` sets (k digits added to every
+number variable).
 """
 
 from __future__ import annotations
@@ -16,8 +24,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from earnest import fidelity as F
+from earnest.stats.contrast import paired_contrast
 from earnest.stats.summaries import build_summaries
-from earnest.stats.summary import ALPHA, HOLM_FAMILY
+from earnest.stats.summary import ALPHA, HOLM_FAMILY, holm, significant
 from earnest.wording import DEGENERATE_MARK, DEGENERATE_TEXT, format_estimate, format_p, holm_family_text
 
 COLUMNS = {"ex1": ("all", 1), "ex3": ("all", 2), "ex4": ("matched", 1)}
@@ -30,9 +40,50 @@ def _pick(summaries: pd.DataFrame, analysis: str, glmm: int, prompt: str) -> pd.
     return s.set_index("model")
 
 
-def side_by_side(summaries: pd.DataFrame, prompt: str, alpha: float = ALPHA) -> pd.DataFrame:
-    """One row per model: odds ratio, 95% interval, Holm P and the decision of Ex1, Ex3, Ex4, and
-    ``differs``: which of Ex1/Ex3 reach another decision than Ex4 (significance or direction).
+#: the analyses the contrast pairs: Ex1 on Ex4's templates, and Ex4
+CONTRAST = ("variants_matched", "matched")
+CONTRAST_LABEL = "Ex1 − Ex4 (ratio of ORs)"
+
+
+def contrasts(groups: dict, summaries: pd.DataFrame, prompt: str, alpha: float = ALPHA,
+              fidelity: str = F.DEFAULT) -> pd.DataFrame:
+    """One row per model: the variant effect with GSM-Variants minus the one with GSM-Matched, on the
+    same templates and resamples (:func:`earnest.stats.contrast.paired_contrast`), as a ratio of odds
+    ratios with its interval, P, Holm-corrected P across the models (the Ex1 family's rule, under
+    ``fidelity``) and whether it is significant (never where degenerate).
+
+    ``groups``: model -> {analysis: (shards, GLMM input)} for both analyses of :data:`CONTRAST`;
+    ``summaries``: their summary rows, whose ``degenerate`` verdict (build_summaries) carries over."""
+    s = summaries
+    if "degenerate" not in s.columns:
+        s = build_summaries(s, alpha=alpha)
+    s = s[(s["prompt"] == prompt) & (s["glmm"].astype(int) == 1) & (s["term"] == "variant")]
+    verdict = {(r["analysis"], r["model"]): bool(r["degenerate"]) for _, r in s.iterrows()}
+    rows = []
+    for model, parts in groups.items():
+        (sv, dv), (sm, dm) = parts[CONTRAST[0]], parts[CONTRAST[1]]
+        c = paired_contrast(sv, dv, sm, dm, glmm=1, fidelity=fidelity,
+                            degenerate_a=verdict.get((CONTRAST[0], model), False),
+                            degenerate_b=verdict.get((CONTRAST[1], model), False),
+                            names=("GSM-Variants on GSM-Matched's templates", "GSM-Matched"))
+        rows.append({"model": model, **{f"contrast_{k}": v for k, v in c.items()}})
+    out = pd.DataFrame(rows)
+    if not len(out):
+        return out
+    p = out["contrast_p_boot"].astype(float)
+    if fidelity != F.REFERENCE:      # a P of 0 is below its bound 1/n, corrected as the bound
+        p = p.where(out["contrast_p_bound"].isna(), out["contrast_p_bound"])
+    out["contrast_p_holm"] = holm(p.to_numpy(), fidelity)
+    out["contrast_significant"] = significant(out["contrast_p_holm"], alpha) & ~out["contrast_degenerate"].astype(bool)
+    return out
+
+
+def side_by_side(summaries: pd.DataFrame, prompt: str, alpha: float = ALPHA,
+                 contrast: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per model: odds ratio, 95% interval, Holm P and the decision of Ex1, Ex3, Ex4, the
+    contrast Ex1 − Ex4 (``contrast``, :func:`contrasts`) and ``differs``: what the contrast says
+    where it is significant (the drop larger or smaller with the original variants than with
+    number-matched ones), '' where it is not, 'n/a' where no contrast was computed.
 
     The decisions are the summaries table's (:func:`earnest.stats.summaries.build_summaries`: Holm
     under the rows' fidelity mode, ``significant_holm``, never significant when ``degenerate``);
@@ -42,23 +93,26 @@ def side_by_side(summaries: pd.DataFrame, prompt: str, alpha: float = ALPHA) -> 
         s = build_summaries(s, alpha=alpha)
     parts = {k: _pick(s, a, g, prompt) for k, (a, g) in COLUMNS.items()}
     models = [m for m in parts["ex1"].index if m in parts["ex4"].index]
+    by_model = contrast.set_index("model") if contrast is not None and len(contrast) else None
     rows = []
     for m in models:
         row = {"model": m}
-        decision = {}
         for k, part in parts.items():
             if m not in part.index:
                 row.update({f"{k}_or": np.nan, f"{k}_ci_low": np.nan, f"{k}_ci_high": np.nan, f"{k}_p_holm": np.nan,
                             f"{k}_p_holm_below_alpha": None, f"{k}_degenerate": None})
                 continue
             r = part.loc[m]
-            sig = bool(r["significant_holm"])
             row.update({f"{k}_or": r["odds_ratio"], f"{k}_ci_low": r["ci_low"], f"{k}_ci_high": r["ci_high"],
-                        f"{k}_p_holm": r["p_holm"], f"{k}_p_holm_below_alpha": sig,
+                        f"{k}_p_holm": r["p_holm"], f"{k}_p_holm_below_alpha": bool(r["significant_holm"]),
                         f"{k}_degenerate": bool(r["degenerate"])})
-            decision[k] = (sig, np.sign(np.log(r["odds_ratio"])) if sig else 0)
-        row["differs"] = ", ".join(f"{LABELS[k].split(' ')[0]} vs Ex4" for k in ("ex1", "ex3")
-                                   if k in decision and "ex4" in decision and decision[k] != decision["ex4"])
+        if by_model is None or m not in by_model.index:
+            row["differs"] = "n/a"
+        else:
+            c = by_model.loc[m]
+            row.update({k: c[k] for k in by_model.columns})
+            row["differs"] = (("larger drop with GSM-Variants" if c["contrast_median_log_diff"] < 0
+                               else "smaller drop with GSM-Variants") if bool(c["contrast_significant"]) else "")
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -73,6 +127,18 @@ def _cell(r, k, alpha: float) -> str:
             f"{format_estimate(r[f'{k}_ci_high'])}] p={format_p(r[f'{k}_p_holm'], alpha, missing='n/a')}{star}")
 
 
+def _contrast_cell(r, alpha: float) -> str:
+    if "contrast_ratio" not in r or pd.isna(r.get("contrast_p_boot")):
+        return "—"
+    from_bound = r["contrast_p_boot"] == 0 and not pd.isna(r.get("contrast_p_bound"))   # Holm of the bound 1/n
+    p = format_p(r["contrast_p_holm"], alpha, missing="n/a", below=bool(from_bound))
+    if bool(r.get("contrast_degenerate")):
+        return f"{DEGENERATE_MARK} p={p}"
+    star = " *" if bool(r.get("contrast_significant")) else ""
+    return (f"{format_estimate(r['contrast_ratio'])} [{format_estimate(r['contrast_ci_low'])}, "
+            f"{format_estimate(r['contrast_ci_high'])}] p={p}{star}")
+
+
 def side_by_side_markdown(table: pd.DataFrame, alpha: float = ALPHA, ks: dict | None = None,
                           covariate: str = "gamma", shifts: dict | None = None) -> str:
     lines = ["# Ex4: the variant effect with number-matched variants", "",
@@ -80,8 +146,13 @@ def side_by_side_markdown(table: pd.DataFrame, alpha: float = ALPHA, ks: dict | 
              f"interval, Holm-corrected bootstrap P (Ex1, Ex4: {holm_family_text(HOLM_FAMILY[1])}; Ex3, GLMM 2: "
              f"{holm_family_text(HOLM_FAMILY[2])}); * = Holm P < {alpha} and the fit not degenerate; "
              f"{DEGENERATE_MARK} = degenerate fit ({DEGENERATE_TEXT}), never significant. "
-             f"Ex3 is the variant term of GLMM 2 (controlling for {covariate}). `differs` names the columns whose "
-             "conclusion (significance or direction) is not Ex4's.", ""]
+             f"Ex3 is the variant term of GLMM 2 (controlling for {covariate}). "
+             f"{CONTRAST_LABEL}: the variant odds ratio with GSM-Variants divided by the one with GSM-Matched, both "
+             "fitted on the templates GSM-Matched has and paired resample by resample (the same templates drawn), "
+             "with its 95% interval and Holm-corrected P across the models; below 1: the drop is larger with "
+             "the original numbers than with matched ones. `differs` reads this test alone (not the two "
+             "columns' significance: a significant drop beside a non-significant one is no evidence that they "
+             "differ).", ""]
     if ks:
         lines += [f"Integers of GSM-Matched vs GSM-Base: K-S D = {ks['statistic']:.4f}, p = {format_p(ks['pvalue'])} "
                   f"({ks['n_base']} and {ks['n_variants']} integers).", ""]
@@ -93,9 +164,11 @@ def side_by_side_markdown(table: pd.DataFrame, alpha: float = ALPHA, ks: dict | 
     labels = dict(LABELS)
     if covariate:
         labels["ex3"] = f"Ex3 (GLMM 2, {covariate})"
-    lines += ["| Model | " + " | ".join(labels.values()) + " | differs |", "|---|---|---|---|---|"]
+    lines += ["| Model | " + " | ".join(labels.values()) + f" | {CONTRAST_LABEL} | differs |",
+              "|---|---|---|---|---|---|"]
     for r in table.to_dict("records"):
-        lines.append(f"| {r['model']} | {_cell(r, 'ex1', alpha)} | {_cell(r, 'ex3', alpha)} | {_cell(r, 'ex4', alpha)} | {r['differs'] or '—'} |")
+        lines.append(f"| {r['model']} | {_cell(r, 'ex1', alpha)} | {_cell(r, 'ex3', alpha)} | {_cell(r, 'ex4', alpha)} "
+                     f"| {_contrast_cell(r, alpha)} | {r['differs'] or '—'} |")
     return "\n".join(lines) + "\n"
 
 

@@ -89,3 +89,12 @@ def glmm_input_from_scored(scored: pd.DataFrame | Iterable[pd.DataFrame], *, rea
 def read_scored(paths: Iterable[str | Path]) -> list[pd.DataFrame]:
     """Read scored Parquet tables."""
     return [pd.read_parquet(p) for p in paths]
+
+
+def restrict_variants(df: pd.DataFrame, templates) -> pd.DataFrame:
+    """The GLMM input with variant rows (variant 1) only of ``templates`` (GSM-Base rows all kept):
+    Ex1 on the templates Ex4 has (analysis ``variants_matched``). Its template set is then GSM-Matched's
+    analysis's (every template, through GSM-Base), so both draw the same templates in every resample
+    and their variant effects can be paired (:func:`earnest.stats.contrast.paired_contrast`)."""
+    keep = set(int(t) for t in templates)
+    return df[(df["variant"] == 0) | df["template"].isin(keep)].reset_index(drop=True)

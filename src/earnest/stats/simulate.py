@@ -65,3 +65,31 @@ def coverage_study(n_datasets: int, variant_effect: float, *, n_resamples: int, 
                      "p_below_alpha": bool(s["p_boot"] < alpha) and not degenerate,
                      "p_clean_only": bootstrap_p(clean_only)})
     return pd.DataFrame(rows)
+
+
+def simulate_number_matched(n_templates: int = 60, n_variants: int = 20, *, variant_effect: float = 0.0,
+                            number_effect: float = 0.0, intercept: float = 0.5, ranef_sd: float = 2.0,
+                            matched_templates: int | None = None, seed: int = 0, model: str = "sim",
+                            prompt: str = "gsm") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two GLMM inputs sharing their GSM-Base rows (variant 0): (base + variants, base + matched).
+
+    Variants' log-odds are the base's + ``variant_effect`` + ``number_effect`` (their numbers are
+    larger); number-matched variants' the base's + ``variant_effect`` alone. So the true difference
+    of the two variant effects is ``number_effect``. ``matched_templates``: only the first so many
+    templates have matched variants (the rest have none: their variant rows are left out of both,
+    as Ex4 pairs them); the default, all."""
+    rng = np.random.default_rng(seed)
+    k = n_templates if matched_templates is None else int(matched_templates)
+    u = rng.normal(0.0, ranef_sd, n_templates)
+    base_t = np.arange(n_templates)
+    base = (rng.random(n_templates) < 1.0 / (1.0 + np.exp(-(intercept + u)))).astype(np.int64)
+    t = np.repeat(np.arange(k), n_variants)
+    frames = []
+    for shift in (variant_effect + number_effect, variant_effect):
+        eta = intercept + u[t] + shift
+        correct = (rng.random(t.size) < 1.0 / (1.0 + np.exp(-eta))).astype(np.int64)
+        frames.append(pd.DataFrame({"model": model, "prompt": prompt,
+                                    "template": np.r_[base_t, t].astype(np.int64),
+                                    "variant": np.r_[np.zeros(n_templates), np.ones(t.size)].astype(np.int64),
+                                    "correct": np.r_[base, correct], "gamma": 1.0}))
+    return frames[0], frames[1]
