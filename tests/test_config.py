@@ -146,11 +146,28 @@ def test_documented_openai_keys_pass_the_schema():
 
     api = {"backend": "openai", "base_url": "http://127.0.0.1:8000/v1", "model": "m", "api_key_env": None,
            "concurrency": 2, "max_retries": 1, "timeout_s": 30, "backoff_s": 0.5, "max_backoff_s": 10,
-           "cache_dir": "results/cache/openai", "temperature": 0, "request_params": {"seed": 1}}
+           "cache_dir": "results/cache/openai", "temperature": 0, "request_params": {"seed": 1},
+           "max_response_bytes": 8388608, "use_proxy": False}
     documented = {line.split(":")[0].strip() for line in openai_http.__doc__.split("::", 1)[1].split("\n\n")[1]
                   .splitlines() if ":" in line}
     assert documented <= set(api), documented - set(api)   # every key the backend documents is tried here
     checked(lambda c: c["models"].update(api=api))
+
+
+@pytest.mark.parametrize("entry, expect", [
+    ({"base_url": "http://user:s3cret@127.0.0.1:8000/v1"}, r"^models\.api\.base_url: holds credentials"),
+    ({"request_params": {"max_tokens": 5}}, r"^models\.api\.request_params\.max_tokens: set by earnest "
+                                            r"\(generation\.max_new_tokens\)"),
+    ({"request_params": {"model": "other"}}, r"^models\.api\.request_params\.model: set by earnest \(models\.api\.model\)"),
+    ({"max_response_bytes": 10}, r"^models\.api\.max_response_bytes: 10 is less than the minimum of 1024"),
+    ({"use_proxy": "yes"}, r"^models\.api\.use_proxy: 'yes' is not of type 'boolean'"),
+])
+def test_check_config_finds_the_openai_backend_s_config_errors(entry, expect):
+    """earnest check-config refuses what the backend refuses when a job makes it, before any job."""
+    api = {"backend": "openai", "base_url": "http://127.0.0.1:8000/v1", **entry}
+    with pytest.raises(ConfigError, match=expect) as err:
+        checked(lambda c: c["models"].update(api=api))
+    assert "s3cret" not in str(err.value)
 
 
 def test_duplicate_yaml_keys_and_bad_bytes_are_named(tmp_path):

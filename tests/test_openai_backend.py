@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from helpers import child_env
-from openai_server import FakeOpenAI
+from openai_server import ESCAPES, FakeOpenAI, RecordingProxy
 from tinymodel import build_tiny_model
 
 from earnest.backends import GenerationRequest, load_backend
@@ -356,8 +356,8 @@ def test_no_redirect_status_is_followed_even_to_the_same_host(tmp_path, monkeypa
 def test_answers_that_are_no_completion_are_retried_then_errors_not_cached(tmp_path, mode, kind, message):
     with FakeOpenAI(plan={"x": [mode, mode]}, always={"y": mode}) as srv:
         backend = load_backend("m", _cfg(srv.url, tmp_path, max_retries=2))
-        if mode == "padded":
-            backend.max_answer_bytes = 50_000     # the limit (64 MiB by default) low enough for a test body
+        if mode == "padded":   # the limit (8 MiB by default) low enough for a test body
+            backend = load_backend("m", _cfg(srv.url, tmp_path, max_retries=2, max_response_bytes=50_000))
         res = backend.generate(_reqs("x", "y", "fine"), 8)
         assert res[0].response == "echo:x" and res[0].extra["attempts"] == 3      # a good third attempt
         assert res[1].stop_reason == f"error:{kind}" and message in res[1].extra["error"], res[1].extra
@@ -365,3 +365,239 @@ def test_answers_that_are_no_completion_are_retried_then_errors_not_cached(tmp_p
         stored = sorted(json.loads(p.read_text())["payload"]["choices"][0]["message"]["content"]
                         for p in (tmp_path / "cache").rglob("*.json"))
         assert stored == ["echo:fine", "echo:x"]
+
+
+# ---------------------------------------------------------------- what a server sends, bounded
+
+
+@pytest.mark.parametrize("mode, message", [
+    # "created": 777...7 (5,000 digits): json.loads raised ValueError (Python's 4,300-digit limit)
+    # out of generate(), and the whole job ended
+    ("big_int", "answer holds an integer of 5,000 digits"),
+    # usage.prompt_tokens of 4,000 digits: readable, but the check of a token count raised
+    # OverflowError (no float holds it)
+    ("huge_usage", "usage.prompt_tokens is not a token count"),
+    # "finish_reason": []: the look-up in the known reasons raised TypeError (unhashable)
+    ("finish_list", "unknown finish_reason []"),
+])
+def test_numbers_and_values_json_cannot_hold_are_bad_responses_not_a_crash(tmp_path, mode, message):
+    with FakeOpenAI(always={"y": mode}) as srv:
+        res = load_backend("m", _cfg(srv.url, tmp_path, max_retries=1)).generate(_reqs("y", "fine"), 8)
+        assert res[0].stop_reason == "error:bad_response" and message in res[0].extra["error"], res[0].extra
+        assert res[0].extra["attempts"] == 2 and srv.count("y") == 2   # retried as any bad answer
+        assert res[1].response == "echo:fine"
+        stored = [json.loads(p.read_text())["payload"]["choices"][0]["message"]["content"]
+                  for p in (tmp_path / "cache").rglob("*.json")]
+        assert stored == ["echo:fine"]
+
+
+def test_an_answer_over_max_response_bytes_is_an_error_and_not_stored(tmp_path):
+    """A valid answer of 9 MiB (a 60 MB one was accepted and cached): over the default cap of 8 MiB,
+    with Content-Length (refused unread) or without (read in chunks up to the cap, then refused);
+    a body that never ends stops at the cap too, long before the attempt's deadline."""
+    with FakeOpenAI(always={"big": "big", "unframed": "big_unframed", "flood": "flood"}) as srv:
+        backend = load_backend("m", _cfg(srv.url, tmp_path, max_retries=0, timeout_s=120))
+        res = backend.generate(_reqs("big", "unframed", "flood", "fine"), 8)
+        assert [r.stop_reason for r in res] == ["error:too_large"] * 3 + ["eos"], [r.extra for r in res]
+        assert "answer larger than 8,388,608 bytes (Content-Length 94" in res[0].extra["error"]
+        assert "answer larger than 8,388,608 bytes (Content-Length not given)" in res[1].extra["error"]
+        assert "models.m.max_response_bytes" in res[2].extra["error"]
+        stored = [json.loads(p.read_text())["payload"]["choices"][0]["message"]["content"]
+                  for p in (tmp_path / "cache").rglob("*.json")]
+        assert stored == ["echo:fine"]
+
+
+def test_max_response_bytes_is_a_model_key(tmp_path):
+    """A padded answer (~100 kB) passes a cap above its size, not one below; the key is checked."""
+    with FakeOpenAI(always={"x": "padded"}) as srv:
+        big = load_backend("m", _cfg(srv.url, tmp_path, max_response_bytes=200_000)).generate(_reqs("x"), 8)[0]
+        small = load_backend("m", _cfg(srv.url, tmp_path / "b", max_response_bytes=50_000, max_retries=0))
+        assert big.response == "echo:x"
+        assert small.generate(_reqs("x"), 8)[0].stop_reason == "error:too_large"
+    from earnest.backends.openai_http import MAX_RESPONSE_BYTES_RANGE
+    from earnest.schema import schema_node
+
+    key = schema_node("models")["additionalProperties"]["properties"]["max_response_bytes"]
+    assert (key["minimum"], key["maximum"]) == MAX_RESPONSE_BYTES_RANGE   # one range, the schema's and the backend's
+    for bad in (0, 1023, 2**30 + 1, "8MB", True, 1.5e6):
+        with pytest.raises(ValueError, match=r"models\.m\.max_response_bytes: an integer from 1024 to 1073741824"):
+            OpenAIBackend("m", {"base_url": "http://127.0.0.1:1/v1", "max_response_bytes": bad})
+
+
+def test_a_body_the_deadline_cuts_off_is_a_timeout_not_an_answer(tmp_path):
+    """A body without Content-Length ends when the server closes the connection; the deadline's
+    shutdown of the socket looks the same to a read. The valid answer followed by a space every
+    0.05 s, never ended: what was read by the deadline parses, but it is no complete answer."""
+    with FakeOpenAI(always={"slow": "endless"}) as srv:
+        res = load_backend("m", _cfg(srv.url, tmp_path, max_retries=0, timeout_s=1)).generate(_reqs("slow"), 8)[0]
+        assert res.stop_reason == "error:timeout" and res.response == "", res.extra
+        assert not list((tmp_path / "cache").rglob("*.json"))
+
+
+def test_an_error_body_is_read_no_further_than_the_message_shows(tmp_path):
+    """HTTP 500 with a body of 64 MiB (no Content-Length): only its first 300 bytes, the ones the
+    message shows, are read, and the connection is closed (it was read whole into memory, under no
+    deadline: a body that never ends held the attempt for ever)."""
+    with FakeOpenAI(always={"x": "error_flood"}) as srv:
+        res = load_backend("m", _cfg(srv.url, tmp_path, max_retries=0, timeout_s=60)).generate(_reqs("x"), 8)[0]
+        assert res.stop_reason == "error:http_500" and res.extra["error"] == "HTTP 500: server error " + "x" * 287
+        deadline = time.monotonic() + 120   # the answer's thread ends when the client leaves, or after 64 MiB
+        while srv.trickled == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert srv.hung_up == 1
+
+
+def _unprintable(text: str) -> list[str]:
+    """The control characters (C0 but tab and newline, DEL, C1) and lone surrogates in ``text``."""
+    return [ch for ch in text if (ord(ch) < 32 and ch not in "\t\n") or 0x7f <= ord(ch) <= 0x9f
+            or 0xd800 <= ord(ch) <= 0xdfff]
+
+
+@pytest.mark.parametrize("mode, kind, shown", [
+    # a JSON string for an answer: its text went into the message as it was
+    ("escapes_json", "bad_response", "answer is not a JSON object: \\x1b[2J\\x1b]0;pwned\\x07\\x1b[31mred\\x9b0m\\ud800"),
+    ("escapes_400", "http_400", "HTTP 400: \\x1b[2J\\x1b]0;pwned\\x07\\x1b[31mred\\x9b0m"),
+    ("escapes_location", "redirect", "redirect to http://127.0.0.1:9/\\x1b[2J\\x1b]0;pwned\\x07\\x1b[31mred0m"),
+])
+def test_server_text_in_error_messages_is_escaped(tmp_path, caplog, mode, kind, shown):
+    """ESC sequences (clear the screen, retitle the terminal, colour), BEL, the C1 CSI and a lone
+    surrogate from a server reach neither the result's message nor the log raw: they are escapes."""
+    assert "\x1b" in ESCAPES
+    with FakeOpenAI(always={"x": mode}) as srv, caplog.at_level("INFO"):
+        res = load_backend("m", _cfg(srv.url, tmp_path, max_retries=1)).generate(_reqs("x"), 8)[0]
+    message = res.extra["error"]
+    assert res.stop_reason == f"error:{kind}" and shown in message, message
+    assert _unprintable(message) == []
+    logged = [r.getMessage() for r in caplog.records]
+    assert any(shown in m for m in logged) and all(_unprintable(m) == [] for m in logged), logged
+    message.encode("utf-8")   # writable to any log or table
+
+
+def test_the_shared_escape_helper():
+    from earnest.text import printable
+
+    assert printable("ok \x1b[2J\x07\x00\x7f\x9b\ud800 \u202e é\ttab\nline") == \
+        "ok \\x1b[2J\\x07\\x00\\x7f\\x9b\\ud800 \\u202e é\\ttab\\nline"
+    assert printable("a\tb\nc\x1b", keep="\t\n") == "a\tb\nc\\x1b"
+
+
+# ---------------------------------------------------------------- proxies, credentials, request_params
+
+
+@pytest.fixture
+def proxy(monkeypatch):
+    """A recording proxy named by every proxy variable of the environment (as a cluster's login
+    profile sets them), no_proxy cleared."""
+    with RecordingProxy() as prx:
+        for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+            monkeypatch.setenv(name, prx.url)
+        for name in ("no_proxy", "NO_PROXY"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("EARNEST_TEST_KEY", "sk-local-test")
+        yield prx
+
+
+@pytest.mark.parametrize("use_proxy", [False, True])
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_a_loopback_server_is_never_reached_through_a_proxy(tmp_path, proxy, use_proxy, host):
+    """http_proxy set: a server on this machine got the request through the proxy, the API key
+    included, and the proxy's answer was stored as the model's. Now the proxy sees nothing, opted in
+    or not; the server gets the key and its answer is the one stored."""
+    with FakeOpenAI() as srv:
+        url = srv.url.replace("127.0.0.1", host)
+        cfg = _cfg(url, tmp_path, api_key_env="EARNEST_TEST_KEY", use_proxy=use_proxy)
+        res = load_backend("m", cfg).generate(_reqs("a"), 8)[0]
+        assert proxy.received == []
+        assert res.response == "echo:a" and srv.headers[0]["Authorization"] == "Bearer sk-local-test"
+        stored = [json.loads(p.read_text())["payload"]["choices"][0]["message"]["content"]
+                  for p in (tmp_path / "cache").rglob("*.json")]
+        assert stored == ["echo:a"]
+
+
+def test_a_proxy_gets_the_request_and_key_only_when_opted_in(tmp_path, proxy):
+    """A server elsewhere (a name that resolves nowhere, so only a proxy could answer for it): without
+    ``use_proxy`` the proxy of the environment is not used (the request fails, and its message says
+    how to opt in); with ``use_proxy: true`` the request, key included, goes through it."""
+    url = "http://api.earnest-test.invalid/v1"
+    res = load_backend("m", _cfg(url, tmp_path, api_key_env="EARNEST_TEST_KEY", max_retries=0)).generate(
+        _reqs("a"), 8)[0]
+    assert proxy.received == []
+    assert res.stop_reason == "error:connection", res.extra
+    assert "models.m.use_proxy: true" in res.extra["error"] and proxy.url not in res.extra["error"]
+    assert not list((tmp_path / "cache").rglob("*.json"))
+
+    cfg = _cfg(url, tmp_path, api_key_env="EARNEST_TEST_KEY", max_retries=0, use_proxy=True)
+    res = load_backend("m", cfg).generate(_reqs("a"), 8)[0]
+    assert [(r["method"], r["target"]) for r in proxy.received] == [("POST", url + "/chat/completions")]
+    assert proxy.received[0]["headers"]["Authorization"] == "Bearer sk-local-test"
+    assert res.response == RecordingProxy.ANSWER
+    with pytest.raises(ValueError, match=r"models\.m\.use_proxy: true or false is required, got 'yes'"):
+        OpenAIBackend("m", {"base_url": url, "use_proxy": "yes"})
+
+
+def _own_address() -> str | None:
+    """An address of this machine that is not loopback (the one a route out would use), or None."""
+    for target in ("192.0.2.1", "10.255.255.255", "198.51.100.1"):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            try:
+                s.connect((target, 9))   # UDP: nothing is sent, the kernel only picks a source address
+            except OSError:
+                continue
+            address = s.getsockname()[0]
+        if not address.startswith("127.") and address != "0.0.0.0":
+            return address
+    return None
+
+
+def test_a_server_elsewhere_is_reached_directly_despite_the_proxy_variables(tmp_path, proxy):
+    """A server on a non-loopback address with http_proxy set: reached directly (the proxy sees
+    nothing, the key goes to the server only) unless ``use_proxy`` is true."""
+    address = _own_address()
+    if address is None:
+        pytest.skip("this machine has no address but loopback")
+    with FakeOpenAI(host=address) as srv:
+        res = load_backend("m", _cfg(srv.url, tmp_path, api_key_env="EARNEST_TEST_KEY")).generate(_reqs("a"), 8)[0]
+        assert proxy.received == [] and res.response == "echo:a"
+        assert srv.headers[0]["Authorization"] == "Bearer sk-local-test"
+        cfg = _cfg(srv.url, tmp_path / "b", api_key_env="EARNEST_TEST_KEY", use_proxy=True)
+        res = load_backend("m", cfg).generate(_reqs("b"), 8)[0]
+        assert [r["target"] for r in proxy.received] == [srv.url + "/chat/completions"]
+        assert res.response == RecordingProxy.ANSWER and srv.count("b") == 0
+
+
+@pytest.mark.parametrize("url", ["http://user:s3cret@127.0.0.1:8000/v1", "https://s3cret@api.example.com/v1",
+                                 "http://:s3cret@127.0.0.1/v1"])
+def test_credentials_in_base_url_are_refused(url):
+    """user:password@ in base_url was accepted without a word (sent nowhere as a login, but kept in
+    every generations table's decoding column). Refused, naming the field, the secret not repeated."""
+    with pytest.raises(ValueError, match=r"^models\.m\.base_url: holds credentials") as err:
+        OpenAIBackend("m", {"base_url": url})
+    assert "s3cret" not in str(err.value) and "api_key_env" in str(err.value)
+    for bad in ("http:///v1", "http://127.0.0.1:port/v1"):
+        with pytest.raises(ValueError, match=r"^models\.m\.base_url: "):
+            OpenAIBackend("m", {"base_url": bad})
+
+
+@pytest.mark.parametrize("key", ["model", "max_tokens", "max_completion_tokens", "prompt", "messages", "stop",
+                                 "temperature", "stream", "echo"])
+def test_request_params_cannot_override_what_earnest_sends(key):
+    """request_params {"max_tokens": 5} overrode generation.max_new_tokens without a word (and
+    "model" the model, "messages" the question...). Refused, naming the field."""
+    with pytest.raises(ValueError, match=rf"^models\.m\.request_params\.{key}: set by earnest"):
+        OpenAIBackend("m", {"base_url": "http://127.0.0.1:1/v1", "request_params": {key: 1}})
+
+
+def test_request_params_reach_the_server_beside_earnest_s_fields(tmp_path):
+    import datetime
+
+    with FakeOpenAI() as srv:
+        cfg = _cfg(srv.url, tmp_path, request_params={"seed": 3, "top_p": 0.5})
+        assert load_backend("m", cfg).generate(_reqs("a"), 16)[0].response == "echo:a"
+        body = srv.received[0]["body"]
+        assert (body["seed"], body["top_p"], body["max_tokens"], body["model"]) == (3, 0.5, 16, "tiny")
+    # a value JSON cannot send (a YAML date) or a key that is not text crashed the first request
+    for params, match in (({"seed": datetime.date(2024, 1, 1)}, r"request_params: not sendable as JSON"),
+                          ({1: "a"}, r"request_params: the key 1 is not text"),
+                          (["seed"], r"request_params: a mapping is required")):
+        with pytest.raises(ValueError, match=rf"^models\.m\.{match}"):
+            OpenAIBackend("m", {"base_url": "http://127.0.0.1:1/v1", "request_params": params})

@@ -268,10 +268,18 @@ def _check_model(config: dict, name: str, m: dict) -> None:
         raise ConfigError(f"models.{name}.backend: unknown backend {backend!r} "
                           f"(known: {', '.join(sorted(BACKENDS))})")
     if backend == "openai":
+        from earnest.backends.openai_http import check_base_url, check_request_params
+
         url = m.get("base_url")
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            shown = "(credentials hidden)" if isinstance(url, str) and "@" in url else url
             raise ConfigError(f"models.{name}.base_url: the openai backend needs the server's http(s) API root, "
-                              f"got {url!r}")
+                              f"got {shown!r}")
+        try:   # the backend's own checks: credentials in the URL, fields earnest sets in request_params
+            check_base_url(f"models.{name}", url)
+            check_request_params(f"models.{name}", m.get("request_params"))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
     if backend == "transformers":
         sources = [k for k in ("gguf", "path", "hub") if m.get(k)]
         if len(sources) != 1:

@@ -14,6 +14,8 @@ Standard library only (``urllib``). Config keys of a model entry (``models.<name
     cache_dir: results/cache/openai        # on-disk response cache; omit to disable
     temperature: 0                         # greedy unless set
     request_params: {}                     # extra body fields (e.g. seed, top_p), part of the cache key
+    max_response_bytes: 8388608            # the largest answer body read (8 MiB; 1 KiB to 1 GiB)
+    use_proxy: false                       # true: through the environment's proxy (http_proxy ...), key included
 
 Chat requests (``GenerationRequest.messages``) go to ``/chat/completions``; raw-text requests
 (``prompt``) to ``/completions``. A request's stop strings are sent as ``stop``, and the answer is
@@ -23,17 +25,38 @@ then ``stop_string``. The API's ``finish_reason`` maps to earnest's names: ``sto
 
 An attempt fails, and is retried after a backoff, on a 408/409/425/429 or 5xx status, a refused
 or dropped connection, a body cut short, an attempt that runs past ``timeout_s`` (a server that
-sends one byte at a time does not extend it), a body larger than :data:`MAX_ANSWER_BYTES` (not read
-further), or an answer that is not a valid completion (not JSON, JSON nested too deep to read, a key
-given twice in one object, no ``choices`` list, a choice without text, a non-numeric ``usage``, an
-unknown ``finish_reason``). Other 4xx statuses are not retried. A request still failing after the last
-retry becomes a result with ``stop_reason`` ``error:<kind>`` and an empty response: a transport
-error, not a model answer (callers do not keep it; see :mod:`earnest.generation`).
+sends one byte at a time does not extend it; a body without Content-Length that the deadline cuts
+off is a timeout even if what came parses), a body larger than ``max_response_bytes`` (``too_large``:
+a longer Content-Length is refused unread, a body without one is read in chunks and given up at the
+first byte over; memory stays bounded by concurrency x max_response_bytes), or an answer that is not a
+valid completion (``bad_response``: not JSON, JSON nested too deep to read, an integer of more than
+4,300 digits, a key given twice in one object, no ``choices`` list, a choice without text, a
+``usage`` that is no token count, an unknown ``finish_reason``). Other 4xx statuses are not retried.
+A request still failing after the last retry becomes a result with ``stop_reason`` ``error:<kind>``
+and an empty response: a transport error, not a model answer (callers do not keep it; see
+:mod:`earnest.generation`). Text of the server's in an error message (a body, a header) has its
+control characters and lone surrogates escaped (:func:`earnest.text.printable`): an ESC sequence
+from a server reaches no terminal.
 
 Redirects are never followed: a 3xx answer is the result ``error:redirect``, not retried or cached,
 whose message names the ``Location`` (put the final address in ``base_url``). Following one would
 send the ``Authorization`` header, the API key, to whatever server the answer names, and take that
 server's answer for the model's.
+
+Proxies: the proxy variables of the environment (``http_proxy``, ``https_proxy``, ``no_proxy``, in
+lower or upper case, as a cluster's login profile sets them) are ignored unless ``use_proxy: true``:
+through a proxy, the ``Authorization`` header, the API key, goes to the proxy (in clear text for an
+``http://`` base_url), and the proxy's answer would be taken, and stored, as the model's. With
+``use_proxy: true`` urllib's rules apply (``no_proxy`` included), except that a loopback host
+(``localhost``, 127.0.0.0/8, ``::1``) is always reached directly. Without it, a connection error or
+timeout while a proxy variable is set says so and names the key.
+
+Config checks (a ``ValueError`` naming the key, when the backend is made; ``earnest check-config``
+runs the same): ``base_url`` must be an http(s) URL with a host and no ``user:password@`` (the key
+belongs in ``api_key_env``: a URL is written to logs and to every generations table);
+``request_params`` may not set what earnest sends itself (``model``, ``messages``, ``prompt``,
+``stop``, ``max_tokens``, ``max_completion_tokens``, ``temperature``, ``stream``, ``echo``: it would
+override them without a word) and must be JSON with text keys.
 
 An empty answer that is likely transient (chat ``content: null``, e.g. a refusal or a tool call, or
 text ``""`` with ``finish_reason`` ``length``) is retried like a failed attempt; if every attempt
@@ -55,6 +78,7 @@ from __future__ import annotations
 import email.utils
 import hashlib
 import http.client
+import ipaddress
 import json
 import logging
 import math
@@ -64,12 +88,14 @@ import socket
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Sequence
 
 from earnest.jsonl import DuplicateKey, unique_keys
+from earnest.text import printable
 
 from .base import (CONTENT_FILTER, EOS, MAX_NEW_TOKENS, STOP_STRING, Backend, GenerationRequest, GenerationResult,
                    OnResult, cut_at_stop, valid_text)
@@ -79,23 +105,43 @@ MAX_CONCURRENCY = 1024
 log = logging.getLogger(__name__)
 
 _RETRY_STATUS = {408, 409, 425, 429}  # plus every 5xx
-#: the largest answer body read (bytes): a completion of thousands of tokens is kilobytes; a server
-#: sending more is not answering (it would fill the memory of every worker at once)
-MAX_ANSWER_BYTES = 64 * 2**20
+#: the largest answer body read by default (bytes; ``max_response_bytes``): a completion of thousands
+#: of tokens is tens of kilobytes; a server sending megabytes is not answering, and every worker holds
+#: up to this much at once (concurrency x max_response_bytes)
+MAX_RESPONSE_BYTES = 8 * 2**20
+#: the range ``max_response_bytes`` may take (the schema's minimum and maximum)
+MAX_RESPONSE_BYTES_RANGE = (1024, 2**30)
+_READ_CHUNK = 64 * 1024
+#: the most digits of an integer in an answer: Python's own limit of int-string conversion (its
+#: ValueError escaped generate()), checked here whatever sys.set_int_max_str_digits says, since the
+#: conversion's time grows with the square of the length
+MAX_INT_DIGITS = 4300
+#: the largest token count taken from ``usage`` (an int64 column holds it; a float is exact to here)
+MAX_TOKEN_COUNT = 2**53
+#: body fields earnest sends itself, refused in ``request_params`` (it would override them), and what sets them
+RESERVED_PARAMS = {
+    "model": "models.<name>.model", "messages": "the request's question", "prompt": "the request's question",
+    "stop": "the prompt format's stop strings", "max_tokens": "generation.max_new_tokens",
+    "max_completion_tokens": "generation.max_new_tokens (max_tokens)", "temperature": "models.<name>.temperature",
+    "stream": "one JSON answer is read, not a stream", "echo": "the answer would start with the prompt",
+}
 # the API's finish_reason -> earnest's stop reason ("stop" is EOS unless a stop string was met)
 _FINISH = {"stop": EOS, "eos": EOS, "length": MAX_NEW_TOKENS, "content_filter": CONTENT_FILTER}
 
 
+# Both carry text of the server's (a body, a header, a status line): escaped once here, so no message
+# of this backend (a result's "error", a log line) holds a control character or a lone surrogate.
+
 class _Retryable(Exception):
     def __init__(self, kind: str, message: str, retry_after: float | None = None):
-        super().__init__(message)
+        super().__init__(printable(message))
         self.kind = kind
         self.retry_after = retry_after
 
 
 class _Fatal(Exception):
     def __init__(self, kind: str, message: str):
-        super().__init__(message)
+        super().__init__(printable(message))
         self.kind = kind
 
 
@@ -200,16 +246,119 @@ class _HTTPSHandler(urllib.request.HTTPSHandler):
         return self.do_open(_HTTPSConnection, req, **kwargs)
 
 
+# ---------------------------------------------------------------- proxies
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether ``host`` (a URL's host name, without port or brackets) is this machine: ``localhost``
+    (or a name under ``.localhost``, RFC 6761), 127.0.0.0/8, ``::1`` (also as ``::ffff:127.x.y.z``)
+    or the unspecified address (0.0.0.0, ``::``: a connection to it reaches this machine)."""
+    if not host:
+        return False
+    host = host.rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host.split("%", 1)[0])   # fe80::1%eth0: the zone is no part of it
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or address.is_unspecified or (mapped is not None and mapped.is_loopback)
+
+
+class _EnvProxyHandler(urllib.request.ProxyHandler):
+    """The environment's proxies by urllib's rules (``*_proxy``, ``no_proxy``), but never for a
+    loopback host: a server on this machine is reached directly whatever a proxy variable says (a
+    proxy would get the API key, and answer in the server's place)."""
+
+    def proxy_open(self, req, proxy, type):
+        if is_loopback(urllib.parse.urlsplit(req.full_url).hostname):
+            return None   # the next handler (_HTTPHandler, _HTTPSHandler) connects directly
+        return super().proxy_open(req, proxy, type)
+
+
+# ---------------------------------------------------------------- config checks (the backend's and check-config's)
+
+
+def check_base_url(where: str, url) -> str:
+    """``url`` (``where.base_url``) without a trailing slash, or ValueError naming the field: an http(s)
+    URL with a host and a numeric port if any. Credentials (``user:password@``) are refused: urllib
+    sends them to no one as a login, yet the URL is written to logs and to every generations table's
+    decoding column; the key belongs in the environment variable named by ``api_key_env``."""
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        url = "(credentials hidden)" if isinstance(url, str) and "@" in url else url
+        raise ValueError(f"{where}.base_url: an http(s) URL is required, got {url!r}")
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError as exc:   # e.g. "http://[::1/v1": an unclosed IPv6 bracket
+        raise ValueError(f"{where}.base_url: not a URL ({exc}): {url!r}") from None
+    if "@" in parts.netloc:   # the secret is not repeated in the message
+        raise ValueError(f"{where}.base_url: holds credentials (user:password@ before the host), which are "
+                         f"refused: a URL is written to logs and results; put the key in an environment "
+                         f"variable and name it in {where}.api_key_env")
+    try:
+        parts.port
+    except ValueError:
+        raise ValueError(f"{where}.base_url: the port is not a number from 0 to 65535 in {url!r}") from None
+    if not parts.hostname:
+        raise ValueError(f"{where}.base_url: no host in {url!r}")
+    return url.rstrip("/")
+
+
+def check_request_params(where: str, params) -> dict:
+    """``where.request_params`` (None: {}), or ValueError naming the field: a mapping with text keys,
+    none of :data:`RESERVED_PARAMS` (one overrode the model, the question, the stop strings or the
+    token limit without a word), sendable as JSON (a YAML date is not: the first request raised)."""
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise ValueError(f"{where}.request_params: a mapping is required, got {params!r}")
+    for key in params:
+        if not isinstance(key, str):
+            raise ValueError(f"{where}.request_params: the key {key!r} is not text")
+        if key in RESERVED_PARAMS:
+            set_by = RESERVED_PARAMS[key].replace("<name>", where.rsplit(".", 1)[-1])
+            raise ValueError(f"{where}.request_params.{key}: set by earnest ({set_by}); a request_params "
+                             f"entry would override it, so it is refused")
+    try:
+        json.dumps(params, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}.request_params: not sendable as JSON ({exc})") from None
+    return dict(params)
+
+
 # ---------------------------------------------------------------- answer validation
+
+
+def _excerpt(value, n: int = 200) -> str:
+    """The start of ``str(value)`` for a message (escaped by _Retryable); a value nested nearly as
+    deep as json reads (~990) cannot be shown, and its RecursionError must not escape generate()."""
+    try:
+        return str(value)[:n]
+    except RecursionError:
+        return f"(a {type(value).__name__} nested too deep to show)"
+
+
+def _json_int(text: str) -> int:
+    """json's parse_int: an integer of at most :data:`MAX_INT_DIGITS` digits, else bad_response."""
+    digits = len(text) - text.startswith("-")
+    if digits > MAX_INT_DIGITS:
+        raise _Retryable("bad_response", f"answer holds an integer of {digits:,} digits (at most "
+                                          f"{MAX_INT_DIGITS:,} are read): {text[:40]}...")
+    return int(text)
 
 
 def _token_count(usage: dict, name: str) -> int:
     value = usage.get(name)
     if value is None:
         return -1
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value < 0 or value != int(value):
-        raise _Retryable("bad_response", f"usage.{name} is not a token count: {value!r}")
+    # no float() of an int: one of 400 digits is valid JSON, and math.isfinite of it raised OverflowError
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or (isinstance(value, float) and not (math.isfinite(value) and value.is_integer())) \
+            or not 0 <= value <= MAX_TOKEN_COUNT:
+        shown = f"an integer of {len(str(abs(value))):,} digits" if isinstance(value, int) and abs(value) > 10**40 \
+            else repr(value)[:200] if isinstance(value, (str, float, int)) else _excerpt(value)
+        raise _Retryable("bad_response", f"usage.{name} is not a token count: {shown}")
     return int(value)
 
 
@@ -221,15 +370,15 @@ def parse_completion(payload, endpoint: str, stop: Sequence[str] = ()) -> dict:
     the lone surrogates replaced by U+FFFD in ``text``.
     """
     if not isinstance(payload, dict):
-        raise _Retryable("bad_response", f"answer is not a JSON object: {str(payload)[:200]}")
+        raise _Retryable("bad_response", f"answer is not a JSON object: {_excerpt(payload)}")
     choices = payload.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise _Retryable("bad_response", f"answer has no list of choices: {str(payload)[:200]}")
+        raise _Retryable("bad_response", f"answer has no list of choices: {_excerpt(payload)}")
     choice = choices[0]
     if endpoint == "/chat/completions":
         message = choice.get("message")
         if not isinstance(message, dict):
-            raise _Retryable("bad_response", f"choice has no message: {str(choice)[:200]}")
+            raise _Retryable("bad_response", f"choice has no message: {_excerpt(choice)}")
         text = message.get("content")
         empty = "content null" if text is None else None   # e.g. a refusal or a tool call: no text
         text = "" if text is None else text
@@ -237,10 +386,11 @@ def parse_completion(payload, endpoint: str, stop: Sequence[str] = ()) -> dict:
         text = choice.get("text")
         empty = None
     if not isinstance(text, str):
-        raise _Retryable("bad_response", f"choice text is not a string: {str(choice)[:200]}")
+        raise _Retryable("bad_response", f"choice text is not a string: {_excerpt(choice)}")
     finish = choice.get("finish_reason")
-    if finish is not None and finish not in _FINISH:
-        raise _Retryable("bad_response", f"unknown finish_reason {finish!r}")
+    if finish is not None and (not isinstance(finish, str) or finish not in _FINISH):   # [] is no dict key
+        shown = repr(finish)[:200] if isinstance(finish, str) else _excerpt(finish)
+        raise _Retryable("bad_response", f"unknown finish_reason {shown}")
     if text == "" and finish == "length":
         empty = empty or 'text "" at finish_reason "length"'
     if finish == "content_filter":
@@ -250,7 +400,7 @@ def parse_completion(payload, endpoint: str, stop: Sequence[str] = ()) -> dict:
     if usage is None:
         usage = {}
     if not isinstance(usage, dict):
-        raise _Retryable("bad_response", f"usage is not an object: {str(usage)[:200]}")
+        raise _Retryable("bad_response", f"usage is not an object: {_excerpt(usage)}")
     prompt_tokens = _token_count(usage, "prompt_tokens")
     new_tokens = _token_count(usage, "completion_tokens")
     text, cut = cut_at_stop(text, stop)
@@ -270,10 +420,8 @@ class OpenAIBackend(Backend):
         cfg = dict(model_cfg or {})
         where = f"models.{model_name}"
         self.name = model_name
-        base_url = cfg.get("base_url")
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"{where}.base_url: an http(s) URL is required, got {base_url!r}")
-        self.base_url = base_url.rstrip("/")
+        self._where = where
+        self.base_url = check_base_url(where, cfg.get("base_url"))
         self.model = str(cfg.get("model", model_name))
         self.api_key = None
         key_env = cfg.get("api_key_env")
@@ -287,20 +435,31 @@ class OpenAIBackend(Backend):
         self.backoff_s = self._number(cfg, "backoff_s", 1.0, where)
         self.max_backoff_s = self._number(cfg, "max_backoff_s", 60.0, where)
         self.temperature = self._number(cfg, "temperature", 0.0, where)
-        request_params = cfg.get("request_params") or {}
-        if not isinstance(request_params, dict):
-            raise ValueError(f"{where}.request_params: a mapping is required, got {request_params!r}")
-        self.request_params = dict(request_params)
+        self.request_params = check_request_params(where, cfg.get("request_params"))
+        self.max_response_bytes = self._int(cfg, "max_response_bytes", MAX_RESPONSE_BYTES, where,
+                                            *MAX_RESPONSE_BYTES_RANGE)
+        self.use_proxy = cfg.get("use_proxy", False)
+        if not isinstance(self.use_proxy, bool):
+            raise ValueError(f"{where}.use_proxy: true or false is required, got {self.use_proxy!r}")
         cache_dir = cfg.get("cache_dir")
         self.cache_dir = Path(cache_dir) if cache_dir else None
         if self.cache_dir is not None:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._opener = urllib.request.build_opener(_HTTPHandler, _HTTPSHandler, _NoRedirect)
+        # build_opener adds urllib's ProxyHandler, which reads the environment, unless given one:
+        # ProxyHandler({}) is no proxy at all
+        proxies = _EnvProxyHandler() if self.use_proxy else urllib.request.ProxyHandler({})
+        self._opener = urllib.request.build_opener(proxies, _HTTPHandler, _HTTPSHandler, _NoRedirect)
+        # a connection error or timeout while a proxy variable of the environment (not used) is set
+        # says so: on a cluster whose nodes reach the outside only through it, the fix is one key
+        url = urllib.parse.urlsplit(self.base_url)
+        self._proxy_note = ""
+        if not self.use_proxy and not is_loopback(url.hostname) and urllib.request.getproxies().get(url.scheme):
+            self._proxy_note = (f" (the environment names a proxy for {url.scheme} ({url.scheme}_proxy), not used: "
+                                f"{where}.use_proxy: true sends the requests, API key included, through it)")
         # counters for reports and tests: answers served from the cache / sent over HTTP
         self.cache_hits = 0
         self.http_attempts = 0
-        self.max_answer_bytes = MAX_ANSWER_BYTES
 
     @staticmethod
     def _int(cfg: dict, key: str, default: int, where: str, minimum: int, maximum: int | None = None) -> int:
@@ -323,8 +482,10 @@ class OpenAIBackend(Backend):
     # ------------------------------------------------------------------ request building
 
     def _body(self, req: GenerationRequest, max_new_tokens: int) -> tuple[str, dict]:
-        body = {"model": self.model, "temperature": self.temperature, "max_tokens": int(max_new_tokens),
-                **self.request_params}
+        # request_params first: earnest's own fields come after and win (none of them is allowed in
+        # request_params either, see check_request_params)
+        body = {**self.request_params, "model": self.model, "temperature": self.temperature,
+                "max_tokens": int(max_new_tokens)}
         if req.messages is not None:
             body["messages"] = req.messages
             return "/chat/completions", body
@@ -355,45 +516,83 @@ class OpenAIBackend(Backend):
         watchdog = _Watchdog(self.timeout_s)
         try:
             with watchdog:
-                with self._opener.open(request, timeout=self.timeout_s) as resp:
-                    # read(n) returns a body cut short without a word: read() whole when the length is
-                    # known (IncompleteRead), read(n) only for chunked bodies (whose reader raises it)
-                    length = resp.length
-                    raw = resp.read() if length is not None and length <= self.max_answer_bytes \
-                        else b"" if length is not None else resp.read(self.max_answer_bytes + 1)
-                    if length is not None and length > self.max_answer_bytes or len(raw) > self.max_answer_bytes:
-                        raise _Retryable("too_large", f"answer larger than {self.max_answer_bytes:,} bytes "
-                                                      f"(Content-Length {resp.headers.get('Content-Length') or 'not given'}); "
-                                                      "not read further")
-                    return raw
-        except urllib.error.HTTPError as exc:
-            if 300 <= exc.code < 400:
-                where = exc.headers.get("Location") if exc.headers is not None else None
-                raise _Fatal("redirect", f"HTTP {exc.code} redirect to {where or '(no Location)'} from "
-                                         f"{self.base_url + endpoint}: not followed (it would send the API key "
-                                         f"and take the answer of the server it names); if that address is "
-                                         f"right, make it the base_url") from None
-            try:
-                detail = exc.read()[:300].decode("utf-8", "replace")
-            except Exception:  # the error body itself may be cut short
-                detail = ""
-            if exc.code in _RETRY_STATUS or exc.code >= 500:
-                raise _Retryable(f"http_{exc.code}", f"HTTP {exc.code}: {detail}", _retry_after(exc.headers)) from None
-            raise _Fatal(f"http_{exc.code}", f"HTTP {exc.code}: {detail}") from None
-        except _Retryable:
+                try:
+                    resp = self._opener.open(request, timeout=self.timeout_s)
+                except urllib.error.HTTPError as exc:   # its body is read here, under the deadline too
+                    raise self._status_error(exc, endpoint) from None
+                with resp:
+                    raw = self._read_body(resp)
+                if watchdog.fired:
+                    # a body without Content-Length ends when the server closes the connection, and
+                    # the watchdog's shutdown of the socket reads the same (an end, no error): what
+                    # came by the deadline may parse, but it is not known to be the whole answer
+                    raise _Retryable("timeout", f"no complete answer within {self.timeout_s} s{self._proxy_note}")
+                return raw
+        except (_Retryable, _Fatal):
             raise
         except Exception as exc:
             if watchdog.fired or isinstance(exc, (socket.timeout, TimeoutError)) or \
                     isinstance(getattr(exc, "reason", None), (socket.timeout, TimeoutError)):
-                raise _Retryable("timeout", f"no complete answer within {self.timeout_s} s") from None
+                raise _Retryable("timeout", f"no complete answer within {self.timeout_s} s{self._proxy_note}") from None
             if isinstance(exc, http.client.IncompleteRead):
                 raise _Retryable("truncated", f"answer cut short: {len(exc.partial)} bytes read, "
                                               f"{exc.expected} more expected") from None
             if isinstance(exc, urllib.error.URLError):
-                raise _Retryable("connection", f"connection failed: {exc.reason}") from None
+                raise _Retryable("connection", f"connection failed: {exc.reason}{self._proxy_note}") from None
             if isinstance(exc, (http.client.HTTPException, OSError)):
-                raise _Retryable("connection", f"connection failed: {type(exc).__name__}: {exc}") from None
+                raise _Retryable("connection", f"connection failed: {type(exc).__name__}: {exc}"
+                                               f"{self._proxy_note}") from None
             raise
+
+    def _status_error(self, exc: urllib.error.HTTPError, endpoint: str) -> Exception:
+        """The _Fatal or _Retryable of an answer with an error status (3xx included: urllib follows no
+        redirect here). Its message shows the first 300 bytes of the body: only those are read (a
+        body of gigabytes, or one that never ends, was read whole)."""
+        if 300 <= exc.code < 400:
+            where = exc.headers.get("Location") if exc.headers is not None else None
+            return _Fatal("redirect", f"HTTP {exc.code} redirect to {where or '(no Location)'} from "
+                                      f"{self.base_url + endpoint}: not followed (it would send the API key "
+                                      f"and take the answer of the server it names); if that address is "
+                                      f"right, make it the base_url")
+        try:
+            detail = exc.read(300).decode("utf-8", "replace")
+        except Exception:  # the error body itself may be cut short
+            detail = ""
+        finally:
+            exc.close()
+        if exc.code in _RETRY_STATUS or exc.code >= 500:
+            return _Retryable(f"http_{exc.code}", f"HTTP {exc.code}: {detail}", _retry_after(exc.headers))
+        return _Fatal(f"http_{exc.code}", f"HTTP {exc.code}: {detail}")
+
+    def _read_body(self, resp) -> bytes:
+        """The answer body, at most ``max_response_bytes``, or _Retryable("too_large"). A longer
+        Content-Length is refused unread; a body without one (chunked, or ended by the connection's
+        close) is read in chunks and given up at the first byte over: memory stays bounded whatever
+        the server sends."""
+        cap = self.max_response_bytes
+
+        def too_large():
+            return _Retryable("too_large", f"answer larger than {cap:,} bytes (Content-Length "
+                                           f"{resp.headers.get('Content-Length') or 'not given'}); not read further "
+                                           f"(the limit is {self._where}.max_response_bytes)")
+
+        length = resp.length
+        if length is not None:
+            if length > cap:
+                raise too_large()
+            # read() whole, not read(n): read(n) returns a body cut short without a word, read()
+            # raises IncompleteRead
+            return resp.read()
+        chunks, size = [], 0
+        while size <= cap:   # a chunked body's reader raises IncompleteRead if it is cut short
+            chunk = resp.read(min(_READ_CHUNK, cap + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > cap:
+            raise too_large()
+        return b"".join(chunks)
 
     def _wait(self, attempt: int, hint: float | None) -> None:
         delay = min(self.max_backoff_s, self.backoff_s * (2 ** attempt))
@@ -459,7 +658,8 @@ class OpenAIBackend(Backend):
             try:
                 raw = self._post(endpoint, body)
                 try:   # a key given twice (which "content" is the answer?) is not a valid answer either
-                    payload = json.loads(raw, object_pairs_hook=unique_keys)
+                    # parse_int: an integer of 5,000 digits raised ValueError out of generate()
+                    payload = json.loads(raw, object_pairs_hook=unique_keys, parse_int=_json_int)
                 except (json.JSONDecodeError, UnicodeDecodeError):
                     raise _Retryable("bad_response", f"answer is not JSON: {raw[:200]!r}") from None
                 except RecursionError:   # arrays nested thousands deep: json's recursion, not a completion
