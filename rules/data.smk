@@ -122,5 +122,6 @@ rule controlled_items:
         variants=GSM["variants"],
         seed=GSM["seed"],
         window=EX4["window"],
+        balance=EX4["balance"],
     script:
         "../workflow/scripts/items_controlled.py"

@@ -27,6 +27,22 @@ def full():
     return base, matched, report, random
 
 
+def test_balanced_matching_leaves_no_shift_per_template(full):
+    """Issue 40.5: uniform draws in the window lean upwards template by template (most templates'
+    matched questions carry larger numbers than their own original, a paired test sees it); with
+    ex4.balance (the default 8) the per-template shift is indistinguishable from 0."""
+    from earnest.gsm.ks import template_shift
+
+    base, plain, _, _ = full
+    balanced, report = controlled_variant_items("gsm_matched", None, 50, base_seed=20251130, balance=8)
+    assert (balanced.groupby("template_id").size() == 50).all()
+    assert set(balanced.template_id) == set(report[report.status == "ok"].template_id) == set(plain.template_id)
+    lean, level = template_shift(base, plain), template_shift(base, balanced)
+    print(f"\nper-template shift: plain {lean}; balanced {level}")
+    assert lean.pvalue < 0.001 and lean.n_larger > 2 * lean.n_smaller
+    assert level.pvalue > 0.05 and level.ci_low < 0 < level.ci_high and abs(level.mean) < 0.03
+
+
 def test_matched_integers_follow_gsm_base_at_100_templates_x_50(full):
     base, matched, report, random = full
     ok = report[report.status == "ok"].template_id

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from earnest.gsm.prompts import (
+    DEFAULT_PROMPTS_DIR,
     QUESTION_PLACEHOLDER,
     PromptFormat,
     PromptFormatError,
@@ -313,3 +314,35 @@ def test_prompt_command_names_a_question_that_is_not_utf8(stdin, argument, messa
     err = r.stderr.decode("utf-8", "replace")
     assert r.returncode == 2 and message in err and "Traceback" not in err, err
     assert r.stdout == b""
+
+
+def test_prompt_command_shows_the_prompts_of_the_workflow_it_runs_in(tmp_path):
+    """Issue 43.2: `earnest prompt` run in a second checkout (a workflow directory with its own
+    resources/prompts) shows that checkout's prompt, which its jobs render, and says so; elsewhere it
+    shows the installed earnest's; --prompts-dir still chooses."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from helpers import child_env
+
+    other = tmp_path / "second-checkout"
+    shutil.copytree(DEFAULT_PROMPTS_DIR, other / "resources" / "prompts")
+    (other / "Snakefile").write_text("# another checkout's workflow\n")
+    gsm = other / "resources" / "prompts" / "gsm.txt"
+    gsm.write_bytes(b"CHANGED " + gsm.read_bytes())
+    (other / "sub").mkdir()
+
+    def prompt(cwd, *extra):
+        r = subprocess.run([sys.executable, "-m", "earnest.cli", "prompt", "gsm", "How many?", *extra],
+                           cwd=cwd, capture_output=True, env=child_env())
+        assert r.returncode == 0, r.stderr
+        return r.stdout.decode(), r.stderr.decode()
+
+    here, note = prompt(other / "sub")
+    assert here.startswith("CHANGED ") and str(other / "resources" / "prompts") in note
+    installed, quiet = prompt(tmp_path)
+    assert here == "CHANGED " + installed and quiet == ""
+    chosen, _ = prompt(other, "--prompts-dir", os.fspath(DEFAULT_PROMPTS_DIR))
+    assert chosen == installed

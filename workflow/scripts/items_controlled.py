@@ -1,6 +1,6 @@
 """A number-controlled variant set (gsm_matched, gsm_shifted<k>) and its per-template report.
 
-wildcards.cset; snakemake.params.templates, variants (N), seed, window;
+wildcards.cset; snakemake.params.templates, variants (N), seed, window, balance;
 snakemake.output.variants: items parquet; snakemake.output.report: TSV (one row per template);
 snakemake.log[0].
 """
@@ -15,7 +15,8 @@ from earnest.generation import write_parquet_atomic  # noqa: E402
 sm = snakemake  # noqa: F821
 t0 = time.time()
 items, report = controlled_variant_items(sm.wildcards.cset, sm.params.templates, int(sm.params.variants),
-                                         int(sm.params.seed), window=float(sm.params.window))
+                                         int(sm.params.seed), window=float(sm.params.window),
+                                         balance=int(sm.params.balance))
 bad = report[report.status != "ok"]
 for r in bad.itertuples():
     log.warning("template %d not in %s: %s", r.template_id, sm.wildcards.cset, r.reason)

@@ -284,9 +284,11 @@ REPORT_COLUMNS = ["template_id", "status", "reason", "draws", "rejected_answers"
                   "gamma_original", "gamma_mean", "gamma_diff"]
 
 
-def controlled_restriction(dataset: str, window: float = 0.15):
+def controlled_restriction(dataset: str, window: float = 0.15, balance: int = 0):
     """The :class:`earnest.gsm.instantiate.Restriction` of a variant set: None for ``gsm_variants``
-    (the templates' own ranges), shift 0 for ``gsm_matched``, shift k for ``gsm_shifted<k>``."""
+    (the templates' own ranges), shift 0 for ``gsm_matched``, shift k for ``gsm_shifted<k>``;
+    ``balance``: candidates per instance of ``gsm_matched`` (config ``ex4.balance``; the shifted sets
+    are not balanced: their target is not the original's size)."""
     from earnest.gsm.instantiate import Restriction
 
     if dataset == "gsm_variants":
@@ -294,7 +296,8 @@ def controlled_restriction(dataset: str, window: float = 0.15):
     m = _CONTROLLED.match(dataset)
     if not m:
         raise DatasetError(f"unknown variant set {dataset!r}: expected gsm_variants, gsm_matched or gsm_shifted<k>")
-    return Restriction(shift=0 if m.group("matched") else int(m.group("shift")), window=window)
+    return Restriction(shift=0 if m.group("matched") else int(m.group("shift")), window=window,
+                       balance=int(balance) if m.group("matched") else 0)
 
 
 def set_seed(base_seed: int, template_id: int, dataset: str) -> int:
@@ -306,7 +309,7 @@ def set_seed(base_seed: int, template_id: int, dataset: str) -> int:
 
 
 def controlled_variant_items(dataset: str, templates: Iterable[int] | None, n: int, base_seed: int,
-                             window: float = 0.15) -> tuple[pd.DataFrame, pd.DataFrame]:
+                             window: float = 0.15, balance: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Instances 0..n-1 of each template in variant set ``dataset`` (earnest's instantiator) and a
     report, one row per template: ``status`` ok or unmatchable (with the ``reason``), the draws,
     the answers redrawn, a broken ``#answer`` expression, and the mean gamma of its questions
@@ -317,7 +320,7 @@ def controlled_variant_items(dataset: str, templates: Iterable[int] | None, n: i
         pool = load_templates()
     except TemplateError as exc:
         raise DatasetError(str(exc)) from None
-    restriction = controlled_restriction(dataset, window)
+    restriction = controlled_restriction(dataset, window, balance)
     ids = _check_templates(templates if templates is not None else pool, pool, "gsm_symbolic.templates")
     rows, report = [], []
     for t in ids:

@@ -80,3 +80,10 @@ def gamma(text: str, *, fidelity: str = EARNEST) -> float:
         values = (float(m) for m in matches)
         return float(sum(math.log10(v) if v > 0 else 0 for v in values if v % 1 == 0))
     return float(sum(math.log10(max(abs(n), 1)) for n in integers_in(text)))
+
+
+def magnitude(question: str, *, fidelity: str = EARNEST) -> float:
+    """The size of a question's numbers: the sum of log10(1 + |n|) over its integers. The one
+    statistic Ex4's matching is judged by (:func:`earnest.gsm.ks.template_shift`) and balanced on
+    (:class:`earnest.gsm.instantiate.Restriction`'s ``balance``)."""
+    return float(sum(math.log10(1.0 + abs(n)) for n in integers_in(str(question), fidelity=fidelity)))

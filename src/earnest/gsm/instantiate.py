@@ -601,10 +601,19 @@ def render_answer(t: Template, values: dict) -> str:
 
 @dataclass
 class Restriction:
-    """Keep a number variable's choices near a target: ``|log10 v - log10(original * 10**shift)| <= window``."""
+    """Keep a number variable's choices near a target: ``|log10 v - log10(original * 10**shift)| <= window``.
+
+    ``balance`` (k >= 2; 0 or 1: off): k * n valid draws are made, and the n instances are taken
+    from them one by one, each the draw that brings the template's running mean shift of
+    :func:`earnest.gsm.gamma.magnitude` (its question's against the original question's, plus
+    ``shift`` digits per integer variable) closest to 0. Uniform draws in a
+    window that is symmetric on the log scale still lean upwards (a linear grid holds more integers
+    above a value than below it, and numbers the question derives from the variables follow), so
+    that without it most templates' matched questions carry larger numbers than their original."""
 
     shift: int = 0
     window: float = 0.15
+    balance: int = 0
 
     def keep(self, value, original) -> bool:
         target = abs(original) * 10 ** self.shift
@@ -889,6 +898,12 @@ class Sampler:
         out = Draw(t.id, [])
         rows = self.rows(rng)
         ctx = None
+        balance = self.restriction.balance if self.restriction is not None else 0
+        if balance >= 2:
+            from earnest.gsm.gamma import magnitude
+
+            target = magnitude(t.question) + self.restriction.shift * len(number_variables(t))
+            drift, candidates = 0.0, []
         while len(out.instances) < n:
             row = next(rows)
             out.accepted += 1
@@ -917,6 +932,19 @@ class Sampler:
                         raise Unmatchable(t, reason)
                     raise TemplateError(f"{t.name}: {reason}")
                 continue
+            if balance >= 2:
+                candidates.append((magnitude(inst.question) - target, inst))
+                if len(candidates) < balance * n:
+                    continue
+                # n of the balance * n valid draws, each the one that brings the running mean shift
+                # closest to 0 (ties: the earlier draw)
+                left = list(range(len(candidates)))
+                while len(out.instances) < n:
+                    k = min(left, key=lambda j: abs(drift + candidates[j][0]))
+                    left.remove(k)
+                    drift += candidates[k][0]
+                    out.instances.append(candidates[k][1])
+                break
             out.instances.append(inst)
         out.draws = getattr(self, "drawn", 0)
         out.answer_expr_error = self.answer_expr_error

@@ -16,7 +16,7 @@ from scipy import stats
 
 from earnest.gsm.datasets import DATASET_LABELS
 from earnest.fidelity import EARNEST
-from earnest.gsm.gamma import integers_in
+from earnest.gsm.gamma import integers_in, magnitude
 from earnest.wording import format_p
 
 
@@ -76,7 +76,7 @@ class TemplateShift:
 
 
 def _magnitude(question: str, fidelity: str) -> float:
-    return float(sum(np.log10(1.0 + abs(n)) for n in integers_in(str(question), fidelity=fidelity)))
+    return magnitude(question, fidelity=fidelity)
 
 
 def template_shift(base, other, *, fidelity: str = EARNEST) -> TemplateShift:

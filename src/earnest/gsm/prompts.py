@@ -245,10 +245,29 @@ def get_format(formats: Mapping[str, PromptFormat], name: str, key: str = "promp
 # earnest prompt
 # --------------------------------------------------------------------------------------------
 
+def workflow_prompts_dir(start: str | Path | None = None) -> Path | None:
+    """The prompts of the earnest workflow directory ``start`` (default: the current one) lies in:
+    the nearest folder, ``start`` or above, with a ``Snakefile`` and ``resources/prompts/formats.yaml``;
+    None outside any. What its workflow's jobs render (they import that checkout's library), so that
+    ``earnest prompt`` run there shows its prompts, not those of whichever earnest is installed."""
+    here = Path(start if start is not None else Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / "resources" / "prompts"
+        if (folder / "Snakefile").is_file() and (candidate / FORMATS_FILE).is_file():
+            return candidate
+    return None
+
+
 def _cmd_prompt(args) -> int:
     import sys
 
     try:
+        if args.prompts_dir is None:
+            here = workflow_prompts_dir()
+            if here is not None and here.resolve() != DEFAULT_PROMPTS_DIR.resolve():
+                print(f"earnest prompt: the formats of the workflow here ({here}), not of the installed "
+                      f"earnest ({DEFAULT_PROMPTS_DIR}); --prompts-dir chooses", file=sys.stderr)
+                args.prompts_dir = str(here)
         formats = load_formats(args.prompts_dir, fidelity=args.fidelity)
         fmt = get_format(formats, args.format, key="FORMAT")
         if args.question == "-":   # read as bytes: a byte that is not UTF-8 named, not a traceback on writing
@@ -287,7 +306,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--fidelity", choices=MODES, default=DEFAULT,
                    help="reference: the authors' code's bytes; earnest (default): the paper's listings")
     p.add_argument("--prompts-dir", default=None,
-                   help="folder with formats.yaml (default: this source tree's resources/prompts)")
+                   help="folder with formats.yaml (default: the resources/prompts of the earnest workflow "
+                        "directory you are in, else of the installed earnest)")
     p.set_defaults(func=_cmd_prompt)
 
 
