@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -396,3 +397,58 @@ def test_an_embedded_config_that_is_not_utf8_is_named_by_the_workflow(tmp_path):
     out = r.stdout + r.stderr
     assert r.returncode != 0 and "Traceback" not in out, out[-3000:]
     assert f"earnest: config error: {cfg}:{lines + 1}: not UTF-8 text (byte 0xe9 at column 6)" in out, out[-3000:]
+
+
+def _check_config(*args, cwd):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "earnest.cli", "check-config", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_check_config_outside_the_workflow_directory(tmp_path):
+    """`earnest check-config FILE` from another directory looked for config/schema.yaml there and
+    ended in a FileNotFoundError traceback: it now checks against the checkout earnest is imported
+    from; a --workflow without config/schema.yaml is named; a file that is not UTF-8 is still named
+    by file, line and column from there (the one check Snakemake's own reading of --configfile
+    skips, docs/workflow.md)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    mine = elsewhere / "mine.yaml"
+    mine.write_text((REPO / "config" / "config.yaml").read_text())
+    r = _check_config(mine, cwd=elsewhere)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert f"earnest: config ok ({mine}; workflow {REPO})" in r.stdout
+    r = _check_config(cwd=elsewhere)   # no file: the workflow's own config/config.yaml
+    assert r.returncode == 0 and str(REPO / "config" / "config.yaml") in r.stdout, r.stderr
+    r = _check_config("--workflow", elsewhere, mine, cwd=elsewhere)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"earnest: config error: --workflow {elsewhere}: no config/schema.yaml in {elsewhere}" in r.stderr
+    bad = elsewhere / "bad.yaml"
+    bad.write_bytes(mine.read_bytes() + b"# caf\xe9\n")
+    r = _check_config(bad, cwd=elsewhere)
+    lines = mine.read_bytes().count(b"\n")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"earnest: config error: {bad}:{lines + 1}: not UTF-8 text (byte 0xe9 at column 6)" in r.stderr
+
+
+@pytest.mark.parametrize("python, expect", [
+    ("/no/such/python3", r"^sandbox\.python: '/no/such/python3' does not run: \[Errno 2\] No such file"),
+    ("no-such-python-here", r"^sandbox\.python: 'no-such-python-here' is not on PATH"),
+    ("/bin/false", r"^sandbox\.python: '/bin/false' does not run as a Python interpreter \(exit status 1"),
+])
+def test_sandbox_python_is_checked_before_any_job(python, expect, tmp_path):
+    """sandbox.python (the interpreter that runs model code) was accepted whatever it named; the
+    first scoring job of a code prompt failed, after generation. It is started now, as the scoring
+    job starts it, by the workflow's checks and `earnest check-config`."""
+    with pytest.raises(ConfigError, match=expect):
+        checked(lambda c: c.update(sandbox={"python": python}))
+    checked(lambda c: c.update(sandbox={"python": sys.executable}))
+    checked(lambda c: c.update(sandbox={"python": ""}))   # the scoring job's own interpreter
+    over = tmp_path / "over.yaml"
+    over.write_text((REPO / "config" / "config.yaml").read_text() + f"sandbox:\n  python: {python}\n")
+    r = _check_config(over, cwd=tmp_path)
+    line = over.read_text().count("\n")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"earnest: config error: {over}:{line}: sandbox.python: '{python}'" in r.stderr, r.stderr

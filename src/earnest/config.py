@@ -354,6 +354,24 @@ def _gsm_templates(config: dict, base_dir) -> list[int]:
     return templates
 
 
+def _check_sandbox(config: dict) -> None:
+    """sandbox.python, the interpreter that runs model code, starts and is a Python interpreter (as
+    the scoring jobs start it: :func:`earnest.sandbox.resolve_python`), checked now rather than when
+    the first code answer is scored."""
+    python = (config.get("sandbox") or {}).get("python") or ""
+    if not python:
+        return
+    from earnest.sandbox import SandboxUnavailable, resolve_python
+
+    try:
+        resolve_python(python)
+    except SandboxUnavailable as exc:
+        msg = str(exc) if str(exc).startswith("sandbox.python") else f"sandbox.python: {exc}"
+        if "/" in python and not Path(python).expanduser().is_absolute():
+            msg += f" (a relative path is read from the working directory, {Path.cwd()})"
+        raise ConfigError(msg) from None
+
+
 def _check_stats(config: dict) -> None:
     stats = config["stats"]
     if stats["shards"] > stats["resamples"]:
@@ -471,6 +489,7 @@ def check_config(config: dict, formats: Mapping[str, PromptFormat], *,
     run(_check_prompts, config, formats)
     run(_check_models, config, base_dir)
     templates = run(_gsm_templates, config, base_dir, default=[])
+    run(_check_sandbox, config)
     run(_check_stats, config)
     run(_check_compare, config)
     run(_check_power, config)
@@ -518,19 +537,42 @@ def check_workflow_config(config: dict, paths, base_dir: str | Path,
     return check_config(config, formats, base_dir=base, locations=where), formats
 
 
+def _workflow_dir(given: Path | None) -> Path:
+    """The workflow directory ``earnest check-config`` checks against: ``--workflow`` when given;
+    else the current directory when it is one (a Snakefile and config/schema.yaml), else the
+    checkout this earnest is imported from (:data:`earnest.schema.SCHEMA_PATH`). ConfigError when
+    neither holds config/schema.yaml, naming what was looked at."""
+    from earnest.schema import SCHEMA_PATH
+
+    if given is not None:
+        base = given.expanduser().resolve()
+        if not (base / "config" / "schema.yaml").is_file():
+            raise ConfigError(f"--workflow {given}: no config/schema.yaml in {base}; give the earnest workflow "
+                              "directory (the one with the Snakefile)")
+        return base
+    cwd = Path.cwd()
+    if (cwd / "Snakefile").is_file() and (cwd / "config" / "schema.yaml").is_file():
+        return cwd
+    if SCHEMA_PATH.is_file():
+        return SCHEMA_PATH.parents[1]
+    raise ConfigError(f"no workflow directory: neither the current directory ({cwd}) nor the checkout earnest is "
+                      f"imported from ({SCHEMA_PATH.parents[1]}) holds config/schema.yaml; give --workflow DIR "
+                      "(the directory with the Snakefile), or install earnest from its checkout (pip install -e .)")
+
+
 def _cmd_check_config(args) -> int:
     import sys
 
-    base = Path(args.workflow).resolve()
-    # as the Snakefile: the embedded default unless --configfile names complete configs of their own
-    paths = list(args.configfile) or [base / "config" / "config.yaml"]
     try:
+        base = _workflow_dir(args.workflow)
+        # as the Snakefile: the embedded default unless --configfile names complete configs of their own
+        paths = list(args.configfile) or [base / "config" / "config.yaml"]
         config = merge_config_files(paths)
         check_workflow_config(config, paths, base)
     except (ConfigError, PromptFormatError) as exc:
         print(f"earnest: config error: {exc}", file=sys.stderr)
         return 1
-    print(f"earnest: config ok ({', '.join(str(p) for p in paths)})")
+    print(f"earnest: config ok ({', '.join(str(p) for p in paths)}; workflow {base})")
     return 0
 
 
@@ -538,10 +580,12 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "check-config", help="check config files as the workflow does, before Snakemake reads them",
         description="Check config files as the workflow does before its first job (UTF-8, YAML, duplicate keys, "
-                    "schema, models, prompts, datasets), each problem named by file, line and key. Snakemake "
-                    "reads a --configfile itself before the workflow's checks run, so a file that is not UTF-8 "
-                    "ends there in a traceback; this command names the file, line and byte instead.")
+                    "schema, models, prompts, datasets, sandbox.python), each problem named by file, line and "
+                    "key. Snakemake reads a --configfile itself before the workflow's checks run, so a file that "
+                    "is not UTF-8 ends there in a traceback; this command names the file, line and byte instead.")
     p.add_argument("configfile", nargs="*", type=Path,
                    help="config files in the order given to --configfile (none: the workflow's config/config.yaml)")
-    p.add_argument("--workflow", default=".", help="the workflow directory (default: the current directory)")
+    p.add_argument("--workflow", type=Path, default=None,
+                   help="the workflow directory (default: the current directory if it is one, else the checkout "
+                        "this earnest is imported from)")
     p.set_defaults(func=_cmd_check_config)
