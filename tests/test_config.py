@@ -452,3 +452,55 @@ def test_sandbox_python_is_checked_before_any_job(python, expect, tmp_path):
     line = over.read_text().count("\n")
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert f"earnest: config error: {over}:{line}: sandbox.python: '{python}'" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("mutate, expect", [
+    # JSON Schema (draft 6 on) counts 12.0 as an integer: it passed and reached range() in a job
+    (lambda c: c["gsm_symbolic"].update(variants=12.0),
+     r"^gsm_symbolic\.variants: 12\.0 is not of type 'integer'; write it as an integer \(12\)$"),
+    (lambda c: c["gsm_symbolic"].update(variants=12.5), r"^gsm_symbolic\.variants: 12\.5 is not of type 'integer'$"),
+    (lambda c: c["gsm_symbolic"].update(variants=1.0e12),
+     r"^gsm_symbolic\.variants: 1000000000000\.0 is not of type 'integer'; write an integer, at most 10000$"),
+    (lambda c: c["gsm_symbolic"].update(variants=10**12),
+     r"^gsm_symbolic\.variants: 1000000000000 is greater than the maximum of 10000$"),
+    (lambda c: c["gsm_symbolic"].update(templates=[0, 1.0]),
+     r"^gsm_symbolic\.templates\.1: 1\.0 is not of type 'integer'; write it as an integer \(1\)$"),
+    (lambda c: c["models"]["tiny"].update(batch_size=8.0),
+     r"^models\.tiny\.batch_size: 8\.0 is not valid under any of the given schemas \(8\.0 is not of type 'integer'; "
+     r"'auto' was expected\)$"),
+    (lambda c: c.update(compare={"resamples": 5.0}), r"^compare\.resamples: 5\.0 is not of type 'integer', 'null'"),
+    (lambda c: c["stats"].update(shards=10**9), r"^stats\.shards: 1000000000 is greater than the maximum of 1000000$"),
+    (lambda c: c["generation"].update(max_new_tokens=10**12), r"^generation\.max_new_tokens: 1000000000000 is greater"),
+    (lambda c: c.update(ex4={"shifts": [10**6]}), r"^ex4\.shifts\.0: 1000000 is greater than the maximum of 15$"),
+    (lambda c: c["models"]["tiny"].update(resources={"mem_mb": 8000.0}), r"^models\.tiny\.resources\.mem_mb: 8000\.0 is not"),
+])
+def test_counts_must_be_integers_of_a_sensible_size(mutate, expect):
+    with pytest.raises(ConfigError, match=expect):
+        checked(mutate)
+
+
+def test_integer_options_and_config_files_refuse_floats_and_huge_numbers(tmp_path):
+    """The one validator (earnest.schema.validator_class) behind the options, the workflow's checks
+    (check_workflow_config, which the Snakefile calls) and `earnest check-config`; an integer of
+    more digits than Python converts was PyYAML's ValueError traceback."""
+    from earnest.config import check_workflow_config, merge_config_files
+    from earnest.schema import check_option
+
+    with pytest.raises(ValueError, match=r"^--resamples: 12\.0 is not of type 'integer' \(as config key stats\.resamples\)"):
+        check_option(12.0, "stats.resamples", "--resamples")
+    assert check_option(12, "stats.resamples", "--resamples") == 12
+    base = REPO / "tests" / "configs" / "tiny.yaml"
+    over = tmp_path / "over.yaml"
+    over.write_text("gsm_symbolic:\n  variants: 1.0e+12\nstats:\n  resamples: 20.0\n")
+    with pytest.raises(ConfigError) as info:
+        check_workflow_config(merge_config_files([base, over]), [base, over], REPO)
+    assert info.value.problems == [
+        f"{over}:2: gsm_symbolic.variants: 1000000000000.0 is not of type 'integer'; write an integer, at most 10000",
+        f"{over}:4: stats.resamples: 20.0 is not of type 'integer'; write it as an integer (20)"]
+    r = _check_config(base, over, cwd=tmp_path)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"{over}:2: gsm_symbolic.variants: 1000000000000.0 is not of type 'integer'" in r.stderr, r.stderr
+    over.write_text("stats:\n  seed: " + "1" * 5000 + "\n")
+    r = _check_config(base, over, cwd=tmp_path)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert f"earnest: config error: {over}:2: an integer of 5,000 characters, longer than any setting takes" in r.stderr

@@ -169,15 +169,35 @@ def _schema_problems(err) -> list[str]:
             out.append(f"{key}: unknown key {name!r} ({hint})")
         if out:
             return out
+    if err.validator in ("oneOf", "anyOf") and err.context:
+        # the alternatives' own errors: those inside the value (a list item) belong to the
+        # alternative of the value's shape; else each alternative says what it wants
+        inside = [e for e in err.context if e.relative_path]
+        if inside:
+            return [p for e in inside for p in _schema_problems(e)]
+        wants = "; ".join(dict.fromkeys(e.message for e in err.context))
+        return [f"{where}: {err.message} ({wants})"]
+    types = err.validator_value if isinstance(err.validator_value, list) else [err.validator_value]
+    maximum = err.schema.get("maximum") if isinstance(err.schema, Mapping) else None
     if err.validator == "type" and isinstance(err.instance, str) and _YAML11_FLOAT_TEXT.fullmatch(err.instance.strip()):
         # YAML 1.1 (PyYAML, Snakemake) reads 1e300 or 1e-3 as text: its floats need a '.' and a signed exponent
-        types = err.validator_value if isinstance(err.validator_value, list) else [err.validator_value]
         number = float(err.instance)
         how = (f"write it as a float with a '.' and a signed exponent ({_as_yaml_float(err.instance)})"
-               if "number" in types else f"write it as an integer ({int(number)})" if number.is_integer()
-               and abs(number) < 1e18 else "it is not an integer")
+               if "number" in types else _as_integer(number, maximum))
         return [f"{where}: {err.message}; YAML reads {err.instance!r} as text: {how}"]
+    if err.validator == "type" and "integer" in types and isinstance(err.instance, float) and err.instance.is_integer():
+        # 12.0 or 1.0e+12 where a count is meant (JSON Schema's own "integer" would take them)
+        return [f"{where}: {err.message}; {_as_integer(err.instance, maximum)}"]
     return [f"{where}: {err.message}"]
+
+
+def _as_integer(number: float, maximum=None) -> str:
+    """How to write ``number`` where an integer (at most ``maximum``) is wanted."""
+    if not (number.is_integer() and abs(number) < 1e18):
+        return "it is not an integer"
+    if maximum is not None and number > maximum:
+        return f"write an integer, at most {maximum}"
+    return f"write it as an integer ({int(number)})"
 
 
 _YAML11_FLOAT_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
@@ -211,9 +231,11 @@ def validate_schema(config: dict, schema: str | Path | Mapping,
     A NaN or infinite number (``.nan``, ``.inf``) is refused everywhere: no setting means it."""
     import jsonschema
 
+    from earnest.schema import validator_class
+
     if not isinstance(schema, Mapping):
         schema = yaml.safe_load(Path(schema).read_text())
-    base = jsonschema.validators.validator_for(schema)
+    base = validator_class(schema)   # "integer" refuses 12.0
 
     def set_defaults(validator, properties, instance, sub_schema):
         if isinstance(instance, dict):
@@ -230,9 +252,12 @@ def validate_schema(config: dict, schema: str | Path | Mapping,
     problems = [f"{_key(path)}: {value} is not a number a setting can take (NaN and infinity are refused)"
                 for path, value in bad_numbers.items()]
     errors = sorted(validator_cls(schema).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
     for err in errors:
-        if tuple(err.absolute_path) not in bad_numbers:   # said already
-            problems += [p for p in _schema_problems(err) if p not in problems]
+        path = tuple(err.absolute_path)
+        if path in bad_numbers or (path in mistyped and err.validator != "type"):   # said already
+            continue
+        problems += [p for p in _schema_problems(err) if p not in problems]
     if problems:
         raise ConfigError.collect([locate(p, locations) for p in problems])
     return config
