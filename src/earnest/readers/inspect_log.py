@@ -61,8 +61,11 @@ def _zstd_decompress(data: bytes, where: str) -> bytes:
     except ImportError:
         zstd = None
     if zstd is not None:
-        with zstd.ZstdFile(io.BytesIO(data)) as r:
-            return _capped_read(r, where)
+        try:
+            with zstd.ZstdFile(io.BytesIO(data)) as r:
+                return _capped_read(r, where)
+        except (zstd.ZstdError, EOFError) as exc:
+            raise LmEvalError(f"{where}: damaged Zstandard member ({exc})") from None
     try:
         import zstandard
     except ImportError:
@@ -72,7 +75,7 @@ def _zstd_decompress(data: bytes, where: str) -> bytes:
     try:
         with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True) as r:
             return _capped_read(r, where)
-    except zstandard.ZstdError as exc:
+    except (zstandard.ZstdError, EOFError) as exc:
         raise LmEvalError(f"{where}: damaged Zstandard member ({exc})") from None
 
 
