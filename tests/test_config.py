@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -413,3 +414,110 @@ def test_an_embedded_config_that_is_not_utf8_is_named_by_the_workflow(tmp_path):
     out = r.stdout + r.stderr
     assert r.returncode != 0 and "Traceback" not in out, out[-3000:]
     assert f"earnest: config error: {cfg}:{lines + 1}: not UTF-8 text (byte 0xe9 at column 6)" in out, out[-3000:]
+
+
+def _check_config(*args, cwd):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "earnest.cli", "check-config", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_check_config_outside_the_workflow_directory(tmp_path):
+    """`earnest check-config FILE` from another directory looked for config/schema.yaml there and
+    ended in a FileNotFoundError traceback: it now checks against the checkout earnest is imported
+    from; a --workflow without config/schema.yaml is named; a file that is not UTF-8 is still named
+    by file, line and column from there (the one check Snakemake's own reading of --configfile
+    skips, docs/workflow.md)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    mine = elsewhere / "mine.yaml"
+    mine.write_text((REPO / "config" / "config.yaml").read_text())
+    r = _check_config(mine, cwd=elsewhere)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert f"earnest: config ok ({mine}; workflow {REPO})" in r.stdout
+    r = _check_config(cwd=elsewhere)   # no file: the workflow's own config/config.yaml
+    assert r.returncode == 0 and str(REPO / "config" / "config.yaml") in r.stdout, r.stderr
+    r = _check_config("--workflow", elsewhere, mine, cwd=elsewhere)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"earnest: config error: --workflow {elsewhere}: no config/schema.yaml in {elsewhere}" in r.stderr
+    bad = elsewhere / "bad.yaml"
+    bad.write_bytes(mine.read_bytes() + b"# caf\xe9\n")
+    r = _check_config(bad, cwd=elsewhere)
+    lines = mine.read_bytes().count(b"\n")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"earnest: config error: {bad}:{lines + 1}: not UTF-8 text (byte 0xe9 at column 6)" in r.stderr
+
+
+@pytest.mark.parametrize("python, expect", [
+    ("/no/such/python3", r"^sandbox\.python: '/no/such/python3' does not run: \[Errno 2\] No such file"),
+    ("no-such-python-here", r"^sandbox\.python: 'no-such-python-here' is not on PATH"),
+    ("/bin/false", r"^sandbox\.python: '/bin/false' does not run as a Python interpreter \(exit status 1"),
+])
+def test_sandbox_python_is_checked_before_any_job(python, expect, tmp_path):
+    """sandbox.python (the interpreter that runs model code) was accepted whatever it named; the
+    first scoring job of a code prompt failed, after generation. It is started now, as the scoring
+    job starts it, by the workflow's checks and `earnest check-config`."""
+    with pytest.raises(ConfigError, match=expect):
+        checked(lambda c: c.update(sandbox={"python": python}))
+    checked(lambda c: c.update(sandbox={"python": sys.executable}))
+    checked(lambda c: c.update(sandbox={"python": ""}))   # the scoring job's own interpreter
+    over = tmp_path / "over.yaml"
+    over.write_text((REPO / "config" / "config.yaml").read_text() + f"sandbox:\n  python: {python}\n")
+    r = _check_config(over, cwd=tmp_path)
+    line = over.read_text().count("\n")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"earnest: config error: {over}:{line}: sandbox.python: '{python}'" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("mutate, expect", [
+    # JSON Schema (draft 6 on) counts 12.0 as an integer: it passed and reached range() in a job
+    (lambda c: c["gsm_symbolic"].update(variants=12.0),
+     r"^gsm_symbolic\.variants: 12\.0 is not of type 'integer'; write it as an integer \(12\)$"),
+    (lambda c: c["gsm_symbolic"].update(variants=12.5), r"^gsm_symbolic\.variants: 12\.5 is not of type 'integer'$"),
+    (lambda c: c["gsm_symbolic"].update(variants=1.0e12),
+     r"^gsm_symbolic\.variants: 1000000000000\.0 is not of type 'integer'; write an integer, at most 10000$"),
+    (lambda c: c["gsm_symbolic"].update(variants=10**12),
+     r"^gsm_symbolic\.variants: 1000000000000 is greater than the maximum of 10000$"),
+    (lambda c: c["gsm_symbolic"].update(templates=[0, 1.0]),
+     r"^gsm_symbolic\.templates\.1: 1\.0 is not of type 'integer'; write it as an integer \(1\)$"),
+    (lambda c: c["models"]["tiny"].update(batch_size=8.0),
+     r"^models\.tiny\.batch_size: 8\.0 is not valid under any of the given schemas \(8\.0 is not of type 'integer'; "
+     r"'auto' was expected\)$"),
+    (lambda c: c.update(compare={"resamples": 5.0}), r"^compare\.resamples: 5\.0 is not of type 'integer', 'null'"),
+    (lambda c: c["stats"].update(shards=10**9), r"^stats\.shards: 1000000000 is greater than the maximum of 1000000$"),
+    (lambda c: c["generation"].update(max_new_tokens=10**12), r"^generation\.max_new_tokens: 1000000000000 is greater"),
+    (lambda c: c.update(ex4={"shifts": [10**6]}), r"^ex4\.shifts\.0: 1000000 is greater than the maximum of 15$"),
+    (lambda c: c["models"]["tiny"].update(resources={"mem_mb": 8000.0}), r"^models\.tiny\.resources\.mem_mb: 8000\.0 is not"),
+])
+def test_counts_must_be_integers_of_a_sensible_size(mutate, expect):
+    with pytest.raises(ConfigError, match=expect):
+        checked(mutate)
+
+
+def test_integer_options_and_config_files_refuse_floats_and_huge_numbers(tmp_path):
+    """The one validator (earnest.schema.validator_class) behind the options, the workflow's checks
+    (check_workflow_config, which the Snakefile calls) and `earnest check-config`; an integer of
+    more digits than Python converts was PyYAML's ValueError traceback."""
+    from earnest.config import check_workflow_config, merge_config_files
+    from earnest.schema import check_option
+
+    with pytest.raises(ValueError, match=r"^--resamples: 12\.0 is not of type 'integer' \(as config key stats\.resamples\)"):
+        check_option(12.0, "stats.resamples", "--resamples")
+    assert check_option(12, "stats.resamples", "--resamples") == 12
+    base = REPO / "tests" / "configs" / "tiny.yaml"
+    over = tmp_path / "over.yaml"
+    over.write_text("gsm_symbolic:\n  variants: 1.0e+12\nstats:\n  resamples: 20.0\n")
+    with pytest.raises(ConfigError) as info:
+        check_workflow_config(merge_config_files([base, over]), [base, over], REPO)
+    assert info.value.problems == [
+        f"{over}:2: gsm_symbolic.variants: 1000000000000.0 is not of type 'integer'; write an integer, at most 10000",
+        f"{over}:4: stats.resamples: 20.0 is not of type 'integer'; write it as an integer (20)"]
+    r = _check_config(base, over, cwd=tmp_path)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"{over}:2: gsm_symbolic.variants: 1000000000000.0 is not of type 'integer'" in r.stderr, r.stderr
+    over.write_text("stats:\n  seed: " + "1" * 5000 + "\n")
+    r = _check_config(base, over, cwd=tmp_path)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert f"earnest: config error: {over}:2: an integer of 5,000 characters, longer than any setting takes" in r.stderr

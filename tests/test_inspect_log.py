@@ -197,3 +197,53 @@ def test_text_that_is_not_utf8_is_named_by_line_and_column(tmp_path):
     path.write_bytes(raw[:start] + b"\xe9" + raw[start + 1:])
     with pytest.raises(lmeval.LmEvalError, match=rf"latin1\.json:{at + 1}: not UTF-8 text \(byte 0xe9 at column {col}\)"):
         inspect_log.read_logs([path], mapping=BY_METADATA)
+
+
+def _zstd_member_declaring_less(path: Path, name: str, data: bytes) -> None:
+    """A .eval log with one Zstandard member whose zip entry declares the compressed size as its
+    size (as a damaged or hostile log may): written STORED, then marked as method 93 in the local
+    header and the central directory."""
+    import zstandard
+
+    frame = zstandard.ZstdCompressor().compress(data)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
+        zf.writestr(name, frame)
+    raw = bytearray(path.read_bytes())
+    local, central = raw.find(b"PK\x03\x04"), raw.find(b"PK\x01\x02")
+    raw[local + 8:local + 10] = inspect_log.ZSTD.to_bytes(2, "little")
+    raw[central + 10:central + 12] = inspect_log.ZSTD.to_bytes(2, "little")
+    path.write_bytes(bytes(raw))
+
+
+def test_a_member_that_decompresses_past_the_limit_is_refused(tmp_path, monkeypatch, capsys):
+    """A member of a .eval log was decompressed whole, however large (400 MB were read): the one
+    limit, MAX_MEMBER_BYTES (lowered here to 4,000 bytes), stops a deflate member by its declared
+    size and a Zstandard member as it decompresses, each named by file and member, through
+    `earnest glmm --inspect`."""
+    from earnest.cli import main
+
+    assert inspect_log.MAX_MEMBER_BYTES == 256 * 2**20
+    header, samples = _members()
+    monkeypatch.setattr(inspect_log, "MAX_MEMBER_BYTES", 4000)
+    big = json.dumps({**samples[0], "metadata": {**samples[0]["metadata"], "pad": "x" * 5000}})
+    deflate = tmp_path / "deflate.eval"
+    with zipfile.ZipFile(deflate, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("header.json", json.dumps(header))
+        zf.writestr(f"samples/{samples[0]['id']}_epoch_1.json", big)
+    bomb = tmp_path / "bomb.eval"
+    _zstd_member_declaring_less(bomb, "header.json", json.dumps({**header, "pad": "x" * 100_000}).encode())
+    assert zipfile.ZipFile(bomb).infolist()[0].file_size < 4000
+    out = tmp_path / "out"
+    for log, member, declared in ((deflate, f"samples/{samples[0]['id']}_epoch_1.json", len(big)),
+                                  (bomb, "header.json", None)):
+        assert main(["glmm", "--glmm", "1", "--resamples", "8", "--seed", "1", "--out", str(out),
+                     "--inspect", str(log), "--variant-field", "variant"]) == 2
+        err = capsys.readouterr().err
+        size = f" (its zip entry declares {declared:,} bytes)" if declared else ""
+        assert f"earnest glmm: {log} ({member}): this member decompresses to more than 4,000 bytes{size}" in err, err
+        assert "Traceback" not in err and not out.exists()
+    # within the limit the same logs are read
+    monkeypatch.setattr(inspect_log, "MAX_MEMBER_BYTES", 200_000)
+    assert len(inspect_log.read_log(deflate)[1]) == 1
+    with pytest.raises(lmeval.LmEvalError, match=r"bomb\.eval \(header\.json\): damaged zip member \(CRC mismatch\)"):
+        inspect_log.read_log(bomb)   # its CRC is the compressed bytes': read whole, then refused

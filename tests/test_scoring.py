@@ -325,3 +325,30 @@ def test_a_worker_that_cannot_restart_is_a_clear_error():
             worker.python = "/nonexistent/python3"
         with pytest.raises(SandboxUnavailable, match="cannot start the interpreter"):
             box.run_many(["def solution():\n    return 2\n"] * 4)
+
+
+def test_cli_refuses_an_output_that_is_the_input(tmp_path):
+    """`earnest extract IN IN` replaced the input with its extraction: the same file is refused, by
+    the same path, another spelling of it, a symlink or a hard link, before anything is read or run
+    (a code answer would have run in the sandbox first); so are a directory and a missing folder."""
+    import os
+
+    src = tmp_path / "in.jsonl"
+    text = json.dumps({"response": "The final answer is 1.", "answer": "1"}) + "\n"
+    src.write_text(text)
+    (tmp_path / "sub").mkdir()
+    os.symlink(src, tmp_path / "link.jsonl")
+    os.link(src, tmp_path / "hard.jsonl")
+    for out in (str(src), str(tmp_path / "sub" / ".." / "in.jsonl"), "in.jsonl", str(tmp_path / "link.jsonl"),
+                str(tmp_path / "hard.jsonl")):
+        proc = run_cli("--style", "code", str(src), out, cwd=tmp_path)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert (f"earnest extract: output {out}: is the input file {src}; writing there would replace the input"
+                in proc.stderr), proc.stderr
+        assert src.read_text() == text and sorted(p.name for p in tmp_path.iterdir()) == [
+            "hard.jsonl", "in.jsonl", "link.jsonl", "sub"]
+    for out, message in ((tmp_path / "sub", "is a directory"), (tmp_path / "no" / "out.jsonl", f"its folder {tmp_path / 'no'} does not exist")):
+        proc = run_cli("--style", "text", str(src), str(out))
+        assert proc.returncode == 2 and f"earnest extract: output {out}: {message}" in proc.stderr, proc.stderr
+    proc = run_cli("--style", "text", "in.jsonl", "out.jsonl", cwd=tmp_path)   # a file beside it: written
+    assert proc.returncode == 0 and json.loads((tmp_path / "out.jsonl").read_text())["correct"] is True, proc.stderr

@@ -195,3 +195,45 @@ def test_hostile_json_in_an_answer_is_scored_not_a_crash(tmp_path):
     assert scored["parse_status"].tolist() == ["no_json", "ok", "ok", "ok"]
     scored.to_parquet(tmp_path / "scored.parquet")
     assert pd.read_parquet(tmp_path / "scored.parquet")["pred_category"].tolist()[2] == "Mean Test\ufffd"
+
+
+def test_hostile_answers_parse_in_linear_time_and_the_longest_is_capped():
+    """Each failed decode counted lines from the text's start (100,000 '{' took 25 s), the fence
+    pattern backtracked over a long language tag (100,000 characters after ``` took 30 s), and no
+    answer was too long to read. Correctness only here (benchmarks/statform_parse.py times them):
+    the answer after each hostile prefix is still read, and a longer answer than the one limit is
+    unparseable, with a note."""
+    from earnest.statform import parsing
+
+    good = _answer("Mean Test", {"n": {"id": "n", "value": 36, "role": "N/A"}})
+    for junk in ("{" * 50_000, '{"' * 25_000, "{ \n" * 20_000, "```" + "a" * 50_000 + " ", "{" * 20_000 + "```json"):
+        p = parse_response(junk + " " + good)
+        assert p.status == "ok" and p.category == "Mean Test" and p.variables[0].value == 36, junk[:10]
+    # code fences are read as before: ```lang, spaces, a newline; an unclosed fence is no fence
+    assert parsing.fenced_blocks("a ```json \n{}``` b ```\nx``` ```") == ["{}", "x"]
+    assert parsing.fenced_blocks("``````") == [""] and parsing.fenced_blocks("```python") == []
+    # a key repeated many times: one note per key, not a quadratic search of the notes
+    many = "{" + ",".join(f'"k{i}": 1, "k{i}": 2' for i in range(20_000)) + ', "category": "Mean Test"}'
+    p = parse_response(many)
+    assert p.status == "no_variables" and len(p.notes) == 20_000 and p.notes[-1] == "key 'k19999' given twice: the last value is read"
+    # failing objects nested in failing objects: each level re-reads the rest, so the re-reading is
+    # capped (RESCAN_FACTOR times the text); an answer before them still counts
+    nested = good + " " + '{"a": ' * 40 + "[" + "1, " * 20_000
+    p = parse_response(nested)
+    assert p.status == "ok" and p.variables[0].value == 36
+    assert p.notes == [f"failed JSON decodes read the text {parsing.RESCAN_FACTOR} times over by character "
+                       f"{len(good) + 1 + 6 * parsing.RESCAN_FACTOR}: the rest of the text is not read"]
+    # the one limit on an answer's length
+    cap = parsing.MAX_ANSWER_CHARS
+    assert cap >= 1_000_000
+    at_cap = good + " " * (cap - len(good))
+    assert parse_response(at_cap).status == "ok"
+    p = parse_response(at_cap + " ")
+    assert p.status == "too_long" and not p.parseable and "too_long" in parsing.UNPARSEABLE
+    assert p.notes == [f"an answer of {cap + 1:,} characters, longer than the {cap:,} read (parsing.MAX_ANSWER_CHARS)"]
+    s = _sample([("n", 36, "N/A")])
+    gens = pd.DataFrame({"item_id": ["s1", "s1"], "model": "m", "response": [good, at_cap + " "]})
+    scored = score_generations(gens, [s], TAX)
+    assert scored["parse_status"].tolist() == ["ok", "too_long"]
+    assert scored["jcv"].tolist() == [1.0, 0.0] and scored["correct_cg"].tolist() == [True, False]
+    assert aggregate(scored).iloc[0]["unparseable"] == 1

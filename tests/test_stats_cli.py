@@ -210,3 +210,21 @@ def test_glmm_cli_refuses_names_that_share_a_folder(tmp_path, capsys, names, mes
     err = capsys.readouterr().err
     assert f"earnest glmm: {path}: {message}" in err, err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["glmm", "compare", "power"])
+def test_out_that_is_a_file_is_refused_before_any_work(tmp_path, capsys, glmm_csv, command):
+    """`earnest glmm --out FILE` ended in a traceback from mkdir; power found out only after its whole
+    study had run, so the results were lost. Each command now names the option and the file before
+    reading its input; the file is left as it was."""
+    args = {"glmm": ["glmm", str(glmm_csv), "--glmm", "1", "--resamples", "2", "--seed", "1", "--engine", "laplace"],
+            "compare": ["compare", str(glmm_csv), "--by", "models", "--resamples", "2", "--seed", "1"],
+            "power": ["power", "--baseline-acc", "0.5", "--ranef-var", "0.5", "--sims", "1", "--resamples", "2"]}[command]
+    taken = tmp_path / "results.txt"
+    taken.write_text("keep me\n")
+    for out, message in ((taken, f"--out {taken}: is a file, not a directory"),
+                         (taken / "sub", f"--out {taken / 'sub'}: cannot be made: {taken} is a file, not a directory")):
+        assert main(args + ["--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert f"earnest {command}: {message}" in err and "Traceback" not in err, err
+    assert taken.read_text() == "keep me\n"

@@ -169,15 +169,35 @@ def _schema_problems(err) -> list[str]:
             out.append(f"{key}: unknown key {name!r} ({hint})")
         if out:
             return out
+    if err.validator in ("oneOf", "anyOf") and err.context:
+        # the alternatives' own errors: those inside the value (a list item) belong to the
+        # alternative of the value's shape; else each alternative says what it wants
+        inside = [e for e in err.context if e.relative_path]
+        if inside:
+            return [p for e in inside for p in _schema_problems(e)]
+        wants = "; ".join(dict.fromkeys(e.message for e in err.context))
+        return [f"{where}: {err.message} ({wants})"]
+    types = err.validator_value if isinstance(err.validator_value, list) else [err.validator_value]
+    maximum = err.schema.get("maximum") if isinstance(err.schema, Mapping) else None
     if err.validator == "type" and isinstance(err.instance, str) and _YAML11_FLOAT_TEXT.fullmatch(err.instance.strip()):
         # YAML 1.1 (PyYAML, Snakemake) reads 1e300 or 1e-3 as text: its floats need a '.' and a signed exponent
-        types = err.validator_value if isinstance(err.validator_value, list) else [err.validator_value]
         number = float(err.instance)
         how = (f"write it as a float with a '.' and a signed exponent ({_as_yaml_float(err.instance)})"
-               if "number" in types else f"write it as an integer ({int(number)})" if number.is_integer()
-               and abs(number) < 1e18 else "it is not an integer")
+               if "number" in types else _as_integer(number, maximum))
         return [f"{where}: {err.message}; YAML reads {err.instance!r} as text: {how}"]
+    if err.validator == "type" and "integer" in types and isinstance(err.instance, float) and err.instance.is_integer():
+        # 12.0 or 1.0e+12 where a count is meant (JSON Schema's own "integer" would take them)
+        return [f"{where}: {err.message}; {_as_integer(err.instance, maximum)}"]
     return [f"{where}: {err.message}"]
+
+
+def _as_integer(number: float, maximum=None) -> str:
+    """How to write ``number`` where an integer (at most ``maximum``) is wanted."""
+    if not (number.is_integer() and abs(number) < 1e18):
+        return "it is not an integer"
+    if maximum is not None and number > maximum:
+        return f"write an integer, at most {maximum}"
+    return f"write it as an integer ({int(number)})"
 
 
 _YAML11_FLOAT_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
@@ -211,9 +231,11 @@ def validate_schema(config: dict, schema: str | Path | Mapping,
     A NaN or infinite number (``.nan``, ``.inf``) is refused everywhere: no setting means it."""
     import jsonschema
 
+    from earnest.schema import validator_class
+
     if not isinstance(schema, Mapping):
         schema = yaml.safe_load(Path(schema).read_text())
-    base = jsonschema.validators.validator_for(schema)
+    base = validator_class(schema)   # "integer" refuses 12.0
 
     def set_defaults(validator, properties, instance, sub_schema):
         if isinstance(instance, dict):
@@ -230,9 +252,12 @@ def validate_schema(config: dict, schema: str | Path | Mapping,
     problems = [f"{_key(path)}: {value} is not a number a setting can take (NaN and infinity are refused)"
                 for path, value in bad_numbers.items()]
     errors = sorted(validator_cls(schema).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
     for err in errors:
-        if tuple(err.absolute_path) not in bad_numbers:   # said already
-            problems += [p for p in _schema_problems(err) if p not in problems]
+        path = tuple(err.absolute_path)
+        if path in bad_numbers or (path in mistyped and err.validator != "type"):   # said already
+            continue
+        problems += [p for p in _schema_problems(err) if p not in problems]
     if problems:
         raise ConfigError.collect([locate(p, locations) for p in problems])
     return config
@@ -362,6 +387,24 @@ def _gsm_templates(config: dict, base_dir) -> list[int]:
     return templates
 
 
+def _check_sandbox(config: dict) -> None:
+    """sandbox.python, the interpreter that runs model code, starts and is a Python interpreter (as
+    the scoring jobs start it: :func:`earnest.sandbox.resolve_python`), checked now rather than when
+    the first code answer is scored."""
+    python = (config.get("sandbox") or {}).get("python") or ""
+    if not python:
+        return
+    from earnest.sandbox import SandboxUnavailable, resolve_python
+
+    try:
+        resolve_python(python)
+    except SandboxUnavailable as exc:
+        msg = str(exc) if str(exc).startswith("sandbox.python") else f"sandbox.python: {exc}"
+        if "/" in python and not Path(python).expanduser().is_absolute():
+            msg += f" (a relative path is read from the working directory, {Path.cwd()})"
+        raise ConfigError(msg) from None
+
+
 def _check_stats(config: dict) -> None:
     stats = config["stats"]
     if stats["shards"] > stats["resamples"]:
@@ -479,6 +522,7 @@ def check_config(config: dict, formats: Mapping[str, PromptFormat], *,
     run(_check_prompts, config, formats)
     run(_check_models, config, base_dir)
     templates = run(_gsm_templates, config, base_dir, default=[])
+    run(_check_sandbox, config)
     run(_check_stats, config)
     run(_check_compare, config)
     run(_check_power, config)
@@ -526,19 +570,42 @@ def check_workflow_config(config: dict, paths, base_dir: str | Path,
     return check_config(config, formats, base_dir=base, locations=where), formats
 
 
+def _workflow_dir(given: Path | None) -> Path:
+    """The workflow directory ``earnest check-config`` checks against: ``--workflow`` when given;
+    else the current directory when it is one (a Snakefile and config/schema.yaml), else the
+    checkout this earnest is imported from (:data:`earnest.schema.SCHEMA_PATH`). ConfigError when
+    neither holds config/schema.yaml, naming what was looked at."""
+    from earnest.schema import SCHEMA_PATH
+
+    if given is not None:
+        base = given.expanduser().resolve()
+        if not (base / "config" / "schema.yaml").is_file():
+            raise ConfigError(f"--workflow {given}: no config/schema.yaml in {base}; give the earnest workflow "
+                              "directory (the one with the Snakefile)")
+        return base
+    cwd = Path.cwd()
+    if (cwd / "Snakefile").is_file() and (cwd / "config" / "schema.yaml").is_file():
+        return cwd
+    if SCHEMA_PATH.is_file():
+        return SCHEMA_PATH.parents[1]
+    raise ConfigError(f"no workflow directory: neither the current directory ({cwd}) nor the checkout earnest is "
+                      f"imported from ({SCHEMA_PATH.parents[1]}) holds config/schema.yaml; give --workflow DIR "
+                      "(the directory with the Snakefile), or install earnest from its checkout (pip install -e .)")
+
+
 def _cmd_check_config(args) -> int:
     import sys
 
-    base = Path(args.workflow).resolve()
-    # as the Snakefile: the embedded default unless --configfile names complete configs of their own
-    paths = list(args.configfile) or [base / "config" / "config.yaml"]
     try:
+        base = _workflow_dir(args.workflow)
+        # as the Snakefile: the embedded default unless --configfile names complete configs of their own
+        paths = list(args.configfile) or [base / "config" / "config.yaml"]
         config = merge_config_files(paths)
         check_workflow_config(config, paths, base)
     except (ConfigError, PromptFormatError) as exc:
         print(f"earnest: config error: {exc}", file=sys.stderr)
         return 1
-    print(f"earnest: config ok ({', '.join(str(p) for p in paths)})")
+    print(f"earnest: config ok ({', '.join(str(p) for p in paths)}; workflow {base})")
     return 0
 
 
@@ -546,10 +613,12 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "check-config", help="check config files as the workflow does, before Snakemake reads them",
         description="Check config files as the workflow does before its first job (UTF-8, YAML, duplicate keys, "
-                    "schema, models, prompts, datasets), each problem named by file, line and key. Snakemake "
-                    "reads a --configfile itself before the workflow's checks run, so a file that is not UTF-8 "
-                    "ends there in a traceback; this command names the file, line and byte instead.")
+                    "schema, models, prompts, datasets, sandbox.python), each problem named by file, line and "
+                    "key. Snakemake reads a --configfile itself before the workflow's checks run, so a file that "
+                    "is not UTF-8 ends there in a traceback; this command names the file, line and byte instead.")
     p.add_argument("configfile", nargs="*", type=Path,
                    help="config files in the order given to --configfile (none: the workflow's config/config.yaml)")
-    p.add_argument("--workflow", default=".", help="the workflow directory (default: the current directory)")
+    p.add_argument("--workflow", type=Path, default=None,
+                   help="the workflow directory (default: the current directory if it is one, else the checkout "
+                        "this earnest is imported from)")
     p.set_defaults(func=_cmd_check_config)

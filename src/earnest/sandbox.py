@@ -770,7 +770,11 @@ def resolve_python(python: str) -> str:
     start it with an empty environment, in which wrappers that need one do not work."""
     import shutil
 
-    found = shutil.which(python) or python
+    found = shutil.which(python)
+    if found is None and "/" not in python:
+        raise SandboxUnavailable(f"sandbox.python: {python!r} is not on PATH (give a path to a Python "
+                                 f"interpreter, or the name of one on PATH)")
+    found = found or python
     try:
         proc = subprocess.run([found, "-c", "import sys; print(sys.executable)"], capture_output=True,
                               text=True, timeout=60)

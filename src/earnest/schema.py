@@ -4,6 +4,7 @@
 the option's value against that key's type and range (:func:`check_option`).
 
 A leaf module (PyYAML; jsonschema when an option is checked), so that any command-line module can use it.
+:func:`validator_class` is the one jsonschema validator of the schema (``integer`` means an integer).
 """
 
 from __future__ import annotations
@@ -49,18 +50,32 @@ def schema_default(key: str, path: str | Path = SCHEMA_PATH):
     return copy.deepcopy(node["default"])
 
 
+def _is_integer(checker, instance) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+def validator_class(schema: dict):
+    """jsonschema's validator class for ``schema`` (the draft its ``$schema`` names), with type
+    ``integer`` meaning an integer: from draft 6 on JSON Schema counts a number with a zero fraction
+    (``12.0``, YAML's ``1.0e+12``) as an integer, so ``variants: 12.0`` passed the config's checks
+    and reached ``range()``. Every check of a config or an option against the schema uses this class
+    (:func:`check_option`, :func:`earnest.config.validate_schema`)."""
+    import jsonschema
+
+    base = jsonschema.validators.validator_for(schema)
+    return jsonschema.validators.extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", _is_integer))
+
+
 def check_option(value, key: str, option: str, path: str | Path = SCHEMA_PATH):
     """``value`` of the command-line option ``option``, which stands for the config key ``key``,
     checked against that key's schema (type, range, list items), as the workflow checks the key:
     returns ``value``, or raises ValueError naming the option (``--seed: -1 is less than the minimum
     of 0``). A NaN or infinite number is refused, as :func:`earnest.config.validate_schema` does."""
-    import jsonschema
-
     for v in value if isinstance(value, (list, tuple)) else [value]:
         if isinstance(v, float) and not math.isfinite(v):
             raise ValueError(f"{option}: {v} is not a value it can take (NaN and infinity are refused)")
     node = schema_node(key, path)
-    errors = sorted(jsonschema.validators.validator_for(node)(node).iter_errors(value), key=lambda e: list(e.path))
+    errors = sorted(validator_class(node)(node).iter_errors(value), key=lambda e: list(e.path))
     if errors:
         raise ValueError(f"{option}: {errors[0].message} (as config key {key})")
     return value

@@ -36,6 +36,21 @@ def _unique_mapping(loader: StrictLoader, node, deep=False):
 StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
 
 
+def _bounded_int(loader: StrictLoader, node):
+    """YAML's integer, or ``loader.error`` naming the line where it has more digits than Python
+    converts (``sys.get_int_max_str_digits()``, 4300): PyYAML's ValueError was a traceback."""
+    try:
+        return yaml.SafeLoader.construct_yaml_int(loader, node)
+    except ValueError as exc:
+        if "digits" not in str(exc):
+            raise
+        raise loader.error(f"{loader.name}:{node.start_mark.line + 1}: an integer of {len(node.value):,} characters, "
+                           "longer than any setting takes") from None
+
+
+StrictLoader.add_constructor("tag:yaml.org,2002:int", _bounded_int)
+
+
 def load_yaml_strict(path: str | Path, *, error: type[Exception] = ValueError):
     """A YAML file's content; ``error`` naming ``path:line`` for text that is not UTF-8, invalid
     YAML or a duplicate key."""

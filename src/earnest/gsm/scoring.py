@@ -23,6 +23,7 @@ import math
 import os
 import sys
 from fractions import Fraction
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from earnest.gsm.extraction import Extraction, extract_code_many, extract_text, parse_number
@@ -239,6 +240,27 @@ def _read_jsonl(path: str) -> list[tuple[int, dict]]:
     return rows
 
 
+def output_problem(input_path: str, output_path: str) -> str | None:
+    """Why ``output_path`` cannot receive the extraction of ``input_path``, or None: it is the
+    input file itself (the same path, or the same file by another path or a link: it would be
+    replaced, the input lost), a directory, or in a folder that does not exist. Checked before
+    anything is read or run, so no answer is extracted and then not written."""
+    out = Path(output_path)
+    try:
+        same = out.exists() and os.path.samefile(input_path, out)
+    except OSError:   # the input does not exist: reading it says so
+        same = False
+    if same:
+        return (f"output {output_path}: is the input file {input_path}; writing there would replace the input "
+                "(give another output file)")
+    if out.is_dir():
+        return f"output {output_path}: is a directory (give a file name)"
+    parent = out.parent
+    if not parent.is_dir():
+        return f"output {output_path}: its folder {parent} does not exist"
+    return None
+
+
 def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox | None" = None, *,
                 fidelity: str = EARNEST, python: str | None = None) -> int:
     """Extract every line of ``input_path`` into ``output_path``; returns the number of lines.
@@ -246,7 +268,11 @@ def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox
     Code answers run in ``sandbox``, or in a sandbox on the interpreter ``python`` (default: this
     one). Each line then records that interpreter's version (``code_python``) and the sandbox's
     layers (``sandbox``), and reference mode warns when it is not the authors' Python
-    (:func:`sandbox_record`), as the workflow's scoring does."""
+    (:func:`sandbox_record`), as the workflow's scoring does. An output that is the input itself,
+    a directory or in a missing folder is refused first (:func:`output_problem`, InputError)."""
+    problem = output_problem(input_path, output_path)
+    if problem:
+        raise InputError(problem)
     rows = _read_jsonl(input_path)
     own = None
     code_python = layers = None

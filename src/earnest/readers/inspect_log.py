@@ -7,7 +7,9 @@ archive with ``header.json`` (``eval``: ``task``, ``model``, ``dataset``, ...; `
 the ``.json`` log (``--log-format json``): the same header fields and a ``samples`` list. Recent
 inspect-ai compresses the zip's members with Zstandard (zip method 93), which Python's zipfile
 reads only from 3.14 on; on older Pythons earnest decompresses them with the ``zstandard`` package
-(requirements.txt). Members are read with the standard library otherwise.
+(requirements.txt). Members are read with the standard library otherwise. No member is
+decompressed beyond :data:`MAX_MEMBER_BYTES` (256 MiB; a sample of a real log is kilobytes): a
+larger one (a damaged log, or a zip bomb) is refused naming the file and the member.
 
 A sample becomes one row: model (the log's model, or ``--lm-eval-model``), task (the log's task),
 doc_id (the sample id), item (a hash of the sample's id, input, target and metadata, so
@@ -38,31 +40,67 @@ FORMAT_VERSION = "Inspect AI .eval / .json logs (as inspect-ai 0.3.x writes them
 ZSTD = 93                      # the zip compression method of Zstandard
 LETTERS = {"C": 1, "I": 0, "N": 0}  # Inspect's CORRECT, INCORRECT, NOANSWER (its accuracy metric's values)
 SAMPLE_RE = re.compile(r"^samples/(?P<id>.+)_epoch_(?P<epoch>\d+)\.json$")
+#: the most bytes one member of a .eval log may decompress to (both zip and Zstandard members); the
+#: one place this limit is decided
+MAX_MEMBER_BYTES = 256 * 2**20
+
+
+def _too_large(where: str, declared: int | None = None) -> LmEvalError:
+    size = f" (its zip entry declares {declared:,} bytes)" if declared is not None else ""
+    return LmEvalError(f"{where}: this member decompresses to more than {MAX_MEMBER_BYTES:,} bytes{size}, more than "
+                       f"any sample or header of an Inspect log needs (inspect_log.MAX_MEMBER_BYTES); a damaged "
+                       f"log or not an Inspect AI log")
 
 
 def _zstd_decompress(data: bytes, where: str) -> bytes:
+    """``data`` (one or more Zstandard frames) decompressed, at most :data:`MAX_MEMBER_BYTES` of it
+    (more: LmEvalError naming ``where``)."""
+    import io
     try:
         from compression import zstd  # Python >= 3.14
-        return zstd.decompress(data)
     except ImportError:
-        pass
+        zstd = None
+    if zstd is not None:
+        try:
+            with zstd.ZstdFile(io.BytesIO(data)) as r:
+                return _capped_read(r, where)
+        except (zstd.ZstdError, EOFError) as exc:
+            raise LmEvalError(f"{where}: damaged Zstandard member ({exc})") from None
     try:
         import zstandard
     except ImportError:
         raise LmEvalError(f"{where}: the log's members are Zstandard-compressed (as recent inspect-ai writes "
                           f".eval logs); reading them needs Python >= 3.14 or the zstandard package (pip install "
                           f"zstandard; requirements.txt), or convert the log: inspect log convert LOG --to json") from None
-    import io
-    with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True) as r:
-        return r.read()
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True) as r:
+            return _capped_read(r, where)
+    except (zstandard.ZstdError, EOFError) as exc:
+        raise LmEvalError(f"{where}: damaged Zstandard member ({exc})") from None
+
+
+def _capped_read(stream, where: str) -> bytes:
+    """All of ``stream``, read in pieces; LmEvalError naming ``where`` past :data:`MAX_MEMBER_BYTES`."""
+    parts, total = [], 0
+    while True:
+        part = stream.read(min(1 << 20, MAX_MEMBER_BYTES + 1 - total))
+        if not part:
+            return b"".join(parts)
+        parts.append(part)
+        total += len(part)
+        if total > MAX_MEMBER_BYTES:
+            raise _too_large(where)
 
 
 def _member(zf: zipfile.ZipFile, raw, info: zipfile.ZipInfo, path: Path) -> bytes:
     """The bytes of one zip member, with a Zstandard member decompressed by :func:`_zstd_decompress`."""
     where = f"{path} ({info.filename})"
+    if info.file_size > MAX_MEMBER_BYTES:   # refused unread
+        raise _too_large(where, info.file_size)
     if info.compress_type != ZSTD:
-        try:
-            return zf.read(info)
+        try:   # zipfile stops at the declared size (checked above); read in pieces all the same
+            with zf.open(info) as member:
+                return _capped_read(member, where)
         except (NotImplementedError, zipfile.BadZipFile, zlib.error) as exc:
             raise LmEvalError(f"{where}: cannot read this zip member ({exc})") from None
     raw.seek(info.header_offset)

@@ -25,7 +25,7 @@ Choices the paper leaves open (ours, applied to every model alike):
   (the model correctly says no variables are needed) and 0 otherwise; so with V empty and V̂
   non-empty JCV = PV = RV = VRI = 0, and with V̂ empty and V non-empty all four are 0.
 * **Unread answers**: when the variables could not be read (``parse_status`` empty, no_json,
-  no_variables, bad_variables) all four variable metrics are 0, even if V is empty; when the
+  too_long, no_variables, bad_variables) all four variable metrics are 0, even if V is empty; when the
   category could not be read both accuracies are 0.
 * **Roles** compare after mapping aliases to the paper's names (``X`` -> predictor, ``NR`` ->
   N/A, case ignored); an unknown predicted role matches no reference role.

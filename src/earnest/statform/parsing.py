@@ -13,11 +13,17 @@ then from anywhere in the text. Nothing is repaired: text that holds no decodabl
 * ``no_json``: no JSON object in the response;
 * ``no_category``: a JSON object without a usable ``category`` string (variables still scored);
 * ``no_variables``: no ``variables`` key and no top-level variable objects (category still scored);
-* ``bad_variables``: ``variables`` is neither an object nor a list (category still scored).
+* ``bad_variables``: ``variables`` is neither an object nor a list (category still scored);
+* ``too_long``: the response is longer than :data:`MAX_ANSWER_CHARS` characters (not read).
 
-``empty`` and ``no_json`` are the unparseable answers: both subtasks count as wrong.
+``empty``, ``no_json`` and ``too_long`` are the unparseable answers (:data:`UNPARSEABLE`): both
+subtasks count as wrong.
 
-A response is model output, so nothing in it may stop the scoring: JSON nested deeper than the
+A response is model output, so nothing in it may stop the scoring or make it slow: an answer
+longer than :data:`MAX_ANSWER_CHARS` is not read at all (``too_long``, unparseable, with a note);
+every step below is linear in the answer's length (a failed decode does not count lines from the
+text's start again, and when failed decodes have re-read the text :data:`RESCAN_FACTOR` times the
+scan ends, the objects found before still counting, with a note); JSON nested deeper than the
 decoder's recursion limit ends the scan (the objects before it still count, and a note says so);
 an integer longer than Python's digit limit is read as a float (infinite when beyond float range:
 it matches no reference value); a key written twice keeps the last value, as ``json.loads`` does,
@@ -35,8 +41,18 @@ from typing import Any
 from ..backends.base import valid_text
 from .data import normalize_role
 
-UNPARSEABLE = ("empty", "no_json")
-_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
+UNPARSEABLE = ("empty", "no_json", "too_long")
+#: the longest answer read, in characters (1 MB of ASCII text; a 512-token answer is ~2,000): longer
+#: ones are ``too_long``. The one place this limit is decided.
+MAX_ANSWER_CHARS = 1_000_000
+#: failed decodes may re-read the text this many times over (a failed object nested in a failed
+#: object is read again from each level); past that the scan ends with a note
+RESCAN_FACTOR = 16
+# a code fence's opening after its ``` (language tag, spaces, newline); its content runs to the next ```
+_FENCE_HEAD = re.compile(r"[A-Za-z0-9_-]*[ \t]*\n?")
+# where a JSON object can start: '{', JSON's whitespace, then a key's quote or the closing '}' (a
+# '{' followed by anything else is not tried: 1 MB of '{' costs a regex scan, not 10^6 failed decodes)
+_OBJECT_START = re.compile(r'\{[ \t\n\r]*["}]')
 _MAX_INT_DIGITS = 4000  # below sys.get_int_max_str_digits()'s default (4300)
 # a predicted variable without a value field can match nothing
 MISSING_VALUE = object()
@@ -66,8 +82,36 @@ class ParsedAnswer:
 
 
 def fenced_blocks(text: str) -> list[str]:
-    """The contents of the code fences in ``text``, in order."""
-    return [m.group(1) for m in _FENCE.finditer(text)]
+    """The contents of the code fences in ``text``, in order: after each ``` and its header
+    (:data:`_FENCE_HEAD`: a language tag, spaces, a newline), up to the next ```. One pass with
+    ``str.find`` (a single regular expression with a lazy body backtracked over the tag: quadratic on
+    ``` and a long tag with no closing fence)."""
+    out, i = [], 0
+    while True:
+        start = text.find("```", i)
+        if start < 0:
+            return out
+        head = _FENCE_HEAD.match(text, start + 3).end()
+        end = text.find("```", head)
+        if end < 0:   # no closing fence after this one: none after a later opening either
+            return out
+        out.append(text[head:end])
+        i = end + 3
+
+
+class _Doc(str):
+    """The text handed to the JSON decoder. ``json.JSONDecodeError`` counts the lines and finds the
+    column of the failure from the text's start (``doc.count("\\n", 0, pos)``, ``doc.rfind``)
+    every time a decode fails: at each of n ``{`` that is O(n), O(n^2) in all (200,000 ``{`` took
+    72 s). Nothing here reads a line or column, so this text answers those two calls at once."""
+
+    __slots__ = ()
+
+    def count(self, *args) -> int:  # noqa: D102 (json.decoder's line count)
+        return 0
+
+    def rfind(self, *args) -> int:  # noqa: D102 (json.decoder's column)
+        return -1
 
 
 def json_objects_in(text: str, notes: list[str] | None = None) -> list[dict]:
@@ -75,34 +119,48 @@ def json_objects_in(text: str, notes: list[str] | None = None) -> list[dict]:
     :mod:`earnest.statform.build.llm`); what was odd on the way (a key twice, nesting too deep, an
     integer too long) is appended to ``notes``."""
     found: list[str] = [] if notes is None else notes
+    said = set(found)   # each note once, looked up in constant time (an answer may repeat many keys)
+
+    def note(msg: str) -> None:
+        if msg not in said:
+            said.add(msg)
+            found.append(msg)
 
     def pairs(items: list[tuple[str, Any]]) -> dict:
         obj: dict = {}
         for k, v in items:
             if k in obj:
-                msg = f"key {_clean(k)!r} given twice: the last value is read"
-                if msg not in found:
-                    found.append(msg)
+                note(f"key {_clean(k)!r} given twice: the last value is read")
             obj[k] = v
         return obj
 
     def big_int(digits: str) -> int | float:
         if len(digits) <= _MAX_INT_DIGITS:
             return int(digits)
-        msg = f"an integer of {len(digits)} digits read as a float"
-        if msg not in found:
-            found.append(msg)
+        note(f"an integer of {len(digits)} digits read as a float")
         return float(digits)
 
     decoder = json.JSONDecoder(object_pairs_hook=pairs, parse_int=big_int)
+    doc = _Doc(text)
+    # a decode that succeeds is skipped past, so successes read the text once; a failed one from
+    # each '{' would re-read what follows it (a failing object nested in a failing object is read
+    # from each level again): those re-reads are counted and capped
+    budget = RESCAN_FACTOR * len(text) + 4096
     out, i = [], 0
     while True:
-        j = text.find("{", i)
-        if j < 0:
+        m = _OBJECT_START.search(text, i)
+        if m is None:
             return out
+        j = m.start()
         try:
-            obj, end = decoder.raw_decode(text, j)
-        except json.JSONDecodeError:
+            obj, end = decoder.raw_decode(doc, j)
+        except json.JSONDecodeError as exc:
+            # an unterminated string is reported at its start, but was read to the text's end
+            budget -= (len(text) if exc.msg.startswith("Unterminated string") else exc.pos) - j + 1
+            if budget < 0:
+                found.append(f"failed JSON decodes read the text {RESCAN_FACTOR} times over by character {j}: "
+                             "the rest of the text is not read")
+                return out
             i = j + 1
             continue
         except RecursionError:
@@ -153,6 +211,9 @@ def parse_response(text: str | None) -> ParsedAnswer:
     """Read category and variables from a response (see module doc for the statuses)."""
     if text is None or not text.strip():
         return ParsedAnswer(status="empty")
+    if len(text) > MAX_ANSWER_CHARS:
+        return ParsedAnswer(status="too_long", notes=[f"an answer of {len(text):,} characters, longer than the "
+                                                      f"{MAX_ANSWER_CHARS:,} read (parsing.MAX_ANSWER_CHARS)"])
     notes: list[str] = []
     obj = extract_json_object(text, notes)
     if obj is None:

@@ -10,7 +10,7 @@ from earnest.fidelity import DEFAULT, MODES
 from earnest.stats import engines as E
 from earnest.schema import check_option, schema_default
 from earnest.stats import glmm as G
-from earnest.stats.cli_common import fail, input_choice_problem, log
+from earnest.stats.cli_common import fail, input_choice_problem, log, out_dir_problem
 from earnest.stats.rbridge import RError
 
 
@@ -60,6 +60,9 @@ def run(args: argparse.Namespace) -> int:
                 check_option(value, key, option)
     except ValueError as exc:
         return fail("glmm", str(exc))
+    problem = out_dir_problem(args.out)
+    if problem:
+        return fail("glmm", problem)
     if args.shards < 1 or args.shards > args.resamples:
         return fail("glmm", f"--shards must be between 1 and --resamples ({args.resamples})")
     problem = input_choice_problem(args, "a GLMM input table")

@@ -34,6 +34,26 @@ def fail(command: str, msg: str, status: int = 2) -> int:
     return status
 
 
+def out_dir_problem(path: Path, option: str = "--out") -> str | None:
+    """The complaint when ``path`` cannot be the output directory ``option`` names: it is a file, a
+    file stands where one of its parents should be a directory, or the directory it would be made
+    in is not writable. Checked before any input is read or fit run, so no result is computed and
+    then lost (``mkdir`` on a file ended such a run in a traceback)."""
+    import os
+
+    p = path
+    while not (p.exists() or p.is_symlink()):
+        if p.parent == p:
+            return None
+        p = p.parent
+    if not p.is_dir():
+        where = "is a file" if p == path else f"cannot be made: {p} is a file"
+        return f"{option} {path}: {where}, not a directory (give a directory, new or existing)"
+    if not os.access(p, os.W_OK | os.X_OK):
+        return f"{option} {path}: {p} is not writable"
+    return None
+
+
 def log(msg: str) -> None:
     """A progress line on stderr."""
     print(msg, file=sys.stderr, flush=True)

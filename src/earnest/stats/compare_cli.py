@@ -8,7 +8,7 @@ from pathlib import Path
 
 from earnest.schema import check_option, schema_default
 from earnest.stats.glmm import safe_name
-from earnest.stats.cli_common import add_subcommand, fail as cli_fail, input_choice_problem, log
+from earnest.stats.cli_common import add_subcommand, fail as cli_fail, input_choice_problem, log, out_dir_problem
 from earnest.stats.engines import engine_names, get_engine
 from earnest.stats.summary import check_alpha
 
@@ -61,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
             check_option(value, key, option)
     except ValueError as exc:
         return fail(str(exc))
+    problem = out_dir_problem(args.out)
+    if problem:
+        return fail(problem)
     try:
         C.check_agq(args.agq, not args.no_item_effects)
     except C.CompareInputError as exc:

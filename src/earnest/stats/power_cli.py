@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from earnest.schema import check_option, schema_default
-from earnest.stats.cli_common import add_subcommand, fail, log
+from earnest.stats.cli_common import add_subcommand, fail, log, out_dir_problem
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -66,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
                 check_option(value, key, option)
     except ValueError as exc:
         return _fail(str(exc))
+    problem = out_dir_problem(args.out)
+    if problem:
+        return _fail(problem)
     try:
         if args.baseline_acc is not None or args.ranef_var is not None:
             if args.baseline_acc is None or args.ranef_var is None:
