@@ -46,6 +46,7 @@ if SENS["enabled"]:
                 f"{SENS_DIR}/{{{{mode}}}}/scored/{{{{model}}}}/{{{{prompt}}}}/{{dataset}}.parquet", dataset=DATASETS
             ),
             item_tables=expand("results/data/{dataset}.parquet", dataset=DATASETS),
+            variant_templates=variant_templates,
         output:
             f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
         log:

@@ -24,6 +24,8 @@ REPO = Path(__file__).resolve().parents[1]
 CONFIG_KEYS = {
     ("prompt", "fidelity"): "fidelity",
     ("prompt", "prompts_dir"): "prompts_dir",     # None = resources/prompts of the source tree (below)
+    ("lm-eval-task", "fidelity"): "fidelity",
+    ("lm-eval-task", "prompts_dir"): "prompts_dir",
     ("extract", "fidelity"): "fidelity",
     ("extract", "python"): "sandbox.python",
     ("glmm", "resamples"): "stats.resamples",
@@ -62,6 +64,8 @@ CLI_ONLY = {
     ("power", "baseline_acc"), ("power", "ranef_var"), ("power", "paper_scenario"), ("power", "published"),
     ("power", "from_summary"), ("power", "out"),
     ("compare", "input"), ("compare", "by"), ("compare", "out"),
+    # the task folder to write and the release file it reads
+    ("lm-eval-task", "out"), ("lm-eval-task", "release"),
 }
 #: the options of other harnesses' results (earnest.readers.lmeval.add_arguments): no config keys
 READER_PREFIXES = ("lm_eval", "inspect", "id_pattern")

@@ -127,3 +127,87 @@ def test_lm_eval_run_with_the_tiny_model_maps_to_templates(task_dir, tiny_model_
     assert per.xs(0, level="variant").tolist() == [1] * len(TEMPLATES)          # one GSM-Base doc each
     assert per.xs(1, level="variant").tolist() == [VARIANTS] * len(TEMPLATES)   # the variants
     assert set(rows["correct"]) <= {0, 1}
+
+
+def test_the_shipped_task_is_what_earnest_lm_eval_task_writes(tmp_path):
+    """resources/lm_eval/gsm_symbolic is the command's output (earnest mode, the hub at the pinned
+    revision): rewriting it changes nothing, so the shipped task never drifts from the prompt files."""
+    from earnest.gsm.lmeval_task import write_task
+
+    written = write_task(tmp_path / "task")
+    assert sorted(p.name for p in written) == sorted(p.name for p in SHIPPED.iterdir() if p.is_file()
+                                                      and p.suffix != ".pyc")
+    for path in written:
+        assert path.read_bytes() == (SHIPPED / path.name).read_bytes(), path.name
+
+
+@pytest.mark.parametrize("fidelity", ["earnest", "reference"])
+def test_the_written_task_renders_the_modes_bytes_offline(tmp_path, monkeypatch, fidelity):
+    """Issue 43.1: `earnest lm-eval-task --release FILE --fidelity MODE` reads a local release (no
+    hub: HF_DATASETS_OFFLINE), renders every prompt byte for byte as `earnest prompt gsm Q --fidelity
+    MODE` (reference: the untrimmed question and the trailing space) through lm-eval's few-shot
+    machinery (8 shots), with the mode's stop strings."""
+    from lm_eval.tasks import TaskManager
+
+    from earnest.gsm.lmeval_task import write_task
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    release = tmp_path / "release.jsonl"
+    _release(release)
+    write_task(tmp_path / "task", fidelity=fidelity, release=release)
+    gsm = load_formats(REPO / "resources" / "prompts", fidelity=fidelity)["gsm"]
+    tasks = TaskManager(include_path=str(tmp_path / "task")).load(["gsm_symbolic_base", "gsm_symbolic_variants"])
+    tasks = tasks.get("tasks", tasks) if isinstance(tasks, dict) else tasks
+    seen = 0
+    for name, task in dict(tasks).items():
+        task.build_all_requests(limit=None, rank=0, world_size=1)
+        assert task.config.num_fewshot == 8, name
+        for inst in task.instances:
+            prompt, gen = inst.arguments
+            assert prompt == gsm.render(inst.doc["question"]), (name, inst.doc["id"], inst.doc["instance"])
+            assert gen["until"] == list(gsm.stop)
+            seen += 1
+    assert seen == len(TEMPLATES) * (1 + VARIANTS)
+    if fidelity == "reference":
+        assert gsm.render("x").endswith("step. ") and " Q:" in gsm.stop
+
+
+def test_a_release_that_is_not_a_file_is_named(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "earnest.cli", "lm-eval-task", str(tmp_path / "t"), "--release",
+                           str(tmp_path / "missing.jsonl")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "--release:" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_lm_eval_offline_then_earnest_glmm_as_the_docs_say(tiny_model_dir, tmp_path):
+    """The documented path end to end with no network: `earnest lm-eval-task --release`, a real
+    `lm_eval run` (the tiny model; reference mode, as config/paper.yaml), then the documented
+    `earnest glmm` line on its samples, which now names the filter."""
+    import os
+
+    from helpers import child_env
+
+    release = tmp_path / "release.jsonl"
+    _release(release)
+    env = {**child_env(), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    task = tmp_path / "task"
+    proc = subprocess.run([sys.executable, "-m", "earnest.cli", "lm-eval-task", str(task), "--fidelity", "reference",
+                           "--release", str(release)], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    exe = shutil.which("lm_eval") or shutil.which("lm-eval")
+    out = tmp_path / "out"
+    proc = subprocess.run(([exe] if exe else [sys.executable, "-m", "lm_eval"])
+                          + ["run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
+                             "--device", "cpu", "--include_path", str(task), "--tasks", "gsm_symbolic",
+                             "--gen_kwargs", "max_gen_toks=8", "--batch_size", "4", "--log_samples",
+                             "--output_path", str(out)], capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    samples = sorted(out.rglob("samples_gsm_symbolic_*.jsonl"))
+    assert len(samples) == 2, samples
+    proc = subprocess.run([sys.executable, "-m", "earnest.cli", "glmm", "--lm-eval", *map(os.fspath, samples),
+                           "--lm-eval-base-task", "gsm_symbolic_base", "--lm-eval-filter", "strict-match",
+                           "--glmm", "1", "--resamples", "20", "--seed", "1", "--engine", "laplace",
+                           "--out", str(tmp_path / "glmm")], capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "glmm" / "summary_glmm1.csv").is_file()

@@ -228,3 +228,24 @@ def test_out_that_is_a_file_is_refused_before_any_work(tmp_path, capsys, glmm_cs
         err = capsys.readouterr().err
         assert f"earnest {command}: {message}" in err and "Traceback" not in err, err
     assert taken.read_text() == "keep me\n"
+
+
+def test_templates_without_both_datasets_are_warned_and_captioned(tmp_path, capsys):
+    """Issue 43.1: a run cut short (lm_eval --limit 4: GSM-Base of some templates, GSM-Variants of
+    others) still fits, but the warning and every table's caption name the unpaired templates."""
+    from earnest.stats.glmm import unpaired_templates
+
+    df = simulate_glmm_input(12, 4, seed=3)
+    df = df[~((df.template == 10) & (df.variant == 1)) & ~((df.template == 11) & (df.variant == 0))]
+    assert unpaired_templates(df) == [{"model": "sim", "prompt": "gsm", "base_only": [10], "variants_only": [11],
+                                       "paired": 10}]
+    assert unpaired_templates(simulate_glmm_input(12, 4, seed=3)) == []
+    path = tmp_path / "in.csv"
+    df.to_csv(path, index=False)
+    out = tmp_path / "out"
+    assert main(["glmm", str(path), "--glmm", "1", "--resamples", "4", "--seed", "1", "--out", str(out),
+                 "--engine", "laplace"]) == 0
+    err = capsys.readouterr().err
+    assert "WARNING: Templates not paired" in err and "1 with GSM-Base but no GSM-Variants (10)" in err
+    md = (out / "tables" / "glmm1_variant_gsm.md").read_text()
+    assert "Templates not paired" in md and "(11)" in md

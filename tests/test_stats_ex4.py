@@ -24,7 +24,7 @@ def _row(analysis, glmm, model, odds_ratio, p, term="variant"):
 def _contrast(model, ratio, p, significant, degenerate=False):
     return {"model": model, "contrast_ratio": ratio, "contrast_ci_low": ratio * 0.7, "contrast_ci_high": ratio * 1.3,
             "contrast_median_log_diff": float(np.log(ratio)), "contrast_p_boot": p, "contrast_p_bound": np.nan,
-            "contrast_p_holm": p, "contrast_significant": significant, "contrast_degenerate": degenerate,
+            "contrast_p_holm": p, "contrast_significant_holm": significant, "contrast_degenerate": degenerate,
             "contrast_problems": "", "contrast_n_pairs": 200}
 
 
@@ -100,7 +100,7 @@ def test_contrasts_per_model_holm_and_degenerate_carry_over():
     summ["degenerate"] = [False, False, False, True]
     summ["significant_holm"], summ["p_holm"] = True, 0.01
     out = contrasts(groups, summ, "gsm").set_index("model")
-    assert out.loc["a", "contrast_significant"] and not out.loc["b", "contrast_significant"]
+    assert out.loc["a", "contrast_significant_holm"] and not out.loc["b", "contrast_significant_holm"]
     assert out.loc["b", "contrast_degenerate"] and "GSM-Matched: degenerate" in out.loc["b", "contrast_problems"]
     assert (out["contrast_p_holm"] >= out["contrast_p_boot"]).all()
 

@@ -14,6 +14,7 @@ import sys
 SUBCOMMAND_MODULES = [
     "earnest.gsm.prompts",          # earnest prompt
     "earnest.gsm.scoring",          # earnest extract
+    "earnest.gsm.lmeval_task",      # earnest lm-eval-task
     "earnest.stats.cli",        # earnest glmm
     "earnest.stats.power_cli",  # earnest power
     "earnest.stats.compare_cli",  # earnest compare

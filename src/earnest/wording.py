@@ -152,6 +152,19 @@ def format_estimate(x, degenerate: bool = False, digits: int = OR_DECIMALS, miss
     return f"{x:.{digits}f}"
 
 
+def format_or_interval(odds_ratio, low, high, degenerate: bool = False, digits: int = OR_DECIMALS,
+                       missing: str = "n/a") -> str:
+    """``OR [low, high]`` as every table prints an estimate with its interval (:func:`format_estimate`):
+    the degenerate mark alone for a degenerate fit, ``missing`` where the odds ratio is missing."""
+    if degenerate:
+        return DEGENERATE_MARK
+    shown = format_estimate(odds_ratio, digits=digits)
+    if not shown:
+        return missing
+    return (f"{shown} [{format_estimate(low, digits=digits, missing=missing)}, "
+            f"{format_estimate(high, digits=digits, missing=missing)}]")
+
+
 def significant_label(alpha: float) -> str:
     """A figure legend's entry for a significant effect (uncorrected P, fit not degenerate)."""
     return f"significant (p < {alpha:g})"

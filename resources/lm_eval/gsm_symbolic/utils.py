@@ -1,9 +1,6 @@
-"""GSM-Base and GSM-Variants docs from rows of the official GSM-Symbolic release.
-
-A release row: id (template), instance (0..49), question, answer, original_id, original_question,
-original_answer.  Each doc keeps `id` and `instance`, so that earnest maps its samples to templates
-and variants (earnest glmm --lm-eval ... --lm-eval-base-task gsm_symbolic_base).
-"""
+"""GSM-Base and GSM-Variants docs from rows of the official GSM-Symbolic release (written by
+`earnest lm-eval-task`). A release row: id (template), instance (0..49), question, answer,
+original_id, original_question, original_answer; each doc keeps `id` and `instance`."""
 
 
 def process_base(dataset):
@@ -16,7 +13,7 @@ def process_base(dataset):
         seen.add(row["id"])
         return True
 
-    firsts = dataset.filter(first)   # in release order, which lists each template's rows together
+    firsts = dataset.filter(first)
     return firsts.map(lambda row: {"question": row["original_question"], "answer": row["original_answer"],
                                    "instance": -1})
 

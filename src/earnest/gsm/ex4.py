@@ -74,7 +74,7 @@ def contrasts(groups: dict, summaries: pd.DataFrame, prompt: str, alpha: float =
     if fidelity != F.REFERENCE:      # a P of 0 is below its bound 1/n, corrected as the bound
         p = p.where(out["contrast_p_bound"].isna(), out["contrast_p_bound"])
     out["contrast_p_holm"] = holm(p.to_numpy(), fidelity)
-    out["contrast_significant"] = significant(out["contrast_p_holm"], alpha) & ~out["contrast_degenerate"].astype(bool)
+    out["contrast_significant_holm"] = significant(out["contrast_p_holm"], alpha) & ~out["contrast_degenerate"].astype(bool)
     return out
 
 
@@ -112,7 +112,7 @@ def side_by_side(summaries: pd.DataFrame, prompt: str, alpha: float = ALPHA,
             c = by_model.loc[m]
             row.update({k: c[k] for k in by_model.columns})
             row["differs"] = (("larger drop with GSM-Variants" if c["contrast_median_log_diff"] < 0
-                               else "smaller drop with GSM-Variants") if bool(c["contrast_significant"]) else "")
+                               else "smaller drop with GSM-Variants") if bool(c["contrast_significant_holm"]) else "")
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -134,7 +134,7 @@ def _contrast_cell(r, alpha: float) -> str:
     p = format_p(r["contrast_p_holm"], alpha, missing="n/a", below=bool(from_bound))
     if bool(r.get("contrast_degenerate")):
         return f"{DEGENERATE_MARK} p={p}"
-    star = " *" if bool(r.get("contrast_significant")) else ""
+    star = " *" if bool(r.get("contrast_significant_holm")) else ""
     return (f"{format_estimate(r['contrast_ratio'])} [{format_estimate(r['contrast_ci_low'])}, "
             f"{format_estimate(r['contrast_ci_high'])}] p={p}{star}")
 

@@ -23,6 +23,7 @@ import pandas as pd
 from earnest.gsm.datasets import BASE_LABEL, VARIANTS_LABEL
 from earnest.gsm.prompts import prompt_noun
 from earnest.stats import diagnostics
+from earnest.stats import glmm as G
 from earnest.gsm import reasoning
 from earnest.stats.summaries import table_fidelity
 from earnest.stats.summary import HOLM_FAMILY, ranef_column
@@ -314,9 +315,12 @@ def write_stats_tables(summaries: pd.DataFrame, out_dir: str | Path, *,
     allr = s[s["analysis"] == "all"]
     written: list[Path] = []
 
+    # templates with GSM-Base rows but no GSM-Variants rows, or the reverse: every table says so
+    unpaired = G.unpaired_note(glmm_input) if glmm_input is not None and len(glmm_input) else ""
+
     def emit(name, display, raw, caption, bold=None, rows=None):
-        paths = write_table(display, out_dir / name, caption + engine_note(s if rows is None else rows),
-                            bold=bold, csv=raw)
+        paths = write_table(display, out_dir / name, caption + engine_note(s if rows is None else rows)
+                            + (" " + unpaired if unpaired else ""), bold=bold, csv=raw)
         written.extend(paths.values())
 
     fid = table_fidelity(s)

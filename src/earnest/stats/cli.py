@@ -81,6 +81,9 @@ def run(args: argparse.Namespace) -> int:
         G.check_estimable(df, source=source)
     except (G.GLMMInputError, OSError, ValueError) as exc:
         return fail("glmm", str(exc))
+    unpaired = G.unpaired_note(df)
+    if unpaired:
+        log(f"earnest glmm: WARNING: {unpaired}")
     try:
         with warnings.catch_warnings():                   # a pair that is not faithful: run_glmm logs why
             warnings.simplefilter("ignore", UserWarning)

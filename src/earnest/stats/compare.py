@@ -39,7 +39,7 @@ from earnest.stats import rbridge
 from earnest.stats.diagnostics import DIVERGED_LOG_OR, fit_problems
 from earnest.stats.summary import (bootstrap_p, check_alpha, clean_mask, diverged_order_statistics, holm,
                                    percentile_interval, separation_sides, significant, with_separated)
-from earnest.wording import DEGENERATE_MARK, format_p
+from earnest.wording import DEGENERATE_MARK, format_or_interval, format_p
 
 COMPARE_INPUT_COLUMNS = ("model", "prompt", "template", "item", "correct")
 FAMILIES = ("models", "prompts")
@@ -277,8 +277,9 @@ def compare_family(data: pd.DataFrame, family: str, fixed: str, conditions: Sequ
 
 
 def write_pairs_table(pairs: pd.DataFrame, stem, *, alpha: float = 0.05, labels: dict | None = None) -> dict:
-    """``stem.{csv,md,tex}``: one row per pair; a degenerate pair's OR is marked
-    (:data:`earnest.wording.DEGENERATE_MARK`, as in the GLMM tables) and never bold."""
+    """``stem.{csv,md,tex}``: one row per pair; a degenerate pair's OR and interval print the
+    degenerate mark alone (:func:`earnest.wording.format_or_interval`, as in the GLMM tables: its
+    number carries no information) and are never bold."""
     from earnest.tables import write_table
 
     def f(v, spec=".3f"):
@@ -293,7 +294,7 @@ def write_pairs_table(pairs: pd.DataFrame, stem, *, alpha: float = 0.05, labels:
         "a": [lab.get(x, x) for x in pairs["a"]], "b": [lab.get(x, x) for x in pairs["b"]],
         "items": pairs["n_items"],
         "acc_a / acc_b": [f"{f(x, '.1f')} / {f(y, '.1f')}" for x, y in zip(pairs["acc_a"], pairs["acc_b"])],
-        "OR [95% CI]": [f"{f(o, '.2f')} [{f(lo, '.2f')}, {f(hi, '.2f')}]" + (f" {DEGENERATE_MARK}" if bool(d) else "")
+        "OR [95% CI]": [format_or_interval(o, lo, hi, bool(d))
                         for o, lo, hi, d in zip(pairs["odds_ratio"], pairs["ci_low"], pairs["ci_high"],
                                                 pairs["degenerate"])],
         "p_boot / Holm": [f"{fp(p)} / {fp(h)}" for p, h in zip(pairs["p_boot"], pairs["p_holm"])],

@@ -276,6 +276,38 @@ def check_estimable(df: pd.DataFrame, source: str = "GLMM input") -> None:
                 "and the bootstrap over templates need at least 2 templates")
 
 
+def unpaired_templates(df: pd.DataFrame) -> list[dict]:
+    """Per model x prompt whose templates are not all paired: the templates with GSM-Base rows
+    (variant 0) but no GSM-Variants rows, and the reverse. Such a template says nothing about the
+    variant effect except through its intercept (a run cut short, ``lm_eval --limit``: base
+    documents of some templates, variants of others): the fit runs, but on fewer templates than the
+    data seem to hold, and a reader must be told. [] where every template has both."""
+    out = []
+    for (model, prompt), g in df.groupby(["model", "prompt"], sort=True):
+        base = set(g.loc[g["variant"] == 0, "template"].tolist())
+        var = set(g.loc[g["variant"] == 1, "template"].tolist())
+        if base != var:
+            out.append({"model": str(model), "prompt": str(prompt), "base_only": sorted(base - var),
+                        "variants_only": sorted(var - base), "paired": len(base & var)})
+    return out
+
+
+def unpaired_note(df: pd.DataFrame) -> str:
+    """The sentence a warning and the tables' captions give for :func:`unpaired_templates` ('' if none)."""
+    parts = []
+    for u in unpaired_templates(df):
+        sides = []
+        for key, what in (("base_only", "GSM-Base but no GSM-Variants"), ("variants_only", "GSM-Variants but no GSM-Base")):
+            if u[key]:
+                shown = ", ".join(map(str, u[key][:8])) + (", ..." if len(u[key]) > 8 else "")
+                sides.append(f"{len(u[key])} with {what} ({shown})")
+        parts.append(f"model {u['model']}, prompt {u['prompt']}: {u['paired']} templates paired, " + "; ".join(sides))
+    if not parts:
+        return ""
+    return ("Templates not paired (their rows inform only their own intercept, not the variant effect; a run cut "
+            "short or sampled, e.g. lm_eval --limit?): " + " | ".join(parts) + ".")
+
+
 def groups(df: pd.DataFrame):
     """(model, prompt, rows) for every model x prompt in a GLMM input, in sorted order."""
     for (model, prompt), sub in df.groupby(["model", "prompt"], sort=True):
