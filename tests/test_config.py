@@ -521,3 +521,19 @@ def test_integer_options_and_config_files_refuse_floats_and_huge_numbers(tmp_pat
     r = _check_config(base, over, cwd=tmp_path)
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     assert f"earnest: config error: {over}:2: an integer of 5,000 characters, longer than any setting takes" in r.stderr
+
+
+def test_a_served_model_needs_no_base_url_and_its_serve_block_is_checked():
+    """Issue 43.4: an openai entry with a serve block (the job starts the server) needs no base_url;
+    a serve block the job could not start is refused before any job, naming the field."""
+    def served(block):
+        def mutate(c):
+            c["models"]["served"] = {"backend": "openai", "model": "m", "serve": block}
+        return mutate
+
+    cfg, _ = checked(served({"command": ["vllm", "serve", "m", "--port", "{port}"]}))
+    assert cfg["models"]["served"]["serve"]["port"] == "auto" and cfg["models"]["served"]["serve"]["ready_timeout_s"] == 600
+    with pytest.raises(ConfigError, match=r"models\.served\.serve\.command: with port: auto"):
+        checked(served({"command": ["vllm", "serve", "m"]}))
+    with pytest.raises(Exception, match="serve"):
+        checked(served({"command": ["vllm", "{port}"], "port": "any"}))

@@ -295,7 +295,16 @@ def _check_model(config: dict, name: str, m: dict) -> None:
     if backend == "openai":
         from earnest.backends.openai_http import check_base_url, check_request_params
 
-        url = m.get("base_url")
+        if m.get("serve"):   # the job starts the server: its base_url is the started server's
+            from earnest.backends.serve import check_serve
+
+            try:
+                check_serve(f"models.{name}", m["serve"])
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+            url = m.get("base_url") or "http://127.0.0.1:1/v1"
+        else:
+            url = m.get("base_url")
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             shown = "(credentials hidden)" if isinstance(url, str) and "@" in url else url
             raise ConfigError(f"models.{name}.base_url: the openai backend needs the server's http(s) API root, "

@@ -422,6 +422,9 @@ class OpenAIBackend(Backend):
         self.name = model_name
         self._where = where
         self.base_url = check_base_url(where, cfg.get("base_url"))
+        # a server the job started itself (earnest.backends.serve): named by its command, not by the
+        # port it happened to get, in the cache keys and the generations table
+        self.served_by = str(cfg["served_by"]) if cfg.get("served_by") else None
         self.model = str(cfg.get("model", model_name))
         self.api_key = None
         key_env = cfg.get("api_key_env")
@@ -494,7 +497,8 @@ class OpenAIBackend(Backend):
 
     def cache_key(self, endpoint: str, body: dict) -> str:
         """SHA-256 of base URL, endpoint and the request body (model, messages or prompt, stop, params)."""
-        blob = json.dumps({"base_url": self.base_url, "endpoint": endpoint, "body": body},
+        server = {"served_by": self.served_by} if self.served_by else {"base_url": self.base_url}
+        blob = json.dumps({**server, "endpoint": endpoint, "body": body},
                           sort_keys=True, ensure_ascii=False)
         # surrogatepass: a lone surrogate cannot crash it; for valid text the same bytes as UTF-8
         return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
@@ -713,7 +717,8 @@ class OpenAIBackend(Backend):
 
     def describe(self) -> dict:
         """How this backend answers (the generations table's ``decoding`` column); no key or secret."""
-        return {"backend": "openai", "base_url": self.base_url, "model": self.model, "temperature": self.temperature,
+        server = {"served_by": self.served_by} if self.served_by else {"base_url": self.base_url}
+        return {"backend": "openai", **server, "model": self.model, "temperature": self.temperature,
                 "request_params": self.request_params}
 
     def generate(self, requests: Sequence[GenerationRequest], max_new_tokens: int,
