@@ -28,7 +28,7 @@ from earnest import fidelity as F
 from earnest.stats.contrast import paired_contrast
 from earnest.stats.summaries import build_summaries
 from earnest.stats.summary import ALPHA, HOLM_FAMILY, holm, significant
-from earnest.wording import DEGENERATE_MARK, DEGENERATE_TEXT, format_estimate, format_p, holm_family_text
+from earnest.wording import DEGENERATE_MARK, DEGENERATE_TEXT, format_estimate, format_p, holm_family_text, VARIANT
 
 COLUMNS = {"ex1": ("all", 1), "ex3": ("all", 2), "ex4": ("matched", 1)}
 LABELS = {"ex1": "Ex1 (GSM-Variants)", "ex3": "Ex3 (GLMM 2, gamma)", "ex4": "Ex4 (GSM-Matched)"}
@@ -36,7 +36,7 @@ LABELS = {"ex1": "Ex1 (GSM-Variants)", "ex3": "Ex3 (GLMM 2, gamma)", "ex4": "Ex4
 
 def _pick(summaries: pd.DataFrame, analysis: str, glmm: int, prompt: str) -> pd.DataFrame:
     s = summaries[(summaries["analysis"] == analysis) & (summaries["glmm"].astype(int) == glmm)
-                  & (summaries["prompt"] == prompt) & (summaries["term"] == "variant")]
+                  & (summaries["prompt"] == prompt) & (summaries["term"] == VARIANT)]
     return s.set_index("model")
 
 
@@ -57,7 +57,7 @@ def contrasts(groups: dict, summaries: pd.DataFrame, prompt: str, alpha: float =
     s = summaries
     if "degenerate" not in s.columns:
         s = build_summaries(s, alpha=alpha)
-    s = s[(s["prompt"] == prompt) & (s["glmm"].astype(int) == 1) & (s["term"] == "variant")]
+    s = s[(s["prompt"] == prompt) & (s["glmm"].astype(int) == 1) & (s["term"] == VARIANT)]
     verdict = {(r["analysis"], r["model"]): bool(r["degenerate"]) for _, r in s.iterrows()}
     rows = []
     for model, parts in groups.items():
@@ -177,7 +177,7 @@ _SHIFT = re.compile(r"^shifted(\d+)$")
 
 def dose_rows(summaries: pd.DataFrame, prompt: str) -> pd.DataFrame:
     """The variant term of GLMM 1 on matched (0 digits added) and shifted<k> (k digits) sets."""
-    s = summaries[(summaries["glmm"].astype(int) == 1) & (summaries["term"] == "variant")
+    s = summaries[(summaries["glmm"].astype(int) == 1) & (summaries["term"] == VARIANT)
                   & (summaries["prompt"] == prompt)]
     digits = s["analysis"].map(lambda a: 0 if a == "matched" else (int(_SHIFT.match(a).group(1))
                                                                    if _SHIFT.match(str(a)) else None))

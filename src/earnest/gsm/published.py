@@ -20,6 +20,7 @@ import pandas as pd
 from earnest.gsm.datasets import BASE_LABEL, VARIANTS_LABEL
 from earnest.gsm.prompts import prompt_noun
 from earnest.tables import read_table, require_columns
+from earnest.wording import VARIANT
 
 TABLE4_COLUMNS = ("model", "gsm_base_m", "gsm_variants_m", "gsm_variants_m_sd", "gsm_base_o",
                   "gsm_variants_o", "gsm_variants_o_sd")
@@ -72,7 +73,7 @@ def compare_published(summaries: pd.DataFrame, table4: pd.DataFrame, table5: pd.
     require_columns(table5, TABLE5_COLUMNS, "table5_variant_delta.csv")
     names = dict(paper_names or {})
     run = summaries[(summaries["analysis"].astype(str) == analysis) & (summaries["glmm"].astype(int) == 1)
-                    & (summaries["term"].astype(str) == "variant") & (summaries["prompt"].astype(str) == prompt)]
+                    & (summaries["term"].astype(str) == VARIANT) & (summaries["prompt"].astype(str) == prompt)]
     run = run.drop_duplicates("model").copy()
     run["model"] = run["model"].astype(str)
     run["paper_model"] = [names.get(m, m) for m in run["model"]]

@@ -39,7 +39,7 @@ from earnest.stats import rbridge
 from earnest.stats.diagnostics import DIVERGED_LOG_OR, fit_problems
 from earnest.stats.summary import (bootstrap_p, check_alpha, clean_mask, diverged_order_statistics, holm,
                                    percentile_interval, separation_sides, significant, with_separated)
-from earnest.wording import DEGENERATE_MARK, format_or_interval, format_p
+from earnest.wording import DEGENERATE_MARK, format_or_interval, format_p, VARIANT
 
 COMPARE_INPUT_COLUMNS = ("model", "prompt", "template", "item", "correct")
 FAMILIES = ("models", "prompts")
@@ -211,7 +211,7 @@ def compare_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effec
         per = shards.drop_duplicates("resample")
         sides = pd.Series(separation_sides(compare_frame(pairs), per["seed"].to_numpy()),
                           index=per["resample"].to_numpy())
-        theta, n_separated = with_separated(shards[clean_mask(shards) & (shards["term"] == "variant")], sides)
+        theta, n_separated = with_separated(shards[clean_mask(shards) & (shards["term"] == VARIANT)], sides)
     med = float(np.median(theta)) if theta.size else float("nan")
     lo, hi = percentile_interval(theta)
     with np.errstate(over="ignore"):  # a separated pair's log ORs run to +-thousands: exp gives 0 or inf

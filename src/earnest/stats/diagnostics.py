@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from earnest.stats.summary import DIVERGED_LOG_OR, accuracies
+from earnest.wording import VARIANT
 
 LARGE_SPLIT_PP = 80.0
 
@@ -133,11 +134,11 @@ def fit_problems(row, labels: tuple[str, str] = ("GSM-Base", "GSM-Variants")) ->
     elif cb + cv == nb + nv:
         verdict = "degenerate"
         out.append(f"every answer correct ({nb + nv}): no effect can be estimated")
-    elif row["term"] == "variant" and (cb in (0, nb) or cv in (0, nv)):
+    elif row["term"] == VARIANT and (cb in (0, nb) or cv in (0, nv)):
         verdict = "degenerate"
         out.append(f"complete separation: {l0} {cb}/{nb} correct, {l1} {cv}/{nv}; the odds "
                    f"ratio diverges, so its estimate, interval and p value carry no information")
-    elif row["term"] == "variant" and bool(row.get("item_effects", False)) and "n_ab" in row:
+    elif row["term"] == VARIANT and bool(row.get("item_effects", False)) and "n_ab" in row:
         # a paired comparison with item intercepts: its OR is conditional on the item, and only the
         # discordant items (n_ab: right under variant 1 and wrong under 0; n_ba: the reverse) inform it
         n_ab, n_ba = int(row["n_ab"]), int(row["n_ba"])

@@ -154,7 +154,7 @@ def simulate_design(n_templates: int, n_variants: int, *, odds_ratio: float, bas
     uniforms = rng.random(template.size)
     beta = math.log(odds_ratio)
     eta = b0 + u[template]
-    if effect == "variant":
+    if effect == VARIANT:
         eta = eta + beta * variant
     else:
         eta = eta + beta * (gamma - gamma.mean())
@@ -352,7 +352,7 @@ def wald_se(n_templates: int, n_variants: int, *, odds_ratio: float, baseline_ac
     log OR per unit of gamma in GLMM 2 (:func:`gamma_template_information`)."""
     _check_effect(effect)
     b0 = intercept_for_accuracy(baseline_acc, ranef_var)
-    if effect == "variant":
+    if effect == VARIANT:
         info, k = n_templates * template_information(b0, math.log(odds_ratio), ranef_var, n_variants), 1
     else:
         if not gamma_sd > 0 or not math.isfinite(gamma_sd):
@@ -393,7 +393,7 @@ def wald_mde(n_templates: int, n_variants: int, *, baseline_acc: float, ranef_va
     # variants' answers carry no information; Hauck and Donner), so the first crossing is searched
     # on a grid, then refined
     # (the number effect's information costs a simulation, ~0.1 s: a coarser, geometric grid)
-    grid = (np.linspace(1e-3, math.log(1000.0), 120) if effect == "variant"
+    grid = (np.linspace(1e-3, math.log(1000.0), 120) if effect == VARIANT
             else np.geomspace(1e-3, math.log(1000.0), 30))
     vals = [g(L) for L in grid]
     for i, v in enumerate(vals):
@@ -687,7 +687,7 @@ def design_mde_table(summaries: pd.DataFrame, *, alpha: float = 0.05, target: fl
     if missing:
         raise PowerError(f"{source}: missing columns {missing}")
     summaries = _checked_summaries(summaries, source)
-    sel = summaries[(summaries["glmm"] == 1) & (summaries["term"] == "variant")]
+    sel = summaries[(summaries["glmm"] == 1) & (summaries["term"] == VARIANT)]
     if "analysis" in sel.columns:
         sel = sel[sel["analysis"] == "all"]
     rows = []

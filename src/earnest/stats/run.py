@@ -27,6 +27,7 @@ from earnest.stats import engines as E
 from earnest.stats import glmm as G
 from earnest.stats.glmm import safe_name
 from earnest.stats.summary import check_shards, clean_mask, summarise
+from earnest.wording import VARIANT
 
 
 def default_cores() -> int:
@@ -250,7 +251,7 @@ def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_
                                        cores=cores, rows=rows, fidelity=fidelity, engine=eng.name,
                                        check_resamples=check_resamples)
                 write_shard(done.table, path)
-                n_clean = int(clean_mask(done.table, fidelity)[done.table["term"] == "variant"].sum())
+                n_clean = int(clean_mask(done.table, fidelity)[done.table["term"] == VARIANT].sum())
                 log(f"{model} / {prompt}: shard {shard + 1}/{n_shards}, {len(resamples)} resamples in "
                     f"{done.seconds:.1f} s ({eng.name} engine), {n_clean} clean -> {path}"
                     + (f"; lme4's fast path refused: {done.n_fallback} resamples fitted by glmer()"

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from earnest.stats.glmm import centre_gamma
+from earnest.wording import VARIANT
 
 
 def simulate_glmm_input(n_templates: int = 100, n_variants: int = 50, *, variant_effect: float = -0.5,
@@ -56,7 +57,7 @@ def coverage_study(n_datasets: int, variant_effect: float, *, n_resamples: int, 
                                                      seed=seed + k), glmm)
         shards = run_shard(df, glmm, n_resamples, base_seed=seed + 1000 + k, cores=cores, engine=engine)
         s, degenerate = judge_effect(shards, df, glmm, "variant")
-        clean_only = shards[clean_mask(shards) & (shards["term"] == "variant")]["estimate"].to_numpy()
+        clean_only = shards[clean_mask(shards) & (shards["term"] == VARIANT)]["estimate"].to_numpy()
         lo, hi = float(s["ci_low_log"]), float(s["ci_high_log"])
         rows.append({"dataset": k, "true_effect": variant_effect, "median": float(s["median_log_or"]),
                      "ci_low": lo, "ci_high": hi, "p_boot": float(s["p_boot"]), "n_clean": int(s["n_clean"]),
