@@ -454,3 +454,19 @@ def test_config_checks_the_languages():
     cfg["fidelity"] = "reference"
     with pytest.raises(ConfigError, match="English-only"):
         _check_languages(cfg, repo, [0, 1])
+
+
+def test_scoring_reads_the_language():
+    from earnest.gsm.scoring import GENERATION_COLUMNS, score_table
+
+    items = pd.DataFrame({"item_id": ["t001-v00", "t001-v01", "t002-v00"], "dataset": ["gsm_variants"] * 3,
+                          "template_id": [1, 1, 2], "instance": [0, 1, 0], "question": ["q"] * 3,
+                          "answer": ["6.5", "1234", "8"], "gamma": [0.0] * 3})
+    gens = pd.DataFrame({"item_id": items["item_id"], "model": "m", "prompt": "gsm", "dataset": "gsm_variants",
+                         "response": [" La réponse finale est 6,5.", " Donc 1 234 euros. La réponse finale est 1 234.",
+                                      " 5 + 3 = 8. La réponse finale est 9."],
+                         "prompt_tokens": 1, "new_tokens": 1, "stop_reason": "stop", "seconds": 0.0})[GENERATION_COLUMNS]
+    fra = score_table(gens, items, "text", language="fra")
+    assert list(fra["correct"]) == [True, True, False]
+    eng = score_table(gens, items, "text")                         # English reading: both wrong, as before
+    assert list(eng["correct"]) == [False, False, False]
