@@ -465,7 +465,8 @@ def test_scoring_reads_the_language():
     gens = pd.DataFrame({"item_id": items["item_id"], "model": "m", "prompt": "gsm", "dataset": "gsm_variants",
                          "response": [" La réponse finale est 6,5.", " Donc 1 234 euros. La réponse finale est 1 234.",
                                       " 5 + 3 = 8. La réponse finale est 9."],
-                         "prompt_tokens": 1, "new_tokens": 1, "stop_reason": "stop", "seconds": 0.0})[GENERATION_COLUMNS]
+                         "prompt_tokens": 1, "new_tokens": 1, "stop_reason": "stop",
+                         "seconds": 0.0})[GENERATION_COLUMNS]
     fra = score_table(gens, items, "text", language="fra")
     assert list(fra["correct"]) == [True, True, False]
     eng = score_table(gens, items, "text")                         # English reading: both wrong, as before

@@ -426,6 +426,8 @@ def _p(x, bound=float("nan")) -> str:
 
 
 def _or_text(r) -> str:
+    if not np.isfinite(float(r["odds_ratio"])):
+        return "no clean fit"
     return f"{_fmt(r['odds_ratio'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]"
 
 
@@ -456,7 +458,7 @@ def write_cross_table(summary: pd.DataFrame, stem, *, names: dict[str, str] | No
         if len(j):
             j = j.iloc[0]
             rows.append({"Model": model, "Prompt": prompt, "Language": "all (joint test)", "Base (%)": "",
-                         "Variants (%)": "", "Variant OR [95% CI]": f"Wald {_fmt(j['estimate'])}", "P": "",
+                         "Variants (%)": "", "Variant OR [95% CI]": f"Wald {_fmt(j['estimate']) or 'n/a'}", "P": "",
                          "P Holm": "", "Ratio of ORs vs reference [95% CI]": "variant x language = 0",
                          "P (interaction)": _p(j["p_boot"], j["p_bound"]),
                          "P Holm (interaction)": f"chi2 {_p(j['p_chi2'])}"})
@@ -485,6 +487,8 @@ def plot_language_effects(summary: pd.DataFrame, stem, *, names: dict[str, str] 
     if lv.empty:
         return empty_figure(stem, "Variant effect per language", "no cross-lingual summary to draw")
     plt = pyplot()
+    from matplotlib.ticker import FuncFormatter
+
     panels = list(lv.groupby(["model", "prompt"], sort=False))
     nlang = lv["language"].nunique()
     fig, axes = plt.subplots(1, len(panels), figsize=(4.8 * len(panels), 0.55 * nlang + 1.6), squeeze=False)
@@ -509,12 +513,17 @@ def plot_language_effects(summary: pd.DataFrame, stem, *, names: dict[str, str] 
                                 label="GLMM 1 per language" if k == 0 else None)
         ax.axvline(1.0, ls="--", color="grey", lw=1)
         ax.set_xscale("log")
+        plain = FuncFormatter(lambda v, _: f"{v:g}")
+        ax.xaxis.set_major_formatter(plain)
+        ax.xaxis.set_minor_formatter(plain)
+        ax.tick_params(axis="x", which="minor", labelsize=7)
+        ax.set_ylim(y.min() - 0.6, y.max() + 0.6)
         ax.set_yticks(y)
         ax.set_yticklabels([names.get(x, x) + ("*" if s else "") for x, s in zip(g["language"], g["significant_holm"])])
         ax.set_xlabel("odds ratio GSM-Variants vs GSM-Base (95% interval)")
         ax.set_title(f"{model}, {prompt}", fontsize=10)
         ax.legend(fontsize=8, loc="best")
-    fig.suptitle("Variant effect per language (* significant after Holm across languages)", fontsize=11)
+    fig.suptitle("Variant effect per language (* significant after Holm across languages)", fontsize=11, y=1.04)
     return save_figure(fig, stem)
 
 
