@@ -471,3 +471,13 @@ def test_scoring_reads_the_language():
     assert list(fra["correct"]) == [True, True, False]
     eng = score_table(gens, items, "text")                         # English reading: both wrong, as before
     assert list(eng["correct"]) == [False, False, False]
+
+
+def test_number_matched_sets_share_numbers_too():
+    from earnest.gsm.datasets import language_items
+
+    eng, _ = language_items("gsm_matched", "eng", [1, 2], 2, 20251130)
+    fra, report = language_items("gsm_matched", "fra", [1, 2, 38], 2, 20251130)
+    assert dict(zip(report["template_id"], report["numbers"])) == {1: "shared", 2: "shared", 38: "own"}
+    m = fra.merge(eng, on="item_id", suffixes=("", "_eng"))
+    assert len(m) == 4 and (m["answer"] == m["answer_eng"]).all()

@@ -1178,13 +1178,17 @@ def instantiate_language(template_id: int, n: int, seed: int, language: str,
     if template_id not in eng:
         reason = "no English template"
     else:
-        draw_e = english_draw if english_draw is not None else instantiate(template_id, n, seed, restriction,
-                                                                         templates=eng)
-        first = draw_e.instances[0].values if draw_e.instances else {}
         try:
-            reason = alignment_gap(eng[template_id], other, restriction, first)
-        except Unmatchable as exc:
-            reason = f"restricted: {exc.reason}"
+            draw_e = english_draw if english_draw is not None else instantiate(template_id, n, seed, restriction,
+                                                                             templates=eng)
+        except Unmatchable as exc:          # the language's own ranges may still allow the restriction
+            draw_e, reason = None, f"the English template is unmatchable: {exc.reason}"
+        if draw_e is not None:
+            first = draw_e.instances[0].values if draw_e.instances else {}
+            try:
+                reason = alignment_gap(eng[template_id], other, restriction, first)
+            except Unmatchable as exc:
+                reason = f"restricted: {exc.reason}"
         if not reason:
             sampler = Sampler(other, restriction)
             original = _final_number(other.answer, f"{other.name}: original answer", other.language)
