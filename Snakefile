@@ -53,6 +53,7 @@ include: "rules/statform.smk"
 include: "rules/statform_build.smk"
 include: "rules/power.smk"
 include: "rules/compare.smk"
+include: "rules/languages.smk"
 
 
 rule all:

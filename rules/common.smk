@@ -248,6 +248,7 @@ def all_targets(wildcards=None):
     targets += power_targets()
     targets += compare_targets()
     targets += ex4_targets()
+    targets += language_targets()  # [] unless gsm_symbolic.languages names another language
     if any(FORMATS[p].style == "code" for _, p in model_prompts()):
         targets.append("results/tables/sandbox.md")  # which Python and layers ran model code
     return targets

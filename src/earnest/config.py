@@ -414,6 +414,54 @@ def _check_sandbox(config: dict) -> None:
         raise ConfigError(msg) from None
 
 
+def _check_languages(config: dict, base_dir, templates: list[int]) -> None:
+    """gsm_symbolic.languages: each a language of the templates package; one other than English
+    needs the package source, earnest's instantiator (the same numbers in every language), the
+    earnest fidelity mode, a built prompt of experiments.ex1_prompt and every selected template."""
+    from earnest.gsm.datasets import DatasetError, check_languages, language_templates
+    from earnest.gsm.prompts import built_languages
+
+    gsm = config["gsm_symbolic"]
+    languages = gsm.get("languages") or ["eng"]
+    others = [x for x in languages if x != "eng"]
+    if not others:
+        return
+    problems = []
+    try:
+        check_languages(languages)
+    except DatasetError as exc:
+        raise ConfigError(str(exc)) from None
+    if gsm["source"] != "package":
+        problems.append(f"gsm_symbolic.languages: {', '.join(others)} need source package (the official release "
+                        f"{gsm['source']} is English only)")
+    if gsm.get("instantiator", "package") != "earnest":
+        problems.append("gsm_symbolic.languages: languages other than eng need instantiator earnest (instance k of "
+                        "template t then carries the same numbers in every language)")
+    if config.get("fidelity") == "reference":
+        problems.append("gsm_symbolic.languages: fidelity reference reproduces the authors' English-only code; "
+                        "other languages run in fidelity earnest")
+    built = built_languages(resolve_path(config["prompts_dir"], base_dir))
+    ex1 = config["experiments"]["ex1_prompt"]
+    for lang in others:
+        if lang not in built or ex1 not in built[lang]["formats"]:
+            problems.append(f"gsm_symbolic.languages: no {ex1!r} prompt is built for language {lang!r} (built: "
+                            + ", ".join(f"{k} ({', '.join(v['formats'])})" for k, v in built.items())
+                            + "; docs/languages.md says how to add one)")
+            continue
+        try:
+            active = language_templates(lang)
+        except DatasetError as exc:
+            problems.append(str(exc))
+            continue
+        missing = sorted(set(templates) - set(active))
+        if missing:
+            problems.append(f"gsm_symbolic.templates: language {lang!r} has no active translation of template(s) "
+                            f"{missing[:10]}{' ...' if len(missing) > 10 else ''} ({len(active)} of 100 translated); "
+                            "the cross-lingual model needs the same templates in every language")
+    if problems:
+        raise ConfigError.collect(problems)
+
+
 def _check_stats(config: dict) -> None:
     stats = config["stats"]
     if stats["shards"] > stats["resamples"]:
@@ -532,6 +580,7 @@ def check_config(config: dict, formats: Mapping[str, PromptFormat], *,
     run(_check_models, config, base_dir)
     templates = run(_gsm_templates, config, base_dir, default=[])
     run(_check_sandbox, config)
+    run(_check_languages, config, base_dir, templates)
     run(_check_stats, config)
     run(_check_compare, config)
     run(_check_power, config)

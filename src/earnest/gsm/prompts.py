@@ -51,6 +51,7 @@ class PromptFormat:
     path: Path | None = None
     fidelity: str = DEFAULT
     stop: tuple[str, ...] = ()
+    language: str = "eng"
 
     def __post_init__(self) -> None:
         check_mode(self.fidelity, f"prompt format {self.name!r}: fidelity")
@@ -214,6 +215,86 @@ def load_formats(resources_dir: str | Path | None = None, *, fidelity: str = DEF
         except PromptFormatError as err:
             raise PromptFormatError(f"{spec_path}: {err}") from None
     return formats
+
+
+# --------------------------------------------------------------------------------------------
+# other languages (resources/prompts/languages/; docs/languages.md)
+# --------------------------------------------------------------------------------------------
+
+LANGUAGES_DIR = "languages"
+LANGUAGES_FILE = "languages.yaml"
+_LANGUAGE_KEYS = {"name", "cue", "digits", "formats"}
+
+
+def languages_file(resources_dir: str | Path | None = None) -> Path:
+    """languages/languages.yaml next to formats.yaml."""
+    return formats_file(resources_dir).parent / LANGUAGES_DIR / LANGUAGES_FILE
+
+
+def built_languages(resources_dir: str | Path | None = None) -> dict[str, dict]:
+    """The languages with built prompts (``eng`` first, then languages.yaml's entries), each with its
+    ``name``, ``cue`` and the names of its built ``formats``."""
+    out = {"eng": {"name": "English", "cue": "The final answer is",
+                   "formats": list(load_formats(resources_dir))}}
+    path = languages_file(resources_dir)
+    if not path.is_file():
+        return out
+    spec = load_yaml_strict(path, error=PromptFormatError) or {}
+    if not isinstance(spec, dict):
+        raise PromptFormatError(f"{path}: expected a mapping of language code -> entry")
+    for code, entry in spec.items():
+        where = f"{path}: language {code!r}"
+        if code == "eng":
+            raise PromptFormatError(f"{where}: English is formats.yaml itself; do not list it here")
+        if not isinstance(entry, dict) or not isinstance(entry.get("formats"), dict) or not entry["formats"]:
+            raise PromptFormatError(f"{where}: needs a mapping 'formats' of format name -> {{file, stop}}")
+        unknown = set(entry) - _LANGUAGE_KEYS
+        if unknown:
+            raise PromptFormatError(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))} "
+                                    f"(allowed: {', '.join(sorted(_LANGUAGE_KEYS))})")
+        out[str(code)] = {"name": str(entry.get("name", code)), "cue": str(entry.get("cue", "")),
+                          "formats": list(entry["formats"]), "_entry": entry, "_path": path}
+    return out
+
+
+def language_format(language: str, name: str = "gsm", resources_dir: str | Path | None = None, *,
+                    fidelity: str = DEFAULT) -> PromptFormat:
+    """Prompt format ``name`` in ``language``: English is :func:`load_formats`'s, unchanged; another
+    language is its file under resources/prompts/languages/ with its own stop strings.
+
+    Raises PromptFormatError naming the language (and the languages and formats that are built)
+    when no prompt of that language and format exists: never an English fallback. Other languages
+    exist in the ``earnest`` fidelity mode only (the ``reference`` mode reproduces the authors'
+    English-only code)."""
+    check_mode(fidelity)
+    if language == "eng":
+        return get_format(load_formats(resources_dir, fidelity=fidelity), name)
+    built = built_languages(resources_dir)
+    if language not in built:
+        raise PromptFormatError(
+            f"no prompt is built for language {language!r}: prompts exist for {', '.join(built)} "
+            f"({languages_file(resources_dir)}; docs/languages.md says how to add one)")
+    info = built[language]
+    if name not in info["formats"]:
+        raise PromptFormatError(f"language {language!r} ({info['name']}) has no {name!r} prompt: built "
+                                f"{', '.join(info['formats'])} ({info['_path']})")
+    if fidelity == REFERENCE:
+        raise PromptFormatError(f"language {language!r}: fidelity 'reference' reproduces the authors' English-only "
+                                "prompts; other languages run in fidelity 'earnest'")
+    entry = info["_entry"]["formats"][name]
+    where = f"{info['_path']}: language {language!r}, format {name!r}"
+    if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+        raise PromptFormatError(f"{where}: needs 'file' (and 'stop')")
+    english = get_format(load_formats(resources_dir, fidelity=fidelity), name)
+    path = info["_path"].parent / entry["file"]
+    template = _read_template(path, where)
+    try:
+        return PromptFormat(name=name, style=english.style, template=template,
+                            description=f"{english.description} ({info['name']} translation)",
+                            paper_name=english.paper_name, path=path, fidelity=fidelity,
+                            stop=_stop_strings(entry.get("stop"), f"{where}: stop"), language=language)
+    except PromptFormatError as err:
+        raise PromptFormatError(f"{where}: {err}") from None
 
 
 def validate_format_names(

@@ -37,6 +37,20 @@ COMPARISON_COLUMNS = [
 ]
 
 
+#: The languages with published GSM-Symbolic numbers: English only (Mirzadeh et al. 2025 and the
+#: re-evaluation evaluate the English templates; the multilingual templates have no published figures).
+PUBLISHED_LANGUAGES = ("eng",)
+
+
+def published_note(language: str) -> str:
+    """"" for a language with published numbers; else the sentence that says none exist."""
+    if language in PUBLISHED_LANGUAGES:
+        return ""
+    return (f"No published GSM-Symbolic numbers exist for language {language!r}: the GSM-Symbolic study "
+            "(Mirzadeh et al., 2025) and the re-evaluation report English only, so this run's "
+            f"{language} accuracies have nothing to be compared with.")
+
+
 def load_published(directory: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Tables 4 and 5 from ``directory`` (``table4_accuracy.csv``, ``table5_variant_delta.csv``),
     checked for their columns."""
@@ -59,8 +73,12 @@ def variant_sd(scored: pd.DataFrame, source: str = "scored tables") -> pd.DataFr
 
 def compare_published(summaries: pd.DataFrame, table4: pd.DataFrame, table5: pd.DataFrame, *,
                       prompt: str = "gsm", paper_names: Mapping[str, str] | None = None,
-                      sd: pd.DataFrame | None = None, analysis: str = "all") -> pd.DataFrame:
+                      sd: pd.DataFrame | None = None, analysis: str = "all", language: str = "eng") -> pd.DataFrame:
     """One row per model of this run that is also a paper model, in the paper's row order.
+
+    ``language``: only English has published numbers (:data:`PUBLISHED_LANGUAGES`); for another
+    language the comparison is empty (:func:`published_note` says why). Summaries with a
+    ``language`` column contribute their English rows only.
 
     ``summaries``: bootstrap summaries (GLMM 1, term variant, ``prompt`` rows give the accuracies);
     ``paper_names``: local model name -> paper model name (identity where absent);
@@ -72,6 +90,10 @@ def compare_published(summaries: pd.DataFrame, table4: pd.DataFrame, table5: pd.
     require_columns(table4, TABLE4_COLUMNS, "table4_accuracy.csv")
     require_columns(table5, TABLE5_COLUMNS, "table5_variant_delta.csv")
     names = dict(paper_names or {})
+    if language not in PUBLISHED_LANGUAGES:
+        return pd.DataFrame({c: [] for c in COMPARISON_COLUMNS})
+    if "language" in summaries.columns:
+        summaries = summaries[summaries["language"].astype(str) == language]
     run = summaries[(summaries["analysis"].astype(str) == analysis) & (summaries["glmm"].astype(int) == 1)
                     & (summaries["term"].astype(str) == VARIANT) & (summaries["prompt"].astype(str) == prompt)]
     run = run.drop_duplicates("model").copy()
@@ -113,10 +135,18 @@ def _with_sd(v, sd) -> str:
     return _f(v) + (f" (± {_f(sd, 2)})" if not pd.isna(sd) else "")
 
 
-def write_comparison(comparison: pd.DataFrame, stem: str | Path, prompt_label: str = "GSM") -> dict[str, Path]:
+def write_comparison(comparison: pd.DataFrame, stem: str | Path, prompt_label: str = "GSM",
+                     language: str = "eng") -> dict[str, Path]:
     """Write the comparison with :func:`earnest.tables.write_table` (CSV raw columns; Markdown
-    and LaTeX in Table 4/5 form). With no shared model the table is empty and the caption says so."""
+    and LaTeX in Table 4/5 form). With no shared model the table is empty and the caption says so;
+    for a language without published numbers (all but English) the table is empty and the caption
+    says that none exist."""
     from earnest.tables import write_table
+
+    if language not in PUBLISHED_LANGUAGES:
+        empty = pd.DataFrame({"Model": [], "Note": []})
+        return write_table(empty, stem, published_note(language),
+                           csv=pd.DataFrame({c: [] for c in COMPARISON_COLUMNS}))
 
     display = pd.DataFrame({
         "Model": comparison["model"],

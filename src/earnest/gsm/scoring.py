@@ -98,13 +98,18 @@ def final_error_class(extraction: Extraction, correct: bool) -> str:
 
 
 def extract_many(responses: list[str], style: str, sandbox: "Sandbox | None" = None, *,
-                 fidelity: str = EARNEST) -> list[Extraction]:
+                 fidelity: str = EARNEST, language: str = "eng") -> list[Extraction]:
     """Extract every response with the text rules or by running code (``style``: text|code), as
-    fidelity mode ``fidelity`` extracts (``earnest.fidelity``)."""
+    fidelity mode ``fidelity`` extracts (``earnest.fidelity``); ``language`` other than ``eng``:
+    the text rules of that language (:func:`earnest.gsm.extraction.extract_text_locale`)."""
     if style not in STYLES:
         raise ValueError(f"style must be one of {STYLES}, not {style!r}")
     check_mode(fidelity)
     responses = [r if isinstance(r, str) else "" for r in responses]
+    if language != "eng":
+        if style != "text":
+            raise ValueError(f"language {language!r}: only the text prompts are built in other languages")
+        return [extract_text(r, fidelity=fidelity, language=language) for r in responses]
     if style == "text":
         if fidelity == EARNEST:
             return [extract_text(r) for r in responses]
@@ -125,8 +130,12 @@ def _examples(values, n: int = 5) -> str:
 
 
 def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str,
-                sandbox: "Sandbox | None" = None, *, fidelity: str = EARNEST) -> "pd.DataFrame":
+                sandbox: "Sandbox | None" = None, *, fidelity: str = EARNEST,
+                language: str = "eng") -> "pd.DataFrame":
     """Score one generations table against its items: one row per item, columns SCORED_COLUMNS.
+
+    ``language``: the items' language (answers read by its locale, :mod:`earnest.gsm.locales`;
+    the items' gamma is already the language's); English is scored exactly as before.
 
     ``fidelity="reference"``: the reference's extraction, correctness and gamma (recomputed from
     the question; NaN without digits). ``gamma`` is not centred here: only the GLMM input centres it
@@ -169,7 +178,7 @@ def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str,
 
         sandbox = sandbox if sandbox is not None else default_sandbox()
         code_python, layers = sandbox_record(sandbox, fidelity)
-    extractions = extract_many(merged["response"].tolist(), style, sandbox, fidelity=fidelity)
+    extractions = extract_many(merged["response"].tolist(), style, sandbox, fidelity=fidelity, language=language)
     extracted, patterns, classes, correct = [], [], [], []
     for item_id, ex in zip(merged["item_id"], extractions):
         ok = numbers_match(ex.value, ex.exact, golds[item_id], fidelity=fidelity)

@@ -1,0 +1,120 @@
+# GSM-Symbolic in other languages (gsm_symbolic.languages; docs/languages.md). Nothing here exists
+# unless the config names a language other than eng: the English study's jobs, paths and outputs
+# are those of the other rules, unchanged. Per other language: its items (results/languages/<lang>/
+# data), Ex1's generations with the language's GSM prompt and its scored tables, one job per
+# model x dataset each, so adding a language plans only its own jobs; then one job fits the
+# cross-lingual GLMM and the per-language GLMM 1s on every language (English's scored tables are the
+# English study's) and writes results/tables/languages/ and results/figures/languages/.
+# Its settings and input functions: rules/languages_targets.smk.
+
+
+include: "languages_targets.smk"
+
+
+if OTHER_LANGUAGES:
+
+    rule language_items:
+        output:
+            variants=f"{LANG_DIR}/{{language}}/data/{{dataset}}.parquet",
+            report=f"{LANG_DIR}/{{language}}/data/{{dataset}}.report.tsv",
+        log:
+            "logs/language_items/{language}/{dataset}.log",
+        wildcard_constraints:
+            language=_alternatives(OTHER_LANGUAGES),
+            dataset="gsm_base|gsm_variants",
+        group:
+            "prep"
+        conda:
+            "../envs/score.yaml"
+        resources:
+            **CPU_JOB,
+        params:
+            templates=TEMPLATES,
+            variants=GSM["variants"],
+            seed=GSM["seed"],
+        script:
+            "../workflow/scripts/language_items.py"
+
+    rule language_generate:
+        input:
+            dataset_items=f"{LANG_DIR}/{{language}}/data/{{dataset}}.parquet",
+            model=model_inputs,
+            prompt=language_prompt_file,
+        output:
+            f"{LANG_DIR}/{{language}}/generations/{{model}}/{{prompt}}/{{dataset}}.parquet",
+        log:
+            "logs/language_generate/{language}/{model}/{prompt}/{dataset}.log",
+        wildcard_constraints:
+            language=_alternatives(OTHER_LANGUAGES),
+            prompt=re.escape(EX1_PROMPT),
+        conda:
+            "../envs/generate.yaml"
+        threads: config["generation"]["threads"]
+        resources:
+            **GENERATION_JOB,
+        params:
+            model=lambda wc: wc.model,
+            model_cfg=lambda wc: model_cfg(wc.model),
+            language=lambda wc: wc.language,
+            prompt=lambda wc: wc.prompt,
+            prompt_entry=language_prompt_entry,
+            prompts_dir=_repo_path(config["prompts_dir"]),
+            fidelity=FIDELITY,
+            max_new_tokens=config["generation"]["max_new_tokens"],
+            checkpoint_every=config["generation"]["checkpoint_every"],
+        script:
+            "../workflow/scripts/language_generate.py"
+
+    rule language_score:
+        input:
+            generations=f"{LANG_DIR}/{{language}}/generations/{{model}}/{{prompt}}/{{dataset}}.parquet",
+            dataset_items=f"{LANG_DIR}/{{language}}/data/{{dataset}}.parquet",
+        output:
+            f"{LANG_DIR}/{{language}}/scored/{{model}}/{{prompt}}/{{dataset}}.parquet",
+        log:
+            "logs/language_score/{language}/{model}/{prompt}/{dataset}.log",
+        wildcard_constraints:
+            language=_alternatives(OTHER_LANGUAGES),
+            prompt=re.escape(EX1_PROMPT),
+        group:
+            "post"
+        conda:
+            "../envs/score.yaml"
+        resources:
+            **CPU_JOB,
+        params:
+            language=lambda wc: wc.language,
+            style=lambda wc: LANGUAGE_FORMATS[wc.language].style,
+            fidelity=FIDELITY,
+        script:
+            "../workflow/scripts/language_score.py"
+
+    rule cross_lingual:
+        input:
+            scored=[language_scored(m, x, d) for m in GSM_MODELS for x in LANGUAGES for d in DATASETS],
+        output:
+            table=report(f"{LANG_TABLES}/cross_lingual.md", category="Tables"),
+            csv=f"{LANG_TABLES}/cross_lingual.csv",
+            glmm1=f"{LANG_TABLES}/glmm1_by_language.csv",
+            tex=f"{LANG_TABLES}/cross_lingual.tex",
+            figure=report(f"{LANG_FIGURES}/variant_effect_by_language.png", category="Figures"),
+            pdf=f"{LANG_FIGURES}/variant_effect_by_language.pdf",
+            published=[f"{LANG_TABLES}/published_{x}.md" for x in OTHER_LANGUAGES],
+        log:
+            "logs/cross_lingual.log",
+        group:
+            "final"
+        conda:
+            "../envs/stats.yaml"
+        threads: config["stats"]["threads"]
+        resources:
+            **CPU_JOB,
+        params:
+            languages=LANGUAGES,
+            scored_keys=[[m, x, d] for m in GSM_MODELS for x in LANGUAGES for d in DATASETS],
+            resamples=config["stats"]["resamples"],
+            seed=config["stats"]["seed"],
+            alpha=config["stats"]["alpha"],
+            fidelity=FIDELITY,
+        script:
+            "../workflow/scripts/cross_lingual.py"

@@ -1,0 +1,93 @@
+"""The workflow with gsm_symbolic.languages (issue 44.5) on the tiny random model: an English-only
+config plans no language job; adding French runs its items, generations, scoring and the
+cross-lingual GLMM; adding Hindi afterwards plans only Hindi's jobs and the cross-lingual job."""
+
+from __future__ import annotations
+
+import copy
+
+import pandas as pd
+import pytest
+import yaml
+
+from test_workflow import REPO, planned, snakemake
+from tinymodel import build_tiny_model
+
+BASE = yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text())
+BASE["gsm_symbolic"].update(instantiator="earnest", templates=[0, 1, 2, 3])
+BASE["experiments"]["ex2_prompts"] = []
+BASE["statform"]["enabled"] = False
+BASE["sensitivity"]["enabled"] = False
+LANGUAGE_RULES = {"language_items", "language_generate", "language_score", "cross_lingual"}
+
+
+def config(languages):
+    cfg = copy.deepcopy(BASE)
+    if languages is not None:
+        cfg["gsm_symbolic"]["languages"] = languages
+    return cfg
+
+
+def targets(languages):
+    others = [x for x in languages if x != "eng"]
+    out = ["results/tables/languages/cross_lingual.md", "results/figures/languages/variant_effect_by_language.png"]
+    out += [f"results/tables/languages/published_{x}.md" for x in others]
+    out += [f"results/languages/{x}/generations/tiny/gsm/{d}.parquet"
+            for x in others for d in ("gsm_base", "gsm_variants")]
+    return out
+
+
+@pytest.fixture(scope="module")
+def french_run(tmp_path_factory):
+    wd = tmp_path_factory.mktemp("wf_lang")
+    build_tiny_model(wd / "tiny-model")
+    proc = snakemake(wd, config(["eng", "fra"]), *targets(["eng", "fra"]))
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    return wd
+
+
+def test_english_only_plans_no_language_job(tmp_path):
+    build_tiny_model(tmp_path / "tiny-model")
+    jobs = planned(snakemake(tmp_path, config(None), "-n"))
+    assert jobs and not (set(jobs) & LANGUAGE_RULES)
+
+
+def test_french_end_to_end(french_run):
+    wd = french_run
+    items = pd.read_parquet(wd / "results/languages/fra/data/gsm_variants.parquet")
+    assert set(items["language"]) == {"fra"} and set(items["numbers"]) == {"shared", "own"}
+    english = pd.read_parquet(wd / "results/data/gsm_variants.parquet")
+    m = items.merge(english, on="item_id", suffixes=("", "_eng"))
+    assert (m.loc[m["numbers"] == "shared", "answer"] == m.loc[m["numbers"] == "shared", "answer_eng"]).all()
+    scored = pd.read_parquet(wd / "results/languages/fra/scored/tiny/gsm/gsm_base.parquet")
+    assert len(scored) == 4
+    md = (wd / "results/tables/languages/cross_lingual.md").read_text(encoding="utf-8")
+    assert "French" in md and "English" in md
+    note = (wd / "results/tables/languages/published_fra.md").read_text(encoding="utf-8")
+    assert "No published GSM-Symbolic numbers exist for language 'fra'" in note
+
+
+def test_adding_a_language_plans_only_its_jobs(french_run):
+    jobs = planned(snakemake(french_run, config(["eng", "fra", "hin"]), "-n", *targets(["eng", "fra", "hin"])))
+    assert jobs == {"language_items": 2, "language_generate": 2, "language_score": 2, "cross_lingual": 1}
+
+
+def test_a_language_without_a_prompt_stops_the_run(tmp_path):
+    proc = snakemake(tmp_path, config(["eng", "deu"]), "-n")
+    assert proc.returncode != 0
+    assert "no 'gsm' prompt is built for language 'deu'" in proc.stdout + proc.stderr
+
+
+def test_multilingual_config_plans_the_study(tmp_path):
+    """config/multilingual.yaml: four models x three other languages x two datasets, planned without weights."""
+    import subprocess
+    import sys
+
+    from helpers import child_env
+
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory",
+                           str(tmp_path), "--configfile", str(REPO / "config" / "multilingual.yaml"), "-n"],
+                          capture_output=True, text=True, timeout=1800, env=child_env())
+    jobs = planned(proc)
+    assert jobs["language_items"] == 6 and jobs["language_generate"] == 24 and jobs["language_score"] == 24
+    assert jobs["cross_lingual"] == 1 and jobs["generate"] == 8
