@@ -37,8 +37,13 @@ if SENS["enabled"]:
             f"{SENS_DIR}/{{mode}}/scored/{{model}}/{{prompt}}/{{dataset}}.parquet",
         log:
             "logs/sensitivity/{mode}/score/{model}/{prompt}/{dataset}.log",
+        conda:
+            # the other mode's env and interpreter of model code (the reference column of the table
+            # is scored on the authors' Python 3.12, whichever mode the main results use)
+            f"../{score_env(OTHER)}"
         params:
             fidelity=OTHER,
+            sandbox_python=sandbox_python(config["sandbox"]["python"], OTHER),
 
     use rule glmm_input as sensitivity_glmm_input with:
         input:

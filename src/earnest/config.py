@@ -238,6 +238,19 @@ def validate_schema(config: dict, schema: str | Path | Mapping,
     return config
 
 
+def sandbox_python(setting, mode: str) -> str:
+    """The interpreter that runs model code in fidelity mode ``mode``, from config ``sandbox.python``:
+    one string for every mode, or a mapping with a string per mode (``{reference: python3.12}``; a mode
+    it leaves out gets ""). "" = the scoring job's own interpreter, whose conda environment is the
+    mode's (:func:`earnest.fidelity.score_env`)."""
+    from earnest.fidelity import check_mode
+
+    check_mode(mode)
+    if isinstance(setting, Mapping):
+        setting = setting.get(mode) or ""
+    return str(setting or "")
+
+
 # ---------------------------------------------------------------- semantic checks
 def _check_prompts(config: dict, formats: Mapping[str, PromptFormat]) -> None:
     exp = config["experiments"]
