@@ -51,6 +51,8 @@ if SENS["enabled"]:
                 f"{SENS_DIR}/{{{{mode}}}}/scored/{{{{model}}}}/{{{{prompt}}}}/{{dataset}}.parquet", dataset=DATASETS
             ),
             item_tables=expand("results/data/{dataset}.parquet", dataset=DATASETS),
+            # the other mode's pool of GLMM 2's centre (reference: every model of the prompt)
+            pool=lambda wc: gamma_pool(wc, OTHER, lambda m, p, d: f"{SENS_DIR}/{OTHER}/scored/{m}/{p}/{d}.parquet"),
         output:
             f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
         log:

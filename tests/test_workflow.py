@@ -476,3 +476,36 @@ def test_each_mode_is_scored_in_its_own_env_and_interpreter(tmp_path, main):
     assert rules["score"]["sandbox_python"] == python[main]
     assert rules["sensitivity_score"]["sandbox_python"] == python[other]
     assert rules["sensitivity_score"]["conda"] == env[other]
+
+
+def _job_inputs(out: str, rule: str) -> list[str]:
+    """The input line of every planned job of ``rule`` in a dry run's output."""
+    lines = [re.sub(r"^\[[^\]]+\] ", "", x) for x in out.splitlines()]
+    found = []
+    for i, line in enumerate(lines):
+        if re.match(rf"^\s*(?:local)?rule {rule}:$", line):
+            found += [x.split("input:", 1)[1] for x in lines[i + 1:i + 4] if "input:" in x]
+    return found
+
+
+@pytest.mark.parametrize("main", ["earnest", "reference"])
+def test_reference_glmm_inputs_read_every_model_of_the_prompt(tmp_path, main):
+    """Issue 41.6: a reference-mode GLMM input reads the scored tables of every model of its prompt
+    (the authors' pool, whose mean gamma GLMM 2 is centred on); an earnest-mode one its own only."""
+    cfg = copy.deepcopy(TINY)
+    cfg["fidelity"] = main
+    cfg["models"]["tiny2"] = dict(cfg["models"]["tiny"])
+    (tmp_path / "tiny-model").mkdir()
+    proc = snakemake(tmp_path, cfg, "-n", "results/tables/sensitivity.md", "results/stats/summaries.parquet")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    for rule, mode in (("glmm_input", main), ("sensitivity_glmm_input", "reference" if main == "earnest" else "earnest")):
+        inputs = _job_inputs(out, rule)
+        checked = 0
+        for line in inputs:
+            gsm = [p for p in line.split(", ") if "/scored/" in p and "/gsm/" in p]
+            models = {re.search(r"/scored/(\w+)/", p).group(1) for p in gsm}
+            if gsm:   # a GLMM input of the gsm prompt, which both models run
+                assert len(models) == (2 if mode == "reference" else 1), (rule, line)
+                checked += 1
+        assert checked >= 2, (rule, inputs)

@@ -4,7 +4,9 @@ snakemake.input.scored: scored parquets of that model x prompt (gsm_base and gsm
 snakemake.params.reasoning_only: bool: drop code-error rows (Appendix G);
 snakemake.params.covariate: GLMM 2's covariate (earnest.gsm.covariates), put in
   the gamma column from snakemake.input.item_tables (the datasets' items tables);
-snakemake.output[0]: GLMM input parquet (model, prompt, template, variant, correct, gamma);
+snakemake.input.pool: reference mode, GLMM 2's gamma: the scored tables of every model of the prompt
+  (the authors' pool), whose mean gamma the input carries in gamma_centre (empty: none);
+snakemake.output[0]: GLMM input parquet (model, prompt, template, variant, correct, gamma[, gamma_centre]);
 snakemake.log[0]: log file.
 """
 
@@ -35,6 +37,16 @@ try:
         scored = [with_covariate(s, values, covariate, p) for s, p in zip(scored, paths)]
         log.info("GLMM 2 covariate: %s (from %s)", covariate, items)
     df = glmm_input_from_scored(scored, reasoning_only=reasoning_only, source=", ".join(paths))
+    pool = getattr(snakemake.input, "pool", None) or []  # noqa: F821
+    pool = [pool] if isinstance(pool, str) else list(pool)
+    if pool:   # reference mode: gamma centred over every model of the prompt, as the authors' code does
+        from earnest.gsm.glmm_input import pool_gamma_centre
+        from earnest.stats.glmm import GAMMA_CENTRE
+
+        df[GAMMA_CENTRE] = pool_gamma_centre(read_scored(pool), reasoning_only=reasoning_only,
+                                             source=", ".join(pool))
+        log.info("GLMM 2's gamma centred on %r, the mean over %d scored tables of the prompt's models",
+                 float(df[GAMMA_CENTRE].iloc[0]) if len(df) else float("nan"), len(pool))
     log.info("%d rows (%d GSM-Base, %d GSM-Variants) from %s; reasoning_only=%s", len(df),
              int((df.variant == 0).sum()), int((df.variant == 1).sum()), paths, reasoning_only)
     df.to_parquet(snakemake.output[0], index=False)  # noqa: F821
