@@ -329,3 +329,17 @@ def test_earnest_mode_keeps_its_module_copies(box):
     # a module attribute is absent from the copy (AttributeError); __doc__ is None there; the bridge
     # attribute is refused by the static policy
     assert got == ["attribute_error", "forbidden_construct", "forbidden_construct"], got
+
+
+def test_answers_that_end_the_authors_run_are_classified_here(box):
+    """Issue 41.7: what ends the authors' evaluation outside their except clauses: a returned non-number
+    whose str() fails (their 'not a number' message formats it: a Fraction or list holding an int of
+    more than 4300 digits raises ValueError), SystemExit (typing.sys.exit) and os._exit (random._os),
+    which their `except Exception` does not catch. Each is one answer's class here; the batch goes on."""
+    with pytest.raises(ValueError):        # their message, f"({res}, ...)", on such a value
+        f"{[10 ** 5000]}"
+    responses = ["\n    return fractions.Fraction(10 ** 5000, 3)\n", "\n    return [10 ** 5000]\n",
+                 "\n    typing.sys.exit(3)\n", "\n    random._os._exit(0)\n", "\n    return 6 * 7\n"]
+    got = [(r.error_class, r.value) for r in extract_code_many(responses, box, fidelity="reference")]
+    assert got == [("not_a_number", None), ("not_a_number", None), ("unclassified", None),
+                   ("unclassified", None), ("", 42.0)], got
