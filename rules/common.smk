@@ -18,8 +18,10 @@ from earnest.config import (
     config_locations,
     locate,
     resolve_path,
+    sandbox_python,
     validate_schema,
 )
+from earnest.fidelity import score_env
 from earnest.gsm.datasets import DATASETS, release_path
 from earnest.gsm.prompts import PromptFormatError, load_formats
 from earnest.stats.engines import engine_for

@@ -16,14 +16,16 @@ rule score:
     group:
         "post"
     conda:
-        # reference mode: the authors' Python (3.12) runs model code
-        "../envs/score-reference.yaml" if config["fidelity"] == "reference" else "../envs/score.yaml"
+        # the scoring mode's env (earnest.fidelity.score_env): in reference mode the authors' Python
+        # (3.12) runs model code; rules/sensitivity.smk gives the other mode's job that mode's env
+        f"../{score_env(FIDELITY)}"
     resources:
         **CPU_JOB,
     params:
         style=lambda wc: FORMATS[wc.prompt].style,
-        fidelity=config["fidelity"],
-        sandbox_python=config["sandbox"]["python"],
+        fidelity=FIDELITY,
+        # the interpreter of model code in this mode ("" = the job's own, the env's)
+        sandbox_python=sandbox_python(config["sandbox"]["python"], FIDELITY),
     script:
         "../workflow/scripts/score.py"
 

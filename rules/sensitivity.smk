@@ -37,8 +37,13 @@ if SENS["enabled"]:
             f"{SENS_DIR}/{{mode}}/scored/{{model}}/{{prompt}}/{{dataset}}.parquet",
         log:
             "logs/sensitivity/{mode}/score/{model}/{prompt}/{dataset}.log",
+        conda:
+            # the other mode's env and interpreter of model code (the reference column of the table
+            # is scored on the authors' Python 3.12, whichever mode the main results use)
+            f"../{score_env(OTHER)}"
         params:
             fidelity=OTHER,
+            sandbox_python=sandbox_python(config["sandbox"]["python"], OTHER),
 
     use rule glmm_input as sensitivity_glmm_input with:
         input:
@@ -47,6 +52,8 @@ if SENS["enabled"]:
             ),
             item_tables=expand("results/data/{dataset}.parquet", dataset=DATASETS),
             variant_templates=variant_templates,
+            # the other mode's pool of GLMM 2's centre (reference: every model of the prompt)
+            pool=lambda wc: gamma_pool(wc, OTHER, lambda m, p, d: f"{SENS_DIR}/{OTHER}/scored/{m}/{p}/{d}.parquet"),
         output:
             f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
         log:

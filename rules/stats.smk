@@ -14,6 +14,8 @@ rule glmm_input:
         item_tables=lambda wc: [f"results/data/{d}.parquet" for d in glmm_datasets(wc)],
         model=lambda wc: model_inputs(wc) if STATS["covariate"] == "number_tokens" else [],
         variant_templates=variant_templates,
+        # reference mode: every model of the prompt, whose mean gamma GLMM 2 is centred on
+        pool=lambda wc: gamma_pool(wc, FIDELITY),
     output:
         f"{STATS_DIR}/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
     log:

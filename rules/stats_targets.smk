@@ -21,6 +21,16 @@ def glmm_datasets(wildcards):
 def variant_templates(wildcards):
     """Analysis variants_matched (Ex1 on Ex4's templates): the items whose templates keep variant rows."""
     return ["results/data/gsm_matched.parquet"] if wildcards.analysis == "variants_matched" else []
+def gamma_pool(wildcards, mode, scored=scored_path):
+    """Reference mode's GLMM 2 centres gamma over every model of the prompt, as the authors' code does
+    (earnest.gsm.glmm_input.pool_gamma_centre): the scored tables (``scored(model, prompt, dataset)``)
+    of each model that runs the prompt, in the analysis' datasets. None in earnest mode (per model x
+    prompt), for another covariate than gamma (the authors had gamma only) and in Ex4's analyses
+    (GLMM 1 only)."""
+    if mode != "reference" or STATS["covariate"] != "gamma" or wildcards.analysis not in ("all", "reasoning_only"):
+        return []
+    models = [m for m, p in model_prompts() if p == wildcards.prompt]
+    return [scored(m, wildcards.prompt, d) for m in models for d in glmm_datasets(wildcards)]
 
 
 def summary_files(wildcards=None):

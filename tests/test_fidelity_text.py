@@ -175,6 +175,25 @@ def test_reference_ks_integers_match_the_reference_counts():
         assert dict(got) == expected, dataset
 
 
+@pytest.mark.parametrize("n", [40, 90, 1999])
+def test_reference_gamma_takes_numpys_log10_as_the_authors(n):
+    """Issue 41.9: the authors' gamma is numpy's log10 summed by the builtin sum; on machines where
+    numpy's SIMD log10 differs from the C library's in the last bit (AVX-512: 40, 90, 1999 do), the
+    reference mode has numpy's bits and earnest mode the C library's."""
+    from earnest.gsm.gamma import gamma
+
+    q = f"Tom has {n} marbles."
+    assert gamma(q, fidelity="reference") == float(np.log10(float(n)))
+    assert gamma(q) == math.log10(n)
+    # the authors' sum: numpy scalars added one after another from 0 (no compensated summation,
+    # which Python 3.12 applies to plain floats only)
+    q3 = f"{n} apples, {n} pears, 0 plums and {n + 1} figs."
+    want = 0
+    for v in (n, n, 0, n + 1):
+        want = want + (np.log10(float(v)) if v > 0 else 0)
+    assert gamma(q3, fidelity="reference") == float(want)
+
+
 def test_reference_number_reading_differs_from_earnest_as_documented():
     from earnest.gsm.gamma import gamma, integers_in
 

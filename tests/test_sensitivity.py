@@ -1,5 +1,7 @@
 """The sensitivity table: both fidelity modes side by side, changed conclusions flagged (no R)."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -97,3 +99,31 @@ def test_written_table(tmp_path):
     assert "from the same generations" in md and "2 of 5 rows change" in md
     csv = pd.read_csv(paths["csv"])
     assert {"p_boot_earnest", "p_boot_reference", "rows_reference", "changed"} <= set(csv.columns)
+
+
+def test_each_mode_has_its_scoring_env_and_interpreter():
+    """Issue 41.2: the helpers the scoring rules take their conda env and interpreter of model code
+    from, per mode (rules/score.smk, rules/sensitivity.smk; tests/test_workflow.py checks the rules)."""
+    from earnest.config import sandbox_python, validate_schema
+    from earnest.fidelity import score_env
+    from earnest.schema import SCHEMA_PATH
+
+    assert score_env("reference") == "envs/score-reference.yaml" and score_env("earnest") == "envs/score.yaml"
+    assert "python=3.12" in (Path(__file__).resolve().parents[1] / score_env("reference")).read_text()
+    assert sandbox_python("", "reference") == "" and sandbox_python("python3.12", "earnest") == "python3.12"
+    per_mode = {"reference": "/opt/py312/bin/python3.12"}
+    assert sandbox_python(per_mode, "reference") == per_mode["reference"] and sandbox_python(per_mode, "earnest") == ""
+    with pytest.raises(ValueError):
+        sandbox_python("", "fast")
+    # the schema takes a string or a mapping per mode, nothing else
+    import yaml
+
+    from earnest.config import ConfigError
+
+    schema = yaml.safe_load(SCHEMA_PATH.read_text())
+    node = {"type": "object", "properties": {"sandbox": schema["properties"]["sandbox"]}}
+    for ok in ("", "python3.12", per_mode, {"earnest": "", "reference": "python3.12"}):
+        validate_schema({"sandbox": {"python": ok}}, node)
+    for bad in ({"fast": "python3"}, 3, {"reference": 3}):
+        with pytest.raises(ConfigError):
+            validate_schema({"sandbox": {"python": bad}}, node)

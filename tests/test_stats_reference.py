@@ -234,3 +234,41 @@ def test_cli_reference_mode(low_accuracy, tmp_path, capsys):
     assert s["rows"].tolist() == ["aggregated"] and {"n_clean_reference", "n_clean_earnest",
                                                      "n_not_converged"} <= set(s.columns)
     assert s["n_clean"].tolist() == s["n_clean_reference"].tolist()
+
+
+# ---------------------------------------------------------------- issue 41.7: the authors' crashes
+
+def test_no_clean_resample_and_one_template_are_summarised_not_a_crash():
+    """The authors' bootstrap summary selects the fixed effects' columns of the clean estimates
+    (``_summarise_model_bootstrap``: ``clean_estimates.loc[:, labels]``); with no clean resample that
+    frame has no columns, the selection raises KeyError and their bootstrap loop stops there, for that
+    model and every model after it. One template is such a case: every fit fails (a grouping factor
+    of one level). earnest summarises the group (reference mode: no clean estimate, so no P and no
+    interval; earnest mode: its separated resamples at their bound) as degenerate, never significant,
+    and the other groups as usual, in both modes."""
+    from earnest.stats.run import summarise_group
+    from earnest.stats.summaries import build_summaries
+
+    with pytest.raises(KeyError):   # the authors' step, written out: no clean estimate, no columns
+        pd.DataFrame([]).loc[:, ["is_variant"]]
+    one = simulate_glmm_input(1, 10, variant_effect=-0.5, seed=4, model="one_template")
+    many = simulate_glmm_input(12, 10, variant_effect=-0.5, seed=4, model="ordinary")
+    rows = []
+    for mode in ("reference", "earnest"):
+        for df in (one, many):
+            data = G.validate_glmm_input(df, 1, fidelity=mode)
+            shards = E.run_shard(data, 1, 6, 11, aggregate=mode == "earnest", engine="lme4",
+                                 labels=G.cluster_labels(mode))
+            summary, _ = summarise_group(data, shards, 1, fidelity=mode, rows="answers")
+            rows.append(summary)
+            if df is one:
+                per = shards.drop_duplicates("resample")
+                assert (per["error"] != "").all()                  # every fit failed
+                assert int(summary[f"n_clean_{mode}"].iloc[0]) == 0
+                if mode == "reference":   # (earnest mode counts separated resamples at their bound)
+                    assert int(summary["n_clean"].iloc[0]) == 0 and np.isnan(summary["p_boot"].iloc[0])
+                    assert np.isnan(summary["ci_low_log"].iloc[0]) and np.isnan(summary["ci_high_log"].iloc[0])
+    for mode, part in zip(("reference", "earnest"), (rows[:2], rows[2:])):
+        s = build_summaries(pd.concat(part, ignore_index=True)).set_index("model")
+        assert s.loc["one_template", "degenerate"] and not s.loc["one_template", "significant_holm"], mode
+        assert s.loc["ordinary", "n_clean"] > 0 and np.isfinite(s.loc["ordinary", "p_boot"]), mode

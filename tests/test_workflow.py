@@ -425,3 +425,87 @@ def test_cluster_plan_groups_small_jobs_and_routes_cpu_models(tmp_path):
                                               re.search(r"\bgpu=(\d+)", res).group(1)))
     assert gen == {"tiny": {("cpu", "0")}, "big": {("gpu", "2")}}, gen
     assert not (tmp_path / "results").exists()
+
+
+#: loads the workflow (no jobs, no DAG) and prints each scoring rule's conda env and params as JSON
+_RULE_PROPERTIES = """
+import json, sys
+from pathlib import Path
+from snakemake.api import SnakemakeApi
+from snakemake.settings.types import ConfigSettings, ResourceSettings
+out = {}
+with SnakemakeApi() as api:
+    wf = api.workflow(resource_settings=ResourceSettings(cores=1),
+                      config_settings=ConfigSettings(configfiles=[Path(sys.argv[3])]),
+                      snakefile=Path(sys.argv[1]), workdir=Path(sys.argv[2]))
+    for name in ("score", "sensitivity_score"):
+        rule = wf._workflow.get_rule(name)
+        out[name] = {"conda": str(rule.conda_env), "fidelity": rule.params.fidelity,
+                     "sandbox_python": rule.params.sandbox_python}
+print("RULES " + json.dumps(out))
+"""
+
+
+def _scoring_rules(tmp_path, cfg) -> dict:
+    (tmp_path / "tiny-model").mkdir(exist_ok=True)
+    path = tmp_path / "cfg.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    proc = subprocess.run([sys.executable, "-c", _RULE_PROPERTIES, str(REPO / "Snakefile"), str(tmp_path), str(path)],
+                          capture_output=True, text=True, timeout=600, env=child_env())
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RULES ")), None)
+    assert proc.returncode == 0 and line, (proc.stdout + proc.stderr)[-3000:]
+    return json.loads(line[len("RULES "):])
+
+
+@pytest.mark.parametrize("main", ["earnest", "reference"])
+def test_each_mode_is_scored_in_its_own_env_and_interpreter(tmp_path, main):
+    """Issue 41.2: the sensitivity table's other column is scored as that mode scores (its conda env:
+    the reference column on the authors' Python 3.12, envs/score-reference.yaml; its sandbox.python),
+    not with the env and interpreter rule score took from the top-level fidelity."""
+    cfg = copy.deepcopy(TINY)
+    cfg["fidelity"] = main
+    rules = _scoring_rules(tmp_path, cfg)
+    other = "reference" if main == "earnest" else "earnest"
+    env = {"reference": "../envs/score-reference.yaml", "earnest": "../envs/score.yaml"}
+    assert rules["score"] == {"conda": env[main], "fidelity": main, "sandbox_python": ""}
+    assert rules["sensitivity_score"] == {"conda": env[other], "fidelity": other, "sandbox_python": ""}
+    # one interpreter per mode where the config names them
+    cfg["sandbox"] = {"python": {"reference": "/opt/py312/bin/python3.12", "earnest": "python3.11"}}
+    rules = _scoring_rules(tmp_path, cfg)
+    python = cfg["sandbox"]["python"]
+    assert rules["score"]["sandbox_python"] == python[main]
+    assert rules["sensitivity_score"]["sandbox_python"] == python[other]
+    assert rules["sensitivity_score"]["conda"] == env[other]
+
+
+def _job_inputs(out: str, rule: str) -> list[str]:
+    """The input line of every planned job of ``rule`` in a dry run's output."""
+    lines = [re.sub(r"^\[[^\]]+\] ", "", x) for x in out.splitlines()]
+    found = []
+    for i, line in enumerate(lines):
+        if re.match(rf"^\s*(?:local)?rule {rule}:$", line):
+            found += [x.split("input:", 1)[1] for x in lines[i + 1:i + 4] if "input:" in x]
+    return found
+
+
+@pytest.mark.parametrize("main", ["earnest", "reference"])
+def test_reference_glmm_inputs_read_every_model_of_the_prompt(tmp_path, main):
+    """Issue 41.6: a reference-mode GLMM input reads the scored tables of every model of its prompt
+    (the authors' pool, whose mean gamma GLMM 2 is centred on); an earnest-mode one its own only."""
+    cfg = copy.deepcopy(TINY)
+    cfg["fidelity"] = main
+    cfg["models"]["tiny2"] = dict(cfg["models"]["tiny"])
+    (tmp_path / "tiny-model").mkdir()
+    proc = snakemake(tmp_path, cfg, "-n", "results/tables/sensitivity.md", "results/stats/summaries.parquet")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    for rule, mode in (("glmm_input", main), ("sensitivity_glmm_input", "reference" if main == "earnest" else "earnest")):
+        inputs = _job_inputs(out, rule)
+        checked = 0
+        for line in inputs:
+            gsm = [p for p in line.split(", ") if "/scored/" in p and "/gsm/" in p]
+            models = {re.search(r"/scored/(\w+)/", p).group(1) for p in gsm}
+            if gsm:   # a GLMM input of the gsm prompt, which both models run
+                assert len(models) == (2 if mode == "reference" else 1), (rule, line)
+                checked += 1
+        assert checked >= 2, (rule, inputs)

@@ -263,6 +263,19 @@ def validate_schema(config: dict, schema: str | Path | Mapping,
     return config
 
 
+def sandbox_python(setting, mode: str) -> str:
+    """The interpreter that runs model code in fidelity mode ``mode``, from config ``sandbox.python``:
+    one string for every mode, or a mapping with a string per mode (``{reference: python3.12}``; a mode
+    it leaves out gets ""). "" = the scoring job's own interpreter, whose conda environment is the
+    mode's (:func:`earnest.fidelity.score_env`)."""
+    from earnest.fidelity import check_mode
+
+    check_mode(mode)
+    if isinstance(setting, Mapping):
+        setting = setting.get(mode) or ""
+    return str(setting or "")
+
+
 # ---------------------------------------------------------------- semantic checks
 def _check_prompts(config: dict, formats: Mapping[str, PromptFormat]) -> None:
     exp = config["experiments"]
@@ -397,21 +410,27 @@ def _gsm_templates(config: dict, base_dir) -> list[int]:
 
 
 def _check_sandbox(config: dict) -> None:
-    """sandbox.python, the interpreter that runs model code, starts and is a Python interpreter (as
-    the scoring jobs start it: :func:`earnest.sandbox.resolve_python`), checked now rather than when
-    the first code answer is scored."""
-    python = (config.get("sandbox") or {}).get("python") or ""
-    if not python:
-        return
+    """sandbox.python, the interpreter that runs model code (one for both modes, or one per mode),
+    starts and is a Python interpreter (as the scoring jobs start it:
+    :func:`earnest.sandbox.resolve_python`), checked now rather than when the first code answer is scored."""
+    setting = (config.get("sandbox") or {}).get("python") or ""
+    from earnest.fidelity import MODES
     from earnest.sandbox import SandboxUnavailable, resolve_python
 
-    try:
-        resolve_python(python)
-    except SandboxUnavailable as exc:
-        msg = str(exc) if str(exc).startswith("sandbox.python") else f"sandbox.python: {exc}"
-        if "/" in python and not Path(python).expanduser().is_absolute():
-            msg += f" (a relative path is read from the working directory, {Path.cwd()})"
-        raise ConfigError(msg) from None
+    per_mode = isinstance(setting, Mapping)
+    for mode in (MODES if per_mode else (None,)):
+        python = sandbox_python(setting, mode) if per_mode else str(setting)
+        if not python:
+            continue
+        key = f"sandbox.python.{mode}" if per_mode else "sandbox.python"
+        try:
+            resolve_python(python)
+        except SandboxUnavailable as exc:
+            text = str(exc)
+            msg = text.replace("sandbox.python", key, 1) if text.startswith("sandbox.python") else f"{key}: {text}"
+            if "/" in python and not Path(python).expanduser().is_absolute():
+                msg += f" (a relative path is read from the working directory, {Path.cwd()})"
+            raise ConfigError(msg) from None
 
 
 def _check_languages(config: dict, base_dir, templates: list[int]) -> None:

@@ -22,6 +22,18 @@ assert DEFAULT in MODES, f"config/schema.yaml: fidelity default {DEFAULT!r} is n
 REFERENCE_PYTHON = (3, 12)
 
 
+#: The conda environment (the workflow's envs/) of a scoring job in each mode: reference mode's has the
+#: authors' Python 3.12, the interpreter of model code where ``sandbox.python`` leaves it to the job.
+#: Every job that scores in a mode takes that mode's (rules/score.smk, and rules/sensitivity.smk for
+#: the other mode's column of the sensitivity table).
+SCORE_ENVS = {REFERENCE: "envs/score-reference.yaml", EARNEST: "envs/score.yaml"}
+
+
+def score_env(mode: str) -> str:
+    """The conda environment file (relative to the workflow's folder) of scoring in ``mode``."""
+    return SCORE_ENVS[check_mode(mode)]
+
+
 def check_mode(mode: str, where: str = "fidelity") -> str:
     """Return ``mode`` if it is a fidelity mode, else raise ValueError naming ``where``."""
     if mode not in MODES:

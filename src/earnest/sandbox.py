@@ -49,9 +49,11 @@ root and as an unprivileged user, with the static policy off):
    whatever its uid, are out of reach, and no answer shares one with the next).
 5. **Static policy** (``check_source``; ``Sandbox(disable=("static",))`` switches it off): it
    decides failure classes, not containment. earnest mode refuses imports outside
-   ``ALLOWED_MODULES``, dunders and the like (``forbidden_construct``); reference mode refuses only
-   what the authors' forbidden-string check refuses (``forbidden_string``) and runs the rest as
-   they do, contained by the layers above.
+   ``ALLOWED_MODULES``, dunders and the like (``forbidden_construct``) and gives copies of the
+   allowed modules without private, module-valued or string-to-code attributes; reference mode
+   refuses only what the authors' forbidden-string check refuses (``forbidden_string``) and runs
+   the rest as they do — their builtins (the real ``print``, to a strict UTF-8 stdout that keeps
+   nothing) and the real modules — contained by the layers above.
 
 Where no layer that blocks file reads (seccomp, namespaces, Landlock, root's chroot) is present,
 model code does not run: ``SandboxUnavailable`` says which layer is missing and how to get it.
@@ -76,6 +78,7 @@ This file must import only the standard library: it is also the worker program
 from __future__ import annotations
 
 import ast
+import io
 import json
 import os
 import re
@@ -117,8 +120,9 @@ FORBIDDEN_ATTRIBUTES = frozenset({
 })
 #: Attributes and importable names that turn strings into attribute access or evaluated code
 #: (``string.Formatter().get_field``, ``functools.update_wrapper(..., assigned=(dunder,))``,
-#: ``singledispatch`` / ``get_type_hints``, which ``eval`` annotations); refused in both modes and
-#: left out of the module copies a snippet sees.
+#: ``singledispatch`` / ``get_type_hints``, which ``eval`` annotations); refused by earnest mode's
+#: static policy and left out of the module copies its snippets see. Reference mode refuses only the
+#: authors' forbidden strings and gives the real modules, these attributes included.
 BRIDGE_ATTRIBUTES = frozenset({
     "format_map", "Formatter", "get_field", "get_value", "vformat", "update_wrapper", "wraps",
     "singledispatch", "singledispatchmethod", "get_type_hints", "ForwardRef",
@@ -151,6 +155,10 @@ REFERENCE_BUILTINS = (
 )
 #: Reference mode: modules present as global names without any import.
 REFERENCE_MODULES = ("numbers", "math", "cmath", "decimal", "fractions", "random", "typing", "array")
+#: Reference mode: the state of ``random`` every answer starts from, the authors' ``set_seed(42)`` at the
+#: start of their run (scripts/benchmark.py); in their one process the state then goes on from answer
+#: to answer (resources/FIDELITY.md, section 15), here every answer starts from it afresh.
+REFERENCE_RANDOM_SEED = 42
 
 #: Reference mode: its forbidden-string check on the raw text of the extracted function.
 REFERENCE_FORBIDDEN = re.compile(r"(?:open|eval|exec|__import__|[gs]etattr)\(.*\)")
@@ -1114,8 +1122,26 @@ class _OutputLimit(BaseException):
     """Raised by the sandbox print once the output limit is passed (not an Exception on purpose)."""
 
 
+class _Discard(io.RawIOBase):
+    """A byte sink: the end of reference mode's standard output (nothing is kept)."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        return len(data)
+
+
+def _reference_stdout():
+    """The standard output the authors' print writes to, without its bytes: a text stream that
+    encodes as a UTF-8 locale's stdout does (``errors="strict"``: a lone surrogate raises
+    UnicodeEncodeError when printed) and throws the bytes away."""
+    return io.TextIOWrapper(io.BufferedWriter(_Discard()), encoding="utf-8", errors="strict")
+
+
 def _module_copy(module):
-    """A copy of ``module`` exposing only its public, non-module, non-eval attributes."""
+    """A copy of ``module`` exposing only its public, non-module, non-eval attributes (earnest mode;
+    reference mode gives model code the real modules, as the authors' run does)."""
     import types
 
     copy = types.ModuleType(module.__name__)
@@ -1228,8 +1254,9 @@ def _execute(source: str, limits: dict, modules: dict, full_builtins: bool = Fal
     import builtins
 
     written = [0]
-    # output goes nowhere; earnest counts it against a limit, reference mode (whose print writes
-    # to stdout without one) only converts it as print would
+    # earnest mode: output goes nowhere and counts against a limit. Reference mode: the builtin
+    # print itself, writing to a stdout of the authors' kind that keeps nothing (_reference_stdout):
+    # it raises where theirs does (file=5, sep=5, end=0, a lone surrogate) and has no limit.
     cap = limits["out"] if mode != _REFERENCE else float("inf")
 
     def sandbox_print(*args, sep=" ", end="\n", file=None, flush=False):
@@ -1250,8 +1277,13 @@ def _execute(source: str, limits: dict, modules: dict, full_builtins: bool = Fal
 
     try:
         if mode == _REFERENCE:
+            # the authors' namespace: their 28 builtins (print the real one) and the real modules
+            # (``modules`` holds them in reference mode: every attribute, private and module-valued
+            # ones included, as in their process; the kernel layers contain what they reach)
+            sys.stdout = _reference_stdout()
+            # (random reseeds itself from the system in every fork: set the authors' starting state)
+            modules["random"].seed(REFERENCE_RANDOM_SEED)
             safe = {name: getattr(builtins, name) for name in REFERENCE_BUILTINS}
-            safe["print"] = sandbox_print
             scope = {"__builtins__": safe}
             scope.update((name, modules[name]) for name in REFERENCE_MODULES)
             local: dict = {}
@@ -1811,7 +1843,8 @@ def _child(payload: memoryview, result_fd: int, setup: dict) -> None:
             if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(setup["seccomp"][0]), 0, 0) != 0:
                 raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP failed")
         os.write(3, _READY)  # set up: what follows on the pipe is the answer's
-        outcome = _execute(source, limits, setup["modules"], full_builtins, mode)
+        modules = setup["reference_modules"] if mode == _REFERENCE else setup["modules"]
+        outcome = _execute(source, limits, modules, full_builtins, mode)
     except BaseException as exc:  # noqa: BLE001
         outcome = {"error": "unclassified", "detail": "sandbox setup failed: " + _describe(exc)}
     try:
@@ -1948,7 +1981,7 @@ def _remove_stale_dirs(tmp: str) -> None:
 def _worker_main(tmp: str, disabled: frozenset) -> None:
     import fcntl  # noqa: F401 - preloaded for the children
     import importlib
-    import random
+    import random  # noqa: F401 - preloaded for the children (reference mode)
     import resource  # noqa: F401 - preloaded for the children
     import shutil
     import tempfile
@@ -1971,12 +2004,16 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
     modules = {}
     for name in sorted(ALLOWED_MODULES | set(REFERENCE_MODULES)):
         modules[name] = _module_copy(importlib.import_module(name))
+    # reference mode: the modules themselves, as the authors' namespace holds them (each child is a
+    # fork: whatever an answer changes in them dies with it)
+    reference_modules = {name: importlib.import_module(name) for name in REFERENCE_MODULES}
     for lazy in _INTERNAL_IMPORTS + ("encodings.idna",):  # imported on first use by datetime / str
         try:
             importlib.import_module(lazy)
         except ImportError:
             pass
-    random.seed(0)  # every child starts from the same state: reproducible answers
+    # (random reseeds itself in every fork of this process; reference mode's answers, the only ones
+    # that reach it, set REFERENCE_RANDOM_SEED before model code runs)
     # root that can become nobody: root in a rootless container (podman, ``unshare -r``,
     # Apptainer --fakeroot) has uid 0 but no 65534 to switch to, and is an ordinary user here
     root = os.geteuid() == 0 and _maps_nobody()
@@ -2027,7 +2064,8 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
                                                ("namespaces", "mount" in namespaces), ("chroot", chroot))
                     if present]
         layers = blockers + (["no_new_privs"] if libc is not None else []) + (["setuid"] if root else []) + ["rlimits"]
-        setup = {"libc": libc, "root": root, "base": base, "modules": modules, "namespaces": namespaces,
+        setup = {"libc": libc, "root": root, "base": base, "modules": modules,
+                 "reference_modules": reference_modules, "namespaces": namespaces,
                  "init": init, "landlock": landlock, "seccomp": seccomp, "session_keyring": keyrings,
                  "layers": layers}
         hello_sent = True

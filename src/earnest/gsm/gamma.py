@@ -11,7 +11,7 @@ digits; fractions ("1/2") and decimals ("2.5") are not integers; "1,000" is one 
 resources/FIDELITY.md, point 6), which uses two patterns:
 
 * gamma (``get_number_effect_glmm_data``): every match of ``\\d*\\.?\\d+`` read as a float; the
-  integral ones count (``log10(n)``, 0 for 0). So "12,500" is 12 and 500, "3/4" is 3 and 4,
+  integral ones count (``np.log10(n)``: numpy's log10, as theirs; 0 for 0). So "12,500" is 12 and 500, "3/4" is 3 and 4,
   "2.5" and ".5" count nothing, "-3" is 3. A question without any digit has gamma NaN (it
   leaves the GLMM), not 0.
 * the K-S integers (``get_number_counts``, ``NUMBER_PATTERN``): every match of
@@ -87,8 +87,14 @@ def gamma(text: str, *, fidelity: str = EARNEST, language: str = "eng") -> float
         matches = _REFERENCE_GAMMA_NUMBER.findall(text)
         if not matches:
             return math.nan
+        import numpy as np
+
         values = (float(m) for m in matches)
-        return float(sum(math.log10(v) if v > 0 else 0 for v in values if v % 1 == 0))
+        # the authors' expression as they wrote it: numpy's log10 (its SIMD loops on AVX-512 machines
+        # differ from the C library's log10 in the last bit for some integers: 40, 90, 1999), summed
+        # by the builtin sum from 0, which adds numpy scalars one after another (Python 3.12's
+        # compensated summation applies to plain floats only, so not to these)
+        return float(sum((np.log10(v) if v > 0 else 0) for v in values if not v % 1))
     return float(sum(math.log10(max(abs(n), 1)) for n in integers_in(text)))
 
 

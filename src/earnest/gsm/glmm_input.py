@@ -2,7 +2,8 @@
 
 Scored rows carry template_id, dataset (gsm_base | gsm_variants), correct, gamma and error_class;
 the GLMM input has model, prompt, template, variant (0 = GSM-Base, 1 = GSM-Variants), correct
-(0/1) and gamma (centred later, per model x prompt, when a GLMM 2 is fitted).
+(0/1) and gamma (centred later, when a GLMM 2 is fitted: per model x prompt, or in reference mode
+over every model of the prompt, whose mean the input then carries in gamma_centre).
 """
 
 from __future__ import annotations
@@ -84,6 +85,18 @@ def glmm_input_from_scored(scored: pd.DataFrame | Iterable[pd.DataFrame], *, rea
         "correct": df["correct"].astype(np.int64).to_numpy(),
         "gamma": df["gamma"].astype(float).to_numpy(),
     })
+
+
+def pool_gamma_centre(scored: pd.DataFrame | Iterable[pd.DataFrame], *, reasoning_only: bool = False,
+                      source: str = "scored tables of the pool") -> float:
+    """Reference mode's centre of GLMM 2's gamma: its mean over the authors' pool, the scored rows of
+    every model of the prompt, GSM-Base and GSM-Variants together (in the reasoning-only analysis,
+    the rows it keeps), as the authors' ``get_number_effect_glmm_data`` centres ``sum_logs`` over
+    every model's rows of the prompt before each model's fit: pandas' mean, rows without gamma
+    skipped, GSM-Base rows first as their concatenation has them. The GLMM input of each model x
+    prompt carries it in ``gamma_centre`` (:data:`earnest.stats.glmm.GAMMA_CENTRE`)."""
+    df = glmm_input_from_scored(scored, reasoning_only=reasoning_only, source=source)
+    return float(df.sort_values("variant", kind="stable")["gamma"].mean())
 
 
 def read_scored(paths: Iterable[str | Path]) -> list[pd.DataFrame]:

@@ -7,7 +7,8 @@ integers (exactly, e.g. "18", 18.0, Fraction(18)) they must be equal exactly —
 absorbs float arithmetic in generated code (0.1 * 3, 17.999999999999996). Infinite, NaN or
 missing values are never correct. ``fidelity="reference"``: the authors' evaluator's rule
 (``ModelEvaluator.evaluate_dataset``), ``|x - gold| < REFERENCE_ABS_TOL`` = 1e-5 on floats, for
-integers too (so 123456790 is not 123456789, but 18.000001 is 18).
+integers too (so 123456790 is not 123456789, but 18.000001 is 18), the gold read as the authors read it
+(``reference_gold``: their text extractor on the answer text).
 
 Error classes in the scored table: "" for a correct answer; the extraction's class when nothing
 was extracted (``earnest.gsm.extraction``); otherwise ``wrong_answer_last_number`` when the wrong
@@ -67,6 +68,37 @@ def parse_gold(answer) -> Fraction:
     return exact
 
 
+def reference_gold(answer) -> float:
+    """The gold number as the authors' code reads it (``GSMSymbolicDataset.load_dataset``: their text
+    extractor on the dataset's answer text, read with ``float``): the first ``#### <number>`` of the
+    text after their cut at "Q:" / "Question:", every comma deleted, else an answer phrase, else the
+    last number. ``answer``: a GSM8K-style solution text (the items' ``solution``), or the final
+    answer alone ("72", read as the line "#### 72"), or a number (taken as it is). So "1e3" is 1,
+    ".5" is 5, "1e+300" is 1 and "3/4" is 3 there. Raises ValueError where they find no number (their
+    run skips such an item; the data build refuses it first)."""
+    if isinstance(answer, bool) or answer is None:
+        raise ValueError(f"gold answer {answer!r} is not a number")
+    if isinstance(answer, (int, float)):
+        return float(answer)
+    text = str(answer)
+    if "####" not in text:
+        text = "#### " + text
+    ex = extract_text(text, fidelity=REFERENCE)
+    if ex.value is None:
+        raise ValueError(f"gold answer {answer!r}: the authors' extractor finds no number in it")
+    return float(ex.value)
+
+
+def gold_for(answer, fidelity: str = EARNEST, solution=None):
+    """The gold an extracted number is compared with in mode ``fidelity``: earnest, ``parse_gold`` of
+    the final answer (an exact number); reference, ``reference_gold`` of the solution text where
+    there is one (the authors read the whole answer text), else of the final answer."""
+    if check_mode(fidelity) == REFERENCE:
+        text = solution if isinstance(solution, str) and solution.strip() else answer
+        return reference_gold(text)
+    return parse_gold(answer)
+
+
 def numbers_match(value: float | None, exact: Fraction | None, gold: Fraction, *,
                   fidelity: str = EARNEST) -> bool:
     """Whether an extracted number equals the gold answer (rules of mode ``fidelity`` in the
@@ -84,8 +116,9 @@ def numbers_match(value: float | None, exact: Fraction | None, gold: Fraction, *
 
 
 def is_correct(extraction: Extraction, answer, *, fidelity: str = EARNEST) -> bool:
-    """Whether ``extraction`` gives the gold ``answer`` (a string such as "18", or a number)."""
-    return numbers_match(extraction.value, extraction.exact, parse_gold(answer), fidelity=fidelity)
+    """Whether ``extraction`` gives the gold ``answer`` (a string such as "18", or a number), read as
+    mode ``fidelity`` reads golds (:func:`gold_for`)."""
+    return numbers_match(extraction.value, extraction.exact, gold_for(answer, fidelity), fidelity=fidelity)
 
 
 def final_error_class(extraction: Extraction, correct: bool) -> str:
@@ -137,8 +170,9 @@ def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str,
     ``language``: the items' language (answers read by its locale, :mod:`earnest.gsm.locales`;
     the items' gamma is already the language's); English is scored exactly as before.
 
-    ``fidelity="reference"``: the reference's extraction, correctness and gamma (recomputed from
-    the question; NaN without digits). ``gamma`` is not centred here: only the GLMM input centres it
+    ``fidelity="reference"``: the reference's extraction, gold (read from the items' ``solution`` text
+    where they have one, as the authors read the answer text: :func:`reference_gold`), correctness and
+    gamma (recomputed from the question; NaN without digits). ``gamma`` is not centred here: only the GLMM input centres it
     (:func:`earnest.stats.glmm.centre_gamma`), so no table stores a centred gamma.
     Raises ValueError when a column is missing, an item id repeats, or generations and items do
     not cover the same items, and when a gold answer is not a number.
@@ -164,9 +198,11 @@ def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str,
         raise ValueError(f"generations hold {len(unknown)} item id(s) not in the items: {_examples(unknown)}")
 
     golds = {}
-    for item_id, answer in zip(items["item_id"], items["answer"]):
+    solutions = items["solution"] if "solution" in items.columns else [None] * len(items)
+    for item_id, answer, solution in zip(items["item_id"], items["answer"], solutions):
         try:
-            golds[item_id] = parse_gold(answer)
+            parse_gold(answer)   # the items' contract, in both modes
+            golds[item_id] = gold_for(answer, fidelity, solution)
         except ValueError as exc:
             raise ValueError(f"item {item_id}: {exc}") from None
 

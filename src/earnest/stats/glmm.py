@@ -2,7 +2,8 @@
 templates (one R call per shard), the full-data Wald fit and the optimiser refits of Listing 6.
 
 GLMM 1:  correct ~ variant + (1 | template)
-GLMM 2:  correct ~ variant + gamma_c + (1 | template)      (gamma centred per model x prompt)
+GLMM 2:  correct ~ variant + gamma_c + (1 | template)      (gamma centred per model x prompt;
+                                                           reference mode: over every model of the prompt)
 
 Both are binomial with logit link. The bootstrap resamples templates with replacement; a template
 drawn twice becomes two clusters. Resample b of a run with base seed S always uses the seed
@@ -30,6 +31,9 @@ from earnest.stats import rbridge
 from earnest.wording import EFFECTS, GAMMA_C, TERMS  # noqa: F401 (EFFECTS re-exported with the engine)
 
 GLMM_INPUT_COLUMNS = ("model", "prompt", "template", "variant", "correct")
+#: Optional GLMM input column (GLMM 2, reference mode): the value gamma is centred on, the mean gamma of
+#: the authors' pool (every model of the prompt; :func:`earnest.gsm.glmm_input.pool_gamma_centre`).
+GAMMA_CENTRE = "gamma_centre"
 # TERMS, EFFECTS (earnest.wording): the effects the paper reports; the intercept is kept in the
 # shards but never tested
 NO_ROWS = "no rows to fit: every item of this model x prompt was excluded"
@@ -219,6 +223,12 @@ def validate_glmm_input(df: pd.DataFrame, glmm: int, source: str = "GLMM input",
     missing, not finite or beyond +-:data:`GAMMA_MAX`. Booleans are accepted for ``correct``. With
     ``fidelity="reference"`` an empty ``gamma`` is allowed: the reference's gamma of a question
     without digits, a row GLMM 2 leaves out (:func:`model_frame`), as the reference's fits do.
+
+    GLMM 2's centre (:func:`centre_gamma`): in reference mode the authors' pool's, every model of the
+    prompt: the input's ``gamma_centre`` column where it has one (the workflow writes the pool's mean
+    there; one value per model x prompt), else the mean gamma over all rows of the prompt in this
+    input (all its models), put in that column. earnest mode centres per model x prompt and drops
+    the column.
     """
     glmm = _check_glmm(glmm)
     needed = list(GLMM_INPUT_COLUMNS) + (["gamma"] if glmm == 2 else [])
@@ -250,9 +260,34 @@ def validate_glmm_input(df: pd.DataFrame, glmm: int, source: str = "GLMM input",
                                  f"gamma, a sum of log10 of a question's numbers (at most its number of digits), "
                                  f"must lie within +-{GAMMA_MAX:g}")
         out["gamma"] = g.astype(float)
+        if fidelity == "reference":
+            out[GAMMA_CENTRE] = _pool_centres(df, out, source)
     for col in ("model", "prompt"):
         out[col] = text_column(out[col], col, source, folder=True)
     return out.reset_index(drop=True)
+
+
+def _pool_centres(raw: pd.DataFrame, out: pd.DataFrame, source: str) -> pd.Series:
+    """Reference mode's centre of gamma for each row (validate_glmm_input): the input's own
+    ``gamma_centre`` (finite, one value per model x prompt), else the mean gamma over every row of the
+    row's prompt (pandas' mean: rows without gamma skipped), as the authors' pool of all models."""
+    if GAMMA_CENTRE in raw.columns:
+        c = pd.to_numeric(raw[GAMMA_CENTRE], errors="coerce").astype(float).reset_index(drop=True)
+        known = out["gamma"].notna().to_numpy()
+        bad = known & ~np.isfinite(c.to_numpy())
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise GLMMInputError(f"{source}: column '{GAMMA_CENTRE}' must be a finite number, found "
+                                 f"{show_value(raw[GAMMA_CENTRE].iloc[i])} in {_row(i)}")
+        per = pd.DataFrame({"m": out["model"].astype(str).to_numpy(), "p": out["prompt"].astype(str).to_numpy(),
+                            "c": c.to_numpy()}).groupby(["m", "p"])["c"].nunique(dropna=True)
+        if (per > 1).any():
+            m, pr = per[per > 1].index[0]
+            raise GLMMInputError(f"{source}: column '{GAMMA_CENTRE}' holds more than one value for model {m!r}, "
+                                 f"prompt {pr!r}; it is the one value gamma is centred on")
+        return c
+    prompts = out["prompt"].astype(str)
+    return out["gamma"].groupby(prompts.to_numpy()).transform("mean").astype(float)
 
 
 def check_estimable(df: pd.DataFrame, source: str = "GLMM input") -> None:
@@ -322,13 +357,25 @@ def _single_group(df: pd.DataFrame) -> None:
 
 def centre_gamma(df: pd.DataFrame) -> pd.Series:
     """gamma_c, the covariate of GLMM 2: gamma minus its mean over the rows of one model x prompt
-    (GSM-Base and GSM-Variants together; in the reasoning-only analysis, the rows it keeps). Rows
-    without gamma (reference fidelity: a question without digits) are not counted and stay without.
+    (GSM-Base and GSM-Variants together; in the reasoning-only analysis, the rows it keeps), or,
+    where the rows carry a ``gamma_centre`` (reference mode's validated input: the authors' pool,
+    every model of the prompt), minus that. Rows without gamma (reference fidelity: a question
+    without digits) are not counted and stay without.
 
     The one place gamma is centred: :func:`model_frame` (the rows the R engine fits) calls it, and
-    no table upstream stores a centred gamma. Centring moves only the intercept, never the
-    estimates of variant or gamma_c."""
-    return df["gamma"].astype(float) - float(df["gamma"].astype(float).mean())
+    no table upstream stores a centred gamma. In exact arithmetic the centre moves only the
+    intercept; lme4's fits are not exact (its optimiser stops at a tolerance, its convergence checks
+    are thresholds), so another centre moves the estimates of variant and gamma_c a little (up to
+    8e-5 log-odds measured between the two centres) and may move a fit across a check: reference
+    mode takes the authors' centre."""
+    g = df["gamma"].astype(float)
+    if GAMMA_CENTRE in df.columns and len(df):
+        centre = df[GAMMA_CENTRE].astype(float).dropna().unique()
+        if len(centre) > 1:
+            raise GLMMInputError(f"column '{GAMMA_CENTRE}' holds {len(centre)} values for one model x prompt")
+        if len(centre):
+            return g - float(centre[0])
+    return g - float(g.mean())
 
 
 def model_frame(df: pd.DataFrame, glmm: int, aggregate: bool = True) -> pd.DataFrame:
