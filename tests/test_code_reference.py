@@ -251,10 +251,14 @@ def test_earnest_extract_chooses_and_records_the_interpreter_of_model_code(tmp_p
     assert proc.returncode == 0, proc.stderr
     assert line["code_python"].startswith("3.12.") and line["sandbox"] and "reference mode runs" not in proc.stderr
     assert line["extracted"] == 1.0                      # 3.12's compensated sum
-    proc, line = run()
+    proc, line = run("--any-python")
     assert line["code_python"] == ".".join(map(str, sys.version_info[:3]))
     if sys.version_info[:2] != (3, 12):
         assert "reference mode runs model code on Python" in proc.stderr
+        # without --any-python another Python is refused, naming the interpreter found
+        proc, _ = run()
+        assert proc.returncode == 2 and f"on Python {'.'.join(map(str, sys.version_info[:3]))}" in proc.stderr
+        assert "--any-python" in proc.stderr and "Traceback" not in proc.stderr
     proc, _ = run("--python", str(tmp_path / "no-python"))
     assert proc.returncode == 2 and "earnest extract: --python:" in proc.stderr
 

@@ -306,8 +306,12 @@ def output_problem(input_path: str, output_path: str) -> str | None:
     return None
 
 
+class WrongPython(ValueError):
+    """Reference mode would run model code on another Python than the authors' 3.12."""
+
+
 def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox | None" = None, *,
-                fidelity: str = EARNEST, python: str | None = None) -> int:
+                fidelity: str = EARNEST, python: str | None = None, any_python: bool = True) -> int:
     """Extract every line of ``input_path`` into ``output_path``; returns the number of lines.
 
     Code answers run in ``sandbox``, or in a sandbox on the interpreter ``python`` (default: this
@@ -326,6 +330,19 @@ def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox
             from earnest.sandbox import Sandbox
 
             sandbox = own = Sandbox(python=python or None)
+        if fidelity == REFERENCE and not any_python:
+            from earnest.fidelity import REFERENCE_PYTHON
+
+            caps = sandbox.capabilities(start=True)
+            if tuple(int(x) for x in caps["python"].split(".")[:2]) != REFERENCE_PYTHON:
+                if own is not None:
+                    own.close()
+                want = ".".join(map(str, REFERENCE_PYTHON))
+                raise WrongPython(
+                    f"reference mode would run model code on Python {caps['python']} ({getattr(sandbox, 'python', '?')}), "
+                    f"the authors' code on Python {want}: answers using syntax or functions of one version only are "
+                    f"classified differently. Give --python PATH of a Python {want} interpreter, or --any-python "
+                    "to run it on this one anyway")
         code_python, layers = sandbox_record(sandbox, fidelity)
     try:
         extractions = extract_many([row["response"] for _, row in rows], style, sandbox, fidelity=fidelity)
@@ -362,7 +379,11 @@ def _cmd_extract(args: argparse.Namespace) -> int:
     from earnest.sandbox import SandboxUnavailable
 
     try:
-        n = run_extract(args.input, args.output, args.style, fidelity=args.fidelity, python=args.python or None)
+        n = run_extract(args.input, args.output, args.style, fidelity=args.fidelity, python=args.python or None,
+                        any_python=args.any_python)
+    except WrongPython as exc:
+        print(f"earnest extract: {exc}", file=sys.stderr)
+        return 2
     except InputError as exc:
         print(f"earnest extract: {exc}", file=sys.stderr)
         return 2
@@ -394,7 +415,11 @@ def add_parser(subparsers) -> None:
                         "(default): earnest's stricter rules and extra classes (resources/FIDELITY.md)")
     p.add_argument("--python", default="", metavar="PATH",
                    help="--style code: the interpreter that runs model code (default: this one; reference mode "
-                        "wants the authors' Python 3.12 and warns on another; the workflow's sandbox.python)")
+                        "wants the authors' Python 3.12 and refuses another without --any-python; the workflow's "
+                        "sandbox.python)")
+    p.add_argument("--any-python", action="store_true",
+                   help="--fidelity reference --style code: run model code on another Python than the authors' 3.12 "
+                        "(warned, and recorded in each line's code_python)")
     p.add_argument("input", help="input JSON lines file")
     p.add_argument("output", help="output JSON lines file")
     p.set_defaults(func=_cmd_extract)
