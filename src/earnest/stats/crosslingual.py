@@ -487,7 +487,7 @@ def plot_language_effects(summary: pd.DataFrame, stem, *, names: dict[str, str] 
     if lv.empty:
         return empty_figure(stem, "Variant effect per language", "no cross-lingual summary to draw")
     plt = pyplot()
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
     panels = list(lv.groupby(["model", "prompt"], sort=False))
     nlang = lv["language"].nunique()
@@ -496,7 +496,12 @@ def plot_language_effects(summary: pd.DataFrame, stem, *, names: dict[str, str] 
         g = g.reset_index(drop=True)
         y = np.arange(len(g))[::-1].astype(float)
         for k, r in g.iterrows():
-            colour = NOTE_COLOUR if r["degenerate"] else ("black" if r["significant_holm"] else "#555555")
+            if bool(r["degenerate"]) or not np.isfinite(r["odds_ratio"]):
+                # a degenerate fit is never drawn as an estimate: its row says why it has none
+                ax.text(1.0, y[k], "  no estimate (degenerate)", color=NOTE_COLOUR, fontsize=8, va="center",
+                        ha="left")
+                continue
+            colour = "black" if r["significant_holm"] else "#555555"
             ax.errorbar([r["odds_ratio"]], [y[k] + 0.12],
                         xerr=[[max(r["odds_ratio"] - r["ci_low"], 0)], [max(r["ci_high"] - r["odds_ratio"], 0)]],
                         fmt="o", color=colour, capsize=3, label="cross-lingual model" if k == 0 else None)
@@ -506,6 +511,8 @@ def plot_language_effects(summary: pd.DataFrame, stem, *, names: dict[str, str] 
             for k, r in g.iterrows():
                 if r["language"] in m.index:
                     q = m.loc[r["language"]]
+                    if bool(q.get("degenerate", False)) or not np.isfinite(q["odds_ratio"]):
+                        continue
                     ax.errorbar([q["odds_ratio"]], [y[k] - 0.12],
                                 xerr=[[max(q["odds_ratio"] - q["ci_low"], 0)],
                                       [max(q["ci_high"] - q["odds_ratio"], 0)]],
@@ -513,16 +520,15 @@ def plot_language_effects(summary: pd.DataFrame, stem, *, names: dict[str, str] 
                                 label="GLMM 1 per language" if k == 0 else None)
         ax.axvline(1.0, ls="--", color="grey", lw=1)
         ax.set_xscale("log")
-        plain = FuncFormatter(lambda v, _: f"{v:g}")
-        ax.xaxis.set_major_formatter(plain)
-        ax.xaxis.set_minor_formatter(plain)
-        ax.tick_params(axis="x", which="minor", labelsize=7)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())     # minor labels crowd each other on a log axis
         ax.set_ylim(y.min() - 0.6, y.max() + 0.6)
         ax.set_yticks(y)
         ax.set_yticklabels([names.get(x, x) + ("*" if s else "") for x, s in zip(g["language"], g["significant_holm"])])
         ax.set_xlabel("odds ratio GSM-Variants vs GSM-Base (95% interval)")
         ax.set_title(f"{model}, {prompt}", fontsize=10)
-        ax.legend(fontsize=8, loc="best")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8, loc="best")
     fig.suptitle("Variant effect per language (* significant after Holm across languages)", fontsize=11, y=1.04)
     return save_figure(fig, stem)
 
