@@ -23,9 +23,16 @@ def ex4_summary_files(wildcards=None):
 def ex4_contrast_groups(wildcards=None):
     """model -> analysis -> {input, shards}: the bootstrap shards and GLMM input of both analyses
     of Ex4's contrast, paired resample by resample in ex4_table."""
-    return {m: {a: {"input": f"{STATS_DIR}/{a}/input/{m}/{EX1_PROMPT}.parquet",
-                    "shards": [f"{STATS_DIR}/{a}/glmm1/{m}/{EX1_PROMPT}/shard-{k}.parquet" for k in range(N_SHARDS)]}
-                for a in EX4_CONTRAST} for m in GSM_MODELS}
+    return {
+        m: {
+            a: {
+                "input": f"{STATS_DIR}/{a}/input/{m}/{EX1_PROMPT}.parquet",
+                "shards": [f"{STATS_DIR}/{a}/glmm1/{m}/{EX1_PROMPT}/shard-{k}.parquet" for k in range(N_SHARDS)],
+            }
+            for a in EX4_CONTRAST
+        }
+        for m in GSM_MODELS
+    }
 
 
 def ex4_contrast_files(wildcards=None):
