@@ -78,7 +78,7 @@ def main() -> None:
         for line in acct.splitlines():
             comment, part = line.split("|")
             rule = re.sub(r"_wildcards_.*$", "", comment).removeprefix("rule_")
-            rule = next((g for g in ("prep", "post", "final") if rule.startswith(g + "_")), rule)
+            rule = next((g for g in ("prep", "post", "fits", "final") if rule.startswith(g + "_")), rule)
             jobs[f"{rule} ({part})"] += 1
     print(f"slurm profile: {t_slurm:.0f} s, {sum(jobs.values())} Slurm jobs: "
           + ", ".join(f"{k} x{v}" for k, v in sorted(jobs.items())))

@@ -94,6 +94,22 @@ SLURM_ACCOUNT = SLURM["account"]
 CPU_JOB = {"slurm_partition": CPU_PARTITION, "slurm_account": SLURM_ACCOUNT}
 
 
+def minutes(n):
+    """A runtime resource of n minutes on the first attempt, n times the attempt on a retry (a job
+    Slurm stopped at its time limit is given more)."""
+    return lambda wildcards, attempt: n * attempt
+
+
+# a small CPU job (item tables, scoring, GLMM inputs and summaries, tables, figures): these travel in
+# the group jobs prep, post, fits and final, whose time Snakemake sums over their steps
+SMALL_JOB = {**CPU_JOB, "runtime": minutes(SLURM["small_job_runtime"])}
+# where a bootstrap shard and a fit's summary travel (slurm.bundle_shards): with their model x
+# prompt's scoring in its post job, or each shard a job of its own and the summaries in `fits` jobs
+# (the summary cannot share the post job that its shards left: a group may not be left and re-entered)
+SHARD_GROUP = "post" if SLURM["bundle_shards"] else None
+FIT_GROUP = "post" if SLURM["bundle_shards"] else "fits"
+
+
 def model_resources(model):
     return MODELS[model]["resources"]
 

@@ -19,7 +19,7 @@ rule score:
         # reference mode: the authors' Python (3.12) runs model code
         "../envs/score-reference.yaml" if config["fidelity"] == "reference" else "../envs/score.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     params:
         style=lambda wc: FORMATS[wc.prompt].style,
         fidelity=config["fidelity"],
@@ -41,6 +41,6 @@ rule sandbox_table:
     conda:
         "../envs/score.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     script:
         "../workflow/scripts/sandbox_table.py"

@@ -23,7 +23,7 @@ rule glmm_input:
     conda:
         "../envs/stats.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     params:
         reasoning_only=lambda wc: wc.analysis == "reasoning_only",
         covariate=STATS["covariate"],
@@ -43,13 +43,13 @@ rule bootstrap_shard:
     benchmark:
         "logs/benchmarks/bootstrap_shard/{analysis}/glmm{glmm}/{model}/{prompt}/shard-{shard}.tsv"
     group:
-        "post"
+        SHARD_GROUP
     conda:
         "../envs/stats.yaml"
     threads: STATS["threads"]
     resources:
         **CPU_JOB,
-        runtime=STATS["shard_runtime"],
+        runtime=minutes(STATS["shard_runtime"]),
     params:
         glmm=lambda wc: int(wc.glmm),
         resamples=STATS["resamples"],
@@ -81,11 +81,11 @@ rule glmm_summary:
     log:
         "logs/glmm_summary/{analysis}/glmm{glmm}/{model}/{prompt}.log",
     group:
-        "post"
+        FIT_GROUP
     conda:
         "../envs/stats.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     params:
         glmm=lambda wc: int(wc.glmm),
         resamples=STATS["resamples"],
@@ -111,7 +111,7 @@ rule summaries:
     conda:
         "../envs/stats.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     params:
         prompt_labels=PROMPT_LABELS,
         alpha=STATS["alpha"],
@@ -159,7 +159,7 @@ rule stats_tables:
     conda:
         "../envs/stats.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     params:
         models=list(MODELS),
         prompts=RUN_PROMPTS,
@@ -184,7 +184,7 @@ rule ks_test:
     conda:
         "../envs/stats.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     params:
         fidelity=config["fidelity"],
     script:

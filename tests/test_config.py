@@ -29,8 +29,10 @@ def checked(mutate=None, base_dir=REPO):
 
 
 def test_schema_fills_every_default_once():
-    cfg, res = checked(lambda c: (c.pop("slurm"), c.pop("statform"), c["generation"].pop("threads")))
-    assert cfg["slurm"] == {"gpu_partition": "gpu", "cpu_partition": "cpu", "account": "", "request_gpus": True}
+    cfg, res = checked(lambda c: (c.pop("slurm"), c.pop("statform"), c["generation"].pop("threads"),
+                                  c["stats"].pop("shard_runtime")))
+    assert cfg["slurm"] == {"gpu_partition": "gpu", "cpu_partition": "cpu", "account": "", "request_gpus": True,
+                            "small_job_runtime": 5, "bundle_shards": False}
     assert cfg["generation"]["threads"] == 2 and cfg["stats"]["shard_runtime"] == 60
     assert cfg["fetch"]["cache_dir"] == "results/models/hub"
     assert cfg["models"]["tiny"]["backend"] == "transformers" and cfg["models"]["tiny"]["gsm_symbolic"] is True

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODEL = "tiny"                  # the model of tests/configs/tiny.yaml
 ACCOUNT = "earnest-slurmtest"   # a non-default account, so that sacct shows the config value was used
 RUN_TIMEOUT_S = 900
-GROUPS = ("prep", "post", "final")   # the job groups of the rules (profiles/slurm group-components)
+GROUPS = ("prep", "post", "fits", "final")   # the job groups of the rules (profiles/slurm group-components)
 
 
 def _as_root() -> list[str]:
