@@ -64,7 +64,7 @@ CLI_ONLY = {
     ("compare", "input"), ("compare", "by"), ("compare", "out"),
 }
 #: the options of other harnesses' results (earnest.readers.lmeval.add_arguments): no config keys
-READER_PREFIXES = ("lm_eval", "inspect", "id_pattern")
+READER_PREFIXES = ("lm_eval", "inspect", "id_pattern", "template_field", "variant_field", "question_field")
 
 
 def _options():
