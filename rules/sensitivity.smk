@@ -46,6 +46,8 @@ if SENS["enabled"]:
                 f"{SENS_DIR}/{{{{mode}}}}/scored/{{{{model}}}}/{{{{prompt}}}}/{{dataset}}.parquet", dataset=DATASETS
             ),
             item_tables=expand("results/data/{dataset}.parquet", dataset=DATASETS),
+            # the input list replaces the main rule's whole: the script reads this entry too
+            variant_templates=variant_templates,
         output:
             f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
         log:
