@@ -90,7 +90,8 @@ GPU_PARTITION = SLURM["gpu_partition"]
 CPU_PARTITION = SLURM["cpu_partition"]
 # "" = no -A: Slurm's default account; a named one is checked by the plugin with sacctmgr
 SLURM_ACCOUNT = SLURM["account"]
-# what every CPU job asks Slurm for (`resources: **CPU_JOB`; the profile adds runtime and memory)
+# what every CPU job asks Slurm for (`resources: **CPU_JOB`; the profile adds memory, and a runtime
+# where the rule names none)
 CPU_JOB = {"slurm_partition": CPU_PARTITION, "slurm_account": SLURM_ACCOUNT}
 
 

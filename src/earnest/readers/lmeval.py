@@ -12,15 +12,18 @@ value (e.g. ``"exact_match": 1.0``).
 Each sample becomes one row (:data:`ROW_COLUMNS`): model (the folder name lm-eval gave it, or
 ``--lm-eval-model``), task (from the file name), doc_id, item (``doc_hash``, which identifies the
 document whatever the task or model; computed as lm-eval does when absent), template, variant,
-correct (the metric's value, which must be 0/1), question (the doc's question field, for gamma)
-and source (``file:line``).
+correct (the metric's value, which must be 0/1), question (the doc's question field, for gamma),
+source (``file:line``), epoch (1; Inspect logs have several with ``--inspect-epoch all``) and
+variant_from (``task``, ``field`` or ``id``: what gave the row its variant, so that rows of both
+readers read with their own fields go through one :class:`Mapping` into prompts).
 
 How a sample maps to a template and a variant:
 
 * ``gsm_symbolic`` (GSM-Symbolic-style tasks whose docs are rows of the official release): the
   template is the doc's ``id`` field (``template_field``; an integer); the variant is 0 for samples
   of the ``base_tasks`` (the GSM-Base task, one document per template) and 1 for every other task,
-  or the doc's ``variant_field`` when one is named.
+  or the doc's ``variant_field`` when one is named (each reader may name its own:
+  ``earnest.readers.options``).
 * ``per_document`` (any other task, the fallback): every document is its own cluster (a template id
   derived from its ``doc_hash``, the same for every model and task; numbered 0, 1, ... in the order
   of the hashes for the fits), which makes the GLMM's random intercept a per-question intercept;
@@ -444,7 +447,7 @@ def to_glmm_input(samples: pd.DataFrame, mapping: Mapping = Mapping(), *, glmm: 
         if bad.any():
             where = out.loc[bad, "source"].iloc[0]
             raise LmEvalError(f"{where}: no question text in field '{mapping.question_field}' for GLMM 2's gamma "
-                              f"(name the field with --lm-eval-question-field)")
+                              f"(name the field with --lm-eval-question-field, or --question-field for both readers)")
         out["gamma"] = [gamma(q, fidelity=fidelity or DEFAULT) for q in out["question"]]
         cols.append("gamma")
     return out[cols].reset_index(drop=True)
