@@ -2,7 +2,8 @@
 back to back: wall time of each, their ratio, and the Slurm jobs the run submitted.
 
     sudo scripts/slurm-up.sh        # a local single-node Slurm cluster
-    python benchmarks/slurm.py      # prints the two times, the ratio, the job counts and the load
+    python benchmarks/slurm.py      # prints the two times, the ratio, the job counts, their time
+                                    # limits against their run times, and the load
 
 Both runs build every target of tests/configs/tiny.yaml (generation, scoring, bootstraps,
 sensitivity, StatFormBench, power, compare, tables, figures) from nothing, in fresh folders, with
@@ -71,17 +72,22 @@ def main() -> None:
     load2 = os.getloadavg()
     out = (base / "slurm.log").read_text()
     m = re.search(r"SLURM run ID: ([0-9a-f-]{36})", out)
-    jobs = Counter()
+    jobs, limits = Counter(), {}
     if m:
         acct = subprocess.run(["sacct", "-X", "-P", "-n", "--starttime", "now-1days", "--name", m.group(1),
-                               "--format", "Comment,Partition"], capture_output=True, text=True).stdout
+                               "--format", "Comment,Partition,TimelimitRaw,ElapsedRaw"],
+                              capture_output=True, text=True).stdout
         for line in acct.splitlines():
-            comment, part = line.split("|")
+            comment, part, limit, elapsed = line.split("|")
             rule = re.sub(r"_wildcards_.*$", "", comment).removeprefix("rule_")
-            rule = next((g for g in ("prep", "post", "final") if rule.startswith(g + "_")), rule)
+            rule = next((g for g in ("prep", "post", "fits", "final") if rule.startswith(g + "_")), rule)
             jobs[f"{rule} ({part})"] += 1
+            limits.setdefault(rule, []).append((int(limit), int(elapsed)))
     print(f"slurm profile: {t_slurm:.0f} s, {sum(jobs.values())} Slurm jobs: "
           + ", ".join(f"{k} x{v}" for k, v in sorted(jobs.items())))
+    # what each job asked Slurm for (sbatch -t, minutes) against what it took
+    print("time limit asked / taken: " + "; ".join(
+        f"{rule} " + ", ".join(f"{lim} min / {el} s" for lim, el in sorted(v)) for rule, v in sorted(limits.items())))
     print(f"ratio slurm / local: {t_slurm / t_local:.2f}")
     print(f"load after local run: {load1[0]:.2f}; after slurm run: {load2[0]:.2f}")
     if not args.keep:

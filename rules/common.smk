@@ -92,8 +92,30 @@ GPU_PARTITION = SLURM["gpu_partition"]
 CPU_PARTITION = SLURM["cpu_partition"]
 # "" = no -A: Slurm's default account; a named one is checked by the plugin with sacctmgr
 SLURM_ACCOUNT = SLURM["account"]
-# what every CPU job asks Slurm for (`resources: **CPU_JOB`; the profile adds runtime and memory)
+# what every CPU job asks Slurm for (`resources: **CPU_JOB`; the profile adds memory, and a runtime
+# where the rule names none)
 CPU_JOB = {"slurm_partition": CPU_PARTITION, "slurm_account": SLURM_ACCOUNT}
+
+
+def minutes(n):
+    """A runtime resource of n minutes on the first attempt, n times the attempt on a retry (a job
+    Slurm stopped at its time limit is given more)."""
+    return lambda wildcards, attempt: n * attempt
+
+
+# a small CPU job (item tables, scoring, GLMM inputs and summaries, tables, figures): these travel in
+# the group jobs prep, post, inputs, fits and final, whose time Snakemake sums over their steps
+SMALL_JOB = {**CPU_JOB, "runtime": minutes(SLURM["small_job_runtime"])}
+# where a bootstrap shard and a fit's summary travel (slurm.bundle_shards): with their model x
+# prompt's scoring in its post job, or each shard a job of its own and the summaries in `fits` jobs
+# (the summary cannot share the post job that its shards left: a group may not be left and re-entered)
+SHARD_GROUP = "post" if SLURM["bundle_shards"] else None
+FIT_GROUP = "post" if SLURM["bundle_shards"] else "fits"
+# a GLMM input: with its scoring in the post job (bundled), or in `inputs` jobs: reference mode's
+# GLMM 2 centres gamma over every model of the prompt, so each input reads every model's scored
+# tables, and in one group with them a prompt's whole grid would be one component (one post job of
+# hours); apart, each scored table and each input is a component of its own
+INPUT_GROUP = "post" if SLURM["bundle_shards"] else "inputs"
 
 
 def model_resources(model):

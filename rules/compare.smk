@@ -28,13 +28,12 @@ rule compare_family:
         pdf=f"{COMPARE_DIR}/{{family}}/{{fixed}}/matrix.pdf",
     log:
         "logs/compare/{family}/{fixed}.log",
-    group:
-        "final"
     conda:
         "../envs/stats.yaml"
     threads: COMPARE["threads"]
     resources:
         **CPU_JOB,
+        runtime=minutes(COMPARE["runtime"]),
     params:
         family=lambda wc: wc.family,
         fixed=lambda wc: wc.fixed,

@@ -42,7 +42,7 @@ if GSM["source"] in ("jsonl", "hub"):
         conda:
             "../envs/score.yaml"
         resources:
-            **CPU_JOB,
+            **SMALL_JOB,
         params:
             templates=TEMPLATES,
             variants=GSM["variants"],
@@ -61,7 +61,7 @@ else:
         conda:
             "../envs/score.yaml"
         resources:
-            **CPU_JOB,
+            **SMALL_JOB,
         params:
             templates=TEMPLATES,
         script:
@@ -77,7 +77,7 @@ else:
         conda:
             "../envs/score.yaml"
         resources:
-            **CPU_JOB,
+            **SMALL_JOB,
         params:
             variants=GSM["variants"],
             seed=GSM["seed"],
@@ -97,7 +97,7 @@ else:
         conda:
             "../envs/score.yaml"
         resources:
-            **CPU_JOB,
+            **SMALL_JOB,
         script:
             "../workflow/scripts/items_concat.py"
 

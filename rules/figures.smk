@@ -27,7 +27,7 @@ rule fig_variant_effect:
     conda:
         "../envs/plots.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     params:
         models=list(MODELS),
     script:
@@ -53,7 +53,7 @@ rule fig_prompts:
     conda:
         "../envs/plots.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     params:
         figure="prompts",
         prompts=FIG_PROMPTS,
@@ -80,7 +80,7 @@ rule fig_number_effect:
     conda:
         "../envs/plots.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     params:
         figure="number_effect",
         prompts=FIG_PROMPTS,
@@ -108,7 +108,7 @@ rule error_class_table:
     conda:
         "../envs/plots.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     params:
         styles=PROMPT_STYLES,
         prompt_labels=PROMPT_LABELS,
@@ -141,7 +141,7 @@ rule fig_errors:
     conda:
         "../envs/plots.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     params:
         prompts=error_figure("prompts"),
         datasets=error_figure("datasets"),
@@ -176,7 +176,7 @@ rule published_comparison:
     conda:
         "../envs/plots.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     params:
         prompt=EX1_PROMPT,
         paper_names={m: MODELS[m].get("paper_name") or m for m in MODELS},

@@ -70,6 +70,6 @@ rule power_results:
     conda:
         "../envs/stats.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     script:
         "../workflow/scripts/power_results.py"

@@ -20,7 +20,7 @@ rule score:
         # (3.12) runs model code; rules/sensitivity.smk gives the other mode's job that mode's env
         f"../{score_env(FIDELITY)}"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     params:
         style=lambda wc: FORMATS[wc.prompt].style,
         fidelity=FIDELITY,
@@ -43,6 +43,6 @@ rule sandbox_table:
     conda:
         "../envs/score.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     script:
         "../workflow/scripts/sandbox_table.py"

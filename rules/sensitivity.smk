@@ -122,7 +122,7 @@ if SENS["enabled"]:
         conda:
             "../envs/stats.yaml"
         resources:
-            **CPU_JOB,
+            **SMALL_JOB,
         params:
             modes=[FIDELITY, OTHER],
             regenerate=SENS["regenerate"],

@@ -21,7 +21,7 @@ rule statform_data:
     conda:
         "../envs/statform.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     params:
         limit=SF["limit"],
     script:
@@ -71,7 +71,7 @@ rule statform_score:
     conda:
         "../envs/statform.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     script:
         "../workflow/scripts/statform_score.py"
 
@@ -99,7 +99,7 @@ rule statform_analysis:
     conda:
         "../envs/statform.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     params:
         main_strategy=SF["main_strategy"],
         baseline=SF["main_strategy"],

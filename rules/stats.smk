@@ -21,11 +21,11 @@ rule glmm_input:
     log:
         "logs/glmm_input/{analysis}/{model}/{prompt}.log",
     group:
-        "post"
+        INPUT_GROUP
     conda:
         "../envs/stats.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     params:
         reasoning_only=lambda wc: wc.analysis == "reasoning_only",
         covariate=STATS["covariate"],
@@ -45,13 +45,13 @@ rule bootstrap_shard:
     benchmark:
         "logs/benchmarks/bootstrap_shard/{analysis}/glmm{glmm}/{model}/{prompt}/shard-{shard}.tsv"
     group:
-        "post"
+        SHARD_GROUP
     conda:
         "../envs/stats.yaml"
     threads: STATS["threads"]
     resources:
         **CPU_JOB,
-        runtime=STATS["shard_runtime"],
+        runtime=minutes(STATS["shard_runtime"]),
     params:
         glmm=lambda wc: int(wc.glmm),
         resamples=STATS["resamples"],
@@ -83,11 +83,11 @@ rule glmm_summary:
     log:
         "logs/glmm_summary/{analysis}/glmm{glmm}/{model}/{prompt}.log",
     group:
-        "post"
+        FIT_GROUP
     conda:
         "../envs/stats.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     params:
         glmm=lambda wc: int(wc.glmm),
         resamples=STATS["resamples"],
@@ -113,7 +113,7 @@ rule summaries:
     conda:
         "../envs/stats.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     params:
         prompt_labels=PROMPT_LABELS,
         alpha=STATS["alpha"],
@@ -161,7 +161,7 @@ rule stats_tables:
     conda:
         "../envs/stats.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     params:
         models=list(MODELS),
         prompts=RUN_PROMPTS,
@@ -186,7 +186,7 @@ rule ks_test:
     conda:
         "../envs/stats.yaml"
     resources:
-        **CPU_JOB,
+        **SMALL_JOB,
     params:
         fidelity=config["fidelity"],
     script:

@@ -20,9 +20,17 @@ TINY = yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text())
 FORMATS = load_formats(REPO / "resources" / "prompts")
 
 
+MODEL_DIR = {}   # the session's tiny model (conftest.tiny_model_dir): a checkpoint folder the check accepts
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _tiny_model(tiny_model_dir):
+    MODEL_DIR["path"] = str(tiny_model_dir)
+
+
 def checked(mutate=None, base_dir=REPO):
     cfg = copy.deepcopy(TINY)
-    cfg["models"]["tiny"]["path"] = str(REPO / "tests")   # an existing folder (tiny-model is made by the tests)
+    cfg["models"]["tiny"]["path"] = MODEL_DIR["path"]
     if mutate:
         mutate(cfg)
     validate_schema(cfg, SCHEMA)
@@ -30,8 +38,10 @@ def checked(mutate=None, base_dir=REPO):
 
 
 def test_schema_fills_every_default_once():
-    cfg, res = checked(lambda c: (c.pop("slurm"), c.pop("statform"), c["generation"].pop("threads")))
-    assert cfg["slurm"] == {"gpu_partition": "gpu", "cpu_partition": "cpu", "account": "", "request_gpus": True}
+    cfg, res = checked(lambda c: (c.pop("slurm"), c.pop("statform"), c["generation"].pop("threads"),
+                                  c["stats"].pop("shard_runtime")))
+    assert cfg["slurm"] == {"gpu_partition": "gpu", "cpu_partition": "cpu", "account": "", "request_gpus": True,
+                            "small_job_runtime": 5, "bundle_shards": False}
     assert cfg["generation"]["threads"] == 2 and cfg["stats"]["shard_runtime"] == 60
     assert cfg["fetch"]["cache_dir"] == "results/models/hub"
     assert cfg["models"]["tiny"]["backend"] == "transformers" and cfg["models"]["tiny"]["gsm_symbolic"] is True
@@ -245,7 +255,12 @@ def test_missing_model_path_is_named(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match=r"^models\.tiny\.path: directory not found: tiny-model \(a relative path "
                                           r"is read from the working directory, " + str(tmp_path)):
         checked(lambda c: c["models"]["tiny"].update(path="tiny-model"))
-    (tmp_path / "tiny-model").mkdir()
+    (tmp_path / "tiny-model").mkdir()   # a folder, but no model: refused before any job loads it
+    with pytest.raises(ConfigError, match=r"^models\.tiny\.path: tiny-model is not a model checkpoint directory: it "
+                                          r"has no config\.json"):
+        checked(lambda c: c["models"]["tiny"].update(path="tiny-model"))
+    (tmp_path / "tiny-model").rmdir()
+    (tmp_path / "tiny-model").symlink_to(MODEL_DIR["path"], target_is_directory=True)
     checked(lambda c: c["models"]["tiny"].update(path="tiny-model"))
 
 
@@ -537,3 +552,64 @@ def test_a_served_model_needs_no_base_url_and_its_serve_block_is_checked():
         checked(served({"command": ["vllm", "serve", "m"]}))
     with pytest.raises(Exception, match="serve"):
         checked(served({"command": ["vllm", "{port}"], "port": "any"}))
+
+
+@pytest.mark.parametrize("device, hint", [("gpu", "cuda"), ("GPU:1", "cuda:1"), ("cuda0", "cuda:0"), ("CPU", "cpu"),
+                                          ("tpu", None), ("cuda:x", None)])
+def test_a_device_the_backend_does_not_run_on_is_refused(device, hint):
+    """Issue 43, 6: device gpu (a typo of cuda) passed the check, was routed to a partition and failed
+    in torch inside the generation job."""
+    problems = _problems(lambda c: c["models"]["tiny"].update(device=device))
+    assert problems == [f"models.tiny.device: {device!r} is not a device the transformers backend runs on: cpu, "
+                        f"cuda, cuda:N, mps, auto (N = the GPU's index)" + (f" (did you mean {hint}?)" if hint else "")]
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda", "cuda:3", "mps", "auto"])
+def test_the_devices_the_backend_runs_on_pass(device):
+    checked(lambda c: c["models"]["tiny"].update(device=device))
+
+
+def test_a_folder_that_holds_no_model_is_refused(tmp_path):
+    """Issue 43, 6: path: /tmp (a folder, but not a model) failed in the tokenizer inside the job. The
+    check reads the folder as the backend loads it: config.json, weights, tokenizer files."""
+    src = Path(MODEL_DIR["path"])
+
+    def problem(folder):
+        return _problems(lambda c: c["models"]["tiny"].update(path=str(folder)))
+
+    assert problem(tmp_path) == [f"models.tiny.path: {tmp_path} is not a model checkpoint directory: it has no "
+                                 f"config.json (give the folder that save_pretrained or a hub download wrote, or "
+                                 f"hub: <id>)"]
+    (tmp_path / "m.Q4_0.gguf").write_bytes(b"GGUF")
+    assert problem(tmp_path) == [f"models.tiny.path: {tmp_path} holds a GGUF file (m.Q4_0.gguf) but no config.json: a "
+                                 f"GGUF model is given with gguf: {tmp_path / 'm.Q4_0.gguf'} (converted once into a "
+                                 f"checkpoint by the workflow), not path"]
+    model = tmp_path / "model"
+    model.mkdir()
+    shutil.copy(src / "config.json", model)
+    assert problem(model)[0].endswith("has a config.json but no weights (model.safetensors, model-*-of-*.safetensors "
+                                      "or pytorch_model*.bin)")
+    shutil.copy(src / "model.safetensors", model)
+    assert "has a model but no tokenizer files (tokenizer.json" in problem(model)[0]
+    for f in src.iterdir():
+        shutil.copy(f, model)
+    checked(lambda c: c["models"]["tiny"].update(path=str(model)))
+    # and both problems of one model at once, each naming its key
+    assert problem(tmp_path / "nothing") == [f"models.tiny.path: directory not found: {tmp_path / 'nothing'}"]
+    problems = _problems(lambda c: c["models"]["tiny"].update(path=str(tmp_path), device="gpu"))
+    assert [p.split(":")[0] for p in problems] == ["models.tiny.device", "models.tiny.path"]
+
+
+def test_check_config_command_names_device_and_path_by_file_and_line(tmp_path):
+    import subprocess
+    import sys
+
+    cfg = tmp_path / "my.yaml"
+    cfg.write_text("models:\n  tiny:\n    device: gpu\n    path: /tmp\n")
+    r = subprocess.run([sys.executable, "-m", "earnest.cli", "check-config", "--workflow", str(REPO),
+                        str(REPO / "tests" / "configs" / "tiny.yaml"), str(cfg)], capture_output=True, text=True,
+                       cwd=tmp_path)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"{cfg}:3: models.tiny.device: 'gpu' is not a device the transformers backend runs on" in r.stderr
+    assert "(did you mean cuda?)" in r.stderr
+    assert f"{cfg}:4: models.tiny.path: /tmp is not a model checkpoint directory: it has no config.json" in r.stderr

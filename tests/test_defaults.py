@@ -57,7 +57,7 @@ CONFIG_KEYS = {
 #: options that are no config key (what to read, where to write, command-line-only choices)
 CLI_ONLY = {
     ("prompt", "format"), ("check-config", "configfile"), ("check-config", "workflow"), ("prompt", "question"), ("extract", "style"), ("extract", "input"),
-    ("extract", "output"), ("glmm", "input"), ("glmm", "glmm"), ("glmm", "out"), ("glmm", "row_level"),
+    ("extract", "output"), ("extract", "any_python"), ("glmm", "input"), ("glmm", "glmm"), ("glmm", "out"), ("glmm", "row_level"),
     # all usable cores (the workflow gives each job stats.threads)
     ("glmm", "cores"),
     # the scenario sources of `earnest power` (the workflow's power.scenarios are paper scenarios)
@@ -68,7 +68,7 @@ CLI_ONLY = {
     ("lm-eval-task", "out"), ("lm-eval-task", "release"),
 }
 #: the options of other harnesses' results (earnest.readers.lmeval.add_arguments): no config keys
-READER_PREFIXES = ("lm_eval", "inspect", "id_pattern")
+READER_PREFIXES = ("lm_eval", "inspect", "id_pattern", "template_field", "variant_field", "question_field")
 
 
 def _options():

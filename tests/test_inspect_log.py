@@ -247,3 +247,104 @@ def test_a_member_that_decompresses_past_the_limit_is_refused(tmp_path, monkeypa
     assert len(inspect_log.read_log(deflate)[1]) == 1
     with pytest.raises(lmeval.LmEvalError, match=r"bomb\.eval \(header\.json\): damaged zip member \(CRC mismatch\)"):
         inspect_log.read_log(bomb)   # its CRC is the compressed bytes': read whole, then refused
+
+
+# ---------------------------------------------------------------- epochs, and a call with both readers
+def _two_epochs(tmp_path, name="epochs"):
+    """The real log as `inspect eval --epochs 2` writes it: every sample answered twice (epoch 2 all
+    correct, so that the epochs differ)."""
+    return _rewrite(tmp_path, name, lambda x: [x, {**x, "epoch": 2, "scores": {"match": {"value": "C"}}}])
+
+
+def test_every_epoch_is_a_row_of_the_same_item(tmp_path):
+    path = _two_epochs(tmp_path)
+    one = inspect_log.read_logs([path], mapping=BY_METADATA, epoch=1)
+    both = inspect_log.read_logs([path], mapping=BY_METADATA, epoch="all")
+    assert len(both) == 2 * len(one) == 32 and sorted(set(both.epoch)) == [1, 2]
+    cols = ["doc_id", "item", "template", "variant"]
+    for e in (1, 2):   # the same items, templates and variants in each epoch
+        pd.testing.assert_frame_equal(both[both.epoch == e][cols].reset_index(drop=True), one[cols])
+    assert both[both.epoch == 2].correct.all()
+    g = lmeval.to_glmm_input(both, BY_METADATA)
+    assert len(g) == 32 and g.groupby("item").size().eq(2).all()
+    assert g.groupby("variant").size().to_dict() == {0: 8, 1: 24}
+    # compare pairs epoch e with epoch e: two renamed copies of the log as two models
+    renamed = _rewrite(tmp_path, "other", lambda x: [x, {**x, "epoch": 2}], lambda h: h["eval"].update(model="hf/other"))
+    c = lmeval.to_compare_input(inspect_log.read_logs([path, renamed], mapping=BY_METADATA, epoch="all"), BY_METADATA)
+    from earnest.stats.compare import paired_rows, validate_compare_input
+    p = paired_rows(validate_compare_input(c), "models", "arith_symbolic", "hf/other", "hf/smollm2")
+    assert len(p) == 32
+    # an id twice within one epoch is still refused, naming the epoch
+    twice = _rewrite(tmp_path, "twice2", lambda x: [x, {**x, "epoch": 2}, {**x, "epoch": 2}])
+    with pytest.raises(lmeval.LmEvalError, match=r"twice2\.json \(samples\[\d+\]\): sample id '0-0-0' appears twice "
+                                                 r"in epoch 2"):
+        inspect_log.read_logs([twice], mapping=BY_METADATA, epoch="all")
+    bad = _rewrite(tmp_path, "badepoch", lambda x: [{**x, "epoch": "two"}])
+    with pytest.raises(lmeval.LmEvalError, match=r"badepoch\.json \(samples\[0\]\): epoch must be an integer"):
+        inspect_log.read_logs([bad], mapping=BY_METADATA, epoch="all")
+
+
+def _args(*argv):
+    from earnest.cli import build_parser
+    return build_parser().parse_args(["glmm", "--glmm", "1", "--resamples", "4", "--seed", "1", "--out", "x", *argv])
+
+
+def test_inspect_epoch_option(tmp_path, capsys):
+    from earnest.readers import options
+    path = _two_epochs(tmp_path)
+    rows = options.samples_from_args(_args("--inspect", str(path), "--variant-field", "variant", "--inspect-epoch", "all"))
+    assert len(rows) == 32
+    assert len(options.samples_from_args(_args("--inspect", str(path), "--variant-field", "variant",
+                                               "--inspect-epoch", "2"))) == 16
+    with pytest.raises(lmeval.LmEvalError, match=r"samples of 2 epochs \(1, 2\).*--inspect-epoch all"):
+        options.samples_from_args(_args("--inspect", str(path), "--variant-field", "variant"))
+    for bad in ("0", "last"):
+        with pytest.raises(SystemExit):
+            _args("--inspect", str(path), "--inspect-epoch", bad)
+        assert f"argument --inspect-epoch: {bad!r}: expected an epoch number (1, 2, ...) or all" in capsys.readouterr().err
+
+
+def test_lm_eval_and_inspect_in_one_call_each_take_their_own_fields(tmp_path, capsys):
+    """Issue 43, 5: lm-eval samples whose variant is their task's (a base task) beside an Inspect log
+    whose variant is a metadata field: one shared --variant-field failed on the lm-eval docs' null."""
+    from earnest.cli import main
+    from earnest.readers import options
+    from test_lmeval import gsm_symbolic_run
+    files = [str(f) for f in gsm_symbolic_run(tmp_path / "lm")]
+    both = ["--lm-eval", *files, "--lm-eval-base-task", "gsm_base", "--inspect", str(LOG)]
+    # the shared option names both readers' field: the error says where it is missing and what to give
+    assert main(["glmm", "--glmm", "1", "--resamples", "4", "--seed", "1", "--out", str(tmp_path / "o"), *both,
+                 "--variant-field", "variant"]) != 0
+    err = capsys.readouterr().err
+    assert "samples_gsm_base_" in err and ":1: doc field 'variant' must be 0/1, found null" in err
+    assert "--lm-eval-variant-field" in err
+    # each reader its own: the lm-eval rows by task, the Inspect rows by their metadata
+    args = _args(*both, "--inspect-variant-field", "variant")
+    g = lmeval.to_glmm_input(options.samples_from_args(args), options.mapping_from_args(args))
+    fits = {k: v.groupby("variant").size().to_dict() for k, v in g.groupby(["model", "prompt"])}
+    assert fits == {("org__model-7b", "gsm_symbolic"): {0: 6, 1: 24}, ("hf/smollm2", "arith_symbolic"): {0: 4, 1: 12}}
+    # the same with the shared field turned off for the lm-eval files (none: the variant from the task)
+    # and the Inspect variants from the sample ids
+    for argv in (["--variant-field", "variant", "--lm-eval-variant-field", "none"], []):
+        args = _args(*both, *argv, "--inspect-variant-field", "none",
+                     "--id-pattern", r"(?P<template>\d+)-(?P<variant>[01])-\d+")
+        g2 = lmeval.to_glmm_input(options.samples_from_args(args), options.mapping_from_args(args))
+        pd.testing.assert_frame_equal(g2, g)
+    # a reader's own option without that reader's files applies to nothing: named
+    with pytest.raises(lmeval.LmEvalError, match=r"--lm-eval-variant-field applies to --lm-eval files, and none are "
+                                                 r"given; use --inspect-variant-field"):
+        options.samples_from_args(_args("--inspect", str(LOG), "--lm-eval-variant-field", "variant"))
+    # Inspect alone with the shared option reads as before
+    assert len(options.samples_from_args(_args("--inspect", str(LOG), "--variant-field", "variant"))) == 16
+
+
+@pytest.mark.slow
+def test_earnest_glmm_fits_every_epoch(tmp_path):
+    from earnest.cli import main
+    path = _two_epochs(tmp_path)
+    out = tmp_path / "glmm"
+    assert main(["glmm", "--glmm", "1", "--resamples", "8", "--seed", "1", "--out", str(out), "--cores", "1",
+                 "--engine", "laplace", "--check-resamples", "0", "--inspect", str(path), "--variant-field", "variant",
+                 "--inspect-epoch", "all"]) == 0
+    (r,) = json.loads((out / "tables" / "summary.json").read_text())
+    assert r["n_base"] == 8 and r["n_variants"] == 24   # answers: each of 4 + 12 items in 2 epochs

@@ -81,13 +81,13 @@ def _config(**gsm) -> dict:
     return validate_schema(cfg, REPO / "config" / "schema.yaml")
 
 
-def test_config_defaults_and_checks(tmp_path, monkeypatch):
+def test_config_defaults_and_checks(tmp_path, monkeypatch, tiny_model_dir):
     cfg = _config()
     cfg["statform"]["enabled"] = False   # the tiny config's StatFormBench files live in the repository, not in tmp_path
     assert cfg["gsm_symbolic"]["hub"] == {**HUB_RELEASE, "cache_dir": None}   # the schema's pin is the library's
     formats = load_formats(REPO / "resources" / "prompts")
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "tiny-model").mkdir()
+    (tmp_path / "tiny-model").symlink_to(tiny_model_dir, target_is_directory=True)
     assert check_config(cfg, formats, base_dir=tmp_path).templates == list(range(100))   # before the fetch
     paper = _config(hub={"revision": "main"})
     paper["statform"]["enabled"] = False
@@ -96,13 +96,13 @@ def test_config_defaults_and_checks(tmp_path, monkeypatch):
         check_config(paper, formats, base_dir=tmp_path)
 
 
-def test_workflow_fetches_once_and_reads_the_release(tmp_path):
+def test_workflow_fetches_once_and_reads_the_release(tmp_path, tiny_model_dir):
     """The local rule fetch_gsm_symbolic puts the pinned file under results/data/release/, and the
     items rules read it as a jsonl source."""
     from test_workflow import snakemake
 
     cache = hub_cache(tmp_path / "hf")
-    (tmp_path / "tiny-model").mkdir()
+    (tmp_path / "tiny-model").symlink_to(tiny_model_dir, target_is_directory=True)
     cfg = yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text())
     cfg["gsm_symbolic"] = {"source": "hub", "templates": [0, 2], "variants": 2, "seed": 7,
                            "hub": {"revision": REV, "cache_dir": str(cache)}}

@@ -4,7 +4,8 @@ scripts/slurm-up.sh starts the cluster (munge, MariaDB + slurmdbd accounting, pa
 `gpu`, one stand-in GPU).  The test runs the real Snakefile with tests/configs/tiny.yaml (a tiny random model) and checks,
 from Slurm's own accounting records (sacct), that generation jobs ran in the gpu partition with a
 GPU and the configured account, every other job in the cpu partition, the small CPU jobs in two
-group jobs (one before the generations, one after them); that a generation job
+group jobs (one before the generations, one after them), each with the time limit (sbatch -t) that
+scripts/slurm_plan.py reads from the dry run; that a generation job
 cancelled with scancel while running is retried by the profile and resumes from its checkpoint,
 the final table holding every item exactly once; and that a second run submits nothing.
 
@@ -14,11 +15,13 @@ left running afterwards (stop it with scripts/slurm-down.sh).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -34,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODEL = "tiny"                  # the model of tests/configs/tiny.yaml
 ACCOUNT = "earnest-slurmtest"   # a non-default account, so that sacct shows the config value was used
 RUN_TIMEOUT_S = 900
-GROUPS = ("prep", "post", "final")   # the job groups of the rules (profiles/slurm group-components)
+GROUPS = ("prep", "post", "inputs", "fits", "final")   # the job groups of the rules (profiles/slurm group-components)
 
 
 def _as_root() -> list[str]:
@@ -117,7 +120,7 @@ def _run_uuid(output: str) -> str:
 
 def _sacct(run_uuid: str) -> pd.DataFrame:
     """Slurm's accounting records of every job one Snakemake run submitted (job name = run id)."""
-    fields = ["JobIDRaw", "JobName", "Partition", "Account", "Comment", "State", "AllocTRES"]
+    fields = ["JobIDRaw", "JobName", "Partition", "Account", "Comment", "State", "AllocTRES", "TimelimitRaw"]
     out = _sh("sacct", "-X", "-P", "-n", "--starttime", "now-1days", "--name", run_uuid,
               "--format", ",".join(fields))
     rows = [line.split("|") for line in out.splitlines() if line.strip()]
@@ -160,6 +163,15 @@ def test_workflow_on_slurm(slurm_cluster, tiny_model_dir, tmp_path):
     ckpt = workdir / Path(gen[victim]).parent / f".{victim}.partial"
     victim_comment = f"rule_generate_wildcards_{MODEL}_{prompt}_{victim}"
 
+    # ---- the plan: each job's time limit as scripts/slurm_plan.py reads it from the dry run
+    plan_json = tmp_path / "plan.json"
+    cmd = _snakemake(workdir, targets, configs)
+    plan = subprocess.run([sys.executable, str(ROOT / "scripts" / "slurm_plan.py"), "--quiet", "--json",
+                           str(plan_json), "--", *cmd[1:]], cwd=workdir, env=child_env(), capture_output=True,
+                          text=True, timeout=600)
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    planned = {j["name"]: j["runtime"] for j in json.loads(plan_json.read_text()) if j["kind"] == "group"}
+
     # ---- first run: everything is submitted; one generation job is cancelled while it runs
     log1 = tmp_path / "snakemake-run1.log"  # a file, not a pipe: nobody reads a pipe while we poll
     with log1.open("w") as fh:
@@ -198,6 +210,10 @@ def test_workflow_on_slurm(slurm_cluster, tiny_model_dir, tmp_path):
     assert (gen_jobs["Partition"] == "gpu").all(), run1.to_string()
     assert (other["Partition"] == "cpu").all(), run1.to_string()
     assert gen_jobs["AllocTRES"].str.contains("gres/gpu=1").all(), run1.to_string()
+    # each group job was given the time the plan says (sbatch -t, minutes): a few minutes, not the
+    # sum of 60-minute defaults over its steps
+    limits = {r.rule: int(r.TimelimitRaw) for r in other.itertuples()}
+    assert limits == planned and max(limits.values()) <= 60, (limits, planned)
     assert not other["AllocTRES"].str.contains("gres/gpu").any(), run1.to_string()
 
     # ---- the cancelled job was retried: one CANCELLED attempt, then one COMPLETED

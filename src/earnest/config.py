@@ -333,16 +333,23 @@ def _check_model(config: dict, name: str, m: dict) -> None:
             raise ConfigError(f"models.{name}: give exactly one of gguf, path or hub (got {sources or 'none'})")
         if config["paper_mode"] and m.get("hub") and not m.get("revision"):
             raise ConfigError(f"models.{name}.revision: paper_mode needs every hub model pinned to a commit id")
-        if m.get("gguf") or m.get("path"):   # the files the jobs will load, checked as they check them
-            from earnest.backends.hf import model_source
+        from earnest.backends.hf import model_device, model_source
 
+        problems = []
+        try:
+            model_device(m, name)   # as the backend reads it: a typo (gpu) would be routed and fail in torch
+        except ValueError as exc:
+            problems.append(str(exc))
+        if m.get("gguf") or m.get("path"):   # the files the jobs will load, checked as they check them
             try:
                 model_source(name, m)
             except FileNotFoundError as exc:
                 msg = str(exc) if str(exc).startswith("models.") else f"models.{name}.{exc}"
                 if m.get("path") and not Path(m["path"]).expanduser().is_absolute():
                     msg += f" (a relative path is read from the working directory, {Path.cwd()})"
-                raise ConfigError(msg) from None
+                problems.append(msg)
+        if problems:
+            raise ConfigError.collect(problems)
 
 
 def _check_models(config: dict, base_dir) -> None:
@@ -352,7 +359,7 @@ def _check_models(config: dict, base_dir) -> None:
         try:
             _check_model(config, name, m)
         except ConfigError as exc:
-            problems.append(str(exc))
+            problems.extend(exc.problems)
     for name in config["experiments"].get("ex2_models") or []:
         if name not in models:
             problems.append(f"experiments.ex2_models: {name!r} is not a configured model "

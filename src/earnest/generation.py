@@ -27,6 +27,7 @@ from typing import Protocol, Sequence
 import pandas as pd
 
 from earnest.backends.base import Backend, GenerationRequest, GenerationResult, check_stop_reason, is_error
+from earnest.progress import format_eta, rate_and_eta
 
 
 class PromptFormat(Protocol):
@@ -152,10 +153,8 @@ class _Progress:
             return
         self.reported = self.done
         self.last = now
-        new = self.done - self.done_at_start
-        rate = new / max(now - self.t0, 1e-9)
-        eta = (self.total - self.done) / rate if rate > 0 else float("nan")
-        log.info("progress: %d/%d items done, %.3f items/s, ETA %.0f s", self.done, self.total, rate, eta)
+        rate, eta = rate_and_eta(self.done - self.done_at_start, now - self.t0, self.total - self.done)
+        log.info("progress: %d/%d items done, %.3f items/s, ETA %s", self.done, self.total, rate, format_eta(eta))
 
 
 def prompt_sha256(request: GenerationRequest) -> str:

@@ -26,6 +26,7 @@ import copy
 import importlib.util
 import logging
 import os
+import re
 import time
 from pathlib import Path
 from typing import Sequence
@@ -82,10 +83,29 @@ def model_dtype(cfg: dict) -> str:
     return cfg.get("dtype") or DEFAULT_DTYPE
 
 
-def model_device(cfg: dict) -> str:
-    """The device a model entry asks for (``models.<name>.device``: cpu, cuda, cuda:N or auto),
-    :data:`DEFAULT_DEVICE` if none."""
-    return cfg.get("device") or DEFAULT_DEVICE
+#: the devices a transformers model runs on (``models.<name>.device``): torch's names of a CPU, a CUDA
+#: GPU (cuda = the first visible one, cuda:N the N-th) and Apple's GPU, and auto (cuda when a GPU is
+#: visible, else cpu)
+DEVICES = ("cpu", "cuda", "cuda:N", "mps", "auto")
+_DEVICE_RE = re.compile(r"(cpu|cuda|cuda:\d+|mps|auto)")
+
+
+def model_device(cfg: dict, model_name: str | None = None) -> str:
+    """The device a model entry asks for (``models.<name>.device``: one of :data:`DEVICES`),
+    :data:`DEFAULT_DEVICE` if none. ValueError naming the field for any other value (a typo such
+    as ``gpu`` would otherwise pass until torch refuses it inside the generation job)."""
+    value = cfg.get("device") or DEFAULT_DEVICE
+    if isinstance(value, str) and _DEVICE_RE.fullmatch(value):
+        return value
+    hint = ""
+    if isinstance(value, str):
+        low = value.strip().lower()
+        guess = re.sub(r"^(gpu|cuda)\s*:?\s*(\d+)$", r"cuda:\2", low)
+        guess = {"gpu": "cuda", "nvidia": "cuda", "cuda0": "cuda:0", "metal": "mps", "cpu0": "cpu"}.get(guess, guess)
+        if _DEVICE_RE.fullmatch(guess):
+            hint = f" (did you mean {guess}?)"
+    raise ValueError(f"models.{model_name or '<model>'}.device: {value!r} is not a device the transformers backend "
+                     f"runs on: {', '.join(DEVICES)} (N = the GPU's index){hint}")
 
 
 def torch_dtype(value, where: str):
@@ -113,6 +133,36 @@ def resolve_gguf(spec: str) -> Path:
     return path
 
 
+# what from_pretrained reads from a checkpoint directory: its config, its weights (one file, or
+# shards with their index) and its tokenizer (the first of these it finds)
+_WEIGHTS = ("*.safetensors", "pytorch_model*.bin", "*.safetensors.index.json", "pytorch_model*.bin.index.json")
+_TOKENIZER = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model", "sentencepiece*.model",
+              "*.tiktoken", "tokenizer.tiktoken")
+
+
+def model_dir_problem(path: Path) -> str | None:
+    """Why ``path`` is not a directory ``from_pretrained`` loads a model and its tokenizer from (as
+    the backend loads a ``path`` entry: AutoTokenizer and AutoModelForCausalLM on the directory), as
+    the end of a sentence that starts with the path; None when it has a config.json, weights and
+    tokenizer files."""
+    def has(patterns):
+        return any(next(path.glob(p), None) is not None for p in patterns)
+
+    if not (path / "config.json").is_file():
+        gguf = sorted(path.glob("*.gguf"))
+        if gguf:
+            return (f"holds a GGUF file ({gguf[0].name}) but no config.json: a GGUF model is given with "
+                    f"gguf: {gguf[0]} (converted once into a checkpoint by the workflow), not path")
+        return ("is not a model checkpoint directory: it has no config.json (give the folder that "
+                "save_pretrained or a hub download wrote, or hub: <id>)")
+    if not has(_WEIGHTS):
+        return "has a config.json but no weights (model.safetensors, model-*-of-*.safetensors or pytorch_model*.bin)"
+    if not has(_TOKENIZER):
+        return ("has a model but no tokenizer files (tokenizer.json, tokenizer.model, vocab.json, ...; "
+                "save the tokenizer into the folder with tokenizer.save_pretrained)")
+    return None
+
+
 def model_source(model_name: str, cfg: dict) -> tuple[str, dict]:
     """What ``from_pretrained`` gets for a model config entry: (name_or_path, keyword arguments).
 
@@ -130,6 +180,9 @@ def model_source(model_name: str, cfg: dict) -> tuple[str, dict]:
         path = Path(cfg["path"]).expanduser()
         if not path.is_dir():
             raise FileNotFoundError(f"models.{model_name}.path: directory not found: {path}")
+        problem = model_dir_problem(path)
+        if problem:
+            raise FileNotFoundError(f"models.{model_name}.path: {path} {problem}")
         return str(path), {}
     kwargs: dict = {"revision": cfg.get("revision")}
     if cfg.get("cache_dir"):
@@ -271,7 +324,7 @@ class TransformersBackend(Backend):
             torch.set_num_threads(int(cfg["threads"]))
         source, kwargs = model_source(model_name, cfg)
         dtype = torch_dtype(model_dtype(cfg), f"models.{model_name}.dtype")
-        device = model_device(cfg)
+        device = model_device(cfg, model_name)
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)

@@ -11,13 +11,24 @@ reads only from 3.14 on; on older Pythons earnest decompresses them with the ``z
 decompressed beyond :data:`MAX_MEMBER_BYTES` (256 MiB; a sample of a real log is kilobytes): a
 larger one (a damaged log, or a zip bomb) is refused naming the file and the member.
 
-A sample becomes one row: model (the log's model, or ``--lm-eval-model``), task (the log's task),
+A sample (of one epoch) becomes one row: model (the log's model, or ``--lm-eval-model``), task (the log's task),
 doc_id (the sample id), item (a hash of the sample's id, input, target and metadata, so
 that the same dataset row pairs across models and tasks), template and variant (from the sample's metadata,
 as lm-eval docs: ``--lm-eval-template-field`` / ``--lm-eval-variant-field``, the task for base
 tasks; or from the sample id by ``--id-pattern``), correct (the scorer's value: ``C`` / ``I``, or
 the other letters of Inspect's accuracy metric: ``N`` (no answer) is 0, ``P`` (partial) is refused;
-numbers and booleans must be 0/1) and question (metadata's question field, else the input text).
+numbers and booleans must be 0/1), question (metadata's question field, else the input text) and
+epoch.
+
+Epochs (``inspect eval --epochs N`` answers every sample N times): a log with several is read for one
+epoch (``--inspect-epoch N``) or for all of them (``--inspect-epoch all``): then each epoch's answer
+is a row of its own of the same item, so an item of a template counts N times in the GLMM (N
+Bernoulli answers of one question). The bootstrap resamples whole templates, each with every answer
+of its items, so the dependence between the answers of one item (and one template) stays inside the
+resampled unit and the intervals and p values account for it; the point estimate weights every
+answer alike (as Inspect's accuracy over epochs does). ``compare`` pairs epoch e of one condition
+with epoch e of the other (each epoch's pair of answers a paired unit); ``power`` takes the design as
+answers per template.
 """
 
 from __future__ import annotations
@@ -201,8 +212,12 @@ def _question(sample: dict, mapping: Mapping):
 
 
 def read_logs(paths: Sequence[str | Path], *, mapping: Mapping = Mapping(), scorer: str | None = None,
-              epoch: int | None = None, model: Sequence[str] | str | None = None) -> pd.DataFrame:
-    """Rows (:data:`earnest.readers.lmeval.ROW_COLUMNS`) of every sample of every log in ``paths``."""
+              epoch: int | str | None = None, model: Sequence[str] | str | None = None) -> pd.DataFrame:
+    """Rows (:data:`earnest.readers.lmeval.ROW_COLUMNS`) of every sample of every log in ``paths``.
+
+    ``epoch``: the epoch to read when a log has several (None: the only one, an error when there
+    are several); ``"all"``: every epoch's answer, each a row of the same item (same doc_id, item,
+    template and variant; column ``epoch``)."""
     logs = [(Path(p), *read_log(p)) for p in paths]
     heads = []
     for path, header, _ in logs:
@@ -218,27 +233,30 @@ def read_logs(paths: Sequence[str | Path], *, mapping: Mapping = Mapping(), scor
         check_one_file_per_task(files, mdl, task, path, noun="log")
         if not samples:
             raise LmEvalError(f"{path}: no samples in the log (status {header.get('status')!r})")
-        epochs = sorted({s.get("epoch", 1) for _, s in samples}, key=str)
+        epoch_of = [(where, s, integer_id(s.get("epoch", 1), where, "epoch", minimum=1)) for where, s in samples]
+        epochs = sorted({e for _, _, e in epoch_of})
         chosen = epoch
         if chosen is None:
             if len(epochs) > 1:
                 raise LmEvalError(f"{path}: samples of {len(epochs)} epochs ({', '.join(map(str, epochs))}), each "
-                                  f"answering every sample again; choose one with --inspect-epoch")
+                                  f"answering every sample again; choose one with --inspect-epoch N, or use every "
+                                  f"epoch's answer (each a row of the same item) with --inspect-epoch all")
             chosen = epochs[0]
-        elif chosen not in epochs:
+        elif chosen != "all" and chosen not in epochs:
             raise LmEvalError(f"{path}: no samples of epoch {chosen} (epochs: {', '.join(map(str, epochs))})")
         seen = {}
-        for where, s in samples:
-            if s.get("epoch", 1) != chosen:
+        for where, s, ep in epoch_of:
+            if chosen != "all" and ep != chosen:
                 continue
             if "id" not in s:
                 raise LmEvalError(f"{where}: sample without an id")
             sid = s["id"]
             if isinstance(sid, bool) or not isinstance(sid, (int, str)):
                 raise LmEvalError(f"{where}: sample id must be a string or an integer, found {json.dumps(sid)[:80]}")
-            if str(sid) in seen:
-                raise LmEvalError(f"{where}: sample id {sid!r} appears twice in epoch {chosen} (first: {seen[str(sid)]})")
-            seen[str(sid)] = where
+            if (ep, str(sid)) in seen:
+                raise LmEvalError(f"{where}: sample id {sid!r} appears twice in epoch {ep} "
+                                  f"(first: {seen[(ep, str(sid))]})")
+            seen[(ep, str(sid))] = where
             if s.get("error"):
                 msg = s["error"].get("message") if isinstance(s["error"], dict) else s["error"]
                 raise LmEvalError(f"{where}: sample {sid!r} ended with an error ({str(msg)[:120]}), so it has no "
@@ -269,7 +287,7 @@ def read_logs(paths: Sequence[str | Path], *, mapping: Mapping = Mapping(), scor
             # the dataset row's identity, as lm-eval's doc_hash: the same in every task and model that has it
             item = doc_hash({"id": sid, "input": s.get("input"), "target": s.get("target"), "metadata": meta})
             row = sample_row(model=mdl, task=task, doc_id=sid, item=item, fields=meta, correct=correct, where=where,
-                             mapping=mapping, template=template, variant=variant)
+                             mapping=mapping, template=template, variant=variant, epoch=ep, reader="inspect")
             row["question"] = _question(s, mapping)
             rows.append(row)
     return pd.DataFrame(rows, columns=list(ROW_COLUMNS))

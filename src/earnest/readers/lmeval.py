@@ -12,15 +12,18 @@ value (e.g. ``"exact_match": 1.0``).
 Each sample becomes one row (:data:`ROW_COLUMNS`): model (the folder name lm-eval gave it, or
 ``--lm-eval-model``), task (from the file name), doc_id, item (``doc_hash``, which identifies the
 document whatever the task or model; computed as lm-eval does when absent), template, variant,
-correct (the metric's value, which must be 0/1), question (the doc's question field, for gamma)
-and source (``file:line``).
+correct (the metric's value, which must be 0/1), question (the doc's question field, for gamma),
+source (``file:line``), epoch (1; Inspect logs have several with ``--inspect-epoch all``) and
+variant_from (``task``, ``field`` or ``id``: what gave the row its variant, so that rows of both
+readers read with their own fields go through one :class:`Mapping` into prompts).
 
 How a sample maps to a template and a variant:
 
 * ``gsm_symbolic`` (GSM-Symbolic-style tasks whose docs are rows of the official release): the
   template is the doc's ``id`` field (``template_field``; an integer); the variant is 0 for samples
   of the ``base_tasks`` (the GSM-Base task, one document per template) and 1 for every other task,
-  or the doc's ``variant_field`` when one is named.
+  or the doc's ``variant_field`` when one is named (each reader may name its own:
+  ``earnest.readers.options``).
 * ``per_document`` (any other task, the fallback): every document is its own cluster (a template id
   derived from its ``doc_hash``, the same for every model and task; numbered 0, 1, ... in the order
   of the hashes for the fits), which makes the GLMM's random intercept a per-question intercept;
@@ -48,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+import numpy as np
 import pandas as pd
 
 from earnest.jsonl import iter_jsonl
@@ -55,7 +59,10 @@ from earnest.jsonl import iter_jsonl
 FORMAT_VERSION = "lm-evaluation-harness 0.4.x --log_samples (fields as written by 0.4.13)"
 MAPPINGS = ("gsm_symbolic", "per_document")
 FILE_RE = re.compile(r"^samples_(?P<task>.+?)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
-ROW_COLUMNS = ("model", "task", "doc_id", "item", "template", "variant", "correct", "question", "source")
+# epoch: the answer's epoch (Inspect; 1 for lm-eval); variant_from: where the row's variant came from
+# (task: the base tasks decide; field: a doc or metadata field; id: Inspect's --id-pattern)
+ROW_COLUMNS = ("model", "task", "doc_id", "item", "template", "variant", "correct", "question", "source", "epoch",
+               "variant_from")
 INT64 = 2 ** 63
 
 
@@ -148,15 +155,19 @@ def binary_value(value, where: str, what: str) -> int:
 
 
 def sample_row(*, model: str, task: str, doc_id, item: str, fields: dict, correct: int, where: str,
-               mapping: Mapping, template=None, variant=None) -> dict:
+               mapping: Mapping, template=None, variant=None, epoch: int = 1, reader: str = "lm-eval") -> dict:
     """One row (:data:`ROW_COLUMNS`) by ``mapping``: template and variant from ``fields`` (the
-    doc, or an Inspect sample's metadata) unless given (an Inspect id pattern), question text."""
+    doc, or an Inspect sample's metadata) unless given (an Inspect id pattern), question text.
+    ``reader`` ("lm-eval" or "inspect") names the option of a missing field in the error."""
+    variant_from = "id" if variant is not None else ("field" if mapping.variant_field else "task")
     if template is None:
         if mapping.kind == "gsm_symbolic":
             raw = _field(fields, mapping.template_field)
             if raw is None:
                 raise LmEvalError(f"{where}: doc has no field '{mapping.template_field}' for the template "
-                                  f"(use the per_document mapping for tasks that are not GSM-Symbolic-style)")
+                                  f"(name the field with --{reader}-template-field, or --template-field for both "
+                                  f"readers; use the per_document mapping for tasks that are not "
+                                  f"GSM-Symbolic-style)")
             template = integer_id(raw, where, f"template id (field '{mapping.template_field}')")
         else:
             template = cluster_id(item)
@@ -166,15 +177,19 @@ def sample_row(*, model: str, task: str, doc_id, item: str, fields: dict, correc
         if mapping.variant_field:
             v = _field(fields, mapping.variant_field)
             if isinstance(v, bool) or v not in (0, 1) or isinstance(v, (list, dict, str)):
+                own = "--inspect-variant-field" if reader == "inspect" else "--lm-eval-variant-field"
+                hint = (f" (no such field here: --variant-field names the field of both readers; give this "
+                        f"reader's with {own}" + (", or none to take the variant from the task or --id-pattern"
+                                                   if reader == "inspect" else "") + ")") if v is None else ""
                 raise LmEvalError(f"{where}: doc field '{mapping.variant_field}' must be 0/1, found "
-                                  f"{json.dumps(v)[:80]}")
+                                  f"{json.dumps(v)[:80]}{hint}")
             variant = int(v)
         else:
             variant = 0 if task in mapping.base_tasks else 1
     q = _field(fields, mapping.question_field)
     return {"model": model, "task": task, "doc_id": doc_id, "item": item, "template": template,
             "variant": int(variant), "correct": int(correct), "question": q if isinstance(q, str) else None,
-            "source": where}
+            "source": where, "epoch": int(epoch), "variant_from": variant_from}
 
 
 # ---------------------------------------------------------------------------- what a file is
@@ -319,9 +334,13 @@ def variant_from_task(mapping: Mapping) -> bool:
     return not mapping.variant_field and not (mapping.id_pattern and "variant" in re.compile(mapping.id_pattern).groupindex)
 
 
-def task_groups(tasks: Iterable[str], mapping: Mapping) -> list[tuple[str, tuple[str, ...]]]:
-    """(prompt, tasks) of every analysed prompt (module docstring), checked against the tasks read."""
+def task_groups(tasks: Iterable[str], mapping: Mapping,
+                by_task: Iterable[str] | None = None) -> list[tuple[str, tuple[str, ...]]]:
+    """(prompt, tasks) of every analysed prompt (module docstring), checked against the tasks read.
+    ``by_task``: the tasks whose rows take their variant from the task (the base tasks decide), the
+    only ones a base task pairs with; by default every task unless the mapping names a variant field."""
     tasks = sorted(set(tasks))
+    by_task = [t for t in tasks if not mapping.variant_field] if by_task is None else sorted(set(by_task))
     missing = [t for t in mapping.base_tasks if t not in tasks]
     if missing:
         raise LmEvalError(f"--lm-eval-base-task {' '.join(missing)}: no samples of that task (tasks read: "
@@ -342,13 +361,15 @@ def task_groups(tasks: Iterable[str], mapping: Mapping) -> list[tuple[str, tuple
         if left:
             raise LmEvalError(f"task(s) {', '.join(left)} are in no --lm-eval-group; add them to one or leave "
                               f"their files out")
-    elif mapping.base_tasks and not mapping.variant_field:
-        base = [t for t in tasks if t in mapping.base_tasks]
-        others = [t for t in tasks if t not in mapping.base_tasks]
+    elif mapping.base_tasks and by_task:
+        base = [t for t in by_task if t in mapping.base_tasks]
+        others = [t for t in by_task if t not in mapping.base_tasks]
+        # tasks whose rows carry their own variant (a field, an id) are prompts of their own
+        alone = [(t, (t,)) for t in tasks if t not in by_task]
         if not others:
-            groups = [(t, (t,)) for t in base]
+            groups = [(t, (t,)) for t in base] + alone
         elif len(base) == 1 or len(others) == 1:
-            groups = [(t, tuple(base) + (t,)) for t in others]
+            groups = [(t, tuple(base) + (t,)) for t in others] + alone
         else:
             raise LmEvalError(f"base tasks {', '.join(base)} and other tasks {', '.join(others)}: which base task goes "
                               f"with which is not said; name each prompt's tasks with --lm-eval-group "
@@ -370,15 +391,30 @@ def prompt_rows(samples: pd.DataFrame, mapping: Mapping = Mapping()) -> pd.DataF
     in two tasks of one prompt is an error naming both places."""
     if samples.empty:
         raise LmEvalError("no samples to analyse")
-    if variant_from_task(mapping):  # the base tasks decide, whatever mapping the rows were read with
-        samples = samples.assign(variant=(~samples["task"].isin(mapping.base_tasks)).astype(int))
+    # rows whose variant is their task's: the base tasks decide, whatever base tasks the rows were read
+    # with (each reader's rows say where their variant came from; rows without say nothing, and the
+    # mapping decides for all of them)
+    if "variant_from" in samples.columns and samples["variant_from"].notna().all():
+        by_task = (samples["variant_from"] == "task").to_numpy()
+        task_by_task = set(samples.loc[by_task, "task"])
+    else:
+        by_task, task_by_task = np.full(len(samples), variant_from_task(mapping)), None
+    if by_task.any():
+        variant = samples["variant"].to_numpy().copy()
+        variant[by_task] = (~samples["task"].isin(mapping.base_tasks)).to_numpy()[by_task].astype(int)
+        samples = samples.assign(variant=variant)
+    if "epoch" not in samples.columns:
+        samples = samples.assign(epoch=1)
     if mapping.kind == "per_document":
         # small ids for the fits (R's integers are 32-bit), one per document across every model and task
         samples = samples.assign(template=samples["item"].rank(method="dense").astype("int64") - 1)
     frames = []
-    for prompt, tasks in task_groups(samples["task"], mapping):
+    for prompt, tasks in task_groups(samples["task"], mapping, by_task=task_by_task):
         sub = samples[samples["task"].isin(tasks)].assign(prompt=prompt)
-        dup = sub.duplicated(["model", "item"], keep=False)
+        # a document counts once per model and prompt: in one task, answered once per epoch (Inspect's
+        # epochs answer every sample again, each a row of the same item)
+        tasks_of = sub.groupby(["model", "item"])["task"].transform("nunique")
+        dup = (tasks_of > 1) | sub.duplicated(["model", "item", "epoch"], keep=False)
         if dup.any():
             d = sub[dup].sort_values("source")
             first = d.iloc[0]
@@ -411,7 +447,7 @@ def to_glmm_input(samples: pd.DataFrame, mapping: Mapping = Mapping(), *, glmm: 
         if bad.any():
             where = out.loc[bad, "source"].iloc[0]
             raise LmEvalError(f"{where}: no question text in field '{mapping.question_field}' for GLMM 2's gamma "
-                              f"(name the field with --lm-eval-question-field)")
+                              f"(name the field with --lm-eval-question-field, or --question-field for both readers)")
         out["gamma"] = [gamma(q, fidelity=fidelity or DEFAULT) for q in out["question"]]
         cols.append("gamma")
     return out[cols].reset_index(drop=True)
@@ -423,6 +459,10 @@ def to_compare_input(samples: pd.DataFrame, mapping: Mapping = Mapping(), *, by:
     ``by="prompts"``, two prompts that share a task are refused: their shared samples would be
     paired with themselves."""
     out = prompt_rows(samples, mapping)
+    if out.duplicated(["model", "prompt", "item"]).any():
+        # several epochs (Inspect, --inspect-epoch all): epoch e of one condition pairs with epoch e of
+        # the other, each epoch's answer a paired unit of its own
+        out = out.assign(item=out["item"].astype(str) + "#epoch" + out["epoch"].astype(str))
     if by == "prompts":
         for model, sub in out.groupby("model", sort=True):
             per = sub.groupby("task")["prompt"].unique()

@@ -97,15 +97,23 @@ def run(args: argparse.Namespace) -> int:
         faster = [e.name for e in E.ENGINES.values() if e.slow_rows is None]
         log(f"earnest glmm: {len(df)} rows with the {engine.name} engine: each glmer() fit takes minutes at this "
             f"size; --engine {' / '.join(faster)} fits the same model in seconds")
+    from earnest.progress import Progress
+
+    # a live line with the time left on a terminal, a plain line per shard and fit elsewhere
+    progress = Progress(R.steps(df, args.shards), label="earnest glmm", unit="steps")
     try:
         summaries, refits, checks = R.run_glmm(df, args.glmm, args.resamples, args.seed, out / "shards",
                                                n_shards=args.shards, cores=args.cores,
                                                rows="answers" if args.row_level else args.rows,
                                                fidelity=args.fidelity, engine=args.engine,
-                                               check_resamples=args.check_resamples, log=log)
+                                               check_resamples=args.check_resamples, log=progress.log,
+                                               on_step=lambda msg, counted: progress.step(1, msg, counted=counted))
     except RError as exc:
+        progress.close()
         return fail("glmm", f"R failed ({exc}). Finished shards are kept under {out / 'shards'}; "
                             f"rerunning the same command reuses them.", status=1)
+    finally:
+        progress.close()
     out.mkdir(parents=True, exist_ok=True)
     table = build_summaries(summaries)  # with Holm, verdicts and significance (earnest.stats.summaries)
     table.to_csv(out / f"summary_glmm{args.glmm}.csv", index=False)

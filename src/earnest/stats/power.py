@@ -484,9 +484,11 @@ def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: 
 def power_study(scenarios: Sequence[Scenario], templates: Iterable[int], variants: Iterable[int],
                 odds_ratios: Iterable[float], *, effects: Sequence[str] = ("variant",), n_sims: int,
                 n_resamples: int, alpha: float = 0.05, seed: int = 0, engine: str = "lme4", cores: int = 1,
-                gamma_sd: float = GAMMA_SD, log: Callable[[str], None] | None = None) -> pd.DataFrame:
+                gamma_sd: float = GAMMA_SD, log: Callable[[str], None] | None = None,
+                on_point: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Power over the grid scenarios x effects x templates x variants x odds ratios
-    (:data:`POWER_COLUMNS`, one row per point)."""
+    (:data:`POWER_COLUMNS`, one row per point). Each point's result is said by ``on_point(message)``
+    (a step of :class:`earnest.progress.Progress`), else by ``log(message)``."""
     check_engine(engine)
     for e in effects:
         _check_effect(e)
@@ -507,8 +509,9 @@ def power_study(scenarios: Sequence[Scenario], templates: Iterable[int], variant
                                           alpha=alpha, seed=seed, engine=engine, cores=cores, scenario_index=si,
                                           gamma_sd=gamma_sd)
                         rows.append(row)
-                        if log:
-                            log(f"{sc.name} {effect} {nt}x{nv} OR {orr:.3g}: power {row['power']:.3f} "
+                        say = on_point or log
+                        if say:
+                            say(f"{sc.name} {effect} {nt}x{nv} OR {orr:.3g}: power {row['power']:.3f} "
                                 f"(MC se {row['mc_se']:.3f}; Wald {row['wald_power']:.3f}), "
                                 f"{row['fits']} fits in {row['seconds']:.1f} s")
     return pd.DataFrame(rows, columns=list(POWER_COLUMNS))

@@ -112,9 +112,14 @@ def run(args: argparse.Namespace) -> int:
         log(f"earnest power: {n_points} grid points x {args.sims} data sets x {args.resamples} resamples = "
             f"{n_points * args.sims * args.resamples} GLMM fits (engine {args.engine})")
         t0 = time.perf_counter()
-        power = P.power_study(scenarios, templates, variants, args.odds_ratios, effects=args.effects,
-                              n_sims=args.sims, n_resamples=args.resamples, alpha=args.alpha, seed=args.seed,
-                              engine=args.engine, cores=args.cores, gamma_sd=args.gamma_sd, log=log)
+        from earnest.progress import Progress
+
+        # a live line with the time left on a terminal, a plain line per grid point elsewhere
+        with Progress(n_points, label="earnest power", unit="grid points") as progress:
+            power = P.power_study(scenarios, templates, variants, args.odds_ratios, effects=args.effects,
+                                  n_sims=args.sims, n_resamples=args.resamples, alpha=args.alpha, seed=args.seed,
+                                  engine=args.engine, cores=args.cores, gamma_sd=args.gamma_sd, log=progress.log,
+                                  on_point=lambda msg: progress.step(1, msg))
     except (P.PowerError, OSError, ValueError) as exc:
         return _fail(str(exc))
     seconds = time.perf_counter() - t0

@@ -207,6 +207,12 @@ def summarise_shards(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, che
     return summary, refits, verdict
 
 
+def steps(df: pd.DataFrame, n_shards: int) -> int:
+    """The steps :func:`run_glmm` reports for GLMM input ``df``: each model x prompt's shards and its
+    summary."""
+    return len(df[["model", "prompt"]].drop_duplicates()) * (int(n_shards) + 1)
+
+
 def check_path(shard: str | Path) -> Path:
     """Where the lme4 cross-check of a shard goes: next to it, ``shard-{i}.check.parquet``."""
     shard = Path(shard)
@@ -216,7 +222,8 @@ def check_path(shard: str | Path) -> Path:
 def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_dir: str | Path, *,
              n_shards: int = 1, cores: int | None = None, rows: str | None = None, analysis: str = "all",
              fidelity: str = F.DEFAULT, engine: str = G.LME4, check_resamples: int = 3, covariate: str = "gamma",
-             log: Callable[[str], None] = print) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+             log: Callable[[str], None] = print,
+             on_step: Callable[[str, bool], None] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Bootstrap ``glmm`` for every model x prompt of validated GLMM input ``df``: the steps the
     workflow runs as jobs (:func:`bootstrap_shard`, :func:`summarise_shards`), in one process.
 
@@ -229,7 +236,14 @@ def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_
     (:func:`earnest.stats.engines.cross_check`, written next to the shard, :func:`check_path`).
     Returns (summaries, refits, checks): checks has one row per checked shard with its verdict
     (:func:`earnest.stats.engines.check_summary`).
+
+    Its steps, :func:`steps` of them (each shard, then each model x prompt's summary), are reported
+    by ``on_step(message, counted)`` (``counted`` false for a shard found done: no work of this run;
+    :class:`earnest.progress.Progress`), or by ``log(message)`` when no ``on_step`` is given.
     """
+    def step(message: str, counted: bool = True) -> None:
+        (on_step or (lambda m, _: log(m)))(message, counted)
+
     eng = E.get_engine(engine)
     cores = cores or default_cores()
     with warnings.catch_warnings(record=True) as caught:
@@ -245,21 +259,21 @@ def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_
             path = shard_path(out_dir, glmm, model, prompt, shard)
             resamples = G.shard_resamples(n_resamples, shard, n_shards)
             if path.exists() and _shard_is_current(path, resamples, base_seed, rows, eng.name, labels):
-                log(f"{model} / {prompt}: shard {shard + 1}/{n_shards} already done ({path})")
+                step(f"{model} / {prompt}: shard {shard + 1}/{n_shards} already done ({path})", False)
             else:
                 done = bootstrap_shard(sub, glmm, n_resamples, base_seed, shard=shard, n_shards=n_shards,
                                        cores=cores, rows=rows, fidelity=fidelity, engine=eng.name,
                                        check_resamples=check_resamples)
                 write_shard(done.table, path)
                 n_clean = int(clean_mask(done.table, fidelity)[done.table["term"] == VARIANT].sum())
-                log(f"{model} / {prompt}: shard {shard + 1}/{n_shards}, {len(resamples)} resamples in "
-                    f"{done.seconds:.1f} s ({eng.name} engine), {n_clean} clean -> {path}"
-                    + (f"; lme4's fast path refused: {done.n_fallback} resamples fitted by glmer()"
-                       if done.n_fallback else ""))
                 if eng.has_cross_check and check_resamples > 0:
                     if done.no_check:
                         log(f"{model} / {prompt}: {done.no_check}")
                     write_shard(done.check, check_path(path))
+                step(f"{model} / {prompt}: shard {shard + 1}/{n_shards}, {len(resamples)} resamples in "
+                     f"{done.seconds:.1f} s ({eng.name} engine), {n_clean} clean -> {path}"
+                     + (f"; lme4's fast path refused: {done.n_fallback} resamples fitted by glmer()"
+                        if done.n_fallback else ""))
             cpath = check_path(path)
             if eng.has_cross_check and cpath.exists() and len(pd.read_parquet(cpath)):
                 chk = pd.read_parquet(cpath)
@@ -269,8 +283,11 @@ def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_
                 if verdict["warning"]:
                     log(f"WARNING {model} / {prompt} shard {shard + 1}: {verdict['warning']}")
             paths.append(path)
+        t0 = time.perf_counter()
         s, r, _ = summarise_shards(sub, read_shards(paths), glmm, checks=group_checks, analysis=analysis,
                                    fidelity=fidelity, rows=rows, engine=eng.name, covariate=covariate)
+        step(f"{model} / {prompt}: GLMM {glmm} summarised (full-data fit{' and optimiser refits' if len(r) else ''}) "
+             f"in {time.perf_counter() - t0:.1f} s")
         summaries.append(s)
         if len(r):
             refits.append(r)
