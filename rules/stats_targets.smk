@@ -21,6 +21,8 @@ def glmm_datasets(wildcards):
 def variant_templates(wildcards):
     """Analysis variants_matched (Ex1 on Ex4's templates): the items whose templates keep variant rows."""
     return ["results/data/gsm_matched.parquet"] if wildcards.analysis == "variants_matched" else []
+
+
 def gamma_pool(wildcards, mode, scored=scored_path):
     """Reference mode's GLMM 2 centres gamma over every model of the prompt, as the authors' code does
     (earnest.gsm.glmm_input.pool_gamma_centre): the scored tables (``scored(model, prompt, dataset)``)

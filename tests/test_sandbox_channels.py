@@ -60,7 +60,7 @@ def test_earnest_extract_scores_the_batch_around_a_forger(tmp_path):
     lines = [FORGER.format(key="fork_error"), INNOCENT[0][0], FORGER.format(key="setup_error"), INNOCENT[1][0]]
     src.write_text("".join(json.dumps({"response": r}) + "\n" for r in lines))
     proc = subprocess.run([sys.executable, "-m", "earnest.cli", "extract", "--style", "code", "--fidelity",
-                           "reference", str(src), str(out)], capture_output=True, text=True, env=child_env(),
+                           "reference", "--any-python", str(src), str(out)], capture_output=True, text=True, env=child_env(),
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = [json.loads(line) for line in out.read_text().splitlines()]

@@ -302,7 +302,7 @@ def test_bad_entries_name_file_and_line(tmp_path):
         read_entries(p)
 
 
-def _config(mutate):
+def _config(mutate, model_dir):
     import copy
 
     import yaml
@@ -311,7 +311,7 @@ def _config(mutate):
     from earnest.gsm.prompts import load_formats
 
     cfg = copy.deepcopy(yaml.safe_load((ROOT / "tests" / "configs" / "tiny.yaml").read_text()))
-    cfg["models"]["tiny"]["path"] = str(ROOT / "tests")   # an existing folder (the model is not loaded)
+    cfg["models"]["tiny"]["path"] = str(model_dir)   # a checkpoint folder (the checks read it; nothing is loaded)
     cfg["statform_build"] = {"enabled": True, "entries": str(RES / "build_example" / "entries.jsonl"),
                              "cases": str(CASES), "model": "tiny"}
     mutate(cfg)
@@ -319,23 +319,24 @@ def _config(mutate):
     return cfg, check_config(cfg, load_formats(ROOT / "resources" / "prompts"), base_dir=ROOT)
 
 
-def test_config_checks_read_entries_and_cases_before_any_job(tmp_path):
+def test_config_checks_read_entries_and_cases_before_any_job(tmp_path, tiny_model_dir):
     from earnest.config import ConfigError
 
-    cfg, checked = _config(lambda c: None)
+    cfg, checked = _config(lambda c: None, tiny_model_dir)
     assert list(checked.build_entries) == ["ex-noshow", "ex-bulbs", "ex-define"]
     assert list(checked.build_cases) == ["clinic-waits"] and checked.build_excluded[0]["project"] == "survey-notes"
     assert cfg["statform_build"]["max_retries"] == 2 and cfg["statform_build"]["review"]["require"] is False
     with pytest.raises(ConfigError, match=r"statform_build.stage_models.rewrite: 'gpt' is not a configured model"):
-        _config(lambda c: c["statform_build"].update(stage_models={"rewrite": "gpt"}))
+        _config(lambda c: c["statform_build"].update(stage_models={"rewrite": "gpt"}), tiny_model_dir)
     bad = tmp_path / "e.jsonl"
     bad.write_text('{"entry_id": "a", "question": "q", "answer": "x"}\nnot json\n')
     with pytest.raises(ConfigError, match=r"e.jsonl:2"):
-        _config(lambda c: c["statform_build"].update(entries=str(bad)))
+        _config(lambda c: c["statform_build"].update(entries=str(bad)), tiny_model_dir)
     with pytest.raises(ConfigError, match="statform_build, which is not enabled"):
         _config(lambda c: (c["statform_build"].update(enabled=False),
                            c.setdefault("statform", {}).update(enabled=True, models=["tiny"],
-                                                               dataset="results/statform_build/statformbench.jsonl")))
+                                                               dataset="results/statform_build/statformbench.jsonl")),
+                tiny_model_dir)
 
 
 def test_request_cache_serves_any_backend_and_never_stores_errors(tmp_path):

@@ -448,8 +448,9 @@ print("RULES " + json.dumps(out))
 """
 
 
-def _scoring_rules(tmp_path, cfg) -> dict:
-    (tmp_path / "tiny-model").mkdir(exist_ok=True)
+def _scoring_rules(tmp_path, cfg, model_dir) -> dict:
+    if not (tmp_path / "tiny-model").exists():   # a real checkpoint: the config checks read its folder
+        (tmp_path / "tiny-model").symlink_to(model_dir, target_is_directory=True)
     path = tmp_path / "cfg.yaml"
     path.write_text(yaml.safe_dump(cfg))
     proc = subprocess.run([sys.executable, "-c", _RULE_PROPERTIES, str(REPO / "Snakefile"), str(tmp_path), str(path)],
@@ -460,20 +461,22 @@ def _scoring_rules(tmp_path, cfg) -> dict:
 
 
 @pytest.mark.parametrize("main", ["earnest", "reference"])
-def test_each_mode_is_scored_in_its_own_env_and_interpreter(tmp_path, main):
+def test_each_mode_is_scored_in_its_own_env_and_interpreter(tmp_path, main, tiny_model_dir):
     """Issue 41.2: the sensitivity table's other column is scored as that mode scores (its conda env:
     the reference column on the authors' Python 3.12, envs/score-reference.yaml; its sandbox.python),
     not with the env and interpreter rule score took from the top-level fidelity."""
     cfg = copy.deepcopy(TINY)
     cfg["fidelity"] = main
-    rules = _scoring_rules(tmp_path, cfg)
+    rules = _scoring_rules(tmp_path, cfg, tiny_model_dir)
     other = "reference" if main == "earnest" else "earnest"
     env = {"reference": "../envs/score-reference.yaml", "earnest": "../envs/score.yaml"}
     assert rules["score"] == {"conda": env[main], "fidelity": main, "sandbox_python": ""}
     assert rules["sensitivity_score"] == {"conda": env[other], "fidelity": other, "sandbox_python": ""}
     # one interpreter per mode where the config names them
-    cfg["sandbox"] = {"python": {"reference": "/opt/py312/bin/python3.12", "earnest": "python3.11"}}
-    rules = _scoring_rules(tmp_path, cfg)
+    # (interpreters that run: the config checks start each one; a link tells them apart)
+    (tmp_path / "py-reference").symlink_to(sys.executable)
+    cfg["sandbox"] = {"python": {"reference": str(tmp_path / "py-reference"), "earnest": sys.executable}}
+    rules = _scoring_rules(tmp_path, cfg, tiny_model_dir)
     python = cfg["sandbox"]["python"]
     assert rules["score"]["sandbox_python"] == python[main]
     assert rules["sensitivity_score"]["sandbox_python"] == python[other]
@@ -491,13 +494,13 @@ def _job_inputs(out: str, rule: str) -> list[str]:
 
 
 @pytest.mark.parametrize("main", ["earnest", "reference"])
-def test_reference_glmm_inputs_read_every_model_of_the_prompt(tmp_path, main):
+def test_reference_glmm_inputs_read_every_model_of_the_prompt(tmp_path, main, tiny_model_dir):
     """Issue 41.6: a reference-mode GLMM input reads the scored tables of every model of its prompt
     (the authors' pool, whose mean gamma GLMM 2 is centred on); an earnest-mode one its own only."""
     cfg = copy.deepcopy(TINY)
     cfg["fidelity"] = main
     cfg["models"]["tiny2"] = dict(cfg["models"]["tiny"])
-    (tmp_path / "tiny-model").mkdir()
+    (tmp_path / "tiny-model").symlink_to(tiny_model_dir, target_is_directory=True)
     proc = snakemake(tmp_path, cfg, "-n", "results/tables/sensitivity.md", "results/stats/summaries.parquet")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]

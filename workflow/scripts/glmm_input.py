@@ -2,7 +2,7 @@
 
 snakemake.input.scored: scored parquets of that model x prompt (gsm_base and gsm_variants);
 snakemake.params.reasoning_only: bool: drop code-error rows (Appendix G);
-snakemake.input.variant_templates: [] or an items table whose templates alone keep variant rows
+snakemake.input.variant_templates (optional): [] or an items table whose templates alone keep variant rows
   (analysis variants_matched: Ex1 on the templates of GSM-Matched);
 snakemake.params.covariate: GLMM 2's covariate (earnest.gsm.covariates), put in
   the gamma column from snakemake.input.item_tables (the datasets' items tables);
@@ -39,7 +39,7 @@ try:
         scored = [with_covariate(s, values, covariate, p) for s, p in zip(scored, paths)]
         log.info("GLMM 2 covariate: %s (from %s)", covariate, items)
     df = glmm_input_from_scored(scored, reasoning_only=reasoning_only, source=", ".join(paths))
-    restrict = list(snakemake.input.variant_templates)  # noqa: F821
+    restrict = list(getattr(snakemake.input, "variant_templates", []))  # noqa: F821
     if restrict:  # Ex1 on Ex4's templates: variant rows only of the templates GSM-Matched has
         import pandas as pd
 

@@ -56,6 +56,8 @@ import pandas as pd
 
 from earnest import fidelity as F
 from earnest.stats import laplace
+from earnest.stats.glmm import LME4
+from earnest.wording import INTERCEPT, VARIANT
 from earnest.stats.glmm import (GLMMInputError, WaldFit, check_unique_columns, resample_seed, text_column,
                                 validate_glmm_input)
 from earnest.stats.summary import (bootstrap_p, clean_mask, diverged_order_statistics, holm,
@@ -67,8 +69,7 @@ DEFAULT_RANDOM = "template_language"
 FORMULAS = {"template_language": "correct ~ variant * language + (1 | template:language)",
             "template": "correct ~ variant * language + (1 | template)",
             "both": "correct ~ variant * language + (1 | template) + (1 | template:language)"}
-INTERCEPT, VARIANT = "(Intercept)", "variant"
-ENGINES = ("laplace", "lme4")
+ENGINES = (laplace.ENGINE, LME4)
 SUMMARY_COLUMNS = ["model", "prompt", "kind", "term", "language", "reference", "random", "engine",
                    "n_resamples", "n_clean", "estimate", "se", "median_log_or", "odds_ratio", "ci_low_log",
                    "ci_high_log", "ci_low", "ci_high", "p_boot", "p_bound", "p_holm", "significant_holm",
@@ -220,29 +221,29 @@ def resample_weights(cd: CrossDesign, resamples, base_seed: int) -> tuple[np.nda
 
 
 def bootstrap(df: pd.DataFrame, resamples, base_seed: int, *, random: str = DEFAULT_RANDOM,
-              engine: str = "laplace", languages: list[str] | None = None, reference: str | None = None,
+              engine: str = laplace.ENGINE, languages: list[str] | None = None, reference: str | None = None,
               workers: int = 1) -> pd.DataFrame:
     """Shard records (glmm.SHARD_COLUMNS and ``engine``) of the listed resamples of one model x
     prompt: one row per resample and term (:func:`terms_for`)."""
     _check_random(random)
     resamples = np.asarray([int(b) for b in resamples], dtype=np.int64)
-    if engine == "laplace":
+    if engine == laplace.ENGINE:
         cd = cross_design(df, languages=languages, reference=reference, random=random)
         seeds, K = resample_weights(cd, resamples, base_seed)
         out = laplace.records(laplace.fit_arrays(cd.design, K, workers=workers), cd.terms, resamples, seeds)
-        out["engine"] = "laplace"
+        out["engine"] = laplace.ENGINE
         return out
-    if engine == "lme4":
+    if engine == LME4:
         return _lme4_bootstrap(df, resamples, base_seed, random=random, languages=languages, reference=reference)
     raise ValueError(f"engine {engine!r}: use one of {', '.join(ENGINES)}")
 
 
-def full_fit(df: pd.DataFrame, *, random: str = DEFAULT_RANDOM, engine: str = "laplace",
+def full_fit(df: pd.DataFrame, *, random: str = DEFAULT_RANDOM, engine: str = laplace.ENGINE,
              languages: list[str] | None = None, reference: str | None = None) -> WaldFit:
     """The full-data fit with Wald statistics (terms :func:`terms_for`)."""
-    if engine == "laplace":
+    if engine == laplace.ENGINE:
         return laplace.full_fit(cross_design(df, languages=languages, reference=reference, random=random).design, 1)
-    if engine == "lme4":
+    if engine == LME4:
         shards = _lme4_bootstrap(df, [-1], 0, random=random, languages=languages, reference=reference, full=True)
         ok = shards["error"].fillna("") == ""
         return WaldFit(glmm=1, coefs=shards[["term", "estimate", "se", "z", "p"]].reset_index(drop=True),
@@ -269,13 +270,13 @@ def _lme4_bootstrap(df, resamples, base_seed, *, random, languages, reference, f
     out = rbridge.from_r_frame(rbridge.call("earnest_cross_bootstrap", rframe, ro.StrVector(langs), random,
                                             ro.IntVector([int(b) for b in resamples]), ro.IntVector(seeds),
                                             bool(full)))
-    names = {"(Intercept)": INTERCEPT, "variant": VARIANT}
+    names = {INTERCEPT: INTERCEPT, VARIANT: VARIANT}
     for x in langs[1:]:
         names[f"language{x}"] = language_term(x)
         names[f"variant:language{x}"] = interaction_term(x)
     out["term"] = out["term"].map(lambda t: names.get(t, t))
     out["converged"] = out["converged"].astype(bool)
-    out["engine"] = "lme4"
+    out["engine"] = LME4
     return out
 
 
