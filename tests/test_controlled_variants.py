@@ -106,3 +106,28 @@ def test_unknown_set_is_named():
     with pytest.raises(DatasetError, match="instantiator"):
         package_variant_items(12, 5, 9, instantiator="nope")
     assert controlled_restriction("gsm_shifted2").shift == 2 and controlled_restriction("gsm_variants") is None
+
+
+def test_balanced_picks_are_the_plain_greedy_ones():
+    """The balanced matcher's selection (binary searches over sorted shifts) picks exactly what the
+    plain greedy search over every remaining draw picks, ties to the earliest draw included."""
+    import numpy as np
+
+    from earnest.gsm.instantiate import _balanced_picks
+
+    def plain(shifts, n):
+        left, drift, picks = list(range(len(shifts))), 0.0, []
+        for _ in range(n):
+            k = min(left, key=lambda j: abs(drift + shifts[j]))
+            left.remove(k)
+            drift += shifts[k]
+            picks.append(k)
+        return picks
+
+    rng = np.random.default_rng(4)
+    for trial in range(200):
+        pool = int(rng.integers(1, 60))
+        # whole numbers: many exact ties, on one side and on both sides of the running sum
+        shifts = [float(x) for x in rng.integers(-4, 5, pool)] if trial % 2 else list(rng.normal(0.1, 0.3, pool))
+        n = int(rng.integers(1, pool + 1))
+        assert _balanced_picks(shifts, n) == plain(shifts, n), (trial, shifts, n)

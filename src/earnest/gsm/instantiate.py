@@ -942,7 +942,7 @@ class Sampler:
             from earnest.gsm.gamma import magnitude
 
             target = magnitude(t.question) + self.restriction.shift * len(number_variables(t))
-            drift, candidates = 0.0, []
+            candidates = []
         while len(out.instances) < n:
             row = next(rows)
             out.accepted += 1
@@ -977,11 +977,7 @@ class Sampler:
                     continue
                 # n of the balance * n valid draws, each the one that brings the running mean shift
                 # closest to 0 (ties: the earlier draw)
-                left = list(range(len(candidates)))
-                while len(out.instances) < n:
-                    k = min(left, key=lambda j: abs(drift + candidates[j][0]))
-                    left.remove(k)
-                    drift += candidates[k][0]
+                for k in _balanced_picks([c[0] for c in candidates], n):
                     out.instances.append(candidates[k][1])
                 break
             out.instances.append(inst)
@@ -1020,6 +1016,30 @@ class Sampler:
         if original >= 0 > g:
             return None
         return Instance(question, answer, gold, values)
+
+
+def _balanced_picks(shifts: list[float], n: int) -> list[int]:
+    """Indices of ``n`` of ``shifts``, taken one by one, each the one whose shift brings the running
+    sum closest to 0; of equally close ones the earliest. The candidates are kept sorted by (shift,
+    index), so each pick is a binary search (n log n, not n times the pool)."""
+    import bisect
+
+    order = sorted(range(len(shifts)), key=lambda j: (shifts[j], j))
+    keys = [shifts[j] for j in order]
+    drift, picks = 0.0, []
+    for _ in range(min(n, len(order))):
+        pos = bisect.bisect_left(keys, -drift)
+        best = None
+        # the nearest shift at or above -drift (its earliest draw is first: equal keys sort by index)
+        # and the nearest below it (the first entry of its run of equal keys)
+        for at in ((pos,) if pos < len(keys) else ()) + ((bisect.bisect_left(keys, keys[pos - 1]),) if pos else ()):
+            rank = (abs(drift + keys[at]), order[at])
+            if best is None or rank < best[0]:
+                best = (rank, at)
+        at = best[1]
+        picks.append(order.pop(at))
+        drift += keys.pop(at)
+    return picks
 
 
 def _final_text(answer: str) -> str:
