@@ -55,7 +55,26 @@ MISBEHAVIOUR = {
 ESCAPES = "\x1b[2J\x1b]0;pwned\x07\x1b[31mred\u009b0m"
 
 
-class OpenAIServer:
+class _Served:
+    """A ThreadingHTTPServer on a free port of ``host``, served from a daemon thread while the
+    object is used as a context manager."""
+
+    def _serve(self, handler, host: str = "127.0.0.1") -> str:
+        """Bind ``handler``; returns "http://host:port"."""
+        self.server = ThreadingHTTPServer((host, 0), handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        return f"http://{host}:{self.server.server_address[1]}"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class OpenAIServer(_Served):
     """The HTTP server. ``reply(body)`` (subclasses) returns ``(status, text, finish_reason)``:
     status 200 answers ``text``; another int fails with that HTTP status (429 with
     ``Retry-After: 0``); a :data:`MISBEHAVIOUR` name misbehaves around the valid answer.
@@ -247,9 +266,7 @@ class OpenAIServer:
                            "no_text": {"choices": [{"index": 0, "finish_reason": "stop"}]}}[mode]
                 self.wfile.write(self.send_json(payload))
 
-        self.server = ThreadingHTTPServer((host, 0), Handler)
-        self.url = f"http://{host}:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.url = self._serve(Handler, host) + "/v1"
 
     def reply(self, body: dict) -> tuple[int | str, str, str]:
         raise NotImplementedError
@@ -262,14 +279,6 @@ class OpenAIServer:
             choice = {"index": 0, "text": text, "finish_reason": finish}
         return {"id": self.response_id, "object": "chat.completion", "model": body.get("model"),
                 "choices": [choice], "usage": self.usage}
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class FakeOpenAI(OpenAIServer):
@@ -327,7 +336,7 @@ class ScriptedOpenAI(OpenAIServer):
         return status, text, "stop"
 
 
-class RecordingProxy:
+class RecordingProxy(_Served):
     """An HTTP proxy on 127.0.0.1 that records what reaches it and forwards nothing.
 
     ``received`` lists every request (``{"method", "target", "headers"}``; a request sent through a
@@ -373,14 +382,4 @@ class RecordingProxy:
                 self.record()
                 self.send_error(403)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+        self.url = self._serve(Handler)
