@@ -27,7 +27,7 @@ import pandas as pd
 from earnest import fidelity as F
 from earnest.stats.contrast import paired_contrast
 from earnest.stats.summaries import build_summaries
-from earnest.stats.summary import ALPHA, HOLM_FAMILY, holm, significant
+from earnest.stats.summary import ALPHA, HOLM_FAMILY, holm_bounded, significant
 from earnest.wording import DEGENERATE_MARK, DEGENERATE_TEXT, format_estimate, format_p, holm_family_text, VARIANT
 
 COLUMNS = {"ex1": ("all", 1), "ex3": ("all", 2), "ex4": ("matched", 1)}
@@ -70,10 +70,7 @@ def contrasts(groups: dict, summaries: pd.DataFrame, prompt: str, alpha: float =
     out = pd.DataFrame(rows)
     if not len(out):
         return out
-    p = out["contrast_p_boot"].astype(float)
-    if fidelity != F.REFERENCE:      # a P of 0 is below its bound 1/n, corrected as the bound
-        p = p.where(out["contrast_p_bound"].isna(), out["contrast_p_bound"])
-    out["contrast_p_holm"] = holm(p.to_numpy(), fidelity)
+    out["contrast_p_holm"] = holm_bounded(out["contrast_p_boot"], out["contrast_p_bound"], fidelity)
     out["contrast_significant_holm"] = significant(out["contrast_p_holm"], alpha) & ~out["contrast_degenerate"].astype(bool)
     return out
 

@@ -93,14 +93,15 @@ def paired_contrast(shards_a: pd.DataFrame, data_a: pd.DataFrame, shards_b: pd.D
     reasons = [f"{name}: degenerate fit" for name, bad in zip(names, (degenerate_a, degenerate_b)) if bad]
     if diff.size == 0:
         reasons.append("no resample has both estimates")
+    n_bounds = int(np.sum(np.abs(diff) >= SEPARATED_LOG_OR))
     built = diverged_order_statistics(diff, level)
-    diverged = diverged_statement(med, lo, hi, built_from=built, n_diverged=int(np.sum(np.abs(diff) >= SEPARATED_LOG_OR)))
+    diverged = diverged_statement(med, lo, hi, built_from=built, n_diverged=n_bounds)
     if diverged:
         reasons.append(diverged)
     with np.errstate(over="ignore"):
         ratio, ci_low, ci_high = (float(np.exp(x)) for x in (med, lo, hi))
     return {"n_resamples": int(len(ea.index.union(eb.index))), "n_pairs": int(diff.size),
-            "n_separated": int(np.sum(np.abs(diff) >= SEPARATED_LOG_OR)), "n_uninformative": int(same.sum()),
+            "n_separated": n_bounds, "n_uninformative": int(same.sum()),
             "median_log_diff": med, "ci_low_log": lo, "ci_high_log": hi, "ratio": ratio, "ci_low": ci_low,
             "ci_high": ci_high, "p_boot": p, "p_bound": p_bound(p, diff.size, fidelity),
             "degenerate": bool(reasons), "problems": "; ".join(reasons)}

@@ -60,7 +60,7 @@ from earnest.stats.glmm import LME4
 from earnest.wording import INTERCEPT, VARIANT
 from earnest.stats.glmm import (GLMMInputError, WaldFit, check_unique_columns, resample_seed, text_column,
                                 validate_glmm_input)
-from earnest.stats.summary import (bootstrap_p, clean_mask, diverged_order_statistics, holm,
+from earnest.stats.summary import (bootstrap_p, clean_mask, diverged_order_statistics, holm_bounded,
                                    p_bound, percentile_interval)
 
 CROSS_INPUT_COLUMNS = ("model", "prompt", "language", "template", "variant", "correct")
@@ -368,10 +368,7 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, *, model: str = "", prom
     out = pd.DataFrame(rows)
     for kind in ("language_variant", "interaction"):
         idx = out.index[out["kind"] == kind]
-        pv = out.loc[idx, "p_boot"].astype(float)
-        bound = out.loc[idx, "p_bound"].astype(float)
-        pv = pv.where(bound.isna(), bound)           # a P of "0" counts as its bound 1/n (as add_holm)
-        out.loc[idx, "p_holm"] = holm(pv.to_numpy(), fidelity)
+        out.loc[idx, "p_holm"] = holm_bounded(out.loc[idx, "p_boot"], out.loc[idx, "p_bound"], fidelity)
     inter = [interaction_term(x) for x in langs[1:]]
     stat, pj, pc = joint_test(wide[inter].to_numpy(), np.array([point.get(t, np.nan) for t in inter])
                               if point else None)
@@ -406,9 +403,7 @@ def per_language_glmm1(data: pd.DataFrame, resamples, base_seed: int, *, level: 
     res = pd.concat(out, ignore_index=True)
     res["p_holm_languages"] = np.nan
     for _, idx in res.groupby(["model", "prompt", "term"], sort=False).groups.items():
-        pv = res.loc[idx, "p_boot"].astype(float)
-        bound = res.loc[idx, "p_bound"].astype(float)
-        res.loc[idx, "p_holm_languages"] = holm(pv.where(bound.isna(), bound).to_numpy(), fidelity)
+        res.loc[idx, "p_holm_languages"] = holm_bounded(res.loc[idx, "p_boot"], res.loc[idx, "p_bound"], fidelity)
     return res
 
 

@@ -367,14 +367,24 @@ def add_holm(summaries: pd.DataFrame, column: str = "p_boot", out: str = "p_holm
     res = summaries.copy()
     res[out] = np.nan
     values = res[column].astype(float)
-    if fidelity != F.REFERENCE and column == "p_boot" and "p_bound" in res.columns:
-        bound = res["p_bound"].astype(float)
-        values = values.where(bound.isna(), bound)
+    bound = (res["p_bound"].astype(float) if column == "p_boot" and "p_bound" in res.columns
+             else pd.Series(np.nan, index=res.index))
     for glmm, keys in HOLM_FAMILY.items():
         part = res[res["glmm"].astype(int) == glmm]
         for _, idx in part.groupby(list(keys), sort=False).groups.items():
-            res.loc[idx, out] = holm(values.loc[idx].to_numpy(), fidelity)
+            res.loc[idx, out] = holm_bounded(values.loc[idx], bound.loc[idx], fidelity)
     return res
+
+
+def holm_bounded(p, bound, fidelity: str = F.DEFAULT) -> np.ndarray:
+    """:func:`holm` of one family's bootstrap P values, where (earnest mode) a P of 0 with a bound
+    (``p_bound``, :func:`p_bound`: 1/n) is corrected as its bound: the one rule for every family
+    (the summaries, Ex4's contrasts, the cross-lingual model's)."""
+    p = np.asarray(p, dtype=float)
+    bound = np.asarray(bound, dtype=float)
+    if fidelity != F.REFERENCE:
+        p = np.where(np.isnan(bound), p, bound)
+    return holm(p, fidelity)
 
 
 def check_alpha(alpha, what: str = "alpha") -> float:
