@@ -31,15 +31,7 @@ from earnest.stats.diagnostics import judge_effect  # noqa: E402
 from earnest.stats.engines import run_shard  # noqa: E402
 from earnest.stats.glmm import validate_glmm_input  # noqa: E402
 from earnest.stats.simulate import simulate_number_matched  # noqa: E402
-
-
-def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    if n == 0:
-        return float("nan"), float("nan")
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
-    return centre - half, centre + half
+from earnest.stats.power import wilson  # noqa: E402
 
 
 SCENARIOS = {"number-only": (0.0, "effect"), "variant-only": ("effect", 0.0), "null": (0.0, 0.0)}
@@ -74,7 +66,7 @@ def run(args) -> None:
         n = args.datasets
         parts = []
         for key in ("contrast", "old", "ex1", "ex4"):
-            lo, hi = wilson(counts[key], n)
+            lo, hi = wilson(counts[key], n, z=1.959964)
             parts.append(f"{key} {100 * counts[key] / n:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]")
         print(f"{name:13s} " + "; ".join(parts) + f"; degenerate contrasts {counts['degenerate']}; "
               f"{time.monotonic() - start:.0f} s", flush=True)

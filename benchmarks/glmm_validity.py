@@ -28,6 +28,7 @@ from scipy import stats
 
 from earnest.stats.glmm import validate_glmm_input, wald_fit
 from earnest.stats.simulate import coverage_study, simulate_glmm_input
+from earnest.stats.power import wilson
 
 
 def wald_study(n_datasets, effect, seed, glmm, templates, variants, gamma_effect):
@@ -41,15 +42,6 @@ def wald_study(n_datasets, effect, seed, glmm, templates, variants, gamma_effect
     return pd.DataFrame(rows)
 
 
-def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    if n == 0:
-        return float("nan"), float("nan")
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return centre - half, centre + half
-
-
 def ceiling(args) -> None:
     print(f"no effect at the accuracy ceiling; {args.datasets} data sets per intercept; {args.templates} templates x "
           f"(1 + {args.variants}) items; B = {args.resamples}; engine {args.engine}")
@@ -61,8 +53,8 @@ def ceiling(args) -> None:
         n = len(study)
         new = int(study["p_below_alpha"].sum())
         old = int((study["p_clean_only"] < 0.05).sum())
-        lo_new, hi_new = wilson(new, n)
-        lo_old, hi_old = wilson(old, n)
+        lo_new, hi_new = wilson(new, n, z=1.959964)
+        lo_old, hi_old = wilson(old, n, z=1.959964)
         print(f"intercept {intercept:g}: accuracy {100 * study.accuracy.mean():.2f}% "
               f"(range {100 * study.accuracy.min():.2f}-{100 * study.accuracy.max():.2f}), "
               f"data sets with separated resamples {int((study.n_separated > 0).sum())}/{n}, degenerate "
