@@ -308,23 +308,21 @@ def _check_model(config: dict, name: str, m: dict) -> None:
     if backend == "openai":
         from earnest.backends.openai_http import check_base_url, check_request_params
 
-        if m.get("serve"):   # the job starts the server: its base_url is the started server's
-            from earnest.backends.serve import check_serve
-
-            try:
-                check_serve(f"models.{name}", m["serve"])
-            except ValueError as exc:
-                raise ConfigError(str(exc)) from None
-            url = m.get("base_url") or "http://127.0.0.1:1/v1"
-        else:
-            url = m.get("base_url")
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        where = f"models.{name}"
+        url = m.get("base_url")
+        # with a serve block the job starts the server, whose address base_url then is: none needed
+        if not m.get("serve") and (not isinstance(url, str) or not url.startswith(("http://", "https://"))):
             shown = "(credentials hidden)" if isinstance(url, str) and "@" in url else url
-            raise ConfigError(f"models.{name}.base_url: the openai backend needs the server's http(s) API root, "
+            raise ConfigError(f"{where}.base_url: the openai backend needs the server's http(s) API root, "
                               f"got {shown!r}")
-        try:   # the backend's own checks: credentials in the URL, fields earnest sets in request_params
-            check_base_url(f"models.{name}", url)
-            check_request_params(f"models.{name}", m.get("request_params"))
+        try:   # the backend's own checks: the server's command, credentials in the URL, fields earnest sets
+            if m.get("serve"):
+                from earnest.backends.serve import check_serve
+
+                check_serve(where, m["serve"])
+            if url is not None:
+                check_base_url(where, url)
+            check_request_params(where, m.get("request_params"))
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
     if backend == "transformers":
