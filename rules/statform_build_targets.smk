@@ -2,6 +2,8 @@
 # input functions.
 import json as _json
 
+from earnest.statform.build.files import LLM_STAGES as SFB_LLM_STAGES
+
 SFB = config["statform_build"]
 SFB_DIR = "results/statform_build"
 # read and checked by earnest.config.check_config (rules/common.smk)
@@ -37,9 +39,35 @@ def sfb_model_inputs(stage):
     return model_inputs(_W) if _W.model else []
 
 
-def sfb_samples_of(wc):
+def sfb_samples_of(unit):
     """What the quality filter reads: the split entry, or the questions induced from a case project."""
-    return f"{SFB_DIR}/split/{wc.unit}.jsonl" if wc.unit in SFB_ENTRIES else f"{SFB_DIR}/induce/{wc.unit}.jsonl"
+    return f"{SFB_DIR}/split/{unit}.jsonl" if unit in SFB_ENTRIES else f"{SFB_DIR}/induce/{unit}.jsonl"
+
+
+def sfb_stage_inputs(wc):
+    """The named inputs of one LLM stage of one unit (for sfb_stage in statform_build.smk): what it reads, the prompt
+    files it sends (editing one reruns only the stages that use it) and its model."""
+    u, d = wc.unit, SFB_DIR
+    own = {
+        "split": {"entry": f"{d}/entries/{u}.json"},
+        "induce": {
+            "report": SFB_CASES[u]["report"] if u in SFB_CASES else [],
+            "datadict": f"{d}/datadict/{u}.json",
+        },
+        "filter": {"samples": sfb_samples_of(u)},
+        "label": {"samples": f"{d}/filter/{u}.jsonl", "taxonomy": SFB_TAXONOMY},
+        "variables": {"samples": f"{d}/filter/{u}.jsonl"},
+        "rewrite": {
+            "label": f"{d}/label/{u}.jsonl",
+            "variables": f"{d}/variables/{u}.jsonl",
+            "taxonomy": SFB_TAXONOMY,
+        },
+    }[wc.stage]
+    return {
+        **own,
+        "prompts": sfb_prompts(wc.stage),
+        "model": sfb_model_inputs(wc.stage),
+    }
 
 
 def sfb_decisions():

@@ -25,11 +25,14 @@ from earnest.statform.build.llm import TransportError
 from earnest.statform.build.numcheck import number_check
 from earnest.statform.build.review import ReviewError, read_decisions
 from earnest.statform.data import load_samples
+from earnest.schema import schema_default
 
 ROOT = Path(__file__).resolve().parents[1]
 RES = ROOT / "resources" / "statform"
 CASES = RES / "build_example" / "cases"
 TAXONOMY = RES / "taxonomy.yaml"
+# the schema's defaults, as the workflow passes them (max_questions, max_rounds, report_chars)
+INDUCE_OPTIONS = [schema_default(f"statform_build.{k}") for k in ("max_questions", "max_rounds", "report_chars")]
 
 
 def _llm(url, cache):
@@ -54,7 +57,7 @@ def build(out: Path, entries_file: Path, llm: dict, cases: Path = CASES) -> tupl
                 F.run_datadict(unit, Path(projects[unit]["report"]).parent, projects[unit]["data"], 0,
                                out / "datadict" / f"{unit}.json")
                 F.run_induce(unit, projects[unit]["report"], out / "datadict" / f"{unit}.json",
-                             out / "induce" / f"{unit}.jsonl", llm)
+                             out / "induce" / f"{unit}.jsonl", llm, *INDUCE_OPTIONS)
                 samples = out / "induce" / f"{unit}.jsonl"
             F.run_filter(samples, out / "filter" / f"{unit}.jsonl", llm)
             F.run_label(out / "filter" / f"{unit}.jsonl", out / "label" / f"{unit}.jsonl", llm, TAXONOMY)

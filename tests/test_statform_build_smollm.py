@@ -21,7 +21,7 @@ from test_workflow import TINY, snakemake
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "resources" / "statform" / "build_example"
 TARGETS = ["results/statform_build/statformbench.jsonl", "results/statform_build/stats", "results/statform_build/review"]
-LLM_RULES = ["sfb_split", "sfb_induce", "sfb_filter", "sfb_label", "sfb_variables", "sfb_rewrite"]
+LLM_RULES = ["sfb_stage"]  # one rule over every stage that asks the model
 ALL_RULES = ["sfb_entry", "sfb_datadict", *LLM_RULES, "sfb_review", "sfb_final"]
 
 

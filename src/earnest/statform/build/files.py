@@ -87,8 +87,8 @@ def run_datadict(project: str, project_dir, files: Sequence[str], seed: int, out
     return {"tables": len(d["tables"]), "skipped": len(d["skipped"])}
 
 
-def run_induce(project: str, report, datadict_json, out, llm: dict, max_questions: int = 5,
-               max_rounds: int = stages.MAX_INDUCTION_ROUNDS, report_chars: int = 12000) -> dict:
+def run_induce(project: str, report, datadict_json, out, llm: dict, max_questions: int, max_rounds: int,
+               report_chars: int) -> dict:
     dictionary = json.loads(Path(datadict_json).read_text(encoding="utf-8"))
     text = report_text(report, max_chars=int(report_chars))
     recs, calls = _with_llm(llm, lambda cfg: stages.induce_project(
@@ -132,7 +132,7 @@ def collect(files: Sequence) -> list[dict]:
     return out
 
 
-def run_review_export(rewrite_files: Sequence, out_dir, batch_size: int = 50) -> int:
+def run_review_export(rewrite_files: Sequence, out_dir, batch_size: int) -> int:
     return len(export_review(collect(rewrite_files), out_dir, int(batch_size)))
 
 
@@ -147,3 +147,42 @@ def run_finalize(rewrite_files: Sequence, decisions: Sequence, taxonomy, require
     tables = build_statistics(samples, pd.read_parquet(out_status), dict(units), list(excluded_projects))
     write_statistics(tables, stats_dir, list(excluded_projects))
     return counts
+
+
+#: the per-unit stages that ask the language model, in the order they run (one workflow rule over them)
+LLM_STAGES = ("split", "induce", "filter", "label", "variables", "rewrite")
+#: every construction job the workflow runs, by name (rule ``sfb_stage`` for LLM_STAGES, ``sfb_<job>`` else)
+JOBS = ("entry", "datadict", *LLM_STAGES, "review", "final")
+
+
+def run_job(job: str, unit: str, inputs: dict, out: dict, params: dict):
+    """One construction job (one of :data:`JOBS`) from the workflow's named inputs, outputs and
+    params (plain dicts: the workflow's one script passes them, nothing here knows Snakemake).
+    Returns what the job's log records."""
+    i, p = inputs, params
+    llm = dict(p["llm"]) if "llm" in p else None
+    if job == "entry":
+        write_entry(json.loads(p["record"]), out["out"])
+        return {"wrote": str(out["out"])}
+    if job == "datadict":
+        return run_datadict(unit, p["project_dir"], list(i["files"]), int(p["seed"]), out["out"])
+    if job == "split":
+        return run_split(i["entry"], out["out"], llm)
+    if job == "induce":
+        return run_induce(unit, i["report"], i["datadict"], out["out"], llm, p["max_questions"], p["max_rounds"],
+                          p["report_chars"])
+    if job == "filter":
+        return run_filter(i["samples"], out["out"], llm)
+    if job == "label":
+        return run_label(i["samples"], out["out"], llm, i["taxonomy"])
+    if job == "variables":
+        return run_variables(i["samples"], out["out"], llm)
+    if job == "rewrite":
+        return run_rewrite(i["label"], i["variables"], out["out"], llm, i["taxonomy"])
+    if job == "review":
+        return {"files": run_review_export(list(i["rewrite"]), out["out"], p["batch_size"])}
+    if job == "final":
+        return run_finalize(list(i["rewrite"]), list(i["decisions"]), i["taxonomy"], p["require_review"],
+                            out["samples"], out["status"], out["taxonomy"], out["stats"], dict(p["units"]),
+                            list(p["excluded"]))
+    raise ValueError(f"unknown StatFormBench construction job {job!r}; known: {', '.join(JOBS)}")
