@@ -147,11 +147,17 @@ def figure_variant_effect(summaries: pd.DataFrame, prompt: str, stem: str | Path
     right = fig.add_subplot(gs[2, 1], sharey=left)
 
     # -- top: log ORs with intervals
-    lim = _axis_limit(list(sub["median_log_or"]) + list(sub["ci_low_log"]) + list(sub["ci_high_log"]), clip)
+    shown = sub[~degenerate.to_numpy()]  # the axis spans the estimates drawn
+    lim = _axis_limit(list(shown["median_log_or"]) + list(shown["ci_low_log"]) + list(shown["ci_high_log"]), clip)
     sig_c, ns_c = "#2166ac", "#7f7f7f"
-    for yi, r, h in zip(y, sub.itertuples(index=False), hatch):
+    for yi, r, h, d in zip(y, sub.itertuples(index=False), hatch, degenerate):
         est, lo, hi = r.median_log_or, r.ci_low_log, r.ci_high_log
         colour = ns_c if h else sig_c
+        if d:  # a degenerate fit is never drawn as an estimate (its numbers carry no information)
+            top.plot([0], [yi], marker="x", color=_NOTE_COLOUR, ms=8, mew=2)
+            top.annotate(f"{DEGENERATE_MARK} no estimate (degenerate fit)", (0, yi), xytext=(8, -3),
+                         textcoords="offset points", fontsize=7, color=_NOTE_COLOUR)
+            continue
         ends = [_edge(v, lim) for v in (lo, hi)]
         if all(e is not None for e in ends):
             top.hlines(yi, ends[0][0], ends[1][0], color=colour, lw=2)
@@ -257,13 +263,14 @@ def _bar_x(i: int, j: int, k: int) -> float:
 
 
 def _grouped(ax, models, prompts, values, hatch, colours, *, lows=None, highs=None,
-             clip: float | None = None, lim: float | None = None, marks=None) -> None:
+             clip: float | None = None, lim: float | None = None, marks=None, estimates: bool = False) -> None:
     """Bars of ``values[(model, prompt)]`` grouped by model, one colour per prompt.
 
     ``hatch[(m, p)]`` hatches a bar; ``lows``/``highs`` add interval whiskers; values beyond
     ``lim`` are drawn at the edge with a triangle and their value; missing cells get "n/a" only
     where the pair was run (present in ``values`` as NaN); ``marks[(m, p)]`` puts the degenerate-fit
-    sign above (or below) the bar.
+    sign above (or below) the bar. ``estimates``: the values are fitted estimates, so a marked
+    (degenerate) cell draws the mark alone, never its number (the tables' rule).
     """
     k = len(prompts)
     width = _bar_width(k)
@@ -275,6 +282,9 @@ def _grouped(ax, models, prompts, values, hatch, colours, *, lows=None, highs=No
             v = values[(m, p)]
             c = colours[p]
             h = hatch.get((m, p), True)
+            if estimates and marks is not None and marks.get((m, p)):
+                ax.text(x, 0, DEGENERATE_MARK, ha="center", va="bottom", fontsize=8, color=_NOTE_COLOUR)
+                continue
             if not _finite(v):
                 if v is None or math.isnan(v):
                     ax.text(x, 0, "n/a", rotation=90, ha="center", va="bottom", fontsize=6, color=_NOTE_COLOUR)
@@ -411,12 +421,13 @@ def figure_number_effect(summaries: pd.DataFrame, prompts: Sequence[str], stem: 
             ax.text(0.5, 0.5, f"no GLMM {glmm} results", transform=ax.transAxes, ha="center",
                     color=_NOTE_COLOUR)
         values = _cells(s, "median_log_or")
-        lim = _axis_limit(list(values.values()) + list(s["ci_low_log"]) + list(s["ci_high_log"]), clip)
+        drawn = s[~s["degenerate"].astype(bool)]  # the axis spans the estimates drawn
+        lim = _axis_limit(list(drawn["median_log_or"]) + list(drawn["ci_low_log"]) + list(drawn["ci_high_log"]), clip)
         hatch = dict(zip(zip(s["model"], s["prompt"]), _hatch(s)))
         marks = _flags(s, "degenerate")
         any_marks = any_marks or any(marks.values())
         _grouped(ax, models, prompts, values, hatch, colours, lows=_cells(s, "ci_low_log"),
-                 highs=_cells(s, "ci_high_log"), lim=lim, marks=marks)
+                 highs=_cells(s, "ci_high_log"), lim=lim, marks=marks, estimates=True)
         ax.axhline(0, color="black", lw=0.8, ls="--")
         ax.set_ylim(-lim, lim)
         ax.set_ylabel("log odds ratio")

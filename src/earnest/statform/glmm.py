@@ -128,7 +128,7 @@ def pairwise_glmm(scored: pd.DataFrame, outcome: str = "correct_fg", strategy: s
 
 def write_pairwise_table(pairs: pd.DataFrame, stem, alpha: float = 0.05):
     """The pairwise comparisons through the project's table writer; Holm p below ``alpha`` in bold."""
-    from earnest.tables import write_table
+    from earnest.tables import default_format, write_table
     from earnest.wording import format_p
 
     from earnest.wording import DEGENERATE_MARK, format_estimate
@@ -137,6 +137,9 @@ def write_pairwise_table(pairs: pd.DataFrame, stem, alpha: float = 0.05):
     degenerate = (pairs["degenerate"] if "degenerate" in pairs.columns
                   else pd.Series(False, index=pairs.index)).astype(bool)
     shown["odds_ratio"] = [format_estimate(x, d) for x, d in zip(pairs["odds_ratio"], degenerate)]
+    # nor its log odds ratio or z: a degenerate pair's numbers carry no information
+    for col in ("estimate", "z"):
+        shown[col] = [DEGENERATE_MARK if d else default_format(float(x)) for x, d in zip(pairs[col], degenerate)]
     bold = pd.DataFrame(False, index=shown.index, columns=shown.columns)
     bold["p_holm"] = (shown["p_holm"] < alpha) & ~degenerate
     fmt_p = lambda v: format_p(v, alpha)  # noqa: E731

@@ -57,7 +57,8 @@ import pandas as pd
 from earnest import fidelity as F
 from earnest.stats import laplace
 from earnest.stats.glmm import LME4
-from earnest.wording import INTERCEPT, VARIANT
+from earnest.wording import (DEGENERATE_MARK, DEGENERATE_TEXT, INTERCEPT, VARIANT, format_or_interval,
+                             format_p)
 from earnest.stats.glmm import (GLMMInputError, WaldFit, check_unique_columns, resample_seed, text_column,
                                 validate_glmm_input)
 from earnest.stats.summary import (bootstrap_p, clean_mask, diverged_order_statistics, holm_bounded,
@@ -409,22 +410,27 @@ def per_language_glmm1(data: pd.DataFrame, resamples, base_seed: int, *, level: 
 
 # ------------------------------------------------------------------------------------ table, figure
 
-def _fmt(x, d=2) -> str:
-    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{float(x):.{d}f}"
+def _pct(x) -> str:
+    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{float(x):.1f}"
 
 
-def _p(x, bound=float("nan")) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return ""
-    if x == 0 and bound == bound:
-        return f"<{bound:.3g}"
-    return f"{x:.3g}"
+def _p(x, bound=None) -> str:
+    """A P value as every table shows it (earnest.wording.format_p: a P of 0 as below its bound)."""
+    return format_p(x, bound=bound)
 
 
 def _or_text(r) -> str:
-    if not np.isfinite(float(r["odds_ratio"])):
+    """An odds ratio and its interval by the tables' one rule (earnest.wording.format_or_interval): a
+    degenerate fit shows the degenerate mark alone, never its number."""
+    if not bool(r["degenerate"]) and not np.isfinite(float(r["odds_ratio"])):
         return "no clean fit"
-    return f"{_fmt(r['odds_ratio'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]"
+    return format_or_interval(r["odds_ratio"], r["ci_low"], r["ci_high"], bool(r["degenerate"]),
+                              missing="no clean fit")
+
+
+def _wald_text(j) -> str:
+    x = j["estimate"]
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{float(x):.2f}"
 
 
 def write_cross_table(summary: pd.DataFrame, stem, *, names: dict[str, str] | None = None) -> dict:
@@ -443,8 +449,8 @@ def write_cross_table(summary: pd.DataFrame, stem, *, names: dict[str, str] | No
             i = inter.loc[lang] if lang in inter.index else None
             rows.append({
                 "Model": model, "Prompt": prompt, "Language": names.get(lang, lang),
-                "Base (%)": _fmt(r["acc_base"], 1), "Variants (%)": _fmt(r["acc_variants"], 1),
-                "Variant OR [95% CI]": _or_text(r) + (" (degenerate)" if r["degenerate"] else ""),
+                "Base (%)": _pct(r["acc_base"]), "Variants (%)": _pct(r["acc_variants"]),
+                "Variant OR [95% CI]": _or_text(r),
                 "P": _p(r["p_boot"], r["p_bound"]), "P Holm": _p(r["p_holm"]),
                 "Ratio of ORs vs reference [95% CI]": "reference" if i is None else _or_text(i),
                 "P (interaction)": "" if i is None else _p(i["p_boot"], i["p_bound"]),
@@ -454,7 +460,7 @@ def write_cross_table(summary: pd.DataFrame, stem, *, names: dict[str, str] | No
         if len(j):
             j = j.iloc[0]
             rows.append({"Model": model, "Prompt": prompt, "Language": "all (joint test)", "Base (%)": "",
-                         "Variants (%)": "", "Variant OR [95% CI]": f"Wald {_fmt(j['estimate']) or 'n/a'}", "P": "",
+                         "Variants (%)": "", "Variant OR [95% CI]": f"Wald {_wald_text(j)}", "P": "",
                          "P Holm": "", "Ratio of ORs vs reference [95% CI]": "variant x language = 0",
                          "P (interaction)": _p(j["p_boot"], j["p_bound"]),
                          "P Holm (interaction)": f"chi2 {_p(j['p_chi2'])}"})
@@ -467,7 +473,8 @@ def write_cross_table(summary: pd.DataFrame, stem, *, names: dict[str, str] | No
                "interval over the clean resamples, P by Eq. 4, Holm across languages. Ratio of ORs: the "
                "language's variant OR over the reference's (the interaction), Holm across languages. The last row "
                "tests that the variant effect is the same in every language (all interactions 0: bootstrap P, and "
-               "the chi-square P of the Wald statistic with the bootstrap covariance).")
+               "the chi-square P of the Wald statistic with the bootstrap covariance). "
+               f"{DEGENERATE_MARK}: degenerate fit ({DEGENERATE_TEXT}), never a finding.")
     return write_table(display, stem, caption, csv=summary)
 
 

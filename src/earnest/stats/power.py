@@ -881,7 +881,7 @@ def write_results_mde_table(summaries: pd.DataFrame, stem, *, target: float = TA
     below X". ``summaries`` is the run's summaries table (``earnest.stats.summaries``); its
     ``significant_uncorrected`` / ``significant_holm`` verdicts and ``alpha`` are shown as they are."""
     from earnest.tables import write_table
-    from earnest.wording import format_p
+    from earnest.wording import DEGENERATE_MARK, DEGENERATE_TEXT, format_or_interval, format_p
 
     need = ("alpha", "significant_uncorrected", "significant_holm", "p_holm", "prompt_label", "ci_low", "ci_high", "odds_ratio",
             "p_boot")
@@ -895,19 +895,26 @@ def write_results_mde_table(summaries: pd.DataFrame, stem, *, target: float = TA
     def fmt(v, spec=".2f"):
         return "n/a" if not (isinstance(v, (int, float)) and math.isfinite(v)) else format(v, spec)
 
-    def verdict(sig, sig_holm):
+    def verdict(sig, sig_holm, degenerate):
+        if degenerate:  # never a finding, whatever its P (the summaries' verdicts say the same)
+            return f"no ({DEGENERATE_MARK} degenerate)"
         return ("yes" if bool(sig) else "no") + (" (Holm: yes)" if bool(sig_holm) else " (Holm: no)")
 
+    degenerate = (t["degenerate"].fillna(False).astype(bool) if "degenerate" in t.columns
+                  else pd.Series(False, index=t.index))
     shown = pd.DataFrame({
         "model": t["model"], "prompt": t["prompt_label"],
         "design": [f"{n} x {v:g}" for n, v in zip(t["n_templates"], t["n_variants_per_template"])],
         "acc_base": [fmt(v, ".1f") for v in t["acc_base"]],
-        "odds_ratio": [f"{fmt(o)} [{fmt(lo)}, {fmt(hi)}]" for o, lo, hi in zip(t["odds_ratio"], t["ci_low"], t["ci_high"])],
+        # the tables' one rule for an estimate: a degenerate fit's odds ratio is the mark alone
+        "odds_ratio": [format_or_interval(o, lo, hi, d) for o, lo, hi, d in
+                       zip(t["odds_ratio"], t["ci_low"], t["ci_high"], degenerate)],
         "p_boot": [format_p(p, alpha, missing="n/a") for p in t["p_boot"]],
-        "significant (uncorrected; Holm)": [verdict(a, b) for a, b in zip(t["significant_uncorrected"],
-                                                                   t["significant_holm"])],
+        "significant (uncorrected; Holm)": [verdict(a, b, d) for a, b, d in zip(t["significant_uncorrected"],
+                                                                         t["significant_holm"], degenerate)],
         "mde_wald": [fmt(v) for v in t["mde_or"]],
-        "mde_observed": [fmt(v) for v in t["mde_or_observed"]],
+        # a degenerate fit's interval carries no information, nor does an MDE read from it
+        "mde_observed": [DEGENERATE_MARK if d else fmt(v) for v, d in zip(t["mde_or_observed"], degenerate)],
         "note": t["mde_note"],
     })
     return write_table(shown, stem,
@@ -916,4 +923,5 @@ def write_results_mde_table(summaries: pd.DataFrame, stem, *, target: float = TA
                        f"(templates x variants per template, its GSM-Base accuracy and template variance). "
                        f"mde_wald: large-sample Wald approximation at the design; mde_observed: from the result's "
                        f"own bootstrap interval (2.80 bootstrap standard errors); a non-significant OR between "
-                       f"the MDE and 1 could not have been detected reliably.", csv=t)
+                       f"the MDE and 1 could not have been detected reliably. {DEGENERATE_MARK}: degenerate fit "
+                       f"({DEGENERATE_TEXT}), never a finding.", csv=t)
