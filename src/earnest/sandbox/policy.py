@@ -88,8 +88,8 @@ _EARNEST, _REFERENCE = "earnest", "reference"  # = earnest.fidelity's names (sta
 #: Classes a run can end in ("" = it returned a number). The sandbox knows no benchmark: these names
 #: are defined here, and the failure-class taxonomy that scores the answers imports them
 #: (earnest.gsm.failure_classes, Appendix F; tests/test_failure_classes.py checks the order). The
-#: worker's code writes them as strings (it runs this file alone, standard library only);
-#: ``validate_reply`` turns any name that is not one of them into ``unclassified``.
+#: worker's code writes them as strings (tests/test_failure_classes.py checks every such string of
+#: the package); ``validate_reply`` turns any name that is not one of them into ``unclassified``.
 NO_FUNCTION = "no_function"
 FORBIDDEN_STRING = "forbidden_string"
 FORBIDDEN_CONSTRUCT = "forbidden_construct"

@@ -37,6 +37,8 @@ _FLOAT_TEXT = re.compile(r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|nan)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 _EXACT_TEXT = re.compile(r"-?\d{1,1000}(?:/[1-9]\d{0,999})?")
 
+#: The start of a sandbox's token (on every worker's command line) and of its workers' temporary
+#: directories, by which the caller and the worker know them.
 _TEMP_PREFIX = "earnest-sandbox-"
 
 
