@@ -114,6 +114,13 @@ def previous_sandbox(rev: str):
         text = subprocess.run(["git", "-C", str(repo), "show", f"{rev}:src/earnest/sandbox.py"],
                               capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
+        # from issue 42 on the sandbox is a package (src/earnest/sandbox/), whose modules import each
+        # other as earnest.sandbox.*: not loadable beside the current one in this process
+        kind = subprocess.run(["git", "-C", str(repo), "cat-file", "-t", f"{rev}:src/earnest/sandbox"],
+                              capture_output=True, text=True).stdout.strip()
+        if kind == "tree":
+            print(f"# previous revision {rev}: its sandbox is a package (src/earnest/sandbox/); this benchmark "
+                  "loads only the one-file sandbox of earlier revisions; skipped", flush=True)
         return None
     path = Path(tempfile.mkdtemp(prefix="earnest-bench-")) / "sandbox_previous.py"
     # its workers run this file while the benchmark lasts; removed at exit (it was left in TMPDIR)

@@ -32,7 +32,7 @@ import sys
 import types
 from pathlib import Path
 
-#: the modules the authors' namespace holds without any import (earnest.sandbox.REFERENCE_MODULES)
+#: the modules the authors' namespace holds without any import (earnest.sandbox.policy.REFERENCE_MODULES)
 MODULES = ("numbers", "math", "cmath", "decimal", "fractions", "random", "typing", "array")
 
 #: Every channel between answers of the authors' run, with what carries it (FIDELITY.md section 15).

@@ -33,7 +33,8 @@ if str(SRC) not in sys.path:
     sys.path.insert(0, str(SRC))
 
 from earnest.gsm.extraction import extract_code_many  # noqa: E402
-from earnest.sandbox import Limits, Sandbox, SandboxUnavailable, _temp_prefix  # noqa: E402
+from earnest.sandbox import Limits, Sandbox, SandboxUnavailable  # noqa: E402
+from earnest.sandbox.protocol import _temp_prefix  # noqa: E402
 
 HOSTILE = Path(__file__).parent / "data" / "hostile"
 LIMITS = Limits(cpu_seconds=1, wall_seconds=4.0, memory_bytes=256 * 1024 * 1024, output_chars=16 * 1024)

@@ -99,3 +99,37 @@ def test_library_knows_nothing_of_snakemake():
              if any(isinstance(n, (ast.Import, ast.ImportFrom)) and "snakemake" in ast.unparse(n)
                     for n in ast.walk(ast.parse(p.read_text())))]
     assert not users, users
+
+
+#: The sandbox's modules the worker program runs (``python -I -S .../earnest/sandbox/worker.py``): the
+#: worker imports these and the standard library only, and so do they (none of them imports
+#: earnest.sandbox's ``__init__`` or the calling side, ``earnest.sandbox.pool``).
+SANDBOX_WORKER_SIDE = {
+    "earnest.sandbox.worker", "earnest.sandbox.policy", "earnest.sandbox.protocol", "earnest.sandbox.layers",
+    "earnest.sandbox.kernel", "earnest.sandbox.kernel.seccomp", "earnest.sandbox.kernel.landlock",
+    "earnest.sandbox.kernel.namespaces",
+}
+
+
+def test_sandbox_worker_imports_only_the_standard_library_and_its_own_modules():
+    import sys
+
+    g = graph()
+    assert SANDBOX_WORKER_SIDE <= set(g), sorted(SANDBOX_WORKER_SIDE - set(g))
+    offenders = []
+    for name in sorted(SANDBOX_WORKER_SIDE):
+        path = PKG.joinpath(*name.split(".")[1:])
+        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+        for target in g[name]:
+            if target not in SANDBOX_WORKER_SIDE:
+                offenders.append(f"{name} imports {target}")
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                tops = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                tops = [node.module.split(".")[0]]
+            else:
+                continue
+            offenders += [f"{name} imports {top}" for top in tops
+                          if top != "earnest" and top not in sys.stdlib_module_names and top != "__future__"]
+    assert not offenders, offenders

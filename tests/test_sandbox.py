@@ -479,3 +479,27 @@ def test_a_source_within_the_character_limit_runs_whatever_its_characters(box):
     assert (res.error_class, res.value) == ("", 7.0), res
     res = box.run(source + "x")
     assert res.error_class == "resource_limit", res
+
+
+def test_one_function_decides_the_layers_and_their_names():
+    """layers_in_force decides the layer list and the names describe() (the scored tables' sandbox
+    column) shows: the worker reports its layers with it, capabilities() and describe() with it."""
+    from earnest.sandbox.layers import FILE_READ_BLOCKERS, layers_in_force
+
+    caps = {"static_policy": True, "seccomp": "allowlist", "seccomp_compiler": "earnest", "landlock": 6,
+            "namespaces": ["mount", "net", "pid"], "chroot": False, "no_new_privs": True, "setuid": True,
+            "rlimits": True}
+    assert layers_in_force(caps) == [
+        ("static", "static"), ("seccomp", "seccomp-allowlist(earnest)"), ("landlock", "landlock-abi6"),
+        ("namespaces", "namespaces(mount,net,pid)"), ("no_new_privs", "no_new_privs"), ("setuid", "setuid"),
+        ("rlimits", "rlimits")]
+    bare = dict(caps, static_policy=False, seccomp="", seccomp_compiler="", landlock=0, namespaces=["user"],
+                chroot=True, setuid=False)
+    assert layers_in_force(bare) == [("chroot", "chroot"), ("no_new_privs", "no_new_privs"), ("rlimits", "rlimits")]
+    with Sandbox(workers=1, limits=LIMITS) as box:
+        caps = box.capabilities(start=True)
+        (worker,) = [w for w in box._all if w.info]
+        shown = layers_in_force(caps)
+        assert caps["layers"] == [name for name, _ in shown] == ["static"] + worker.info["layers"]
+        assert caps["file_reads_blocked_by"] == [n for n, _ in shown if n in FILE_READ_BLOCKERS]
+        assert box.describe() == f"python {caps['python']}; " + " + ".join(s for _, s in shown)

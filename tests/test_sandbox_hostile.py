@@ -17,7 +17,7 @@ def test_hostile(name):
 def test_reference_mode_reads_returned_subclasses_through_the_base_type():
     # a snippet cannot define a class in reference mode (no __build_class__), but the encoder
     # must not trust an int or float instance's own methods in any mode
-    from earnest.sandbox import _encode_value
+    from earnest.sandbox.worker import _encode_value
 
     class W(float):
         def __repr__(self):

@@ -190,7 +190,7 @@ def test_earnest_compiles_the_allowlist_where_libseccomp_is_missing():
     """Without libseccomp (``seccomp_compiler="earnest"`` stands in for its absence) the allowlist
     is still in force, compiled by earnest for this machine; sandbox_attacks.py's
     ``seccomp-earnest`` configuration shows it holding alone against the whole corpus."""
-    from earnest import sandbox as sb
+    from earnest.sandbox.kernel import seccomp as sb
 
     with Sandbox(workers=1, limits=LIMITS, disable=("namespaces", "landlock", "static"),
                  seccomp_compiler="earnest") as box:
@@ -218,7 +218,7 @@ def test_earnest_syscall_numbers_are_the_kernels():
     earnest compiles for."""
     import ctypes
 
-    from earnest import sandbox as sb
+    from earnest.sandbox.kernel import seccomp as sb
 
     lib = ctypes.CDLL("libseccomp.so.2")
     lib.seccomp_syscall_resolve_name_arch.argtypes = [ctypes.c_uint32, ctypes.c_char_p]

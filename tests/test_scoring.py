@@ -322,6 +322,32 @@ def test_score_script_under_snakemake(tmp_path):
     assert scored.loc["t001-v01", "correct"] and scored.loc["t002-v01", "error_class"] == "none_returned"
     assert scored["gamma"].tolist() == pytest.approx([3.0, 6.0])
     assert "accuracy 0.5000" in (tmp_path / "score.log").read_text()
+    assert "sandbox: python " in (tmp_path / "score.log").read_text()  # scoring's own sandbox, its layers logged
+
+
+def test_score_generations_runs_code_in_a_sandbox_of_its_own_and_closes_it(caplog, monkeypatch):
+    """The workflow's scoring job leaves the sandbox to earnest.gsm.scoring: code answers run in one
+    of its own (its layers logged), closed when scoring ends, also when it fails; text needs none."""
+    import logging
+
+    from earnest.gsm.scoring import score_generations
+    from earnest.sandbox import pool
+
+    closed = []
+    real_close = pool.Sandbox.close
+    monkeypatch.setattr(pool.Sandbox, "close", lambda self: (closed.append(self), real_close(self))[1])
+    items = make_items([("t001-v01", "8", 3.0)])
+    gens = make_generations({"t001-v01": "    return 2 * 4\n"}, prompt="simple_code")
+    with caplog.at_level(logging.INFO, logger="earnest.gsm.scoring"):
+        scored = score_generations(gens, items, "code", fidelity="earnest", python="")
+    assert bool(scored["correct"].iloc[0]) and "seccomp-allowlist" in scored["sandbox"].iloc[0]
+    assert [r.getMessage() for r in caplog.records if r.getMessage().startswith("sandbox: python ")]
+    assert len(closed) == 1 and closed[0].worker_pids() == []
+    with pytest.raises(ValueError, match="generations miss"):
+        score_generations(gens.iloc[:0], items, "code")
+    assert len(closed) == 2
+    text = score_generations(make_generations({"t001-v01": "The answer is 8."}), items, "text")
+    assert bool(text["correct"].iloc[0]) and len(closed) == 2
 
 
 def test_scored_code_tables_record_the_python_and_layers_and_reference_warns(caplog):

@@ -417,10 +417,10 @@ def _gsm_templates(config: dict, base_dir) -> list[int]:
 def _check_sandbox(config: dict) -> None:
     """sandbox.python, the interpreter that runs model code (one for both modes, or one per mode),
     starts and is a Python interpreter (as the scoring jobs start it:
-    :func:`earnest.sandbox.resolve_python`), checked now rather than when the first code answer is scored."""
+    :func:`earnest.sandbox.pool.resolve_python`), checked now rather than when the first code answer is scored."""
     setting = (config.get("sandbox") or {}).get("python") or ""
     from earnest.fidelity import MODES
-    from earnest.sandbox import SandboxUnavailable, resolve_python
+    from earnest.sandbox.pool import SandboxUnavailable, resolve_python
 
     per_mode = isinstance(setting, Mapping)
     for mode in (MODES if per_mode else (None,)):

@@ -1,7 +1,7 @@
 """Text from outside (a server's answer, a sandboxed program's report) made safe to print and log.
 
-Generic: imports nothing of earnest. :mod:`earnest.sandbox` keeps its own pattern (that file may
-import only the standard library: it is also the worker program that runs model code).
+Generic: imports nothing of earnest. :mod:`earnest.sandbox` keeps its own pattern (its worker's
+modules may import only the standard library: the worker program runs model code).
 """
 
 from __future__ import annotations

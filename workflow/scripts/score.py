@@ -1,4 +1,5 @@
-"""Score one generations table: extract answers, compare with gold answers (earnest.gsm.scoring).
+"""Score one generations table: extract answers, compare with gold answers
+(earnest.gsm.scoring.score_generations, which runs code answers in a sandbox of its own).
 
 snakemake.input.generations: generations parquet; snakemake.input.dataset_items: this dataset's
 items (Snakemake reserves the name ``items`` for input, so it cannot be used);
@@ -13,7 +14,7 @@ from earnest.joblog import job_logger
 
 log = job_logger(snakemake.log[0], "score")  # noqa: F821
 
-from earnest.gsm.scoring import score_table  # noqa: E402
+from earnest.gsm.scoring import score_generations  # noqa: E402
 
 try:
     sm = snakemake  # noqa: F821
@@ -21,17 +22,9 @@ try:
     items = pd.read_parquet(sm.input.dataset_items)
     log.info("scoring %s (%d rows, style %s, fidelity %s)", sm.input.generations, len(generations),
              sm.params.style, sm.params.fidelity)
-    sandbox = None
-    if sm.params.style == "code":
-        from earnest.sandbox import Sandbox
-
-        sandbox = Sandbox(python=sm.params.sandbox_python or None)
-        log.info("sandbox: %s", sandbox.describe())
-    try:
-        scored = score_table(generations, items, sm.params.style, sandbox, fidelity=sm.params.fidelity)
-    finally:
-        if sandbox is not None:
-            sandbox.close()
+    # code answers: scoring's own sandbox on sandbox.python, closed when done (earnest.gsm.scoring)
+    scored = score_generations(generations, items, sm.params.style, fidelity=sm.params.fidelity,
+                               python=sm.params.sandbox_python)
     counts = scored["error_class"].replace("", "correct").value_counts().to_dict()
     log.info("accuracy %.4f; classes %s", scored["correct"].mean(), counts)
     scored.to_parquet(sm.output[0], index=False)

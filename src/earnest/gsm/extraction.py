@@ -46,7 +46,7 @@ from earnest.gsm.failure_classes import TEXT_ERROR_CLASSES  # noqa: F401 - re-ex
 from earnest.fidelity import EARNEST, REFERENCE, check_mode
 
 if TYPE_CHECKING:  # pragma: no cover
-    from earnest.sandbox import Sandbox
+    from earnest.sandbox.pool import Sandbox
 
 # Numbers with more digits than this keep only their float value (possibly inf): exact
 # arithmetic on them is pointless for grade-school answers and slow for runaway output.
@@ -504,7 +504,7 @@ def extract_code(response: str, sandbox: "Sandbox | None" = None, *, fidelity: s
     the reference's forbidden-string check, namespace, return-value rules (a bool is a number,
     a Fraction or Decimal is not) and classes; the sandbox's limits are reported as
     ``unclassified``. Either way the code runs only inside the sandbox, which defaults to a shared
-    ``earnest.sandbox.default_sandbox()``.
+    ``earnest.sandbox.pool.default_sandbox()``.
     """
     return extract_code_many([response], sandbox, fidelity=fidelity)[0]
 
@@ -512,7 +512,7 @@ def extract_code(response: str, sandbox: "Sandbox | None" = None, *, fidelity: s
 def extract_code_many(responses: Sequence[str], sandbox: "Sandbox | None" = None, *,
                       fidelity: str = EARNEST) -> list[Extraction]:
     """``extract_code`` for a batch, running the snippets in parallel over the sandbox's workers."""
-    from earnest.sandbox import default_sandbox
+    from earnest.sandbox.pool import default_sandbox
 
     check_mode(fidelity)
     reference = fidelity == REFERENCE

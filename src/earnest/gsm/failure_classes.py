@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from earnest.fidelity import EARNEST, MODES, REFERENCE, check_mode
-from earnest.sandbox import (ATTRIBUTE_ERROR, FORBIDDEN_CONSTRUCT, FORBIDDEN_STRING, NAME_ERROR, NO_FUNCTION,
+from earnest.sandbox.policy import (ATTRIBUTE_ERROR, FORBIDDEN_CONSTRUCT, FORBIDDEN_STRING, NAME_ERROR, NO_FUNCTION,
                              NONE_RETURNED, NOT_A_NUMBER, RESOURCE_LIMIT, SYNTAX_ERROR, TIMEOUT, TYPE_VALUE_ERROR,
                              UNCLASSIFIED, ZERO_DIVISION_ERROR)
 

@@ -36,7 +36,7 @@ from earnest.jsonl import iter_jsonl
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-    from earnest.sandbox import Sandbox
+    from earnest.sandbox.pool import Sandbox
 
 REL_TOL = 1e-6
 ABS_TOL = 1e-9
@@ -210,7 +210,7 @@ def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str,
         generations[GENERATION_COLUMNS], on="item_id", how="left", validate="one_to_one")
     code_python = layers = ""
     if style == "code":
-        from earnest.sandbox import default_sandbox
+        from earnest.sandbox.pool import default_sandbox
 
         sandbox = sandbox if sandbox is not None else default_sandbox()
         code_python, layers = sandbox_record(sandbox, fidelity)
@@ -232,6 +232,27 @@ def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str,
     merged["code_python"] = code_python
     merged["sandbox"] = layers
     return merged[SCORED_COLUMNS].reset_index(drop=True)
+
+
+def score_generations(generations: "pd.DataFrame", items: "pd.DataFrame", style: str, *,
+                      fidelity: str = EARNEST, python: str | None = None) -> "pd.DataFrame":
+    """:func:`score_table` with the sandbox scoring decides on: for code answers one of this call's
+    own on the interpreter ``python`` (config ``sandbox.python``; "" or None: this one), its layers
+    logged before any answer runs and the sandbox closed when scoring ends, however it ends; text
+    answers run nothing. The workflow's scoring job calls this."""
+    sandbox = None
+    if style == "code":
+        import logging
+
+        from earnest.sandbox.pool import Sandbox
+
+        sandbox = Sandbox(python=python or None)
+        logging.getLogger("earnest.gsm.scoring").info("sandbox: %s", sandbox.describe())
+    try:
+        return score_table(generations, items, style, sandbox, fidelity=fidelity)
+    finally:
+        if sandbox is not None:
+            sandbox.close()
 
 
 def sandbox_record(sandbox: "Sandbox", fidelity: str) -> tuple[str, str]:
@@ -327,7 +348,7 @@ def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox
     code_python = layers = None
     if style == "code":
         if sandbox is None:
-            from earnest.sandbox import Sandbox
+            from earnest.sandbox.pool import Sandbox
 
             sandbox = own = Sandbox(python=python or None)
         if fidelity == REFERENCE and not any_python:
@@ -376,7 +397,7 @@ def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox
 
 
 def _cmd_extract(args: argparse.Namespace) -> int:
-    from earnest.sandbox import SandboxUnavailable
+    from earnest.sandbox.pool import SandboxUnavailable
 
     try:
         n = run_extract(args.input, args.output, args.style, fidelity=args.fidelity, python=args.python or None,
