@@ -22,7 +22,7 @@ def _critical(n: int, m: int, alpha: float = 0.05) -> float:
 @pytest.fixture(scope="module")
 def full():
     base = package_base_items(None)
-    matched, report = controlled_variant_items("gsm_matched", None, 50, base_seed=20251130)
+    matched, report = controlled_variant_items("gsm_matched", None, 50, base_seed=20251130, balance=0)
     random, _ = controlled_variant_items("gsm_variants", None, 50, base_seed=20251130)
     return base, matched, report, random
 

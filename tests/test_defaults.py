@@ -204,3 +204,85 @@ def test_shipped_configs_state_only_what_differs_from_the_defaults(name):
     cfg = yaml.safe_load((REPO / "config" / name).read_text())
     restated = _restated(copy.deepcopy(cfg), load_schema(), "")
     assert not restated, f"config/{name} restates the defaults of {restated} (config/schema.yaml)"
+
+
+# ---------------------------------------------------------------- library signatures
+#: a library parameter of this name stands for this config key (issue 42.4): it has no default, a
+#: default of None (the library then takes the schema's or decides as the workflow does), or a
+#: named constant whose value is the schema's default; never a literal of its own
+LIBRARY_PARAMS = {
+    "alpha": "stats.alpha",
+    "engine": "stats.engine",
+    "check_resamples": "stats.check_resamples",
+    "n_shards": "stats.shards",
+    "covariate": "stats.covariate",
+    "checkpoint_every": "generation.checkpoint_every",
+    "n_boot": "statform.resamples",
+    "agq": "compare.agq",
+    "item_effects": "compare.item_effects",
+    "window": "ex4.window",
+    "balance": "ex4.balance",
+    "instantiator": "gsm_symbolic.instantiator",
+    "max_questions": "statform_build.max_questions",
+    "max_rounds": "statform_build.max_rounds",
+    "report_chars": "statform_build.report_chars",
+    "gamma_sd": "power.gamma_sd",
+}
+#: (module, function, parameter) -> the config key it stands for where the name alone says another
+#: (the power study's engine is power.engine), or None where the parameter is no config key at all
+LIBRARY_EXCEPTIONS = {
+    ("earnest.stats.power", "power_study", "engine"): "power.engine",
+    ("earnest.stats.power", "power_point", "engine"): "power.engine",
+    ("earnest.stats.power", "bootstrap_table", "engine"): "power.engine",
+    ("earnest.wording", "effect_title", "covariate"): None,          # a caption's word, "" = none
+    ("earnest.stats.engines", "engine_for", "item_effects"): None,   # whether the model has item effects
+}
+
+
+def _library_functions():
+    """(module name, function name, parameter, default AST, line) for every parameter with a default
+    in src/earnest, functions and methods alike."""
+    src = REPO / "src"
+    for path in sorted((src / "earnest").rglob("*.py")):
+        module = ".".join(path.relative_to(src).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            a = node.args
+            positional = a.posonlyargs + a.args
+            pairs = list(zip(positional[len(positional) - len(a.defaults):], a.defaults))
+            pairs += [(arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+            for arg, default in pairs:
+                yield module, node.name, arg.arg, default, f"{path.relative_to(REPO)}:{node.lineno}"
+
+
+def _library_default_problems(functions) -> list[str]:
+    problems = []
+    for module, func, param, default, where in functions:
+        key = LIBRARY_EXCEPTIONS.get((module, func, param), LIBRARY_PARAMS.get(param))
+        if key is None or (isinstance(default, ast.Constant) and default.value is None):
+            continue
+        if isinstance(default, ast.Constant):
+            problems.append(f"{where} {func}({param}={default.value!r}): a literal default; take {key} from "
+                            "config/schema.yaml (a named constant read with schema_default) or require it")
+            continue
+        import importlib
+        obj = importlib.import_module(module)
+        value = eval(compile(ast.Expression(default), where, "eval"), vars(obj))  # the named constant's value
+        if value != schema_default(key):
+            problems.append(f"{where} {func}({param}={ast.unparse(default)} = {value!r}): config/schema.yaml's "
+                            f"{key} is {schema_default(key)!r}")
+    return problems
+
+
+def test_library_signatures_take_their_defaults_from_the_schema():
+    problems = _library_default_problems(_library_functions())
+    assert not problems, "\n".join(problems)
+
+
+def test_the_library_scan_finds_a_literal_and_a_wrong_constant():
+    tree = ast.parse("def f(x, alpha=0.05, engine=None, n_boot=ALPHA): pass")
+    fn = tree.body[0]
+    found = _library_default_problems(
+        [("earnest.stats.summary", "f", arg.arg, d, "t.py:1") for arg, d in zip(fn.args.args[1:], fn.args.defaults)])
+    assert len(found) == 2 and "alpha=0.05" in found[0] and "statform.resamples is 1000" in found[1]

@@ -55,7 +55,7 @@ NAMES: dict[str, str] = {
     "extract_text": "earnest.gsm.extraction:extract_text",
     "extract_text_locale": "earnest.gsm.extraction:extract_text_locale",
     "extract_code": "earnest.gsm.extraction:extract_code",
-    "Sandbox": "earnest.sandbox:Sandbox",
+    "Sandbox": "earnest.sandbox.pool:Sandbox",
     "score_table": "earnest.gsm.scoring:score_table",
     "is_correct": "earnest.gsm.scoring:is_correct",
     # fits

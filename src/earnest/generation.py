@@ -28,6 +28,10 @@ import pandas as pd
 
 from earnest.backends.base import Backend, GenerationRequest, GenerationResult, check_stop_reason, is_error
 from earnest.progress import format_eta, rate_and_eta
+from earnest.schema import schema_default
+
+#: answers between checkpoints (config/schema.yaml: generation.checkpoint_every)
+CHECKPOINT_EVERY = schema_default("generation.checkpoint_every")
 
 
 class PromptFormat(Protocol):
@@ -174,7 +178,7 @@ def decoding_record(backend: Backend, request: GenerationRequest, max_new_tokens
 
 
 def run_requests(requests: Sequence[GenerationRequest], backend: Backend, *, model: str, prompt: str, dataset: str,
-                 output: str | Path, max_new_tokens: int, checkpoint_every: int = 16) -> pd.DataFrame:
+                 output: str | Path, max_new_tokens: int, checkpoint_every: int = CHECKPOINT_EVERY) -> pd.DataFrame:
     """Answer every request not yet checkpointed, then write ``output`` (one row per request key).
 
     Returns the final table, in the requests' order. Raises :class:`GenerationError` (after
@@ -266,7 +270,7 @@ def run_requests(requests: Sequence[GenerationRequest], backend: Backend, *, mod
 
 
 def generate_dataset(items: pd.DataFrame, fmt: PromptFormat, backend: Backend, *, model: str, dataset: str,
-                     output: str | Path, max_new_tokens: int, checkpoint_every: int = 16) -> pd.DataFrame:
+                     output: str | Path, max_new_tokens: int, checkpoint_every: int = CHECKPOINT_EVERY) -> pd.DataFrame:
     """Generate an answer for every item not yet checkpointed, then write ``output``.
 
     Each request carries the format's stop strings and fidelity mode (``fmt.stop``,

@@ -31,9 +31,15 @@ def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
 
 
 def schema_node(key: str, path: str | Path = SCHEMA_PATH) -> dict:
-    """The schema of a dotted config key (``"stats.engine"``); KeyError naming the key if there is none."""
+    """The schema of a dotted config key (``"stats.engine"``; ``*`` for any entry of a mapping:
+    ``"models.*.batch_size"``); KeyError naming the key if there is none."""
     node = load_schema(path)
     for part in key.split("."):
+        if part == "*":                   # any entry of a mapping (models.*.batch_size)
+            node = node.get("additionalProperties")
+            if not isinstance(node, dict):
+                raise KeyError(f"{path}: no config key {key!r}")
+            continue
         props = node.get("properties") or {}
         if part not in props:
             raise KeyError(f"{path}: no config key {key!r}")

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Sequence
 
 from earnest.fidelity import REFERENCE
+from earnest.schema import schema_default
 
 from . import slots
 from .base import EOS, MAX_NEW_TOKENS, STOP_STRING, Backend, GenerationRequest, GenerationResult, cut_at_stop
@@ -68,8 +69,9 @@ def reference_clean_up(text: str) -> str:
         text = text.replace(old, new)
     return text
 
-#: a transformers model's dtype, device and batch size where its config entry names none
-DEFAULT_BATCH_SIZE = 8
+#: a transformers model's dtype, device and batch size where its config entry names none (the batch
+#: size config/schema.yaml's models.*.batch_size)
+DEFAULT_BATCH_SIZE = schema_default("models.*.batch_size")
 AUTO_BATCH = "auto"
 DEFAULT_DTYPE = "float32"
 DEFAULT_DEVICE = "cpu"

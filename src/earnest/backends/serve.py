@@ -32,9 +32,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-#: the keys of a serve block and their defaults (config/schema.yaml holds the same)
-DEFAULTS = {"port": "auto", "host": "127.0.0.1", "ready_timeout_s": 600.0, "health_path": "/health",
-            "stop_timeout_s": 30.0}
+from earnest.schema import schema_default
+
+#: the keys of a serve block and their defaults, read from config/schema.yaml (models.*.serve)
+DEFAULTS = {k: schema_default(f"models.*.serve.{k}")
+            for k in ("port", "host", "ready_timeout_s", "health_path", "stop_timeout_s")}
 _PR_SET_PDEATHSIG = 1
 
 

@@ -25,6 +25,12 @@ import pandas as pd
 
 from earnest.gsm.gamma import gamma
 from earnest.jsonl import iter_jsonl
+from earnest.schema import schema_default
+
+#: config/schema.yaml's defaults of the variant draws: who draws GSM-Variants, Ex4's window and balance
+INSTANTIATOR = schema_default("gsm_symbolic.instantiator")
+EX4_WINDOW = schema_default("ex4.window")
+EX4_BALANCE = schema_default("ex4.balance")
 
 ITEM_COLUMNS = ["item_id", "dataset", "template_id", "instance", "question", "answer", "gamma", "solution"]
 DATASETS = ("gsm_base", "gsm_variants")
@@ -115,7 +121,7 @@ def package_base_items(templates: Iterable[int] | None) -> pd.DataFrame:
     return _frame(rows, "gsm_base")
 
 
-def package_variant_items(template_id: int, n: int, base_seed: int, instantiator: str = "package") -> pd.DataFrame:
+def package_variant_items(template_id: int, n: int, base_seed: int, instantiator: str = INSTANTIATOR) -> pd.DataFrame:
     """GSM-Variants instances 0..n-1 of one template, drawn from :func:`template_seed`.
 
     ``instantiator``: ``package`` = the package's generator; ``earnest`` = :mod:`earnest.gsm.instantiate`
@@ -284,7 +290,7 @@ REPORT_COLUMNS = ["template_id", "status", "reason", "draws", "rejected_answers"
                   "gamma_original", "gamma_mean", "gamma_diff"]
 
 
-def controlled_restriction(dataset: str, window: float = 0.15, balance: int = 0):
+def controlled_restriction(dataset: str, window: float = EX4_WINDOW, balance: int = EX4_BALANCE):
     """The :class:`earnest.gsm.instantiate.Restriction` of a variant set: None for ``gsm_variants``
     (the templates' own ranges), shift 0 for ``gsm_matched``, shift k for ``gsm_shifted<k>``;
     ``balance``: candidates per instance of ``gsm_matched`` (config ``ex4.balance``; the shifted sets
@@ -309,7 +315,7 @@ def set_seed(base_seed: int, template_id: int, dataset: str) -> int:
 
 
 def controlled_variant_items(dataset: str, templates: Iterable[int] | None, n: int, base_seed: int,
-                             window: float = 0.15, balance: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+                             window: float = EX4_WINDOW, balance: int = EX4_BALANCE) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Instances 0..n-1 of each template in variant set ``dataset`` (earnest's instantiator) and a
     report, one row per template: ``status`` ok or unmatchable (with the ``reason``), the draws,
     the answers redrawn, a broken ``#answer`` expression, and the mean gamma of its questions
@@ -421,7 +427,7 @@ def language_templates(language: str):
 
 
 def language_items(dataset: str, language: str, templates: Iterable[int] | None, n: int, base_seed: int,
-                   window: float = 0.15) -> tuple[pd.DataFrame, pd.DataFrame]:
+                   window: float = EX4_WINDOW) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The items of ``dataset`` (gsm_base, gsm_variants, gsm_matched, gsm_shifted<k>) in ``language``
     and a report, one row per selected template (:data:`LANGUAGE_REPORT_COLUMNS`).
 
@@ -456,7 +462,9 @@ def language_items(dataset: str, language: str, templates: Iterable[int] | None,
             report.append(dict(base, language=language, template_id=t, status="ok", reason="", gamma_original=g0,
                                gamma_mean=g0, gamma_diff=0.0, numbers="original", alignment=""))
             continue
-        restriction = controlled_restriction(dataset, window)
+        # unbalanced (balance 0): a language's instance k follows the English instance k draw for draw,
+        # which a balanced pick among candidate draws would not keep (only Ex1 runs per language)
+        restriction = controlled_restriction(dataset, window, balance=0)
         seed = set_seed(base_seed, t, dataset)
         try:
             draw = (instantiate(t, n, seed, restriction, templates=pool) if language == "eng" else

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from earnest import fidelity as F
+from earnest.gsm.covariates import COVARIATE
 from earnest.stats.contrast import paired_contrast
 from earnest.stats.summaries import build_summaries
 from earnest.stats.summary import ALPHA, HOLM_FAMILY, holm_bounded, significant
@@ -137,7 +138,7 @@ def _contrast_cell(r, alpha: float) -> str:
 
 
 def side_by_side_markdown(table: pd.DataFrame, alpha: float = ALPHA, ks: dict | None = None,
-                          covariate: str = "gamma", shifts: dict | None = None) -> str:
+                          covariate: str = COVARIATE, shifts: dict | None = None) -> str:
     lines = ["# Ex4: the variant effect with number-matched variants", "",
              "Variant odds ratio (GSM-Variants / GSM-Matched vs GSM-Base) per model, 95% percentile bootstrap "
              f"interval, Holm-corrected bootstrap P (Ex1, Ex4: {holm_family_text(HOLM_FAMILY[1])}; Ex3, GLMM 2: "

@@ -648,9 +648,9 @@ class Restriction:
     above a value than below it, and numbers the question derives from the variables follow), so
     that without it most templates' matched questions carry larger numbers than their original."""
 
-    shift: int = 0
-    window: float = 0.15
-    balance: int = 0
+    shift: int
+    window: float
+    balance: int
 
     def keep(self, value, original) -> bool:
         target = abs(original) * 10 ** self.shift

@@ -17,6 +17,7 @@ from earnest.gsm.glmm_input import glmm_input_from_scored
 from earnest.gsm.locales import get_locale
 from earnest.gsm.published import published_note
 from earnest.stats import crosslingual as C
+from earnest.stats.summary import ALPHA
 
 
 def language_names(languages: Iterable[str]) -> dict[str, str]:
@@ -36,7 +37,7 @@ def cross_lingual_input(scored: Mapping[str, Iterable[pd.DataFrame]], *, reasoni
 
 
 def run_cross_lingual(data: pd.DataFrame, resamples: int, seed: int, *, random: str = C.DEFAULT_RANDOM,
-                      reference: str | None = None, alpha: float = 0.05, fidelity: str = F.EARNEST,
+                      reference: str | None = None, alpha: float = ALPHA, fidelity: str = F.EARNEST,
                       workers: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(cross-lingual summaries, per-language GLMM 1 summaries) of every model x prompt in ``data``,
     bootstrapped over the templates every language has (``resamples`` resamples from ``seed``,

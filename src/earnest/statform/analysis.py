@@ -22,10 +22,14 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from earnest.schema import schema_default
 from earnest.tables import write_table
 
 from .metrics import METRICS, metric_matrix
 from .parsing import UNPARSEABLE
+
+#: bootstrap resamples of the StatFormBench intervals (config/schema.yaml: statform.resamples)
+RESAMPLES = schema_default("statform.resamples")
 
 #: The confusion matrices' column of the unparseable answers (parsing.UNPARSEABLE), the one place it is named.
 UNPARSED_LABEL = "(unparsed)"
@@ -41,7 +45,7 @@ def _resample_weights(n: int, n_boot: int, seed: int) -> np.ndarray:
     return rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot)
 
 
-def bootstrap_metrics(scored: pd.DataFrame, by: Sequence[str] = ("model",), n_boot: int = 1000,
+def bootstrap_metrics(scored: pd.DataFrame, by: Sequence[str] = ("model",), n_boot: int = RESAMPLES,
                       seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     """Long table: ``by`` columns, metric, estimate, ci_low, ci_high, n (metrics in [0, 1]).
 
@@ -69,7 +73,7 @@ def bootstrap_metrics(scored: pd.DataFrame, by: Sequence[str] = ("model",), n_bo
     return pd.DataFrame(rows)
 
 
-def strategy_deltas(scored: pd.DataFrame, baseline: str = "zero_shot", n_boot: int = 1000, seed: int = 0,
+def strategy_deltas(scored: pd.DataFrame, baseline: str = "zero_shot", n_boot: int = RESAMPLES, seed: int = 0,
                     level: float = 0.95) -> pd.DataFrame:
     """Per model and strategy: the baseline's absolute metrics, others as paired differences from it.
 
@@ -156,7 +160,7 @@ def unparseable_counts(scored: pd.DataFrame) -> pd.DataFrame:
     return counts.reset_index()
 
 
-def write_main_table(scored: pd.DataFrame, stem: str | Path, *, strategy: str = "zero_shot", n_boot: int = 1000,
+def write_main_table(scored: pd.DataFrame, stem: str | Path, *, strategy: str = "zero_shot", n_boot: int = RESAMPLES,
                      seed: int = 0) -> dict[str, Path]:
     """Table 1 layout: models x six metrics under one strategy, each with its 95% bootstrap interval."""
     sub = scored[scored["prompt"] == strategy]
@@ -174,7 +178,7 @@ def write_main_table(scored: pd.DataFrame, stem: str | Path, *, strategy: str = 
         bold=bold, csv=raw, label="tab:statform-main")
 
 
-def write_source_table(scored: pd.DataFrame, stem: str | Path, *, strategy: str = "zero_shot", n_boot: int = 1000,
+def write_source_table(scored: pd.DataFrame, stem: str | Path, *, strategy: str = "zero_shot", n_boot: int = RESAMPLES,
                        seed: int = 0) -> dict[str, Path]:
     """Table 2/7 layout: each model's six metrics on each data source, with intervals."""
     sub = scored[scored["prompt"] == strategy]
@@ -221,7 +225,7 @@ def write_category_table(scored: pd.DataFrame, stem: str | Path, *, level: str =
 
 
 def write_strategy_table(scored: pd.DataFrame, stem: str | Path, *, baseline: str = "zero_shot",
-                         n_boot: int = 1000, seed: int = 0) -> dict[str, Path]:
+                         n_boot: int = RESAMPLES, seed: int = 0) -> dict[str, Path]:
     """Table 3 layout: per model, the baseline's absolute scores, other strategies as signed changes."""
     long = strategy_deltas(scored, baseline, n_boot, seed)
     display, raw = _wide(long, ["model", "prompt"])

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from earnest.stats import rbridge
-from earnest.stats.summary import DIVERGED_LOG_OR
+from earnest.stats.summary import ALPHA, DIVERGED_LOG_OR
 
 _R_CODE = r"""
 function(correct, model, sample) {
@@ -126,7 +126,7 @@ def pairwise_glmm(scored: pd.DataFrame, outcome: str = "correct_fg", strategy: s
     return out[cols]
 
 
-def write_pairwise_table(pairs: pd.DataFrame, stem, alpha: float = 0.05):
+def write_pairwise_table(pairs: pd.DataFrame, stem, alpha: float = ALPHA):
     """The pairwise comparisons through the project's table writer; Holm p below ``alpha`` in bold."""
     from earnest.tables import default_format, write_table
     from earnest.wording import format_p

@@ -19,9 +19,10 @@ import pandas as pd
 import yaml
 
 from earnest.backends import load_backend
-from earnest.generation import run_requests
+from earnest.generation import CHECKPOINT_EVERY, run_requests
 
 from . import analysis
+from .analysis import RESAMPLES
 from .data import check_disjoint, load_samples, samples_from_frame, samples_to_frame
 from .metrics import score_generations
 from .prompts import build_requests, load_prompt_template, parse_strategy
@@ -59,7 +60,7 @@ def prepare_data(dataset: str | Path, pool: str | Path | None, taxonomy: str | P
 
 def generate(samples_path: str | Path, pool_path: str | Path, taxonomy_path: str | Path, model_name: str,
              model_cfg: dict, strategy: str, strategy_cfg: dict | None, max_new_tokens: int,
-             out: str | Path, prompt_template: str | Path | None = None, checkpoint_every: int = 16) -> pd.DataFrame:
+             out: str | Path, prompt_template: str | Path | None = None, checkpoint_every: int = CHECKPOINT_EVERY) -> pd.DataFrame:
     """Ask one model every sample under one strategy; write and return the generations table.
 
     Generation checkpoints and resumes as GSM-Symbolic generation does
@@ -94,7 +95,7 @@ def score(generations: str | Path | Sequence[str | Path], samples_path: str | Pa
 
 
 def analyse(scored_paths: Sequence[str | Path], tables_dir: str | Path, figures_dir: str | Path, *,
-            main_strategy: str = "zero_shot", baseline: str = "zero_shot", n_boot: int = 1000, seed: int = 0,
+            main_strategy: str = "zero_shot", baseline: str = "zero_shot", n_boot: int = RESAMPLES, seed: int = 0,
             min_category_n: int = 0, top_fine: int = 15, glmm: bool = True) -> list[Path]:
     """Every StatFormBench table and figure from the scored tables; returns the files written.
 

@@ -21,13 +21,17 @@ import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from earnest.schema import schema_default
+
 from ..data import CATEGORY_SEP, DataError, _parse_variables
 from ..taxonomy import Taxonomy
 from .llm import InvalidAnswer, JsonTask, run_json_tasks, raise_transport_errors
 from .numcheck import number_check
 from .prompts import PromptSet
 
-MAX_INDUCTION_ROUNDS = 5
+#: case projects' induction (config/schema.yaml: statform_build.max_questions, max_rounds)
+MAX_QUESTIONS = schema_default("statform_build.max_questions")
+MAX_INDUCTION_ROUNDS = schema_default("statform_build.max_rounds")
 
 
 @dataclass
@@ -156,7 +160,7 @@ def validate_verdict(obj: dict) -> dict:
     return {"pass": _bool(obj, "pass"), "feedback": _text(obj, "feedback", required=False)}
 
 
-def induce_project(project: str, report: str, dictionary: dict, cfg: StageConfig, *, max_questions: int = 5,
+def induce_project(project: str, report: str, dictionary: dict, cfg: StageConfig, *, max_questions: int = MAX_QUESTIONS,
                    max_rounds: int = MAX_INDUCTION_ROUNDS, source_meta: dict | None = None) -> list[dict]:
     """Overview + independent questions with report-grounded answers, checked and revised up to
     ``max_rounds`` times. Records ``<project>-q<k>`` on success; one ``failed`` record ``<project>-q0``
