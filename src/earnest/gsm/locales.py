@@ -27,6 +27,11 @@ Three users read this table, and nothing else decides these questions:
   (resources/prompts/languages/), plus :attr:`Locale.cues_around` for a verb-final language whose
   number stands inside the phrase (Hindi "अंतिम उत्तर ६ है").
 
+The rows with a cue are the languages with a built GSM prompt: French, Hindi, Arabic and the MGSM
+languages German, Russian, Chinese, Japanese, Swahili, Telugu, Thai, with Italian and Korean
+(docs/languages.md says how each reads numbers: Russian both its own ``2,5`` and the package's
+``12,000``; Chinese and Japanese fullwidth digits, never grouping by ``，`` or ``、``).
+
 Languages without their own row read numbers by :data:`DEFAULT` (every separator of a dot-decimal
 locale) or, in the comma-decimal languages, by :data:`COMMA_DEFAULT`; they have no cue of their own
 (the English cue still counts) and no prompt, which :mod:`earnest.gsm.languages` refuses by name.
@@ -112,7 +117,8 @@ LOCALES: dict[str, Locale] = {
     # the MGSM languages with enough active templates (Spanish and Bengali have 8 and 2: Italian and
     # Korean instead; docs/languages.md)
     "deu": replace(COMMA_DEFAULT, code="deu", name="German",
-                   cues=(r"die\s+endg(?:ü|ue)ltige\s+antwort\s+(?:lautet|ist)\s*:?", r"endg(?:ü|ue)ltige\s+antwort\s*:"),
+                   cues=(r"die\s+endg(?:ü|ue)ltige\s+antwort\s+(?:lautet|ist)\s*:?",
+                         r"endg(?:ü|ue)ltige\s+antwort\s*:"),
                    question_labels=("F:", "Q:")),
     "ita": replace(COMMA_DEFAULT, code="ita", name="Italian",
                    cues=(r"la\s+risposta\s+finale\s+(?:è|é|e['’])\s*:?", r"risposta\s+finale\s*:"),
