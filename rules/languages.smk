@@ -2,9 +2,10 @@
 # unless the config names a language other than eng: the English study's jobs, paths and outputs
 # are those of the other rules, unchanged. Per other language: its items (results/languages/<lang>/
 # data), Ex1's generations with the language's GSM prompt and its scored tables, one job per
-# model x dataset each, so adding a language plans only its own jobs; then one job fits the
-# cross-lingual GLMM and the per-language GLMM 1s on every language (English's scored tables are the
-# English study's) and writes results/tables/languages/ and results/figures/languages/.
+# model x dataset each, and its GLMM 1 (the paper's model, bootstrapped) one job per model, English's
+# included (on the English study's scored tables), so adding a language plans only its own jobs; then
+# one job fits the cross-lingual GLMM on every language, takes the per-language GLMM 1s (Holm across
+# the languages) and writes results/tables/languages/ and results/figures/languages/.
 # Its settings and input functions: rules/languages_targets.smk.
 
 
@@ -89,9 +90,33 @@ if OTHER_LANGUAGES:
         script:
             "../workflow/scripts/language_score.py"
 
+    rule language_glmm1:
+        input:
+            scored=language_scored_inputs,
+        output:
+            language_glmm1_path("{language}", "{model}", "{prompt}"),
+        log:
+            "logs/language_glmm1/{language}/{model}/{prompt}.log",
+        wildcard_constraints:
+            language=_alternatives(LANGUAGES),
+            prompt=re.escape(EX1_PROMPT),
+        conda:
+            "../envs/stats.yaml"
+        threads: config["stats"]["threads"]
+        resources:
+            **CPU_JOB,
+        params:
+            language=lambda wc: wc.language,
+            resamples=config["stats"]["resamples"],
+            seed=config["stats"]["seed"],
+            fidelity=FIDELITY,
+        script:
+            "../workflow/scripts/language_glmm1.py"
+
     rule cross_lingual:
         input:
             scored=[language_scored(m, x, d) for m in GSM_MODELS for x in LANGUAGES for d in DATASETS],
+            glmm1=[language_glmm1_path(x, m, EX1_PROMPT) for m in GSM_MODELS for x in LANGUAGES],
         output:
             table=report(f"{LANG_TABLES}/cross_lingual.md", category="Tables"),
             csv=f"{LANG_TABLES}/cross_lingual.csv",

@@ -42,6 +42,15 @@ def language_scored(model, language, dataset):
     return f"{LANG_DIR}/{language}/scored/{model}/{EX1_PROMPT}/{dataset}.parquet"
 
 
+def language_scored_inputs(wc):
+    """One language's scored GSM-Base and GSM-Variants of one model: its GLMM 1's input."""
+    return [language_scored(wc.model, wc.language, d) for d in DATASETS]
+
+
+def language_glmm1_path(language, model, prompt):
+    return f"{LANG_DIR}/{language}/glmm1/{model}/{prompt}.parquet"
+
+
 def language_prompt_file(wc):
     return str(LANGUAGE_FORMATS[wc.language].path)
 

@@ -18,7 +18,7 @@ BASE["gsm_symbolic"].update(instantiator="earnest", templates=[0, 1, 2, 3])
 BASE["experiments"]["ex2_prompts"] = []
 BASE["statform"]["enabled"] = False
 BASE["sensitivity"]["enabled"] = False
-LANGUAGE_RULES = {"language_items", "language_generate", "language_score", "cross_lingual"}
+LANGUAGE_RULES = {"language_items", "language_generate", "language_score", "language_glmm1", "cross_lingual"}
 
 
 def config(languages):
@@ -67,19 +67,41 @@ def test_french_end_to_end(french_run):
     assert "No published GSM-Symbolic numbers exist for language 'fra'" in note
 
 
+def test_per_language_glmm1_jobs_give_the_one_job_table(french_run):
+    """Each language's GLMM 1 is its own job; the cross-lingual job's table is the one its own fits
+    of every language gave before the fits were jobs of their own."""
+    from earnest.gsm.languages import cross_lingual_input, run_cross_lingual
+
+    wd = french_run
+    for x in ("eng", "fra"):
+        assert (wd / f"results/languages/{x}/glmm1/tiny/gsm.parquet").exists()
+    scored = {x: [pd.read_parquet(wd / (f"results/scored/tiny/gsm/{d}.parquet" if x == "eng" else
+                                        f"results/languages/{x}/scored/tiny/gsm/{d}.parquet"))
+                  for d in ("gsm_base", "gsm_variants")] for x in ("eng", "fra")}
+    stats = BASE["stats"]
+    _, glmm1 = run_cross_lingual(cross_lingual_input(scored), stats["resamples"], stats["seed"],
+                                 alpha=stats["alpha"])
+    got = (wd / "results/tables/languages/glmm1_by_language.csv").read_text(encoding="utf-8")
+    assert got == glmm1.to_csv(index=False)
+
+
 def test_adding_a_language_plans_only_its_jobs(french_run):
     jobs = planned(snakemake(french_run, config(["eng", "fra", "hin"]), "-n", *targets(["eng", "fra", "hin"])))
-    assert jobs == {"language_items": 2, "language_generate": 2, "language_score": 2, "cross_lingual": 1}
+    # Hindi's items, generations and scores (two datasets), its GLMM 1 (one model); English's and
+    # French's GLMM 1 jobs are not planned again, only the cross-lingual job that takes them all
+    assert jobs == {"language_items": 2, "language_generate": 2, "language_score": 2, "language_glmm1": 1,
+                    "cross_lingual": 1}
 
 
 def test_a_language_without_a_prompt_stops_the_run(tmp_path):
-    proc = snakemake(tmp_path, config(["eng", "deu"]), "-n")
+    proc = snakemake(tmp_path, config(["eng", "pol"]), "-n")
     assert proc.returncode != 0
-    assert "no 'gsm' prompt is built for language 'deu'" in proc.stdout + proc.stderr
+    assert "no 'gsm' prompt is built for language 'pol'" in proc.stdout + proc.stderr
 
 
 def test_multilingual_config_plans_the_study(tmp_path):
-    """config/multilingual.yaml: four models x three other languages x two datasets, planned without weights."""
+    """config/multilingual.yaml: four models x twelve other languages x two datasets, GLMM 1 per model and
+    language (English's too), planned without weights."""
     import subprocess
     import sys
 
@@ -89,5 +111,5 @@ def test_multilingual_config_plans_the_study(tmp_path):
                            str(tmp_path), "--configfile", str(REPO / "config" / "multilingual.yaml"), "-n"],
                           capture_output=True, text=True, timeout=1800, env=child_env())
     jobs = planned(proc)
-    assert jobs["language_items"] == 6 and jobs["language_generate"] == 24 and jobs["language_score"] == 24
-    assert jobs["cross_lingual"] == 1 and jobs["generate"] == 8
+    assert jobs["language_items"] == 24 and jobs["language_generate"] == 96 and jobs["language_score"] == 96
+    assert jobs["language_glmm1"] == 52 and jobs["cross_lingual"] == 1 and jobs["generate"] == 8

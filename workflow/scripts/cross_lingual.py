@@ -1,6 +1,7 @@
 """The cross-lingual GLMM and the per-language GLMM 1s of every Ex1 model (earnest.gsm.languages).
 
 snakemake.input.scored: scored tables, one per params.scored_keys entry [model, language, dataset];
+snakemake.input.glmm1: each language's GLMM 1 of each model (workflow/scripts/language_glmm1.py);
 snakemake.params: languages (the reference first: English), resamples, seed, alpha, fidelity;
 snakemake.output: table (Markdown; CSV and LaTeX beside it), csv, glmm1, figure; snakemake.log[0].
 """
@@ -21,9 +22,10 @@ try:
     for path, (model, language, dataset) in zip(sm.input.scored, sm.params.scored_keys):
         by_language.setdefault(language, []).append(pd.read_parquet(path))
     data = cross_lingual_input(by_language)
+    fitted = pd.concat([pd.read_parquet(p) for p in sm.input.glmm1], ignore_index=True)
     summary, glmm1 = run_cross_lingual(data, int(sm.params.resamples), int(sm.params.seed),
                                        alpha=float(sm.params.alpha), fidelity=sm.params.fidelity,
-                                       workers=int(sm.threads))
+                                       workers=int(sm.threads), glmm1=fitted, log=log)
     out = write_cross_lingual(summary, glmm1, Path(sm.output.table).parent, Path(sm.output.figure).parent,
                               list(sm.params.languages))
     log.info("cross-lingual GLMM: %s", {k: str(v) for k, v in out.items()})

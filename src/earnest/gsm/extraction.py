@@ -199,8 +199,9 @@ def extract_text(response: str, *, fidelity: str = EARNEST, language: str = "eng
 #: Bidirectional controls (LRM, RLM, ALM, embeddings, isolates) that Arabic-script text may carry
 #: around numbers; they are invisible and never part of a number.
 _BIDI = dict.fromkeys(map(ord, "\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"))
-_DECORATION = (r"[\s:=]*(?:\*\*|__|\*|_)?\s*(?:\\\(|\\\[|\$\$?)?\s*(?:\\boxed\{|\\text\{)?\s*"
-               rf"(?P<sign1>[{_MINUS}])?\s*(?:\\?\$|US\$|USD\s*|€|£|₹|Rs\.?\s*|रु\.?\s*)?\s*(?P<sign2>[{_MINUS}])?")
+_DECORATION = (r"[\s:=：]*(?:\*\*|__|\*|_)?\s*(?:\\\(|\\\[|\$\$?)?\s*(?:\\boxed\{|\\text\{)?\s*"
+               rf"(?P<sign1>[{_MINUS}])?\s*(?:\\?\$|US\$|USD\s*|€|£|₹|¥|￥|₩|₽|฿|Rs\.?\s*|रु\.?\s*)?\s*"
+               rf"(?P<sign2>[{_MINUS}])?")
 _LOCALE_CUES: dict = {}
 
 

@@ -1122,6 +1122,11 @@ def alignment_gap(english: Template, other: Template, restriction: Restriction |
             continue
         pos = _numeric_positions(ch, len(names))
         if not pos:
+            # a line of words in English may be a line of numbers in a translation (a Chinese
+            # template writes "second" as 2): those numbers are the language's own
+            if (names in lines_o and lines_o[names][0].kind != "derived"
+                    and _numeric_positions(lines_o[names][1], len(names))):
+                return f"line {', '.join(names)}: numbers where English has words"
             continue
         if names not in lines_o or lines_o[names][0].kind == "derived":
             return f"no line draws {', '.join(names)}"

@@ -36,12 +36,50 @@ def cross_lingual_input(scored: Mapping[str, Iterable[pd.DataFrame]], *, reasoni
     return pd.concat(parts, ignore_index=True)
 
 
+#: The column of a per-language GLMM 1 table naming the templates it was fitted on (comma-separated
+#: ids): the cross-lingual job keeps a language's fit only where these are the templates common to
+#: every language, the templates the one-job analysis fitted.
+FIT_TEMPLATES = "fit_templates"
+
+
+def _templates_text(templates) -> str:
+    return ",".join(str(int(t)) for t in sorted(set(templates)))
+
+
+def language_glmm1_from_scored(frames: Iterable[pd.DataFrame], language: str, resamples: int, seed: int, *,
+                               reasoning_only: bool = False, fidelity: str = F.EARNEST,
+                               workers: int = 1) -> pd.DataFrame:
+    """GLMM 1 of one language (:func:`earnest.stats.crosslingual.language_glmm1`) for every model x
+    prompt of its scored tables, with :data:`FIT_TEMPLATES`; no Holm (the cross-lingual job's). What
+    the workflow's per-language job runs: it reads only that language's tables, so adding a language
+    fits only that language (rules/languages.smk)."""
+    from earnest.stats.glmm import validate_glmm_input
+
+    # the rows the cross-lingual input holds for this language (validate_cross_input, one language)
+    df = cross_lingual_input({language: frames}, reasoning_only=reasoning_only)
+    data = validate_glmm_input(df, 1, f"scored tables ({language})")
+    data["language"] = language
+    parts = []
+    for _, g in data.groupby(["model", "prompt"], sort=True):
+        g = g.reset_index(drop=True)
+        s = C.language_glmm1(g, range(resamples), seed, fidelity=fidelity, workers=workers)
+        s[FIT_TEMPLATES] = _templates_text(g["template"])
+        parts.append(s)
+    return pd.concat(parts, ignore_index=True)
+
+
 def run_cross_lingual(data: pd.DataFrame, resamples: int, seed: int, *, random: str = C.DEFAULT_RANDOM,
                       reference: str | None = None, alpha: float = ALPHA, fidelity: str = F.EARNEST,
-                      workers: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
+                      workers: int = 1, glmm1: pd.DataFrame | None = None,
+                      log=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(cross-lingual summaries, per-language GLMM 1 summaries) of every model x prompt in ``data``,
     bootstrapped over the templates every language has (``resamples`` resamples from ``seed``,
-    the laplace engine)."""
+    the laplace engine).
+
+    ``glmm1``: the per-language GLMM 1s already fitted (:func:`language_glmm1_from_scored`, one job per
+    language); a language's fit is used where it was fitted on the templates common to every
+    language (then it is the fit this function would make), else refitted here (said in ``log``).
+    Without it every language is fitted here (:func:`earnest.stats.crosslingual.per_language_glmm1`)."""
     data = C.validate_cross_input(data, common_only=True)
     summaries = []
     for (model, prompt), g in data.groupby(["model", "prompt"], sort=True):
@@ -50,8 +88,23 @@ def run_cross_lingual(data: pd.DataFrame, resamples: int, seed: int, *, random: 
         wald = C.full_fit(g, random=random, reference=reference)
         summaries.append(C.summarise(shards, g, model=str(model), prompt=str(prompt), random=random,
                                      reference=reference, wald=wald, alpha=alpha, fidelity=fidelity))
-    glmm1 = C.per_language_glmm1(data, range(resamples), seed, fidelity=fidelity, workers=workers)
-    return pd.concat(summaries, ignore_index=True), glmm1
+    if glmm1 is None:
+        per_language = C.per_language_glmm1(data, range(resamples), seed, fidelity=fidelity, workers=workers)
+    else:
+        parts = []
+        for (model, prompt, lang), g in data.groupby(["model", "prompt", "language"], sort=False):
+            fit = glmm1[(glmm1["model"] == model) & (glmm1["prompt"] == prompt) & (glmm1["language"] == lang)]
+            if len(fit) and set(fit[FIT_TEMPLATES]) == {_templates_text(g["template"])}:
+                parts.append(fit.drop(columns=[FIT_TEMPLATES]).reset_index(drop=True))
+                continue
+            if log is not None:
+                log.warning("GLMM 1 of %s (%s, %s) refitted on the %d templates common to every language "
+                            "(its own job fitted %s)", lang, model, prompt, g["template"].nunique(),
+                            "other templates" if len(fit) else "nothing")
+            parts.append(C.language_glmm1(g.reset_index(drop=True), range(resamples), seed, fidelity=fidelity,
+                                          workers=workers))
+        per_language = C.holm_across_languages(parts, fidelity)
+    return pd.concat(summaries, ignore_index=True), per_language
 
 
 def write_cross_lingual(summary: pd.DataFrame, glmm1: pd.DataFrame, tables: str | Path, figures: str | Path,

@@ -27,6 +27,11 @@ Three users read this table, and nothing else decides these questions:
   (resources/prompts/languages/), plus :attr:`Locale.cues_around` for a verb-final language whose
   number stands inside the phrase (Hindi "अंतिम उत्तर ६ है").
 
+The rows with a cue are the languages with a built GSM prompt: French, Hindi, Arabic and the MGSM
+languages German, Russian, Chinese, Japanese, Swahili, Telugu, Thai, with Italian and Korean
+(docs/languages.md says how each reads numbers: Russian both its own ``2,5`` and the package's
+``12,000``; Chinese and Japanese fullwidth digits, never grouping by ``，`` or ``、``).
+
 Languages without their own row read numbers by :data:`DEFAULT` (every separator of a dot-decimal
 locale) or, in the comma-decimal languages, by :data:`COMMA_DEFAULT`; they have no cue of their own
 (the English cue still counts) and no prompt, which :mod:`earnest.gsm.languages` refuses by name.
@@ -52,6 +57,7 @@ DEVANAGARI_DIGITS = frozenset({"hin", "mar"})
 NBSP, NNBSP, THIN = "\u00a0", "\u202f", "\u2009"
 ARABIC_DECIMAL, ARABIC_THOUSANDS = "\u066b", "\u066c"
 APOSTROPHES = ("'", "\u2019")
+FULLWIDTH_STOP = "\uff0e"
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,43 @@ LOCALES: dict[str, Locale] = {
     "ara": replace(DEFAULT, code="ara", name="Arabic", script="Arabic",
                    cues=(r"الإجابة\s+النهائية\s+هي\s*:?", r"الإجابة\s+النهائية\s*:", r"الجواب\s+النهائي\s+هو\s*:?"),
                    question_labels=("س:", "Q:")),
+    # the MGSM languages with enough active templates (Spanish and Bengali have 8 and 2: Italian and
+    # Korean instead; docs/languages.md)
+    "deu": replace(COMMA_DEFAULT, code="deu", name="German",
+                   cues=(r"die\s+endg(?:ü|ue)ltige\s+antwort\s+(?:lautet|ist)\s*:?",
+                         r"endg(?:ü|ue)ltige\s+antwort\s*:"),
+                   question_labels=("F:", "Q:")),
+    "ita": replace(COMMA_DEFAULT, code="ita", name="Italian",
+                   cues=(r"la\s+risposta\s+finale\s+(?:è|é|e['’])\s*:?", r"risposta\s+finale\s*:"),
+                   question_labels=("D:", "Q:")),
+    # the package writes Russian numbers in English style (12,000; 2.5) while Russian writes 2,5 and
+    # 12 000: a comma before exactly three digits groups thousands, any other comma is a decimal mark
+    "rus": replace(DEFAULT, code="rus", name="Russian", script="Cyrillic", decimals=(".", ",", ARABIC_DECIMAL),
+                   groups=(",", " ", NBSP, NNBSP, THIN, *APOSTROPHES),
+                   cues=(r"окончательный\s+ответ\s*(?::|—|–|-|равен|равно)?", r"итоговый\s+ответ\s*(?::|—|–|-)?"),
+                   question_labels=("В:", "Q:")),
+    # Chinese (the package's is Traditional) and Japanese: fullwidth digits (\d reads them) and the
+    # fullwidth full stop as a decimal point; the ideographic commas ， and 、 separate clauses and list
+    # items, never thousands ("100，100 - 30" is two numbers)
+    "zho": replace(DEFAULT, code="zho", name="Chinese", script="Han", decimals=(".", FULLWIDTH_STOP, ARABIC_DECIMAL),
+                   cues=(r"最[終终](?:的)?答案(?:是|為|为)?\s*[:：]?",),
+                   question_labels=("問：", "问：", "問:", "问:", "Q:")),
+    "jpn": replace(DEFAULT, code="jpn", name="Japanese", script="Japanese",
+                   decimals=(".", FULLWIDTH_STOP, ARABIC_DECIMAL),
+                   cues=(r"最終的な答えは\s*[:：]?", r"最終的な答え\s*[:：]", r"最終的な解答は\s*[:：]?"),
+                   question_labels=("問：", "問:", "Q:")),
+    "kor": replace(DEFAULT, code="kor", name="Korean", script="Hangul",
+                   cues=(r"최종\s*(?:답|정답|답변)\s*(?:은|는)?\s*:?",),
+                   question_labels=("질문:", "Q:")),
+    "swh": replace(DEFAULT, code="swh", name="Swahili",
+                   cues=(r"jibu\s+la\s+mwisho\s+ni\s*:?", r"jibu\s+la\s+mwisho\s*:"),
+                   question_labels=("S:", "Q:")),
+    "tel": replace(DEFAULT, code="tel", name="Telugu", script="Telugu",
+                   cues=(r"తుది\s+సమాధానం\s*(?::|=)?", r"చివరి\s+సమాధానం\s*(?::|=)?"),
+                   question_labels=("ప్రశ్న:", "Q:")),
+    "tha": replace(DEFAULT, code="tha", name="Thai", script="Thai",
+                   cues=(r"คำตอบสุดท้าย\s*(?:คือ)?\s*:?",),
+                   question_labels=("คำถาม:", "Q:")),
 }
 
 

@@ -383,29 +383,50 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, *, model: str = "", prom
     return out[SUMMARY_COLUMNS]
 
 
+def language_glmm1(data: pd.DataFrame, resamples, base_seed: int, *, level: float = 0.95,
+                   fidelity: str = F.DEFAULT, workers: int = 1) -> pd.DataFrame:
+    """GLMM 1 (the paper's model, :mod:`earnest.stats.laplace`) on the answers of one language of one
+    model x prompt (``data``: :data:`CROSS_INPUT_COLUMNS`, one model, prompt and language), summarised
+    by :func:`earnest.stats.summary.summarise`, with its ``language`` column; no Holm (that is across
+    the languages: :func:`holm_across_languages`). The resamples are resample b's templates and seed
+    whatever the other languages are, so each language is its own job (rules/languages.smk)."""
+    from earnest.stats.summary import summarise as summarise_glmm
+
+    keys = data[["model", "prompt", "language"]].drop_duplicates()
+    if len(keys) != 1:
+        raise ValueError(f"language_glmm1 fits one model x prompt x language; the data hold {len(keys)}")
+    model, prompt, lang = keys.iloc[0]
+    sub = data.drop(columns=["language"]).reset_index(drop=True)
+    shards = laplace.bootstrap(sub, 1, resamples, base_seed, workers=workers)
+    shards["engine"] = laplace.ENGINE
+    wald = laplace.full_fit(sub, 1)
+    s = summarise_glmm(shards, sub, 1, model=str(model), prompt=str(prompt), wald=wald, level=level,
+                       fidelity=fidelity, rows="aggregated")
+    s.insert(2, "language", lang)
+    return s
+
+
+def holm_across_languages(parts, fidelity: str = F.DEFAULT) -> pd.DataFrame:
+    """The per-language GLMM 1 summaries (:func:`language_glmm1`) in one table, with Holm across the
+    languages within model x prompt x term (``p_holm_languages``; a P of 0 counts as its bound)."""
+    res = pd.concat(list(parts), ignore_index=True)
+    res["p_holm_languages"] = np.nan
+    for _, idx in res.groupby(["model", "prompt", "term"], sort=False).groups.items():
+        res.loc[idx, "p_holm_languages"] = holm_bounded(res.loc[idx, "p_boot"], res.loc[idx, "p_bound"], fidelity)
+    return res
+
+
 def per_language_glmm1(data: pd.DataFrame, resamples, base_seed: int, *, level: float = 0.95,
                        fidelity: str = F.DEFAULT, workers: int = 1) -> pd.DataFrame:
     """GLMM 1 (the paper's model, :mod:`earnest.stats.laplace`) on each language's answers of one
     model x prompt, with the same resamples (same templates, same seeds: resample b draws the same
     templates in every language), summarised by :func:`earnest.stats.summary.summarise`, and Holm
-    across the languages (``p_holm_languages``; a P of 0 counts as its bound)."""
-    from earnest.stats.summary import summarise as summarise_glmm
-
-    out = []
-    for (model, prompt, lang), g in data.groupby(["model", "prompt", "language"], sort=False):
-        sub = g.drop(columns=["language"]).reset_index(drop=True)
-        shards = laplace.bootstrap(sub, 1, resamples, base_seed, workers=workers)
-        shards["engine"] = laplace.ENGINE
-        wald = laplace.full_fit(sub, 1)
-        s = summarise_glmm(shards, sub, 1, model=str(model), prompt=str(prompt), wald=wald, level=level,
-                           fidelity=fidelity, rows="aggregated")
-        s.insert(2, "language", lang)
-        out.append(s)
-    res = pd.concat(out, ignore_index=True)
-    res["p_holm_languages"] = np.nan
-    for _, idx in res.groupby(["model", "prompt", "term"], sort=False).groups.items():
-        res.loc[idx, "p_holm_languages"] = holm_bounded(res.loc[idx, "p_boot"], res.loc[idx, "p_bound"], fidelity)
-    return res
+    across the languages (``p_holm_languages``; a P of 0 counts as its bound): :func:`language_glmm1`
+    per language, then :func:`holm_across_languages`."""
+    parts = [language_glmm1(g.reset_index(drop=True), resamples, base_seed, level=level, fidelity=fidelity,
+                            workers=workers)
+             for _, g in data.groupby(["model", "prompt", "language"], sort=False)]
+    return holm_across_languages(parts, fidelity)
 
 
 # ------------------------------------------------------------------------------------ table, figure
