@@ -16,7 +16,7 @@ from helpers import GLMM_SHARD_RULES
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "workflow" / "scripts"
-REGISTRY = ROOT / "src" / "earnest" / "stats" / "engines.py"
+REGISTRY = ROOT / "src" / "earnest" / "stats" / "engines"   # the interface and the engines
 
 _NAME = r"""["'](?:lme4|laplace)["']"""
 #: an engine name compared (==, !=, in, is), chosen in a conditional (x if c else "lme4",
@@ -47,7 +47,7 @@ def test_the_pattern_finds_what_it_should():
 
 def test_no_engine_name_decision_outside_the_registry():
     found = [f"{path.relative_to(ROOT)}:{i}: {line.strip()}"
-             for path in code_files() if path != REGISTRY
+             for path in code_files() if REGISTRY not in path.parents
              for i, line in enumerate(path.read_text().splitlines(), 1) if ENGINE_DECISION.search(line)]
     assert not found, "engine names compared outside earnest.stats.engines:\n" + "\n".join(found)
 

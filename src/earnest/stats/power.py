@@ -168,20 +168,25 @@ def _check_effect(effect: str) -> None:
         raise PowerError(f"effect must be one of {', '.join(EFFECT_TERMS)}, not {effect!r}")
 
 
-def check_engine(engine: str) -> str:
+def check_engine(engine: E.Engine | str) -> str:
     """engines.check_engine, its refusal as a PowerError."""
+    return resolve_engine(engine).name
+
+
+def resolve_engine(engine: E.Engine | str) -> E.Engine:
+    """engines.get_engine, its refusal as a PowerError: where a name comes in (:func:`power_study`,
+    :func:`power_point`), once; the :class:`earnest.stats.engines.Engine` goes down from there."""
     try:
-        return E.check_engine(engine)
+        return E.get_engine(engine)
     except ValueError as exc:
         raise PowerError(str(exc)) from None
 
 
 # ---------------------------------------------------------------------------- the test
-def bootstrap_table(df: pd.DataFrame, glmm: int, n_resamples: int, seed: int, *, engine: str = "lme4",
+def bootstrap_table(df: pd.DataFrame, glmm: int, n_resamples: int, seed: int, *, engine: E.Engine | str = "lme4",
                     cores: int = 1) -> pd.DataFrame:
     """The bootstrap shard table (``SHARD_COLUMNS``) of one model x prompt, by ``engine``."""
-    check_engine(engine)
-    return E.run_shard(df, glmm, n_resamples, seed, cores=cores, engine=engine)
+    return E.run_shard(df, glmm, n_resamples, seed, cores=cores, engine=resolve_engine(engine))
 
 
 def test_p(shards: pd.DataFrame, term: str, df: pd.DataFrame, glmm: int) -> tuple[float, int, bool]:
@@ -428,8 +433,10 @@ def wilson(successes: int, n: int, z: float = MC_Z) -> tuple[float, float]:
 
 def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: Scenario, *,
                 effect: str = "variant", n_sims: int, n_resamples: int, alpha: float = 0.05, seed: int = 0,
-                engine: str = "lme4", cores: int = 1, scenario_index: int = 0, gamma_sd: float = GAMMA_SD) -> dict:
+                engine: E.Engine | str = "lme4", cores: int = 1, scenario_index: int = 0,
+                gamma_sd: float = GAMMA_SD) -> dict:
     """Simulated power of the bootstrap test at one design point: one row of :data:`POWER_COLUMNS`."""
+    eng = resolve_engine(engine)
     _check_effect(effect)
     if n_sims < 1 or n_resamples < 1:
         raise PowerError(f"n_sims and n_resamples must be positive, not {n_sims} and {n_resamples}")
@@ -448,9 +455,9 @@ def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: 
     n_sig = n_no_p = clean = n_fallback = 0
     for df, s in zip(data, boot_seeds):
         try:
-            table = bootstrap_table(df, glmm, n_resamples, s, engine=engine, cores=cores)
+            table = bootstrap_table(df, glmm, n_resamples, s, engine=eng, cores=cores)
         except (FloatingPointError, np.linalg.LinAlgError) as exc:
-            fallback = E.get_engine(engine).fallback
+            fallback = eng.fallback
             if fallback is None:
                 raise
             # the engine (laplace) gave up on this data set (numerically): its fallback (lme4) fits
@@ -458,7 +465,7 @@ def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: 
             n_fallback += 1
             import logging
             logging.getLogger("earnest.stats.power").warning(
-                "%s engine failed on a simulated data set (%s); refitted with %s", engine, exc, fallback)
+                "%s engine failed on a simulated data set (%s); refitted with %s", eng.name, exc, fallback)
             table = bootstrap_table(df, glmm, n_resamples, s, engine=fallback, cores=cores)
         p, n_clean, degenerate = test_p(table, term, df, glmm)
         clean += n_clean
@@ -473,7 +480,7 @@ def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: 
             "n_variants": int(n_variants), "baseline_acc": scenario.baseline_acc, "ranef_var": scenario.ranef_var,
             "gamma_sd": float(gamma_sd) if effect == "gamma" else float("nan"),
             "odds_ratio": float(odds_ratio), "log_or": math.log(odds_ratio), "n_sims": int(n_sims),
-            "n_resamples": int(n_resamples), "alpha": float(alpha), "engine": engine, "n_p_below_alpha": n_sig,
+            "n_resamples": int(n_resamples), "alpha": float(alpha), "engine": eng.name, "n_p_below_alpha": n_sig,
             "power": power, "mc_se": math.sqrt(power * (1 - power) / n_sims),
             **dict(zip(("power_ci_low", "power_ci_high"), wilson(n_sig, n_sims))), "n_no_p": n_no_p,
             "clean_share": clean / (n_sims * n_resamples), "n_engine_fallback": n_fallback,
@@ -483,13 +490,14 @@ def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: 
 
 def power_study(scenarios: Sequence[Scenario], templates: Iterable[int], variants: Iterable[int],
                 odds_ratios: Iterable[float], *, effects: Sequence[str] = ("variant",), n_sims: int,
-                n_resamples: int, alpha: float = 0.05, seed: int = 0, engine: str = "lme4", cores: int = 1,
+                n_resamples: int, alpha: float = 0.05, seed: int = 0, engine: E.Engine | str = "lme4", cores: int = 1,
                 gamma_sd: float = GAMMA_SD, log: Callable[[str], None] | None = None,
                 on_point: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Power over the grid scenarios x effects x templates x variants x odds ratios
     (:data:`POWER_COLUMNS`, one row per point). Each point's result is said by ``on_point(message)``
-    (a step of :class:`earnest.progress.Progress`), else by ``log(message)``."""
-    check_engine(engine)
+    (a step of :class:`earnest.progress.Progress`), else by ``log(message)``. ``engine`` is resolved
+    here, once, and every point gets the :class:`earnest.stats.engines.Engine`."""
+    engine = resolve_engine(engine)
     for e in effects:
         _check_effect(e)
     templates, variants, odds_ratios = list(templates), list(variants), sorted(set(float(o) for o in odds_ratios))
@@ -860,10 +868,11 @@ def scenarios_from_results(*, summary=None, glmm_input: pd.DataFrame | None = No
     if glmm_input is not None:
         from earnest.stats.summary import accuracies
         data = G.validate_glmm_input(glmm_input, 1, source="harness samples")
+        lme4 = E.get_engine(G.LME4)                       # the template variance of lme4's full-data fit
         for model, prompt, sub in G.groups(data):
             acc = accuracies(sub)
             # a GSM-Base accuracy of 0 or 100% gives no scenario: no fit is needed to say so
-            fit_rv = G.wald_fit(sub, 1).ranef_var if 0.0 < acc["acc_base"] < 100.0 else float("nan")
+            fit_rv = lme4.full_fit(sub, 1).ranef_var if 0.0 < acc["acc_base"] < 100.0 else float("nan")
             sc = _scenario_from(f"{model} / {prompt}", acc["acc_base"], fit_rv, log)
             if sc:
                 scenarios.append(sc)
