@@ -6,7 +6,8 @@ process pool), the full-data Wald fit (:func:`wald_fit`), the optimiser refits o
 (:func:`refit_optimisers`), the refits of another engine's resamples that check it
 (:func:`check_fits`), the paired comparison's bootstrap with item intercepts
 (:meth:`Lme4Engine.bootstrap_items`, R/compare.R) and StatFormBench's pairwise model comparison
-(:meth:`Lme4Engine.pairwise`). Every R call of the GLMMs goes through this module.
+(:meth:`Lme4Engine.pairwise`). Every R call of the GLMMs goes through this module, but the
+cross-lingual model's (:mod:`earnest.stats.crosslingual`, its own engine switch).
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from earnest.stats.summary import wald_clean
 
 def lme4_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, cores: int = 1,
                    labels: str = "draw") -> pd.DataFrame:
-    """The lme4 engine's fits of each listed resample of ``frame`` (from :func:`earnest.stats.glmm.model_frame`), in one
-    R call over ``cores`` forked R workers.
+    """The lme4 engine's fits of each listed resample of ``frame`` (from
+    :func:`earnest.stats.glmm.model_frame`), in one R call over ``cores`` forked R workers.
 
     Returns the bootstrap shard table: one row per resample and term with columns
     :data:`earnest.stats.glmm.SHARD_COLUMNS` plus ``engine`` (:data:`earnest.stats.glmm.LME4`, or :data:`earnest.stats.glmm.GLMER_FALLBACK`). A fit that fails
