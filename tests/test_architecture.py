@@ -88,6 +88,15 @@ def test_generic_machinery_imports_no_benchmark():
     assert not offenders, offenders
 
 
+def test_readers_import_no_benchmark():
+    # the readers of other tools' results sit below the benchmarks: what a benchmark adds (GSM's gamma
+    # of a question) is passed in by the front end, not imported
+    g = graph()
+    offenders = sorted(f"{m} imports {t}" for m, ts in g.items() if m.startswith("earnest.readers")
+                       for t in ts if t.startswith(("earnest.gsm", "earnest.statform")))
+    assert not offenders, offenders
+
+
 def test_front_ends_exist():
     # an exception for a module that is gone (or renamed) would silently cover its successor
     g = graph()
