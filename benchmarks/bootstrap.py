@@ -116,7 +116,7 @@ def paper_scale(args) -> None:
     """The paper's grid with the laplace engine end to end, lme4 on a sample of the same resamples."""
     import resource
 
-    from earnest.stats import laplace
+    from earnest.stats.engines import laplace
 
     rng = np.random.default_rng(args.seed)
     grid = [(1, k) for k in range(COMBOS[1])] + [(2, k) for k in range(COMBOS[2])]

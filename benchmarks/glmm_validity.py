@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from earnest.stats.glmm import validate_glmm_input, wald_fit
+from earnest.stats.engines.lme4 import wald_fit
+from earnest.stats.glmm import validate_glmm_input
 from earnest.stats.simulate import coverage_study, simulate_glmm_input
 from earnest.stats.power import wilson
 

@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 from earnest.stats import compare as C
+from earnest.gsm import power_design as D
 from earnest.stats import power as P
 
 
@@ -58,7 +59,7 @@ def main() -> None:
     only = set(args.only.split(","))
     st, sv = map(int, args.small.split("x"))
     lt, lv = map(int, args.large.split("x"))
-    sc = P.published_scenarios(P.default_published_dir(), ["median"])[0]
+    sc = D.published_scenarios(D.default_published_dir(), ["median"])[0]
     kw = dict(n_sims=args.sims, n_resamples=args.resamples, alpha=args.alpha, seed=args.seed, engine=args.engine,
               cores=args.cores)
     print(f"scenario {sc.name}: GSM-Base accuracy {sc.baseline_acc:.3f}, template variance {sc.ranef_var:.2f}; "

@@ -1,5 +1,6 @@
 # Power (rules/power.smk): settings, the published tables the study reads, and its targets.
-from earnest.stats.power import TABLE2_FILE, TABLE3_FILE, PowerError, published_scenarios
+from earnest.gsm.power_design import TABLE2_FILE, TABLE3_FILE, published_scenarios
+from earnest.stats.power import PowerError
 
 POWER = config["power"]  # defaults: config/schema.yaml
 POWER_DIR = "results/power"

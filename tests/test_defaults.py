@@ -112,7 +112,8 @@ def test_cli_defaults_are_the_schemas():
 def test_library_defaults_behind_the_cli_are_the_schemas():
     from earnest import fidelity
     from earnest.gsm.prompts import DEFAULT_PROMPTS_DIR
-    from earnest.stats.power import GAMMA_SD, PAPER_DESIGN
+    from earnest.gsm.power_design import PAPER_DESIGN
+    from earnest.stats.power import GAMMA_SD
     from earnest.statform.build.prompts import default_prompt_dir
     from earnest.statform.taxonomy import default_taxonomy_path
 

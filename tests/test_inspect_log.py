@@ -44,7 +44,8 @@ def test_the_real_log_maps_to_templates_and_variants_from_metadata_or_ids():
     ids = inspect_log.read_logs([LOG], mapping=BY_ID)
     cols = ["doc_id", "template", "variant", "correct", "item"]
     pd.testing.assert_frame_equal(ids[cols], s[cols])
-    g = lmeval.to_glmm_input(s, BY_METADATA, glmm=2)
+    from earnest.gsm.gamma import gamma
+    g = lmeval.to_glmm_input(s, BY_METADATA, glmm=2, gamma=gamma)
     assert len(g) == 16 and g.gamma.notna().all() and set(g.prompt) == {"arith_symbolic"}
 
 

@@ -433,7 +433,7 @@ def test_cross_lingual_model_null_is_not_significant():
 
 def test_the_bootstrap_draws_the_same_templates_as_glmm1(simulated):
     from earnest.stats import crosslingual as C
-    from earnest.stats import laplace
+    from earnest.stats.engines import laplace
 
     data, shards, _, _ = simulated
     cd = C.cross_design(data)

@@ -2,6 +2,7 @@
 compare and power inputs. The files are written here, line by line as lm-eval's
 EvaluationTracker.save_results_samples does."""
 
+import functools
 import hashlib
 import json
 import math
@@ -277,11 +278,11 @@ def test_glmm2_gamma_comes_from_the_question_field_in_the_fidelity_mode(tmp_path
     s = lmeval.read_samples([base, var], mapping=lmeval.Mapping(base_tasks=("gsm_base",)))
     m = lmeval.Mapping(base_tasks=("gsm_base",))
     for mode in ("earnest", "reference"):
-        g = lmeval.to_glmm_input(s, m, glmm=2, fidelity=mode)
+        g = lmeval.to_glmm_input(s, m, glmm=2, gamma=functools.partial(gamma, fidelity=mode))
         want = [gamma(q, fidelity=mode) for q in s["question"]]
         assert g["gamma"].tolist() == pytest.approx(want, nan_ok=True)
-    assert lmeval.to_glmm_input(s, m, glmm=2)["gamma"].iloc[0] == pytest.approx(3 + math.log10(12))
-    assert math.isnan(lmeval.to_glmm_input(s, m, glmm=2, fidelity="reference")["gamma"].iloc[2])
+    assert lmeval.to_glmm_input(s, m, glmm=2, gamma=gamma)["gamma"].iloc[0] == pytest.approx(3 + math.log10(12))
+    assert math.isnan(lmeval.to_glmm_input(s, m, glmm=2, gamma=functools.partial(gamma, fidelity="reference"))["gamma"].iloc[2])
     # the field is named by an option; a sample without it is named by file and line
     with pytest.raises(lmeval.LmEvalError, match=r"samples_gsm_base_.*:1: no question text in field 'problem'.*"
                                                  r"--lm-eval-question-field"):

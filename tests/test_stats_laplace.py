@@ -11,7 +11,7 @@ import pytest
 
 from earnest.stats import engines as E
 from earnest.stats import glmm as G
-from earnest.stats import laplace as L
+from earnest.stats.engines import laplace as L
 from earnest.stats import rbridge
 from earnest.stats.rdraws import r_sample_draws, template_counts
 from earnest.stats.simulate import simulate_glmm_input

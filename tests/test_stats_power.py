@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from earnest.gsm import power_design as D
 from earnest.stats import power as P
 
 
@@ -35,7 +36,7 @@ def test_wald_approximation_matches_the_papers_bootstrap_spread(repo):
     """Known answer: at the paper's design the Wald standard error of the variant log OR is close
     to what the paper's own bootstrap intervals (Table 3) imply, and never larger than them by
     much (the bootstrap's percentile interval is wider at high accuracy)."""
-    t = P.published_results(repo / "resources" / "published")
+    t = D.published_results(repo / "resources" / "published")
     ratios = []
     for r in t.itertuples():
         se = P.wald_se(100, 50, odds_ratio=r.odds_ratio, baseline_acc=r.acc_base / 100, ranef_var=r.ranef_variance)
@@ -140,12 +141,12 @@ def test_mde_interpolates_in_log_or_on_a_monotone_curve():
 
 
 def test_paper_scenarios_come_from_tables_2_and_3(repo):
-    sc = P.published_scenarios(repo / "resources/published", ["median", "phi-2"])
+    sc = D.published_scenarios(repo / "resources/published", ["median", "phi-2"])
     assert sc[0].baseline_acc == pytest.approx(0.535) and sc[0].ranef_var == pytest.approx(7.15)
     assert sc[1] == P.Scenario("phi-2", 0.60, 6.14)
-    assert len(P.published_tables_2_3(repo / "resources/published")) == 20
+    assert len(D.published_tables_2_3(repo / "resources/published")) == 20
     with pytest.raises(P.PowerError, match="neither a model"):
-        P.published_scenarios(repo / "resources/published", ["gpt-9"])
+        D.published_scenarios(repo / "resources/published", ["gpt-9"])
 
 
 def test_design_mde_of_real_results_says_why_it_is_missing(tmp_path):
@@ -233,7 +234,7 @@ def test_cli_writes_power_and_mde_tables_and_the_figure(tmp_path):
     assert power.gamma_sd.isna().tolist() == [True, True, False, False] and (power.gamma_sd[2:] == 2.0).all()
     mde = pd.read_csv(tmp_path / "mde.csv")
     assert mde.effect.tolist() == ["variant", "gamma"]
-    sc = P.published_scenarios(P.default_published_dir(), ["phi-2"])[0]
+    sc = D.published_scenarios(D.default_published_dir(), ["phi-2"])[0]
     want = [P.wald_mde(12, 3, baseline_acc=sc.baseline_acc, ranef_var=sc.ranef_var, effect=e, gamma_sd=2.0)
             for e in ("variant", "gamma")]
     assert mde.wald_mde_or.tolist() == pytest.approx(want, nan_ok=True)

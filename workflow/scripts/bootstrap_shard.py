@@ -9,7 +9,7 @@ snakemake.params: glmm (1|2), resamples (B), seed (base seed), shard (i, 0-based
 snakemake.threads: worker processes (R's parallel::mclapply, or the laplace engine's);
 snakemake.output.shard: shard parquet (resample, seed, term, estimate, ranef_var, converged, singular,
   messages, lme4_messages, error, engine); snakemake.output.check: the lme4 cross-check of the shard
-  (earnest.stats.engines.cross_check; no rows for an engine without one); snakemake.log[0]: log file.
+  (earnest.stats.engines.Engine.cross_check; no rows for an engine without one); snakemake.log[0]: log file.
 Resample b always uses a seed derived from (seed, b), so the shard count does not change results.
 """
 

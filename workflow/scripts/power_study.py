@@ -12,13 +12,14 @@ from pathlib import Path
 
 from earnest.stats.plots_power import figure_power_curves
 from earnest.joblog import job_logger
+from earnest.gsm import power_design as D
 from earnest.stats import power as P
 
 log = job_logger(snakemake.log[0], "power_study")  # noqa: F821
 
 try:
     p = snakemake.params  # noqa: F821
-    scenarios = P.published_scenarios(snakemake.input.published, list(p.scenarios))  # noqa: F821
+    scenarios = D.published_scenarios(snakemake.input.published, list(p.scenarios))  # noqa: F821
     t0 = time.perf_counter()
     power = P.power_study(scenarios, p.templates, p.variants, p.odds_ratios, effects=list(p.effects), gamma_sd=float(p.gamma_sd),
                           n_sims=int(p.sims), n_resamples=int(p.resamples), alpha=float(p.alpha), seed=int(p.seed),

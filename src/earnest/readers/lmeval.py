@@ -49,7 +49,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -427,11 +427,12 @@ def prompt_rows(samples: pd.DataFrame, mapping: Mapping = Mapping()) -> pd.DataF
 
 
 def to_glmm_input(samples: pd.DataFrame, mapping: Mapping = Mapping(), *, glmm: int = 1,
-                  fidelity: str | None = None) -> pd.DataFrame:
+                  gamma: Callable[[str], float] | None = None) -> pd.DataFrame:
     """GLMM input (model, prompt, template, variant, correct, item[, gamma]) from
     :func:`read_samples` rows: one fit per model x prompt (:func:`prompt_rows`). GLMM 2's gamma is
-    computed from the doc's question field (``mapping.question_field``) by
-    :func:`earnest.gsm.gamma.gamma` in the ``fidelity`` mode."""
+    computed from the doc's question field (``mapping.question_field``) by ``gamma`` (question ->
+    gamma; the caller's benchmark's, e.g. :func:`earnest.gsm.gamma.gamma` in a fidelity mode, which
+    this reader does not know), required for GLMM 2."""
     out = prompt_rows(samples, mapping)
     for (model, prompt), sub in out.groupby(["model", "prompt"], sort=True):
         variants = set(sub["variant"])
@@ -441,14 +442,14 @@ def to_glmm_input(samples: pd.DataFrame, mapping: Mapping = Mapping(), *, glmm: 
                               f"the base task with --lm-eval-base-task, or a doc field with --lm-eval-variant-field)")
     cols = ["model", "prompt", "template", "variant", "correct", "item"]
     if glmm == 2:
-        from earnest.fidelity import DEFAULT
-        from earnest.gsm.gamma import gamma
         bad = out["question"].isna()
         if bad.any():
             where = out.loc[bad, "source"].iloc[0]
             raise LmEvalError(f"{where}: no question text in field '{mapping.question_field}' for GLMM 2's gamma "
                               f"(name the field with --lm-eval-question-field, or --question-field for both readers)")
-        out["gamma"] = [gamma(q, fidelity=fidelity or DEFAULT) for q in out["question"]]
+        if gamma is None:
+            raise ValueError("to_glmm_input: GLMM 2 needs gamma, the function that gives a question's gamma")
+        out["gamma"] = [gamma(q) for q in out["question"]]
         cols.append("gamma")
     return out[cols].reset_index(drop=True)
 

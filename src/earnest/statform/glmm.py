@@ -1,6 +1,7 @@
 """Paired model comparisons on classification correctness with a binomial GLMM (lme4 through rpy2).
 
-Model: ``correct ~ model + (1 | sample)``, binomial with logit link, fitted by ``lme4::glmer``.
+Model: ``correct ~ model + (1 | sample)``, binomial with logit link, fitted by ``lme4::glmer``
+through the engine interface (:meth:`earnest.stats.engines.Engine.pairwise`, the lme4 engine's).
 The random intercept per sample absorbs how hard each sample is, so the model effects compare
 models on the same samples (paired). Every pair of models is contrasted on the log-odds scale
 (difference of fixed effects, Wald z with the fit's covariance), and the p-values of all pairs are
@@ -9,66 +10,19 @@ Holm-corrected with R's ``p.adjust``. The paper reports no such test.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pandas as pd
 
-from earnest.stats import rbridge
+from earnest.stats import engines as E
 from earnest.stats.summary import ALPHA, DIVERGED_LOG_OR
-
-_R_CODE = r"""
-function(correct, model, sample) {
-  d <- data.frame(correct = as.integer(correct), model = factor(model), sample = factor(sample))
-  msgs <- character(0)
-  fit <- withCallingHandlers(
-    lme4::glmer(correct ~ model + (1 | sample), data = d, family = binomial,
-                control = lme4::glmerControl(optimizer = "bobyqa", optCtrl = list(maxfun = 1e5))),
-    warning = function(w) { msgs <<- c(msgs, conditionMessage(w)); invokeRestart("muffleWarning") },
-    message = function(m) { msgs <<- c(msgs, trimws(conditionMessage(m))); invokeRestart("muffleMessage") })
-  b <- lme4::fixef(fit)
-  V <- as.matrix(stats::vcov(fit))
-  lev <- levels(d$model)
-  k <- length(lev)
-  # effect of each level relative to the first (treatment coding), with its covariance
-  L <- cbind(0, diag(k - 1))
-  eff <- c(0, as.vector(L %*% b))
-  Ve <- matrix(0, k, k)
-  Ve[2:k, 2:k] <- L %*% V %*% t(L)
-  a <- character(0); bb <- character(0); est <- numeric(0); se <- numeric(0)
-  for (i in 1:(k - 1)) for (j in (i + 1):k) {
-    a <- c(a, lev[i]); bb <- c(bb, lev[j])
-    est <- c(est, eff[i] - eff[j])
-    se <- c(se, sqrt(Ve[i, i] + Ve[j, j] - 2 * Ve[i, j]))
-  }
-  z <- est / se
-  p <- 2 * stats::pnorm(-abs(z))
-  conv <- fit@optinfo$conv$lme4$messages
-  list(model_a = a, model_b = bb, estimate = est, se = se, z = z, p = p,
-       p_holm = stats::p.adjust(p, method = "holm"),
-       sample_sd = as.numeric(attr(lme4::VarCorr(fit)$sample, "stddev")),
-       singular = lme4::isSingular(fit),
-       messages = paste(unique(c(msgs, conv)), collapse = "; "))
-}
-"""
 
 
 class GLMMError(RuntimeError):
     """R, lme4 or rpy2 failed; the message carries R's text."""
 
 
-@functools.lru_cache(maxsize=1)
-def _r_function():
-    from earnest.stats.rbridge import RError, r
-
-    try:
-        ro = r()  # the one embedded R session, with lme4 loaded
-        return ro, ro.r(_R_CODE)
-    except (RError, Exception) as exc:  # rpy2's RRuntimeError
-        raise GLMMError(f"R could not set up the paired GLMM: {exc}") from exc
-
-
-def pairwise_glmm(scored: pd.DataFrame, outcome: str = "correct_fg", strategy: str | None = None) -> pd.DataFrame:
+def pairwise_glmm(scored: pd.DataFrame, outcome: str = "correct_fg", strategy: str | None = None, *,
+                  engine: E.Engine | str = E.lme4.LME4_ENGINE) -> pd.DataFrame:
     """All model pairs compared on ``outcome`` (``correct_cg`` or ``correct_fg``) by the GLMM above.
 
     Returns one row per pair: outcome, prompt, model_a, model_b, estimate (log-odds of a minus b),
@@ -92,14 +46,14 @@ def pairwise_glmm(scored: pd.DataFrame, outcome: str = "correct_fg", strategy: s
     sub = sub[sub["item_id"].isin(complete)]
     if sub.duplicated(["model", "item_id"]).any():
         raise ValueError("several rows per (model, item_id): give one strategy")
-    ro, fn = _r_function()
+    eng = E.get_engine(engine)
     try:
-        res = rbridge.guarded(fn, ro.IntVector(sub[outcome].astype(int).tolist()),
-                              ro.StrVector(sub["model"].astype(str).tolist()),
-                              ro.StrVector(sub["item_id"].astype(str).tolist()))
+        get = eng.pairwise(sub[outcome].astype(int).tolist(), sub["model"].astype(str).tolist(),
+                           sub["item_id"].astype(str).tolist())
+    except E.EngineUnavailable as exc:
+        raise GLMMError(f"R could not set up the paired GLMM: {exc}") from exc
     except Exception as exc:
         raise GLMMError(f"glmer failed for {outcome}: {str(exc).strip()}") from exc
-    get = {name: res.rx2(name) for name in res.names}
     out = pd.DataFrame({
         "model_a": list(get["model_a"]), "model_b": list(get["model_b"]),
         "estimate": np.array(get["estimate"], dtype=float), "se": np.array(get["se"], dtype=float),

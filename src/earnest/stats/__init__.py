@@ -1,5 +1,6 @@
 """The statistics engine: the GLMM input contract and model frame (:mod:`.glmm`), the engines that
-fit it (:mod:`.engines`: lme4 through R, :mod:`.rbridge`; laplace, :mod:`.laplace`), the steps of a
+fit it (:mod:`.engines`: the interface and registry, :mod:`.engines.base`; lme4 through R,
+:mod:`.engines.lme4` with :mod:`.rbridge`; laplace, :mod:`.engines.laplace`), the steps of a
 bootstrapped GLMM (:mod:`.run`), summaries and Holm (:mod:`.summary`, :mod:`.summaries`), paired
 comparisons (:mod:`.compare`), power (:mod:`.power`), simulation (:mod:`.simulate`) and fit
 diagnostics (:mod:`.diagnostics`). Nothing here knows a benchmark; GSM-Symbolic's tables, K-S test

@@ -35,7 +35,6 @@ from scipy import stats
 
 from earnest.stats import engines as E
 from earnest.stats import glmm as G
-from earnest.stats import rbridge
 from earnest.stats.diagnostics import DIVERGED_LOG_OR, fit_problems
 from earnest.stats.summary import (bootstrap_p, check_alpha, clean_mask, diverged_order_statistics, holm,
                                    percentile_interval, separation_sides, significant, with_separated)
@@ -170,30 +169,27 @@ def check_agq(agq, item_effects: bool = True) -> int:
 
 
 def bootstrap_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effects: bool = True,
-                   cores: int = 1, engine: str = "lme4", agq: int = 1) -> pd.DataFrame:
+                   cores: int = 1, engine: E.Engine | str = "lme4", agq: int = 1) -> pd.DataFrame:
     """Bootstrap shard table (``SHARD_COLUMNS``) of one pair; term "variant" is the condition.
-    ``engine`` applies to the template-only model (GLMM 1's code); item intercepts need lme4.
+    ``engine`` (an :class:`earnest.stats.engines.Engine`, or its name) fits the template-only model
+    (GLMM 1's code, :meth:`~earnest.stats.engines.Engine.bootstrap`) or, with item intercepts, the
+    paired model (:meth:`~earnest.stats.engines.Engine.bootstrap_items`; lme4).
     ``agq``: see :func:`check_agq`."""
     agq = check_agq(agq, item_effects)
     frame = compare_frame(pairs)
     resamples = list(range(int(n_resamples)))
+    eng = E.get_engine(engine)
     if not item_effects:
         agg = frame.groupby(["template", "variant"], as_index=False)[["succ", "fail"]].sum()
-        return E.run_bootstrap(agg, 1, resamples, seed, cores, engine)
-    if not E.get_engine(engine).fits_item_effects:
-        raise CompareInputError(f"item random intercepts need the lme4 engine (the {engine} engine fits one "
+        return E.run_bootstrap(agg, 1, resamples, seed, cores, eng)
+    if not eng.fits_item_effects:
+        raise CompareInputError(f"item random intercepts need the lme4 engine (the {eng.name} engine fits one "
                                 f"random intercept); use item_effects=False (--no-item-effects) with it")
-    seeds = [G.resample_seed(seed, b) for b in resamples]
-    ro = rbridge.r()
-    out = rbridge.call("earnest_compare_bootstrap", rbridge.to_r_frame(frame), ro.IntVector(resamples),
-                       ro.IntVector(seeds), int(max(1, cores)), agq)
-    table = rbridge.from_r_frame(out)
-    table["converged"] = table["converged"].astype(bool)
-    return table[list(G.SHARD_COLUMNS)]
+    return eng.bootstrap_items(frame, resamples, seed, cores, agq)
 
 
 def compare_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effects: bool = True,
-                 cores: int = 1, engine: str = "lme4", agq: int = 1, a: str = "a", b: str = "b") -> dict:
+                 cores: int = 1, engine: E.Engine | str = "lme4", agq: int = 1, a: str = "a", b: str = "b") -> dict:
     """The bootstrap GLMM and McNemar statistics of one pair (no Holm yet), with its verdict
     (:func:`pair_verdict`; ``a`` and ``b`` name the conditions in its statements)."""
     row = {"n_items": int(len(pairs)), "n_templates": int(pairs["template"].nunique()) if len(pairs) else 0,
@@ -250,10 +246,12 @@ def family_conditions(data: pd.DataFrame, family: str) -> dict[str, list[str]]:
 
 def compare_family(data: pd.DataFrame, family: str, fixed: str, conditions: Sequence[str] | None = None, *,
                    n_resamples: int, seed: int, alpha: float = 0.05, item_effects: bool = True, cores: int = 1,
-                   engine: str = "lme4", agq: int = 1, log: Callable[[str], None] | None = None) -> pd.DataFrame:
+                   engine: E.Engine | str = "lme4", agq: int = 1, log: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Every pair of ``conditions`` (default: all of ``fixed``) with Holm across the pairs
-    (:data:`PAIR_COLUMNS`). Pair k uses the base seed ``seed + k``."""
+    (:data:`PAIR_COLUMNS`). Pair k uses the base seed ``seed + k``. ``engine`` is resolved here, once,
+    and passed to every pair as the :class:`earnest.stats.engines.Engine`."""
     alpha = check_alpha(alpha)
+    engine = E.get_engine(engine)
     conds = list(conditions) if conditions is not None else family_conditions(data, family).get(str(fixed), [])
     rows = []
     for k, (a, b) in enumerate(itertools.combinations(conds, 2)):

@@ -27,7 +27,7 @@ intercept plus a template x language deviation) is the fullest structure; it nee
 nested random effects are not one-dimensional integrals per cluster), ``random="template"`` is
 offered for comparison.
 
-**Engines.** ``laplace`` (:mod:`earnest.stats.laplace`) takes any fixed-effect columns and one
+**Engines.** ``laplace`` (:mod:`earnest.stats.engines.laplace`) takes any fixed-effect columns and one
 random intercept per cluster, fitted for all resamples at once: a cluster is a template (or a
 template x language cell), and a resample's weight of a template applies to all its clusters.
 ``lme4``: glmer through R (:file:`R/crosslingual.R`), one fit per resample, the same template draws
@@ -55,7 +55,7 @@ import numpy as np
 import pandas as pd
 
 from earnest import fidelity as F
-from earnest.stats import laplace
+from earnest.stats.engines import laplace
 from earnest.stats.glmm import LME4
 from earnest.wording import (DEGENERATE_MARK, DEGENERATE_TEXT, INTERCEPT, VARIANT, format_or_interval,
                              format_p)
@@ -385,7 +385,7 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, *, model: str = "", prom
 
 def language_glmm1(data: pd.DataFrame, resamples, base_seed: int, *, level: float = 0.95,
                    fidelity: str = F.DEFAULT, workers: int = 1) -> pd.DataFrame:
-    """GLMM 1 (the paper's model, :mod:`earnest.stats.laplace`) on the answers of one language of one
+    """GLMM 1 (the paper's model, :mod:`earnest.stats.engines.laplace`) on the answers of one language of one
     model x prompt (``data``: :data:`CROSS_INPUT_COLUMNS`, one model, prompt and language), summarised
     by :func:`earnest.stats.summary.summarise`, with its ``language`` column; no Holm (that is across
     the languages: :func:`holm_across_languages`). The resamples are resample b's templates and seed
@@ -418,7 +418,7 @@ def holm_across_languages(parts, fidelity: str = F.DEFAULT) -> pd.DataFrame:
 
 def per_language_glmm1(data: pd.DataFrame, resamples, base_seed: int, *, level: float = 0.95,
                        fidelity: str = F.DEFAULT, workers: int = 1) -> pd.DataFrame:
-    """GLMM 1 (the paper's model, :mod:`earnest.stats.laplace`) on each language's answers of one
+    """GLMM 1 (the paper's model, :mod:`earnest.stats.engines.laplace`) on each language's answers of one
     model x prompt, with the same resamples (same templates, same seeds: resample b draws the same
     templates in every language), summarised by :func:`earnest.stats.summary.summarise`, and Holm
     across the languages (``p_holm_languages``; a P of 0 counts as its bound): :func:`language_glmm1`

@@ -1,5 +1,5 @@
-"""GLMM 1 and GLMM 2 of section 3.5, fitted with lme4 through R: input checks, the bootstrap over
-templates (one R call per shard), the full-data Wald fit and the optimiser refits of Listing 6.
+"""GLMM 1 and GLMM 2 of section 3.5: the input contract, the model frame and what every engine's
+fits share (seeds, shards, the shard and full-data fit records).
 
 GLMM 1:  correct ~ variant + (1 | template)
 GLMM 2:  correct ~ variant + gamma_c + (1 | template)      (gamma centred per model x prompt;
@@ -9,11 +9,12 @@ Both are binomial with logit link. The bootstrap resamples templates with replac
 drawn twice becomes two clusters. Resample b of a run with base seed S always uses the seed
 :func:`resample_seed` (S, b), so results are identical however the resamples are split into shards.
 
-This module holds the model (input contract, model frame, seeds, shards) and lme4's own fits
-(:func:`lme4_bootstrap`, :func:`wald_fit`, :func:`refit_optimisers`). The engines that fit it,
-lme4 and laplace (:mod:`earnest.stats.laplace`), are chosen by name in :mod:`earnest.stats.engines`.
-Shards carry an ``engine`` column naming what fitted each resample (:data:`GLMER_FALLBACK` where
-lme4's fast path was refused; :func:`engine_name` maps it back to the engine).
+This module holds the model (input contract, model frame, seeds, shards) and the records the
+engines return (:data:`SHARD_COLUMNS`, :class:`WaldFit`); it fits nothing. The engines that fit it,
+lme4 (:mod:`earnest.stats.engines.lme4`) and laplace (:mod:`earnest.stats.engines.laplace`), are
+one module each behind :class:`earnest.stats.engines.base.Engine`. Shards carry an ``engine``
+column naming what fitted each resample (:data:`GLMER_FALLBACK` where lme4's fast path was
+refused; :func:`engine_name` maps it back to the engine).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import pandas as pd
 
 from earnest import fidelity
 from earnest.jsonl import read_utf8
-from earnest.stats import rbridge
 from earnest.wording import EFFECTS, GAMMA_C, TERMS  # noqa: F401 (EFFECTS re-exported with the engine)
 
 GLMM_INPUT_COLUMNS = ("model", "prompt", "template", "variant", "correct")
@@ -436,39 +436,6 @@ def shard_resamples(n_resamples: int, shard: int, n_shards: int) -> np.ndarray:
     return np.array_split(np.arange(n_resamples), n_shards)[shard]
 
 
-def lme4_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, cores: int = 1,
-                   labels: str = "draw") -> pd.DataFrame:
-    """The lme4 engine's fits of each listed resample of ``frame`` (from :func:`model_frame`), in one
-    R call over ``cores`` forked R workers.
-
-    Returns the bootstrap shard table: one row per resample and term with columns
-    :data:`SHARD_COLUMNS` plus ``engine`` (:data:`LME4`, or :data:`GLMER_FALLBACK`). A fit that fails
-    gives NaN estimates and its error text; convergence warnings are kept in ``messages`` and make
-    ``converged`` false. ``labels``: how the resamples label their clusters (:data:`CLUSTER_LABELS`;
-    :func:`cluster_labels` gives a fidelity mode's).
-    """
-    glmm = _check_glmm(glmm)
-    _check_labels(labels)
-    resamples = [int(b) for b in resamples]
-    if not resamples:
-        return pd.DataFrame({c: [] for c in SHARD_COLUMNS + ("engine",)})
-    rbridge.check_lme4()
-    seeds = [resample_seed(base_seed, b) for b in resamples]
-    ro = rbridge.r()
-    out = rbridge.call("earnest_bootstrap", rbridge.to_r_frame(frame), glmm,
-                       ro.IntVector(resamples), ro.IntVector(seeds), int(max(1, cores)), labels)
-    table = rbridge.from_r_frame(out)
-    table["converged"] = table["converged"].astype(bool)
-    fallback = table["path"] == "glmer"
-    if fallback.any():
-        import logging
-        logging.getLogger("earnest.stats").warning(
-            "GLMM %d: lme4's bootstrap fast path differs from glmer() with this lme4; %d resamples refitted "
-            "with glmer() (counted in the summary as n_glmer_fallback)", glmm, int(table.loc[fallback, "resample"].nunique()))
-    table["engine"] = np.where(fallback, GLMER_FALLBACK, LME4)
-    return table[list(SHARD_COLUMNS) + ["engine"]]
-
-
 @dataclass
 class WaldFit:
     """One full-data fit: Wald statistics per term and lme4's diagnostics."""
@@ -491,44 +458,3 @@ class WaldFit:
             if i >= 0:
                 return m[i:]
         return "; ".join(self.messages) if self.messages else self.error
-
-
-#: lme4's inner PIRLS iterated to convergence (glmerControl(tolPwrss = TIGHT_PWRSS)): the Laplace
-#: deviance evaluated exactly, the fit that shows whether a convergence message is lme4's own noise
-TIGHT_PWRSS = 1e-12
-
-
-def wald_fit(df: pd.DataFrame, glmm: int, *, tol_pwrss: float = 0.0) -> WaldFit:
-    """Fit ``glmm`` once on all rows of one model x prompt (row level, as the paper did); with
-    ``tol_pwrss`` > 0 lme4's PIRLS iterates to that relative tolerance (e.g. :data:`TIGHT_PWRSS`)."""
-    glmm = _check_glmm(glmm)
-    frame = model_frame(df, glmm, aggregate=False)
-    ro = rbridge.r()
-    control = ro.r(f"glmerControl(tolPwrss = {float(tol_pwrss)!r})") if tol_pwrss > 0 else ro.r("glmerControl()")
-    res = rbridge.from_r_list(rbridge.call("earnest_wald", rbridge.to_r_frame(frame), glmm, control))
-    err = res["error"]
-    err = err[0] if isinstance(err, list) and err else (err or "")
-    singular = res["singular"]
-    return WaldFit(glmm=glmm, coefs=res["coefs"], converged=bool(res["converged"]),
-                   messages=list(res["messages"] or []), error=str(err),
-                   lme4_messages=list(res.get("lme4_messages") or []),
-                   ranef_var=float(res["ranef_var"]) if res["ranef_var"] is not None else float("nan"),
-                   singular=None if singular is None else bool(singular),
-                   max_grad=float(res["max_grad"]) if res["max_grad"] is not None else float("nan"),
-                   tol=float(res["tol"]) if res["tol"] is not None else float("nan"))
-
-
-OPTIMISERS = ("bobyqa", "Nelder_Mead", "nlminbwrap", "nloptwrap.NLOPT_LN_NELDERMEAD",
-              "nloptwrap.NLOPT_LN_BOBYQA")
-
-
-def refit_optimisers(df: pd.DataFrame, glmm: int) -> pd.DataFrame:
-    """Listing 6: the full-data fit with each lme4 optimiser (:data:`OPTIMISERS`).
-
-    One row per optimiser and term: optimiser, term, estimate, converged, singular, messages, error.
-    """
-    glmm = _check_glmm(glmm)
-    frame = model_frame(df, glmm, aggregate=False)
-    out = rbridge.from_r_frame(rbridge.call("earnest_refit_optimisers", rbridge.to_r_frame(frame), glmm))
-    out["converged"] = out["converged"].astype(bool)
-    return out

@@ -168,20 +168,25 @@ def _check_effect(effect: str) -> None:
         raise PowerError(f"effect must be one of {', '.join(EFFECT_TERMS)}, not {effect!r}")
 
 
-def check_engine(engine: str) -> str:
+def check_engine(engine: E.Engine | str) -> str:
     """engines.check_engine, its refusal as a PowerError."""
+    return resolve_engine(engine).name
+
+
+def resolve_engine(engine: E.Engine | str) -> E.Engine:
+    """engines.get_engine, its refusal as a PowerError: where a name comes in (:func:`power_study`,
+    :func:`power_point`), once; the :class:`earnest.stats.engines.Engine` goes down from there."""
     try:
-        return E.check_engine(engine)
+        return E.get_engine(engine)
     except ValueError as exc:
         raise PowerError(str(exc)) from None
 
 
 # ---------------------------------------------------------------------------- the test
-def bootstrap_table(df: pd.DataFrame, glmm: int, n_resamples: int, seed: int, *, engine: str = "lme4",
+def bootstrap_table(df: pd.DataFrame, glmm: int, n_resamples: int, seed: int, *, engine: E.Engine | str = "lme4",
                     cores: int = 1) -> pd.DataFrame:
     """The bootstrap shard table (``SHARD_COLUMNS``) of one model x prompt, by ``engine``."""
-    check_engine(engine)
-    return E.run_shard(df, glmm, n_resamples, seed, cores=cores, engine=engine)
+    return E.run_shard(df, glmm, n_resamples, seed, cores=cores, engine=resolve_engine(engine))
 
 
 def test_p(shards: pd.DataFrame, term: str, df: pd.DataFrame, glmm: int) -> tuple[float, int, bool]:
@@ -428,8 +433,10 @@ def wilson(successes: int, n: int, z: float = MC_Z) -> tuple[float, float]:
 
 def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: Scenario, *,
                 effect: str = "variant", n_sims: int, n_resamples: int, alpha: float = 0.05, seed: int = 0,
-                engine: str = "lme4", cores: int = 1, scenario_index: int = 0, gamma_sd: float = GAMMA_SD) -> dict:
+                engine: E.Engine | str = "lme4", cores: int = 1, scenario_index: int = 0,
+                gamma_sd: float = GAMMA_SD) -> dict:
     """Simulated power of the bootstrap test at one design point: one row of :data:`POWER_COLUMNS`."""
+    eng = resolve_engine(engine)
     _check_effect(effect)
     if n_sims < 1 or n_resamples < 1:
         raise PowerError(f"n_sims and n_resamples must be positive, not {n_sims} and {n_resamples}")
@@ -448,9 +455,9 @@ def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: 
     n_sig = n_no_p = clean = n_fallback = 0
     for df, s in zip(data, boot_seeds):
         try:
-            table = bootstrap_table(df, glmm, n_resamples, s, engine=engine, cores=cores)
+            table = bootstrap_table(df, glmm, n_resamples, s, engine=eng, cores=cores)
         except (FloatingPointError, np.linalg.LinAlgError) as exc:
-            fallback = E.get_engine(engine).fallback
+            fallback = eng.fallback
             if fallback is None:
                 raise
             # the engine (laplace) gave up on this data set (numerically): its fallback (lme4) fits
@@ -458,7 +465,7 @@ def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: 
             n_fallback += 1
             import logging
             logging.getLogger("earnest.stats.power").warning(
-                "%s engine failed on a simulated data set (%s); refitted with %s", engine, exc, fallback)
+                "%s engine failed on a simulated data set (%s); refitted with %s", eng.name, exc, fallback)
             table = bootstrap_table(df, glmm, n_resamples, s, engine=fallback, cores=cores)
         p, n_clean, degenerate = test_p(table, term, df, glmm)
         clean += n_clean
@@ -473,7 +480,7 @@ def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: 
             "n_variants": int(n_variants), "baseline_acc": scenario.baseline_acc, "ranef_var": scenario.ranef_var,
             "gamma_sd": float(gamma_sd) if effect == "gamma" else float("nan"),
             "odds_ratio": float(odds_ratio), "log_or": math.log(odds_ratio), "n_sims": int(n_sims),
-            "n_resamples": int(n_resamples), "alpha": float(alpha), "engine": engine, "n_p_below_alpha": n_sig,
+            "n_resamples": int(n_resamples), "alpha": float(alpha), "engine": eng.name, "n_p_below_alpha": n_sig,
             "power": power, "mc_se": math.sqrt(power * (1 - power) / n_sims),
             **dict(zip(("power_ci_low", "power_ci_high"), wilson(n_sig, n_sims))), "n_no_p": n_no_p,
             "clean_share": clean / (n_sims * n_resamples), "n_engine_fallback": n_fallback,
@@ -483,13 +490,14 @@ def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: 
 
 def power_study(scenarios: Sequence[Scenario], templates: Iterable[int], variants: Iterable[int],
                 odds_ratios: Iterable[float], *, effects: Sequence[str] = ("variant",), n_sims: int,
-                n_resamples: int, alpha: float = 0.05, seed: int = 0, engine: str = "lme4", cores: int = 1,
+                n_resamples: int, alpha: float = 0.05, seed: int = 0, engine: E.Engine | str = "lme4", cores: int = 1,
                 gamma_sd: float = GAMMA_SD, log: Callable[[str], None] | None = None,
                 on_point: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Power over the grid scenarios x effects x templates x variants x odds ratios
     (:data:`POWER_COLUMNS`, one row per point). Each point's result is said by ``on_point(message)``
-    (a step of :class:`earnest.progress.Progress`), else by ``log(message)``."""
-    check_engine(engine)
+    (a step of :class:`earnest.progress.Progress`), else by ``log(message)``. ``engine`` is resolved
+    here, once, and every point gets the :class:`earnest.stats.engines.Engine`."""
+    engine = resolve_engine(engine)
     for e in effects:
         _check_effect(e)
     templates, variants, odds_ratios = list(templates), list(variants), sorted(set(float(o) for o in odds_ratios))
@@ -708,83 +716,6 @@ def design_mde_table(summaries: pd.DataFrame, *, alpha: float = 0.05, target: fl
     return pd.DataFrame(rows, columns=cols)
 
 
-# ---------------------------------------------------------------------------- the paper's design
-#: The paper's GSM-Symbolic design: 100 templates, 50 GSM-Variants per template (plus one GSM-Base).
-PAPER_DESIGN = (100, 50)
-#: The published GLMM 1 columns (resources/published/README.md): Table 2 rows of
-#: glmm1_variant_p.csv (GSM-Base accuracy) and Table 3 rows of glmm1_bootstrap_stats.csv (the
-#: random intercept's variance; its "± std. dev." is the square root, not a spread).
-TABLE2_FILE, TABLE2_COLUMNS = "glmm1_variant_p.csv", ("table", "prompt", "model", "acc_base", "p_value")
-TABLE3_FILE, TABLE3_COLUMNS = "glmm1_bootstrap_stats.csv", ("table", "prompt", "model", "odds_ratio", "ci_low",
-                                                            "ci_high", "ranef_variance")
-#: scenario names that summarise the paper's 20 models: (quantile of GSM-Base accuracy and of
-#: template variance, each taken separately)
-SUMMARY_SCENARIOS = {"median": 0.5, "lower_quartile": 0.25, "upper_quartile": 0.75}
-
-
-def default_published_dir():
-    """``resources/published`` of this checkout."""
-    from pathlib import Path
-    return Path(__file__).resolve().parents[3] / "resources" / "published"
-
-
-def _read_published(path, columns) -> pd.DataFrame:
-    from pathlib import Path
-    path = Path(path)
-    try:
-        df = pd.read_csv(path)
-    except (OSError, pd.errors.ParserError) as exc:
-        raise PowerError(f"{path}: cannot read the published table ({exc})") from exc
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise PowerError(f"{path}: missing columns {missing}")
-    return df
-
-
-def published_tables_2_3(directory) -> pd.DataFrame:
-    """The paper's Tables 2 and 3 (GSM prompt, GLMM 1) joined per model: model, acc_base (%),
-    p_value (as printed), odds_ratio, ci_low, ci_high, ranef_variance."""
-    from pathlib import Path
-    directory = Path(directory)
-    t2 = _read_published(directory / TABLE2_FILE, TABLE2_COLUMNS)
-    t3 = _read_published(directory / TABLE3_FILE, TABLE3_COLUMNS)
-    t2 = t2[t2["table"].astype(int) == 2][["model", "acc_base", "p_value"]]
-    t3 = t3[t3["table"].astype(int) == 3][["model", "odds_ratio", "ci_low", "ci_high", "ranef_variance"]]
-    both = t2.merge(t3, on="model", how="inner")
-    if both.empty or len(both) != len(t2) or len(both) != len(t3):
-        raise PowerError(f"{directory}: Tables 2 and 3 ({TABLE2_FILE}, {TABLE3_FILE}) do not list the same models")
-    return both.reset_index(drop=True)
-
-
-def published_scenarios(directory, names: Sequence[str]) -> list[Scenario]:
-    """Scenarios from the paper's Tables 2 (GSM-Base accuracy) and 3 (template-intercept variance),
-    read from ``directory`` (``resources/published``). A name is a paper model (its own two
-    numbers) or one of :data:`SUMMARY_SCENARIOS` (that quantile over the 20 models, of each number)."""
-    both = published_tables_2_3(directory)
-    out = []
-    for name in names:
-        if name in SUMMARY_SCENARIOS:
-            q = SUMMARY_SCENARIOS[name]
-            out.append(Scenario(f"paper {name}", float(both["acc_base"].quantile(q)) / 100.0,
-                                float(both["ranef_variance"].quantile(q))))
-        elif name in set(both["model"]):
-            r = both[both["model"] == name].iloc[0]
-            out.append(Scenario(str(name), float(r["acc_base"]) / 100.0, float(r["ranef_variance"])))
-        else:
-            raise PowerError(f"power scenario {name!r}: neither a model of the paper's Tables 2-3 "
-                             f"({', '.join(both['model'])}) nor one of {', '.join(SUMMARY_SCENARIOS)}")
-    return out
-
-
-def published_results(directory) -> pd.DataFrame:
-    """The paper's Tables 2 and 3 joined per model, with the Wald-approximation MDE of the paper's
-    design (100 x 50) at each model's GSM-Base accuracy and template variance."""
-    both = published_tables_2_3(directory)
-    mde = [design_mde(PAPER_DESIGN[0], PAPER_DESIGN[1], float(r.acc_base), float(r.ranef_variance))["mde_or"]
-           for r in both.itertuples()]
-    return both.assign(wald_mde_or=mde)
-
-
 # ---------------------------------------------------------------------------- outputs
 def write_power_tables(power: pd.DataFrame, mde: pd.DataFrame, out_dir) -> dict:
     """``power.{csv,md,tex}`` and ``mde.{csv,md,tex}`` under ``out_dir``; returns the paths."""
@@ -860,10 +791,11 @@ def scenarios_from_results(*, summary=None, glmm_input: pd.DataFrame | None = No
     if glmm_input is not None:
         from earnest.stats.summary import accuracies
         data = G.validate_glmm_input(glmm_input, 1, source="harness samples")
+        lme4 = E.get_engine(G.LME4)                       # the template variance of lme4's full-data fit
         for model, prompt, sub in G.groups(data):
             acc = accuracies(sub)
             # a GSM-Base accuracy of 0 or 100% gives no scenario: no fit is needed to say so
-            fit_rv = G.wald_fit(sub, 1).ranef_var if 0.0 < acc["acc_base"] < 100.0 else float("nan")
+            fit_rv = lme4.full_fit(sub, 1).ranef_var if 0.0 < acc["acc_base"] < 100.0 else float("nan")
             sc = _scenario_from(f"{model} / {prompt}", acc["acc_base"], fit_rv, log)
             if sc:
                 scenarios.append(sc)

@@ -7,7 +7,9 @@ glmm_summary.py), so both write the same shards and the same summary columns:
 * :func:`summarise_shards`: the summary of one model x prompt x GLMM from its shards (with the
   full-data fit, its diagnostics and refits, and the ``engine_check_*`` columns of the checks).
 
-The engine (lme4 | laplace) is looked up by name in :mod:`earnest.stats.engines`.
+The engine (lme4 | laplace, :mod:`earnest.stats.engines`) is resolved once where its name comes in
+(:func:`run_glmm`, or the workflow script that calls a step) and passed down as an
+:class:`earnest.stats.engines.Engine` object; no step looks its name up again.
 """
 
 from __future__ import annotations
@@ -63,13 +65,12 @@ def read_shards(paths) -> pd.DataFrame:
     return table
 
 
-def _shard_is_current(path: Path, resamples: np.ndarray, base_seed: int, rows: str, engine: str = G.LME4,
+def _shard_is_current(path: Path, resamples: np.ndarray, base_seed: int, rows: str, eng: E.Engine,
                       labels: str = "draw") -> bool:
     # a finished shard is reused only if it holds exactly the resamples and seeds asked for now,
     # fitted on the same rows (recorded in the file's metadata) with today's columns, by the engine
     # asked for now and, for an engine whose cluster labels matter (lme4), with the same labels
     # (metadata; shards written before it was recorded used "draw")
-    eng = E.get_engine(engine)
     try:
         old = pd.read_parquet(path)
     except Exception:
@@ -108,7 +109,7 @@ class Shard:
 
 
 def bootstrap_shard(data: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, *, shard: int = 0,
-                    n_shards: int = 1, cores: int = 1, rows: str, fidelity: str, engine: str,
+                    n_shards: int = 1, cores: int = 1, rows: str, fidelity: str, engine: E.Engine | str,
                     check_resamples: int) -> Shard:
     """Shard ``shard`` of ``n_shards`` of a B=``n_resamples`` bootstrap of ``glmm`` for one model x
     prompt (validated GLMM input ``data``; no rows: every resample an error, see
@@ -121,7 +122,7 @@ def bootstrap_shard(data: pd.DataFrame, glmm: int, n_resamples: int, base_seed: 
     labels = G.cluster_labels(fidelity)
     t0 = time.perf_counter()
     table = E.run_shard(data, glmm, n_resamples, base_seed, shard=shard, n_shards=n_shards, cores=cores,
-                        aggregate=rows == "aggregated", engine=eng.name, labels=labels)
+                        aggregate=rows == "aggregated", engine=eng, labels=labels)
     seconds = time.perf_counter() - t0
     table.attrs["rows"] = rows
     table.attrs["cluster_labels"] = labels
@@ -135,7 +136,7 @@ def bootstrap_shard(data: pd.DataFrame, glmm: int, n_resamples: int, base_seed: 
     return Shard(table, check, seconds, fallback, no_check)
 
 
-def full_fit(data: pd.DataFrame, glmm: int, *, engine: str = G.LME4) -> G.WaldFit:
+def full_fit(data: pd.DataFrame, glmm: int, *, engine: E.Engine | str = G.LME4) -> G.WaldFit:
     """The full-data fit of ``glmm`` on validated GLMM input of one model x prompt, by ``engine``
     (lme4: glmer on one row per answer, as the paper; laplace: its own, with the same checks)."""
     return E.get_engine(engine).full_fit(data, glmm)
@@ -144,7 +145,7 @@ def full_fit(data: pd.DataFrame, glmm: int, *, engine: str = G.LME4) -> G.WaldFi
 def summarise_group(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, analysis: str = "all",
                     wald: bool = True, refit_nonconvergent: bool = True, model: str | None = None,
                     prompt: str | None = None, fidelity: str = F.DEFAULT,
-                    rows: str = "", engine: str = G.LME4) -> tuple[pd.DataFrame, pd.DataFrame]:
+                    rows: str = "", engine: E.Engine | str = G.LME4) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Summary rows of one model x prompt plus, if its full-data fit did not converge, the
     optimiser refits (Listing 6; empty frame otherwise). ``data``: validated GLMM input; ``model``
     and ``prompt`` name the group when ``data`` has no rows (nothing is fitted then);
@@ -157,7 +158,7 @@ def summarise_group(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, anal
         model, prompt = str(data["model"].iloc[0]), str(data["prompt"].iloc[0])
     elif model is None or prompt is None:
         raise ValueError("summarise_group: no rows, so model and prompt must be given")
-    wf = full_fit(data, glmm, engine=eng.name) if wald and len(data) else None
+    wf = full_fit(data, glmm, engine=eng) if wald and len(data) else None
     summary = summarise(shards, data, glmm, model=model, prompt=prompt, wald=wf, analysis=analysis,
                         fidelity=fidelity, rows=rows)
     refits = pd.DataFrame()
@@ -175,7 +176,8 @@ def summarise_group(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, anal
 
 def summarise_shards(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, checks: Sequence[pd.DataFrame] = (),
                      n_resamples: int | None = None, source: str = "shards", analysis: str = "all",
-                     fidelity: str = F.DEFAULT, rows: str = "", engine: str = G.LME4, covariate: str = "gamma",
+                     fidelity: str = F.DEFAULT, rows: str = "", engine: E.Engine | str = G.LME4,
+                     covariate: str = "gamma",
                      model: str | None = None, prompt: str | None = None,
                      refit_nonconvergent: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, dict | None]:
     """The summary of one model x prompt x GLMM from its bootstrap ``shards``: (summary rows, one
@@ -221,7 +223,8 @@ def check_path(shard: str | Path) -> Path:
 
 def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_dir: str | Path, *,
              n_shards: int = 1, cores: int | None = None, rows: str | None = None, analysis: str = "all",
-             fidelity: str = F.DEFAULT, engine: str = G.LME4, check_resamples: int = 3, covariate: str = "gamma",
+             fidelity: str = F.DEFAULT, engine: E.Engine | str = G.LME4, check_resamples: int = 3,
+             covariate: str = "gamma",
              log: Callable[[str], None] = print,
              on_step: Callable[[str, bool], None] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Bootstrap ``glmm`` for every model x prompt of validated GLMM input ``df``: the steps the
@@ -231,9 +234,10 @@ def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_
     mode's); ``fidelity`` also decides which fits are clean and how the lme4 engine labels a
     resample's clusters (:func:`earnest.stats.glmm.cluster_labels`). Shards are written to
     :func:`shard_path` as they finish and reused when a rerun asks for the same resamples and
-    seeds, so an R failure loses no finished shard. ``engine``: lme4 | laplace; an engine with a
+    seeds, so an R failure loses no finished shard. ``engine``: lme4 | laplace (its name is looked up
+    here, once; every step below gets the :class:`earnest.stats.engines.Engine`); an engine with a
     cross-check (laplace) refits each new shard's first ``check_resamples`` resamples with lme4
-    (:func:`earnest.stats.engines.cross_check`, written next to the shard, :func:`check_path`).
+    (:meth:`earnest.stats.engines.Engine.cross_check`, written next to the shard, :func:`check_path`).
     Returns (summaries, refits, checks): checks has one row per checked shard with its verdict
     (:func:`earnest.stats.engines.check_summary`).
 
@@ -248,7 +252,7 @@ def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_
     cores = cores or default_cores()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
-        rows = E.resolve_rows(rows, fidelity, engine=eng.name)
+        rows = E.resolve_rows(rows, fidelity, engine=eng)
     for w in caught:                                      # a pair that cannot reproduce the mode's clean set
         log(f"WARNING {w.message}")
     labels = G.cluster_labels(fidelity)
@@ -258,11 +262,11 @@ def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_
         for shard in range(n_shards):
             path = shard_path(out_dir, glmm, model, prompt, shard)
             resamples = G.shard_resamples(n_resamples, shard, n_shards)
-            if path.exists() and _shard_is_current(path, resamples, base_seed, rows, eng.name, labels):
+            if path.exists() and _shard_is_current(path, resamples, base_seed, rows, eng, labels):
                 step(f"{model} / {prompt}: shard {shard + 1}/{n_shards} already done ({path})", False)
             else:
                 done = bootstrap_shard(sub, glmm, n_resamples, base_seed, shard=shard, n_shards=n_shards,
-                                       cores=cores, rows=rows, fidelity=fidelity, engine=eng.name,
+                                       cores=cores, rows=rows, fidelity=fidelity, engine=eng,
                                        check_resamples=check_resamples)
                 write_shard(done.table, path)
                 n_clean = int(clean_mask(done.table, fidelity)[done.table["term"] == VARIANT].sum())
@@ -285,7 +289,7 @@ def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_
             paths.append(path)
         t0 = time.perf_counter()
         s, r, _ = summarise_shards(sub, read_shards(paths), glmm, checks=group_checks, analysis=analysis,
-                                   fidelity=fidelity, rows=rows, engine=eng.name, covariate=covariate)
+                                   fidelity=fidelity, rows=rows, engine=eng, covariate=covariate)
         step(f"{model} / {prompt}: GLMM {glmm} summarised (full-data fit{' and optimiser refits' if len(r) else ''}) "
              f"in {time.perf_counter() - t0:.1f} s")
         summaries.append(s)

@@ -56,7 +56,7 @@ def _as_text(values: pd.Series) -> pd.Series:
 
 #: Texts that say a fit's optimiser stopped away from an optimum: lme4's checkConv ("Model failed to
 #: converge with max|grad| ...", "... degenerate Hessian"), its optimisers' "convergence code" warnings,
-#: the laplace engine's Newton iterations (earnest.stats.laplace.NO_CONVERGENCE).
+#: the laplace engine's Newton iterations (earnest.stats.engines.laplace.NO_CONVERGENCE).
 NOT_CONVERGED_TEXTS = ("failed to converge", "convergence code", "did not converge")
 
 

@@ -10,7 +10,7 @@ from earnest.fidelity import DEFAULT, MODES
 from earnest.stats import engines as E
 from earnest.schema import check_option, schema_default
 from earnest.stats import glmm as G
-from earnest.stats.cli_common import fail, input_choice_problem, log, out_dir_problem
+from earnest.cli.common import fail, input_choice_problem, log, out_dir_problem
 from earnest.stats.rbridge import RError
 
 
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             from earnest.readers import lmeval, options
             raw = lmeval.to_glmm_input(options.samples_from_args(args), options.mapping_from_args(args),
-                                       glmm=args.glmm, fidelity=args.fidelity)
+                                       glmm=args.glmm, gamma=gsm_gamma(args.fidelity))
             source = "harness samples"
         df = G.validate_glmm_input(raw, args.glmm, source=source, fidelity=args.fidelity)
         G.check_estimable(df, source=source)
@@ -84,15 +84,15 @@ def run(args: argparse.Namespace) -> int:
     unpaired = G.unpaired_note(df)
     if unpaired:
         log(f"earnest glmm: WARNING: {unpaired}")
+    engine = E.get_engine(args.engine)                    # resolved once: the object goes down from here
     try:
         with warnings.catch_warnings():                   # a pair that is not faithful: run_glmm logs why
             warnings.simplefilter("ignore", UserWarning)
-            E.resolve_rows("answers" if args.row_level else args.rows, args.fidelity, engine=args.engine)
+            E.resolve_rows("answers" if args.row_level else args.rows, args.fidelity, engine=engine)
     except ValueError as exc:
         msg = str(exc).replace("stats.engine: ", "--engine ")
         return fail("glmm", msg.replace("stats.rows: ", "--rows ").replace("stats.rows ", "--rows "))
     out = args.out
-    engine = E.get_engine(args.engine)
     if engine.slow_rows is not None and len(df) > engine.slow_rows:
         faster = [e.name for e in E.ENGINES.values() if e.slow_rows is None]
         log(f"earnest glmm: {len(df)} rows with the {engine.name} engine: each glmer() fit takes minutes at this "
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         summaries, refits, checks = R.run_glmm(df, args.glmm, args.resamples, args.seed, out / "shards",
                                                n_shards=args.shards, cores=args.cores,
                                                rows="answers" if args.row_level else args.rows,
-                                               fidelity=args.fidelity, engine=args.engine,
+                                               fidelity=args.fidelity, engine=engine,
                                                check_resamples=args.check_resamples, log=progress.log,
                                                on_step=lambda msg, counted: progress.step(1, msg, counted=counted))
     except RError as exc:
@@ -135,6 +135,15 @@ def run(args: argparse.Namespace) -> int:
     log(f"wrote {out / f'summary_glmm{args.glmm}.csv'}, {len(paths)} table files under {out / 'tables'} (every fit "
         f"as JSON: {out / 'tables' / 'summary.json'}) and {len(figures)} figure files under {out / 'figures'}")
     return 0
+
+
+def gsm_gamma(fidelity: str):
+    """GLMM 2's gamma of a question (:func:`earnest.gsm.gamma.gamma`) in ``fidelity`` mode: what the
+    harness readers (:func:`earnest.readers.lmeval.to_glmm_input`) are given, as they know no benchmark."""
+    import functools
+
+    from earnest.gsm.gamma import gamma
+    return functools.partial(gamma, fidelity=fidelity)
 
 
 def draw_figures(table, glmm: int, out_dir: Path) -> list[Path]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from earnest.schema import check_option, schema_default
 from earnest.stats.glmm import safe_name
-from earnest.stats.cli_common import add_subcommand, fail as cli_fail, input_choice_problem, log, out_dir_problem
+from earnest.cli.common import add_subcommand, fail as cli_fail, input_choice_problem, log, out_dir_problem
 from earnest.stats.engines import engine_names, get_engine
 from earnest.stats.summary import check_alpha
 
@@ -72,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
         check_alpha(args.alpha, "--alpha")
     except ValueError as exc:
         return fail(str(exc))
-    if not get_engine(args.engine).fits_item_effects and not args.no_item_effects:
+    engine = get_engine(args.engine)                      # resolved once: every family and pair gets the object
+    if not engine.fits_item_effects and not args.no_item_effects:
         return fail(f"--engine {args.engine} fits one random intercept: add --no-item-effects (template intercepts "
                     f"only)")
     try:
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         for fixed, conds in C.family_conditions(data, args.by).items():
             t = C.compare_family(data, args.by, fixed, conds, n_resamples=args.resamples, seed=args.seed,
                                  alpha=args.alpha, item_effects=not args.no_item_effects, cores=args.cores,
-                                 engine=args.engine, agq=args.agq, log=log)
+                                 engine=engine, agq=args.agq, log=log)
             stem = args.out / f"{args.by}_{safe_name(fixed)}"
             C.write_pairs_table(t, stem, alpha=args.alpha)
             figure_pairwise_matrix(t, args.out / f"{args.by}_{safe_name(fixed)}_matrix", order=conds, alpha=args.alpha,

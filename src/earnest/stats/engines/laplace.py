@@ -1,4 +1,6 @@
-"""The laplace engine: GLMM 1 and GLMM 2 fitted for many bootstrap resamples at once, in numpy.
+"""The laplace engine: GLMM 1 and GLMM 2 fitted for many bootstrap resamples at once, in numpy,
+behind :class:`earnest.stats.engines.base.Engine` (:class:`LaplaceEngine`, with its check against
+lme4, :func:`cross_check`, and its process pool of forked fitting processes, :func:`fit_arrays`).
 
 For a binomial GLMM with one random intercept per cluster, lme4's Laplace deviance (nAGQ = 1) is a
 sum of one-dimensional terms, one per cluster. With u ~ N(0, 1), b = theta * u and
@@ -74,7 +76,12 @@ from math import erf, sqrt
 import numpy as np
 import pandas as pd
 
+from earnest import fidelity
+from earnest.stats import glmm as G
+from earnest.stats.engines.base import CHECK_COLUMNS, CHECK_MAX_ROWS, Engine, empty_check, register
+from earnest.stats.engines.lme4 import check_fits
 from earnest.stats.rdraws import template_counts
+from earnest.stats.summary import clean_mask
 from earnest.wording import GAMMA_C, TERMS as _TERMS
 
 SINGULAR_TOL = 1e-4          # check.conv.singular
@@ -1055,3 +1062,105 @@ def full_fit(data, glmm: int):
     return WaldFit(glmm=des.glmm, coefs=coefs, converged=bool(fits.clean[0]), messages=fits.messages[0],
                    error=err, lme4_messages=fits.lme4_messages[0], ranef_var=float(fits.ranef_var[0]),
                    singular=None if err else bool(fits.singular[0]), max_grad=max_grad, tol=GRAD_TOL)
+
+
+# ---------------------------------------------------------------------------- the engine
+class LaplaceEngine(Engine):
+    """This module's engine: lme4's Laplace deviance and convergence checks in numpy, every
+    resample of a shard at once; aggregated rows only; checked against lme4 in every shard."""
+
+    name = ENGINE
+    rows = ("aggregated",)
+    # laplace evaluates lme4's deviance exactly, so its verdicts are lme4's with PIRLS converged, on
+    # whatever rows (earnest: faithful); the reference keeps what lme4 on per-answer rows keeps, checks
+    # that fire on lme4's inexact deviance, which no exact engine reproduces resample by resample
+    faithful_rows = {fidelity.EARNEST: ("aggregated",), fidelity.REFERENCE: ()}
+    has_cross_check = True
+    fallback = G.LME4
+
+    def bootstrap(self, frame, glmm, resamples, base_seed, cores=1, labels="draw"):
+        table = bootstrap(Design.from_frame(frame, glmm), glmm, resamples, base_seed, workers=max(1, int(cores)))
+        table["engine"] = self.name
+        return table
+
+    def full_fit(self, data, glmm):
+        return full_fit(data, glmm)
+
+    def cross_check(self, data, glmm, shard, n_check, base_seed):
+        return cross_check(data, glmm, shard, n_check, base_seed)
+
+    def unfaithful_note(self, rows, fidelity_mode):
+        return (f"fidelity {fidelity_mode!r} with stats.engine laplace is not the reference's fit: the reference fits "
+                f"one row per answer with lme4, whose convergence checks fire on its inexact deviance (PIRLS "
+                f"tolerance) and so keep other resamples than the laplace engine's exact ones (which are lme4's "
+                f"with tolPwrss = 1e-12); the estimates are the same fit. Use stats.engine: lme4 for the "
+                f"reference's clean set")
+
+    def rows_refusal(self, rows, fidelity_mode):
+        return (f"stats.engine: laplace fits aggregated rows only, but the bootstrap is to fit one row "
+                f"per answer (fidelity {fidelity_mode!r}, stats.rows {rows!r}); use stats.engine: lme4 "
+                f"(the faithful path) or stats.rows: aggregated (the labelled speed path, whose clean set is "
+                f"not the reference's)")
+
+
+#: the laplace engine, registered after lme4
+LAPLACE_ENGINE = register(LaplaceEngine())
+
+
+# ---------------------------------------------------------------------------- the check against lme4
+def cross_check(df: pd.DataFrame, glmm: int, shard: pd.DataFrame, n_check: int, base_seed: int) -> pd.DataFrame:
+    """Refit the first ``n_check`` resamples of a laplace ``shard`` with lme4, twice: as the lme4
+    engine fits them (glmer's defaults) and with lme4's inner PIRLS iterated to convergence
+    (``tolPwrss = 1e-12``: the same Laplace deviance evaluated exactly, as the laplace engine does).
+
+    One row per checked resample and term (:data:`CHECK_COLUMNS`); ``abs_diff`` is the difference
+    from the converged-PIRLS lme4 fit where both are clean (NaN otherwise). Use
+    :func:`check_summary` for the verdict.
+    """
+    glmm = G._check_glmm(glmm)
+    if n_check <= 0 or len(df) == 0 or len(shard) == 0:
+        return empty_check()
+    resamples = sorted(shard["resample"].unique())[:n_check]
+    frame = G.model_frame(df, glmm, aggregate=True)
+    if len(frame) > CHECK_MAX_ROWS:
+        # glmer() takes many minutes per fit at this size; no check (check_summary: 0 checked)
+        return empty_check()
+    seeds = [G.resample_seed(base_seed, b) for b in resamples]
+
+    def by_rule(t: pd.DataFrame, prefix: str = "") -> pd.DataFrame:
+        # each fit's verdict under both clean rules, whichever the run uses
+        return t.assign(**{f"{prefix}clean_{m}": clean_mask(t, m).to_numpy() for m in fidelity.MODES})
+
+    outs = {}
+    for name, tol in (("default", 0.0), ("tight", 1e-12)):
+        res = check_fits(frame, glmm, resamples, seeds, tol)
+        res["converged"] = res["converged"].astype(bool)
+        res = by_rule(res, f"{name}_")
+        outs[name] = res.drop(columns="lme4_messages", errors="ignore").rename(columns={
+            "estimate": f"{name}_estimate", "converged": f"{name}_converged", "messages": f"{name}_messages",
+            "ranef_var": f"{name}_ranef_var"})[
+            ["resample", "term", f"{name}_estimate", f"{name}_converged", f"{name}_messages", f"{name}_ranef_var"]
+            + [f"{name}_clean_{m}" for m in fidelity.MODES]]
+    lap = by_rule(shard[shard["resample"].isin(resamples)])[
+        ["resample", "term", "estimate", "converged", "messages", "ranef_var"] + [f"clean_{m}" for m in fidelity.MODES]]
+    out = lap.merge(outs["default"], on=["resample", "term"]).merge(outs["tight"], on=["resample", "term"])
+    for c in ("converged", "default_converged", "tight_converged"):
+        out[c] = out[c].astype(bool)
+    both = out["converged"] & out["tight_converged"]
+    out["abs_diff"] = np.where(both, (out["estimate"] - out["tight_estimate"]).abs(), np.nan)
+    # the Laplace deviance at lme4's optimum minus at laplace's: >= 0 means lme4's optimiser stopped
+    # at a point no better than laplace's (its Nelder-Mead tolerance), not at another optimum
+    des = Design.from_frame(frame, glmm)
+    _, K = resample_weights(des.n_templates, resamples, base_seed)
+    gaps = {}
+    for k, b in enumerate(resamples):
+        rows = out[out["resample"] == b].set_index("term").reindex(list(G.TERMS[glmm]))
+        P = np.array([[rows["ranef_var"].iloc[0]] + rows["estimate"].tolist(),
+                      [rows["tight_ranef_var"].iloc[0]] + rows["tight_estimate"].tolist()], dtype=float)
+        # a failed fit's values are R's NA (a NaN that numpy's sqrt warns about): compare only two fits
+        if np.all(np.isfinite(P)) and np.all(P[:, 0] >= 0):
+            P[:, 0] = np.sqrt(P[:, 0])
+            D = _evaluate(des, None, P, np.zeros((2, des.n_templates)), np.repeat(K[k:k + 1], 2, 0), False)[0]
+            gaps[b] = float(D[1] - D[0])
+    out["deviance_gap"] = out["resample"].map(gaps).astype(float)
+    return out[list(CHECK_COLUMNS)].reset_index(drop=True)

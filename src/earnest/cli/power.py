@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from earnest.schema import check_option, schema_default
-from earnest.stats.cli_common import add_subcommand, fail, log, out_dir_problem
+from earnest.cli.common import add_subcommand, fail, log, out_dir_problem
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -51,6 +51,7 @@ def _fail(msg: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from earnest.gsm import power_design as D
     from earnest.stats import power as P
 
     scenarios, design = [], None
@@ -76,8 +77,8 @@ def run(args: argparse.Namespace) -> int:
             P.intercept_for_accuracy(args.baseline_acc, args.ranef_var)  # checks both
             scenarios.append(P.Scenario("stated", args.baseline_acc, args.ranef_var))
         if args.paper_scenario:
-            published = args.published or P.default_published_dir()
-            scenarios += P.published_scenarios(published, args.paper_scenario)
+            published = args.published or D.default_published_dir()
+            scenarios += D.published_scenarios(published, args.paper_scenario)
         from earnest.readers import lmeval, options
         found = []
         if args.from_summary or options.given(args):
@@ -96,8 +97,8 @@ def run(args: argparse.Namespace) -> int:
                              "--paper-scenario, and the grid keeps the results' design")
             return _fail("no scenario: give --baseline-acc and --ranef-var, --paper-scenario, --from-summary, "
                          "--lm-eval or --inspect")
-        templates = args.templates or ([design[0]] if design else [P.PAPER_DESIGN[0]])
-        variants = args.variants or ([design[1]] if design else [P.PAPER_DESIGN[1]])
+        templates = args.templates or ([design[0]] if design else [D.PAPER_DESIGN[0]])
+        variants = args.variants or ([design[1]] if design else [D.PAPER_DESIGN[1]])
         for nt in templates:
             for nv in variants:
                 problem = P.design_problem(nt, nv)
@@ -107,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
                     return _fail(f"{where}: {problem}")
         if not 0 < args.alpha < 1:
             return _fail(f"--alpha must lie in (0, 1), not {args.alpha}")
-        P.check_engine(args.engine)
+        engine = P.resolve_engine(args.engine)            # resolved once: every grid point gets the object
         n_points = len(scenarios) * len(args.effects) * len(templates) * len(variants) * len(set(args.odds_ratios))
         log(f"earnest power: {n_points} grid points x {args.sims} data sets x {args.resamples} resamples = "
             f"{n_points * args.sims * args.resamples} GLMM fits (engine {args.engine})")
@@ -118,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         with Progress(n_points, label="earnest power", unit="grid points") as progress:
             power = P.power_study(scenarios, templates, variants, args.odds_ratios, effects=args.effects,
                                   n_sims=args.sims, n_resamples=args.resamples, alpha=args.alpha, seed=args.seed,
-                                  engine=args.engine, cores=args.cores, gamma_sd=args.gamma_sd, log=progress.log,
+                                  engine=engine, cores=args.cores, gamma_sd=args.gamma_sd, log=progress.log,
                                   on_point=lambda msg: progress.step(1, msg))
     except (P.PowerError, OSError, ValueError) as exc:
         return _fail(str(exc))

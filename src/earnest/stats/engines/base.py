@@ -1,5 +1,7 @@
-"""The GLMM engines behind one interface, registered by name like the model backends
-(:mod:`earnest.backends`): ``stats.engine`` in the config, ``--engine`` on the command line.
+"""The GLMM engines' interface and registry; the engines themselves are one module each,
+:mod:`earnest.stats.engines.lme4` and :mod:`earnest.stats.engines.laplace`, registered by name like
+the model backends (:mod:`earnest.backends`): ``stats.engine`` in the config, ``--engine`` on the
+command line.
 
 Each engine (:class:`Engine`) says what it supports and provides the steps of a bootstrapped GLMM:
 
@@ -9,13 +11,20 @@ Each engine (:class:`Engine`) says what it supports and provides the steps of a 
   PIRLS converged and the optimiser refits of Listing 6; laplace: nothing);
 * :meth:`Engine.cross_check`: the engine checked against lme4 on a few resamples per shard
   (laplace; lme4 needs none);
+* :meth:`Engine.bootstrap_items`: the paired comparison's bootstrap with item intercepts
+  (:mod:`earnest.stats.compare`; engines whose :attr:`Engine.fits_item_effects` is true);
+* :meth:`Engine.pairwise`: every pair of a factor's levels contrasted in a binomial GLMM with one
+  random intercept (StatFormBench's model comparison, :mod:`earnest.statform.glmm`);
 * what rows it fits (:attr:`Engine.rows`), which rows reproduce each fidelity mode's clean verdicts
   (:attr:`Engine.faithful_rows`), whether its resamples' cluster labels matter, whether it fits
   the paired comparison's item effects, and the engine to refit with when it fails numerically.
 
 ``get_engine(name)`` looks one up; an unknown name is a ValueError listing the registered ones.
-Nothing outside this module compares engine names (tests/test_engines.py checks it). The
-whole-analysis steps that use them (one shard, one summary) are :mod:`earnest.stats.run`.
+Resolve the engine once, where a name comes in (the command line, the config), and pass the
+:class:`Engine` down: every function here and in :mod:`earnest.stats.run` takes the object (a
+name is still accepted and looked up once, for callers outside the chain). Nothing outside this
+package compares engine names (tests/test_engines.py checks it). The whole-analysis steps that
+use them (one shard, one summary) are :mod:`earnest.stats.run`.
 """
 
 from __future__ import annotations
@@ -27,8 +36,10 @@ import pandas as pd
 
 from earnest import fidelity
 from earnest.stats import glmm as G
-from earnest.stats import laplace, rbridge
-from earnest.stats.summary import clean_mask, wald_clean
+
+
+class EngineUnavailable(RuntimeError):
+    """An engine could not be set up (e.g. R, lme4 or rpy2 missing); the message carries the cause."""
 
 
 class Engine:
@@ -71,6 +82,23 @@ class Engine:
         """The check of a shard against lme4 (:data:`CHECK_COLUMNS`; no rows when it has none)."""
         return empty_check()
 
+    def bootstrap_items(self, frame: pd.DataFrame, resamples: list[int], base_seed: int, cores: int = 1,
+                        agq: int = 1) -> pd.DataFrame:
+        """The paired comparison's bootstrap (:mod:`earnest.stats.compare`): the template resamples of
+        ``frame`` (:func:`earnest.stats.compare.compare_frame`: template, item, variant, succ, fail)
+        fitted with template and item random intercepts (``agq`` > 1: item intercepts alone, by
+        adaptive Gauss-Hermite quadrature); :data:`earnest.stats.glmm.SHARD_COLUMNS`. Only engines
+        whose :attr:`fits_item_effects` is true provide it."""
+        raise NotImplementedError(f"the {self.name} engine fits no item random intercepts")
+
+    def pairwise(self, correct, group, cluster) -> dict:
+        """Every pair of levels of ``group`` contrasted in the binomial GLMM
+        ``correct ~ group + (1 | cluster)`` (Wald z with the fit's covariance; Holm over the pairs):
+        a dict of vectors model_a, model_b, estimate, se, z, p, p_holm (one entry per pair),
+        sample_sd, singular and messages (one entry each). :class:`EngineUnavailable` when the engine cannot be set up; otherwise
+        raises what the fit raises."""
+        raise NotImplementedError(f"the {self.name} engine fits no pairwise comparison")
+
     def unfaithful_note(self, rows: str, fidelity_mode: str) -> str:
         """Why its fits on ``rows`` do not reproduce ``fidelity_mode``'s clean verdicts."""
         return (f"fidelity {fidelity_mode!r} with stats.rows {rows!r}: lme4's convergence checks on {rows} rows flag "
@@ -84,78 +112,15 @@ class Engine:
         return f"<GLMM engine {self.name}>"
 
 
-class Lme4Engine(Engine):
-    """glmer through R (:mod:`earnest.stats.rbridge`), one fit per resample: the paper's engine."""
-
-    name = G.LME4
-    rows = G.ROWS
-    # lme4 + reference: answers (lme4's checks on the rows the paper's pymer4 fits); lme4 + earnest:
-    # either (the earnest rule is its own, faithful on both)
-    faithful_rows = {fidelity.REFERENCE: ("answers",), fidelity.EARNEST: ("answers", "aggregated")}
-    uses_cluster_labels = True
-    fits_item_effects = True
-    slow_rows = 100_000
-
-    def bootstrap(self, frame, glmm, resamples, base_seed, cores=1, labels="draw"):
-        return G.lme4_bootstrap(frame, glmm, resamples, base_seed, cores, labels)
-
-    def full_fit(self, data, glmm):
-        return G.wald_fit(data, glmm)
-
-    def diagnose(self, data, glmm, wald, fidelity_mode, *, refit=True):
-        extra, refits = {}, pd.DataFrame()
-        if not wald.error:
-            # is the message lme4's own noise? The same fit with its PIRLS converged says (the paper's
-            # "Convergent" column stays lme4's default verdict)
-            tight = G.wald_fit(data, glmm, tol_pwrss=G.TIGHT_PWRSS)
-            extra = {"wald_tight_converged": wald_clean(tight, fidelity_mode),
-                     "wald_tight_messages": " | ".join(tight.messages) or tight.error}
-        if refit:
-            refits = G.refit_optimisers(data, glmm)
-        return extra, refits
+#: engine name -> engine, in the order registered (:func:`register`; :mod:`earnest.stats.engines`
+#: registers lme4 first): the first is the one that fits everything (the fallback of :func:`engine_for`)
+ENGINES: dict[str, Engine] = {}
 
 
-class LaplaceEngine(Engine):
-    """:mod:`earnest.stats.laplace`: lme4's Laplace deviance and convergence checks in numpy, every
-    resample of a shard at once; aggregated rows only; checked against lme4 in every shard."""
-
-    name = laplace.ENGINE
-    rows = ("aggregated",)
-    # laplace evaluates lme4's deviance exactly, so its verdicts are lme4's with PIRLS converged, on
-    # whatever rows (earnest: faithful); the reference keeps what lme4 on per-answer rows keeps, checks
-    # that fire on lme4's inexact deviance, which no exact engine reproduces resample by resample
-    faithful_rows = {fidelity.EARNEST: ("aggregated",), fidelity.REFERENCE: ()}
-    has_cross_check = True
-    fallback = G.LME4
-
-    def bootstrap(self, frame, glmm, resamples, base_seed, cores=1, labels="draw"):
-        table = laplace.bootstrap(laplace.Design.from_frame(frame, glmm), glmm, resamples, base_seed,
-                                  workers=max(1, int(cores)))
-        table["engine"] = self.name
-        return table
-
-    def full_fit(self, data, glmm):
-        return laplace.full_fit(data, glmm)
-
-    def cross_check(self, data, glmm, shard, n_check, base_seed):
-        return cross_check(data, glmm, shard, n_check, base_seed)
-
-    def unfaithful_note(self, rows, fidelity_mode):
-        return (f"fidelity {fidelity_mode!r} with stats.engine laplace is not the reference's fit: the reference fits "
-                f"one row per answer with lme4, whose convergence checks fire on its inexact deviance (PIRLS "
-                f"tolerance) and so keep other resamples than the laplace engine's exact ones (which are lme4's "
-                f"with tolPwrss = 1e-12); the estimates are the same fit. Use stats.engine: lme4 for the "
-                f"reference's clean set")
-
-    def rows_refusal(self, rows, fidelity_mode):
-        return (f"stats.engine: laplace fits aggregated rows only, but the bootstrap is to fit one row "
-                f"per answer (fidelity {fidelity_mode!r}, stats.rows {rows!r}); use stats.engine: lme4 "
-                f"(the faithful path) or stats.rows: aggregated (the labelled speed path, whose clean set is "
-                f"not the reference's)")
-
-
-#: engine name -> engine; the first is the one that fits everything (the fallback of :func:`engine_for`)
-ENGINES: dict[str, Engine] = {e.name: e for e in (Lme4Engine(), LaplaceEngine())}
+def register(engine: Engine) -> Engine:
+    """Add ``engine`` to the registry under its name (each engine's module registers its own)."""
+    ENGINES[engine.name] = engine
+    return engine
 
 
 def get_engine(name: str | Engine) -> Engine:
@@ -190,7 +155,7 @@ def engine_for(preferred: str, *, rows: str | None = None, item_effects: bool = 
     return next(e.name for e in ENGINES.values() if fits(e))
 
 
-def rows_note(rows: str, fidelity_mode: str, engine: str) -> str:
+def rows_note(rows: str, fidelity_mode: str, engine: Engine | str) -> str:
     """'' when ``engine`` on ``rows`` reproduces ``fidelity_mode``'s clean verdicts, else why not."""
     eng = get_engine(engine)
     if rows in eng.faithful_rows[fidelity.check_mode(fidelity_mode)]:
@@ -198,7 +163,7 @@ def rows_note(rows: str, fidelity_mode: str, engine: str) -> str:
     return eng.unfaithful_note(rows, fidelity_mode)
 
 
-def resolve_rows(rows: str | None, fidelity_mode: str = fidelity.DEFAULT, *, engine: str = G.LME4) -> str:
+def resolve_rows(rows: str | None, fidelity_mode: str = fidelity.DEFAULT, *, engine: Engine | str = G.LME4) -> str:
     """The rows the bootstrap fits: ``rows`` if given (``answers`` | ``aggregated``), else the
     fidelity mode's (:data:`earnest.stats.glmm.ROWS_BY_FIDELITY`). Rows the engine cannot fit
     (laplace: answers) are a ValueError that says what to change. A pair that does not reproduce
@@ -211,14 +176,14 @@ def resolve_rows(rows: str | None, fidelity_mode: str = fidelity.DEFAULT, *, eng
         raise ValueError(f"stats.rows: {rows!r} is not one of {', '.join(G.ROWS)}")
     if rows not in eng.rows:
         raise ValueError(eng.rows_refusal(rows, fidelity_mode))
-    note = rows_note(rows, fidelity_mode, engine)
+    note = rows_note(rows, fidelity_mode, eng)
     if note:
         warnings.warn(note, UserWarning, stacklevel=2)
     return rows
 
 
 def run_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, cores: int = 1,
-                  engine: str = G.LME4, labels: str = "draw") -> pd.DataFrame:
+                  engine: Engine | str = G.LME4, labels: str = "draw") -> pd.DataFrame:
     """Fit ``glmm`` on each listed resample of ``frame`` (from :func:`earnest.stats.glmm.model_frame`)
     with ``engine``: the bootstrap shard table, one row per resample and term
     (:data:`earnest.stats.glmm.SHARD_COLUMNS` plus ``engine``). ``cores``: R workers (lme4) or
@@ -234,7 +199,7 @@ def run_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, cor
 
 
 def run_shard(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, shard: int = 0,
-              n_shards: int = 1, cores: int = 1, aggregate: bool = True, engine: str = G.LME4,
+              n_shards: int = 1, cores: int = 1, aggregate: bool = True, engine: Engine | str = G.LME4,
               labels: str = "draw") -> pd.DataFrame:
     """Shard ``shard`` of ``n_shards`` of a B=``n_resamples`` bootstrap for one model x prompt.
 
@@ -256,79 +221,19 @@ def run_shard(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, sha
             for b in resamples for term in G.TERMS[G._check_glmm(glmm)]],
             columns=list(G.SHARD_COLUMNS) + ["engine"])
     frame = G.model_frame(df, glmm, aggregate=aggregate or "answers" not in eng.rows)
-    return run_bootstrap(frame, glmm, G.shard_resamples(n_resamples, shard, n_shards), base_seed, cores, eng.name,
+    return run_bootstrap(frame, glmm, G.shard_resamples(n_resamples, shard, n_shards), base_seed, cores, eng,
                          labels)
 
 
 # ---------------------------------------------------------------------------- the check against lme4
-# (LaplaceEngine.cross_check; run once per shard by earnest.stats.run.bootstrap_shard)
+# (an engine's Engine.cross_check, laplace's: earnest.stats.engines.laplace.cross_check; run once per
+# shard by earnest.stats.run.bootstrap_shard)
 CHECK_TOL = 1e-4
 CHECK_MAX_ROWS = 200_000     # lme4 model-frame rows above which shards are not refitted with lme4
 CHECK_COLUMNS = ("resample", "term", "estimate", "converged", "messages", "default_estimate", "default_converged",
                  "default_messages", "tight_estimate", "tight_converged", "tight_messages", "abs_diff",
                  "deviance_gap", "clean_reference", "clean_earnest", "default_clean_reference",
                  "default_clean_earnest", "tight_clean_reference", "tight_clean_earnest")
-
-
-def cross_check(df: pd.DataFrame, glmm: int, shard: pd.DataFrame, n_check: int, base_seed: int) -> pd.DataFrame:
-    """Refit the first ``n_check`` resamples of a laplace ``shard`` with lme4, twice: as the lme4
-    engine fits them (glmer's defaults) and with lme4's inner PIRLS iterated to convergence
-    (``tolPwrss = 1e-12``: the same Laplace deviance evaluated exactly, as the laplace engine does).
-
-    One row per checked resample and term (:data:`CHECK_COLUMNS`); ``abs_diff`` is the difference
-    from the converged-PIRLS lme4 fit where both are clean (NaN otherwise). Use
-    :func:`check_summary` for the verdict.
-    """
-    glmm = G._check_glmm(glmm)
-    if n_check <= 0 or len(df) == 0 or len(shard) == 0:
-        return empty_check()
-    resamples = sorted(shard["resample"].unique())[:n_check]
-    frame = G.model_frame(df, glmm, aggregate=True)
-    if len(frame) > CHECK_MAX_ROWS:
-        # glmer() takes many minutes per fit at this size; no check (check_summary: 0 checked)
-        return empty_check()
-    seeds = [G.resample_seed(base_seed, b) for b in resamples]
-    ro = rbridge.r()
-
-    def by_rule(t: pd.DataFrame, prefix: str = "") -> pd.DataFrame:
-        # each fit's verdict under both clean rules, whichever the run uses
-        return t.assign(**{f"{prefix}clean_{m}": clean_mask(t, m).to_numpy() for m in fidelity.MODES})
-
-    outs = {}
-    for name, tol in (("default", 0.0), ("tight", 1e-12)):
-        res = rbridge.from_r_frame(rbridge.call("earnest_check_fits", rbridge.to_r_frame(frame), glmm,
-                                                ro.IntVector([int(b) for b in resamples]), ro.IntVector(seeds),
-                                                float(tol)))
-        res["converged"] = res["converged"].astype(bool)
-        res = by_rule(res, f"{name}_")
-        outs[name] = res.drop(columns="lme4_messages", errors="ignore").rename(columns={
-            "estimate": f"{name}_estimate", "converged": f"{name}_converged", "messages": f"{name}_messages",
-            "ranef_var": f"{name}_ranef_var"})[
-            ["resample", "term", f"{name}_estimate", f"{name}_converged", f"{name}_messages", f"{name}_ranef_var"]
-            + [f"{name}_clean_{m}" for m in fidelity.MODES]]
-    lap = by_rule(shard[shard["resample"].isin(resamples)])[
-        ["resample", "term", "estimate", "converged", "messages", "ranef_var"] + [f"clean_{m}" for m in fidelity.MODES]]
-    out = lap.merge(outs["default"], on=["resample", "term"]).merge(outs["tight"], on=["resample", "term"])
-    for c in ("converged", "default_converged", "tight_converged"):
-        out[c] = out[c].astype(bool)
-    both = out["converged"] & out["tight_converged"]
-    out["abs_diff"] = np.where(both, (out["estimate"] - out["tight_estimate"]).abs(), np.nan)
-    # the Laplace deviance at lme4's optimum minus at laplace's: >= 0 means lme4's optimiser stopped
-    # at a point no better than laplace's (its Nelder-Mead tolerance), not at another optimum
-    des = laplace.Design.from_frame(frame, glmm)
-    _, K = laplace.resample_weights(des.n_templates, resamples, base_seed)
-    gaps = {}
-    for k, b in enumerate(resamples):
-        rows = out[out["resample"] == b].set_index("term").reindex(list(G.TERMS[glmm]))
-        P = np.array([[rows["ranef_var"].iloc[0]] + rows["estimate"].tolist(),
-                      [rows["tight_ranef_var"].iloc[0]] + rows["tight_estimate"].tolist()], dtype=float)
-        # a failed fit's values are R's NA (a NaN that numpy's sqrt warns about): compare only two fits
-        if np.all(np.isfinite(P)) and np.all(P[:, 0] >= 0):
-            P[:, 0] = np.sqrt(P[:, 0])
-            D = laplace._evaluate(des, None, P, np.zeros((2, des.n_templates)), np.repeat(K[k:k + 1], 2, 0), False)[0]
-            gaps[b] = float(D[1] - D[0])
-    out["deviance_gap"] = out["resample"].map(gaps).astype(float)
-    return out[list(CHECK_COLUMNS)].reset_index(drop=True)
 
 
 def empty_check() -> pd.DataFrame:

@@ -1,7 +1,9 @@
 """The `earnest` command line: entry points for data produced outside the workflow.
 
-Each subcommand lives in the module that owns its logic and registers itself through
-``add_parser(subparsers)``; this file only wires them together.
+Each subcommand registers itself through ``add_parser(subparsers)``: the statistics front ends
+are this package's modules (:mod:`.glmm`, :mod:`.power`, :mod:`.compare`, sharing :mod:`.common`),
+the others live in the module that owns their logic; this file only wires them together.
+``python -m earnest.cli`` runs it as the ``earnest`` console script does.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ SUBCOMMAND_MODULES = [
     "earnest.gsm.prompts",          # earnest prompt
     "earnest.gsm.scoring",          # earnest extract
     "earnest.gsm.lmeval_task",      # earnest lm-eval-task
-    "earnest.stats.cli",        # earnest glmm
-    "earnest.stats.power_cli",  # earnest power
-    "earnest.stats.compare_cli",  # earnest compare
+    "earnest.cli.glmm",             # earnest glmm
+    "earnest.cli.power",            # earnest power
+    "earnest.cli.compare",          # earnest compare
     "earnest.config",           # earnest check-config
 ]
 
