@@ -117,6 +117,9 @@ FIT_GROUP = "post" if SLURM["bundle_shards"] else "fits"
 # tables, and in one group with them a prompt's whole grid would be one component (one post job of
 # hours); apart, each scored table and each input is a component of its own
 INPUT_GROUP = "post" if SLURM["bundle_shards"] else "inputs"
+# a paired-comparison family: a job of its own, or (bundled: a small run, whose families take
+# seconds) in the final job beside the tables, instead of one more job after it on a small node
+COMPARE_GROUP = "final" if SLURM["bundle_shards"] else None
 # the job groups of the rules above (profiles/slurm merges several connected components of each into
 # one Slurm job with `group-components`)
 JOB_GROUPS = ("prep", "post", "inputs", "fits", "final")
