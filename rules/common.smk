@@ -4,6 +4,7 @@
 # Everything here runs when Snakemake builds the DAG, so bad input stops the run before any job.
 # The checks themselves live in the library (earnest.config), the defaults in config/schema.yaml;
 # jobs import the installed earnest package (pip install -e .; the conda envs install it too).
+import dataclasses
 import os
 import re
 import sys
@@ -116,6 +117,34 @@ FIT_GROUP = "post" if SLURM["bundle_shards"] else "fits"
 # tables, and in one group with them a prompt's whole grid would be one component (one post job of
 # hours); apart, each scored table and each input is a component of its own
 INPUT_GROUP = "post" if SLURM["bundle_shards"] else "inputs"
+# a paired-comparison family: a job of its own, or (bundled: a small run, whose families take
+# seconds) in the final job beside the tables, instead of one more job after it on a small node
+COMPARE_GROUP = "final" if SLURM["bundle_shards"] else None
+# the job groups of the rules above (profiles/slurm merges several connected components of each into
+# one Slurm job with `group-components`)
+JOB_GROUPS = ("prep", "post", "inputs", "fits", "final")
+
+# Inside a Slurm group job the job runs `snakemake --executor slurm-jobstep --jobs 1` on its members,
+# and that Snakemake groups them again without the profile's group-components (plugin 2.8 passes no
+# group arguments to the job): each connected component became a group job of its own, run one after
+# the other (--jobs 1), each through its own srun and Snakemake start, so the five components of a
+# post=5 job ran in series on CPUs the job held for all of them, and longer than the time the job
+# asked for (computed for its members side by side). Every member of this Slurm job belongs in one
+# group: merge the components back, so that one srun runs them all on the job's CPUs, as the time
+# limit assumes. Snakemake sets a run's group settings after reading the Snakefile, so they are
+# replaced when the job's Snakemake starts executing. Only in a Slurm job's own Snakemake (remote
+# mode, a --local-groupid); the main one keeps the profile's setting, a local run has no groups.
+if workflow.exec_mode.name == "REMOTE" and "--local-groupid" in sys.argv:
+    _execute_job = workflow.execute
+
+    def _execute_one_group(*args, **kwargs):
+        workflow.group_settings = dataclasses.replace(
+            workflow.group_settings,
+            group_components={g: 1_000_000 for g in JOB_GROUPS},
+        )
+        return _execute_job(*args, **kwargs)
+
+    workflow.execute = _execute_one_group
 
 
 def model_resources(model):

@@ -28,6 +28,8 @@ rule compare_family:
         pdf=f"{COMPARE_DIR}/{{family}}/{{fixed}}/matrix.pdf",
     log:
         "logs/compare/{family}/{fixed}.log",
+    group:
+        COMPARE_GROUP
     conda:
         "../envs/stats.yaml"
     threads: COMPARE["threads"]

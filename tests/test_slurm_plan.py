@@ -61,16 +61,19 @@ def test_tiny_group_jobs_ask_for_what_their_members_need(tmp_path, tiny_model_di
     jobs = _plan(tmp_path, TINY)
     groups = {j["name"]: j for j in jobs if j["kind"] == "group"}
     alone = sorted(j["name"] for j in jobs if j["kind"] == "job")
-    # bundle_shards: the shards and fits travel in the post job, so there is no `fits` job
+    # bundle_shards: the shards and fits travel in the post job, so there is no `fits` job, and the
+    # comparison families in the final job
     assert sorted(groups) == ["final", "post", "prep"] and len(groups) == sum(j["kind"] == "group" for j in jobs)
-    assert alone == ["compare_family", "generate", "generate", "generate", "generate", "power_paper_design",
+    assert alone == ["generate", "generate", "generate", "generate", "power_paper_design",
                      "statform_generate"], alone
     assert SHARDS <= set(groups["post"]["rules"]) and "glmm_summary" in groups["post"]["rules"]
+    assert "compare_family" in groups["final"]["rules"]
     small, shard = cfg["slurm"]["small_job_runtime"], cfg["stats"]["shard_runtime"]
+    minutes = {**{r: shard for r in SHARDS}, "compare_family": cfg["compare"]["runtime"]}
     for job in groups.values():
         for step in job["step_jobs"]:
             for m in step:   # the config's minutes, not the profile's default of 60
-                assert m["runtime"] == (shard if m["rule"] in SHARDS else small), (job["name"], m)
+                assert m["runtime"] == minutes.get(m["rule"], small), (job["name"], m)
         _check_group_time(job)
     # the tiny run's group jobs do 20 s to 2 min of work each (benchmarks/README.md); before the
     # fix they asked for 5 h (prep), 21 h (post) and 9 h (final)
