@@ -28,10 +28,7 @@ from typing import Callable, Iterable
 import pandas as pd
 
 from earnest.gsm.gamma import gamma
-from earnest.schema import schema_default
 
-#: the covariate GLMM 2 uses unless the config says another (config/schema.yaml: stats.covariate)
-COVARIATE = schema_default("stats.covariate")
 COVARIATES = ("gamma", "n_ops", "max_digits", "carries", "has_fraction", "has_decimal", "number_tokens")
 
 _ANNOTATION = re.compile(r"<<([^<>=]*)=([^<>]*)>>")

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from earnest import fidelity as F
-from earnest.gsm.covariates import COVARIATE
+from earnest.stats.defaults import COVARIATE
 from earnest.stats.contrast import paired_contrast
 from earnest.stats.summaries import build_summaries
 from earnest.stats.summary import ALPHA, HOLM_FAMILY, holm_bounded, significant

@@ -39,6 +39,7 @@ from earnest.stats.diagnostics import DIVERGED_LOG_OR, fit_problems
 from earnest.stats.summary import (bootstrap_p, check_alpha, clean_mask, diverged_order_statistics, holm,
                                    percentile_interval, separation_sides, significant, with_separated)
 from earnest.wording import DEGENERATE_MARK, format_or_interval, format_p, VARIANT
+from earnest.stats.defaults import AGQ, ALPHA, ENGINE, ITEM_EFFECTS
 
 COMPARE_INPUT_COLUMNS = ("model", "prompt", "template", "item", "correct")
 FAMILIES = ("models", "prompts")
@@ -157,7 +158,7 @@ def compare_frame(pairs: pd.DataFrame) -> pd.DataFrame:
     }).assign(fail=lambda d: 1 - d["succ"])
 
 
-def check_agq(agq, item_effects: bool = True) -> int:
+def check_agq(agq, item_effects: bool = ITEM_EFFECTS) -> int:
     """``agq``: 1 = lme4's Laplace approximation with template and item intercepts; k > 1 = item
     intercepts alone by adaptive Gauss-Hermite quadrature with k points (R/compare.R)."""
     if isinstance(agq, bool) or not isinstance(agq, (int, np.integer)) or not 1 <= int(agq) <= MAX_AGQ:
@@ -168,8 +169,8 @@ def check_agq(agq, item_effects: bool = True) -> int:
     return int(agq)
 
 
-def bootstrap_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effects: bool = True,
-                   cores: int = 1, engine: E.Engine | str = "lme4", agq: int = 1) -> pd.DataFrame:
+def bootstrap_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effects: bool = ITEM_EFFECTS,
+                   cores: int = 1, engine: E.Engine | str = ENGINE, agq: int = AGQ) -> pd.DataFrame:
     """Bootstrap shard table (``SHARD_COLUMNS``) of one pair; term "variant" is the condition.
     ``engine`` (an :class:`earnest.stats.engines.Engine`, or its name) fits the template-only model
     (GLMM 1's code, :meth:`~earnest.stats.engines.Engine.bootstrap`) or, with item intercepts, the
@@ -188,8 +189,8 @@ def bootstrap_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_eff
     return eng.bootstrap_items(frame, resamples, seed, cores, agq)
 
 
-def compare_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effects: bool = True,
-                 cores: int = 1, engine: E.Engine | str = "lme4", agq: int = 1, a: str = "a", b: str = "b") -> dict:
+def compare_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effects: bool = ITEM_EFFECTS,
+                 cores: int = 1, engine: E.Engine | str = ENGINE, agq: int = AGQ, a: str = "a", b: str = "b") -> dict:
     """The bootstrap GLMM and McNemar statistics of one pair (no Holm yet), with its verdict
     (:func:`pair_verdict`; ``a`` and ``b`` name the conditions in its statements)."""
     row = {"n_items": int(len(pairs)), "n_templates": int(pairs["template"].nunique()) if len(pairs) else 0,
@@ -245,8 +246,8 @@ def family_conditions(data: pd.DataFrame, family: str) -> dict[str, list[str]]:
 
 
 def compare_family(data: pd.DataFrame, family: str, fixed: str, conditions: Sequence[str] | None = None, *,
-                   n_resamples: int, seed: int, alpha: float = 0.05, item_effects: bool = True, cores: int = 1,
-                   engine: E.Engine | str = "lme4", agq: int = 1, log: Callable[[str], None] | None = None) -> pd.DataFrame:
+                   n_resamples: int, seed: int, alpha: float = ALPHA, item_effects: bool = ITEM_EFFECTS, cores: int = 1,
+                   engine: E.Engine | str = ENGINE, agq: int = AGQ, log: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Every pair of ``conditions`` (default: all of ``fixed``) with Holm across the pairs
     (:data:`PAIR_COLUMNS`). Pair k uses the base seed ``seed + k``. ``engine`` is resolved here, once,
     and passed to every pair as the :class:`earnest.stats.engines.Engine`."""
@@ -274,7 +275,7 @@ def compare_family(data: pd.DataFrame, family: str, fixed: str, conditions: Sequ
     return out
 
 
-def write_pairs_table(pairs: pd.DataFrame, stem, *, alpha: float = 0.05, labels: dict | None = None) -> dict:
+def write_pairs_table(pairs: pd.DataFrame, stem, *, alpha: float = ALPHA, labels: dict | None = None) -> dict:
     """``stem.{csv,md,tex}``: one row per pair; a degenerate pair's OR and interval print the
     degenerate mark alone (:func:`earnest.wording.format_or_interval`, as in the GLMM tables: its
     number carries no information) and are never bold."""

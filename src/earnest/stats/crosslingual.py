@@ -63,6 +63,7 @@ from earnest.stats.glmm import (GLMMInputError, WaldFit, check_unique_columns, r
                                 validate_glmm_input)
 from earnest.stats.summary import (bootstrap_p, clean_mask, diverged_order_statistics, holm_bounded,
                                    p_bound, percentile_interval)
+from earnest.stats.defaults import ALPHA
 
 CROSS_INPUT_COLUMNS = ("model", "prompt", "language", "template", "variant", "correct")
 RANDOM = ("template_language", "template", "both")
@@ -315,7 +316,7 @@ def joint_test(estimates: np.ndarray, point: np.ndarray | None = None) -> tuple[
 
 def summarise(shards: pd.DataFrame, data: pd.DataFrame, *, model: str = "", prompt: str = "",
               random: str = DEFAULT_RANDOM, languages: list[str] | None = None, reference: str | None = None,
-              wald: WaldFit | None = None, level: float = 0.95, alpha: float = 0.05,
+              wald: WaldFit | None = None, level: float = 0.95, alpha: float = ALPHA,
               fidelity: str = F.DEFAULT) -> pd.DataFrame:
     """The cross-lingual model's table for one model x prompt (:data:`SUMMARY_COLUMNS`).
 

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from earnest.plotting import empty_figure as _empty_figure, pyplot as _plt, save_figure as _save
+from earnest.stats.defaults import ALPHA
 
 
 def figure_power_curves(power: pd.DataFrame, mde: pd.DataFrame | None, stem: str | Path, *,
@@ -71,7 +72,7 @@ def figure_power_curves(power: pd.DataFrame, mde: pd.DataFrame | None, stem: str
 
 
 def figure_pairwise_matrix(pairs: pd.DataFrame, stem: str | Path, *, order: Sequence[str] | None = None,
-                           title: str = "Paired comparisons", alpha: float = 0.05,
+                           title: str = "Paired comparisons", alpha: float = ALPHA,
                            labels: dict | None = None) -> list[Path]:
     """The OR matrix of one comparison family. ``pairs``: rows with a, b, odds_ratio (odds of a
     correct answer under a relative to b), p_holm, significant_holm. Cell (row a, column b) shows the

@@ -55,6 +55,7 @@ from earnest.stats import engines as E
 from earnest.stats import glmm as G
 from earnest.stats.summary import significant
 from earnest.wording import GAMMA_C, VARIANT
+from earnest.stats.defaults import ALPHA, POWER_ENGINE
 
 #: effect -> (GLMM, term tested)
 EFFECT_TERMS = {"variant": (1, VARIANT), "gamma": (2, GAMMA_C)}
@@ -183,7 +184,7 @@ def resolve_engine(engine: E.Engine | str) -> E.Engine:
 
 
 # ---------------------------------------------------------------------------- the test
-def bootstrap_table(df: pd.DataFrame, glmm: int, n_resamples: int, seed: int, *, engine: E.Engine | str = "lme4",
+def bootstrap_table(df: pd.DataFrame, glmm: int, n_resamples: int, seed: int, *, engine: E.Engine | str = POWER_ENGINE,
                     cores: int = 1) -> pd.DataFrame:
     """The bootstrap shard table (``SHARD_COLUMNS``) of one model x prompt, by ``engine``."""
     return E.run_shard(df, glmm, n_resamples, seed, cores=cores, engine=resolve_engine(engine))
@@ -204,7 +205,7 @@ def _seed(base_seed: int, *key: int) -> np.random.SeedSequence:
     return np.random.SeedSequence(entropy=int(base_seed), spawn_key=tuple(int(k) for k in key))
 
 
-def bootstrap_test_level(n_resamples: int, alpha: float = 0.05) -> float:
+def bootstrap_test_level(n_resamples: int, alpha: float = ALPHA) -> float:
     """The level of the Eq. 4 test with ``n_resamples`` resamples when the bootstrap distribution
     is exact (normal, centred on an estimate whose sampling distribution it equals): P(Eq. 4
     p < alpha) under no effect, from the binomial count of resamples on the far side of 0. Only
@@ -373,7 +374,7 @@ def wald_se(n_templates: int, n_variants: int, *, odds_ratio: float, baseline_ac
 
 
 def wald_power(n_templates: int, n_variants: int, *, odds_ratio: float, baseline_acc: float,
-               ranef_var: float, alpha: float = 0.05, effect: str = "variant", gamma_sd: float = GAMMA_SD) -> float:
+               ranef_var: float, alpha: float = ALPHA, effect: str = "variant", gamma_sd: float = GAMMA_SD) -> float:
     """Power of a two-sided Wald test of the effect at level ``alpha``: the variant effect (GLMM 1)
     or the number effect (GLMM 2, OR per unit of gamma, gamma's spread ``gamma_sd``)."""
     se = wald_se(n_templates, n_variants, odds_ratio=odds_ratio, baseline_acc=baseline_acc, ranef_var=ranef_var,
@@ -386,7 +387,7 @@ def wald_power(n_templates: int, n_variants: int, *, odds_ratio: float, baseline
 
 
 def wald_mde(n_templates: int, n_variants: int, *, baseline_acc: float, ranef_var: float,
-             alpha: float = 0.05, target: float = TARGET_POWER, direction: str = "below",
+             alpha: float = ALPHA, target: float = TARGET_POWER, direction: str = "below",
              effect: str = "variant", gamma_sd: float = GAMMA_SD) -> float:
     """The OR (below 1 by default, else above) nearest 1 at which :func:`wald_power` reaches
     ``target``; NaN when no OR up to 1/1000 (or 1000) does."""
@@ -432,8 +433,8 @@ def wilson(successes: int, n: int, z: float = MC_Z) -> tuple[float, float]:
 
 
 def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: Scenario, *,
-                effect: str = "variant", n_sims: int, n_resamples: int, alpha: float = 0.05, seed: int = 0,
-                engine: E.Engine | str = "lme4", cores: int = 1, scenario_index: int = 0,
+                effect: str = "variant", n_sims: int, n_resamples: int, alpha: float = ALPHA, seed: int = 0,
+                engine: E.Engine | str = POWER_ENGINE, cores: int = 1, scenario_index: int = 0,
                 gamma_sd: float = GAMMA_SD) -> dict:
     """Simulated power of the bootstrap test at one design point: one row of :data:`POWER_COLUMNS`."""
     eng = resolve_engine(engine)
@@ -490,7 +491,7 @@ def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: 
 
 def power_study(scenarios: Sequence[Scenario], templates: Iterable[int], variants: Iterable[int],
                 odds_ratios: Iterable[float], *, effects: Sequence[str] = ("variant",), n_sims: int,
-                n_resamples: int, alpha: float = 0.05, seed: int = 0, engine: E.Engine | str = "lme4", cores: int = 1,
+                n_resamples: int, alpha: float = ALPHA, seed: int = 0, engine: E.Engine | str = POWER_ENGINE, cores: int = 1,
                 gamma_sd: float = GAMMA_SD, log: Callable[[str], None] | None = None,
                 on_point: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Power over the grid scenarios x effects x templates x variants x odds ratios
@@ -620,7 +621,7 @@ DESIGN_COLUMNS = ("n_templates", "n_variants_per_template", "design_acc_base", "
                   "mde_or", "mde_method", "mde_note", "mde_or_observed")
 
 
-def observed_mde(ci_low_log: float, ci_high_log: float, *, alpha: float = 0.05, target: float = TARGET_POWER,
+def observed_mde(ci_low_log: float, ci_high_log: float, *, alpha: float = ALPHA, target: float = TARGET_POWER,
                  level: float = 0.95) -> float:
     """The OR below 1 a result's own bootstrap precision could detect with ``target`` power: the
     standard error implied by its percentile interval (width / 2 z_level) times
@@ -633,7 +634,7 @@ def observed_mde(ci_low_log: float, ci_high_log: float, *, alpha: float = 0.05, 
 
 
 def design_mde(n_templates: int, n_variants: float, acc_base_pct: float, ranef_var: float, *,
-               alpha: float = 0.05, target: float = TARGET_POWER) -> dict:
+               alpha: float = ALPHA, target: float = TARGET_POWER) -> dict:
     """The Wald-approximation MDE (OR below 1) of one real result's design: its template count,
     variants per template, GSM-Base accuracy (%) and template-intercept variance."""
     out = {"n_templates": int(n_templates), "n_variants_per_template": float(n_variants),
@@ -683,7 +684,7 @@ def _checked_summaries(summaries: pd.DataFrame, source: str) -> pd.DataFrame:
     return out
 
 
-def design_mde_table(summaries: pd.DataFrame, *, alpha: float = 0.05, target: float = TARGET_POWER,
+def design_mde_table(summaries: pd.DataFrame, *, alpha: float = ALPHA, target: float = TARGET_POWER,
                      source: str = "summaries table") -> pd.DataFrame:
     """Every variant-effect row of a bootstrap summaries table (GLMM 1) with the MDE of its design.
 

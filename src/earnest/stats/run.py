@@ -30,6 +30,7 @@ from earnest.stats import glmm as G
 from earnest.stats.glmm import safe_name
 from earnest.stats.summary import check_shards, clean_mask, summarise
 from earnest.wording import VARIANT
+from earnest.stats.defaults import CHECK_RESAMPLES, COVARIATE, SHARDS
 
 
 def default_cores() -> int:
@@ -109,7 +110,7 @@ class Shard:
 
 
 def bootstrap_shard(data: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, *, shard: int = 0,
-                    n_shards: int = 1, cores: int = 1, rows: str, fidelity: str, engine: E.Engine | str,
+                    n_shards: int = SHARDS, cores: int = 1, rows: str, fidelity: str, engine: E.Engine | str,
                     check_resamples: int) -> Shard:
     """Shard ``shard`` of ``n_shards`` of a B=``n_resamples`` bootstrap of ``glmm`` for one model x
     prompt (validated GLMM input ``data``; no rows: every resample an error, see
@@ -177,7 +178,7 @@ def summarise_group(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, anal
 def summarise_shards(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, checks: Sequence[pd.DataFrame] = (),
                      n_resamples: int | None = None, source: str = "shards", analysis: str = "all",
                      fidelity: str = F.DEFAULT, rows: str = "", engine: E.Engine | str = G.LME4,
-                     covariate: str = "gamma",
+                     covariate: str = COVARIATE,
                      model: str | None = None, prompt: str | None = None,
                      refit_nonconvergent: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, dict | None]:
     """The summary of one model x prompt x GLMM from its bootstrap ``shards``: (summary rows, one
@@ -222,9 +223,9 @@ def check_path(shard: str | Path) -> Path:
 
 
 def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_dir: str | Path, *,
-             n_shards: int = 1, cores: int | None = None, rows: str | None = None, analysis: str = "all",
-             fidelity: str = F.DEFAULT, engine: E.Engine | str = G.LME4, check_resamples: int = 3,
-             covariate: str = "gamma",
+             n_shards: int = SHARDS, cores: int | None = None, rows: str | None = None, analysis: str = "all",
+             fidelity: str = F.DEFAULT, engine: E.Engine | str = G.LME4, check_resamples: int = CHECK_RESAMPLES,
+             covariate: str = COVARIATE,
              log: Callable[[str], None] = print,
              on_step: Callable[[str, bool], None] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Bootstrap ``glmm`` for every model x prompt of validated GLMM input ``df``: the steps the

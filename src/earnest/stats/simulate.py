@@ -13,6 +13,7 @@ import pandas as pd
 
 from earnest.stats.glmm import centre_gamma
 from earnest.wording import VARIANT
+from earnest.stats.defaults import ALPHA, ENGINE
 
 
 def simulate_glmm_input(n_templates: int = 100, n_variants: int = 50, *, variant_effect: float = -0.5,
@@ -35,7 +36,7 @@ def simulate_glmm_input(n_templates: int = 100, n_variants: int = 50, *, variant
 
 def coverage_study(n_datasets: int, variant_effect: float, *, n_resamples: int, seed: int, glmm: int = 1,
                    n_templates: int = 30, n_variants: int = 8, gamma_effect: float = 0.0, cores: int = 1,
-                   alpha: float = 0.05, engine: str = "lme4", intercept: float = 0.5) -> pd.DataFrame:
+                   alpha: float = ALPHA, engine: str = ENGINE, intercept: float = 0.5) -> pd.DataFrame:
     """Bootstrap ``n_datasets`` simulated data sets with a known variant effect.
 
     One row per data set, as the summaries judge it (:func:`earnest.stats.summary.summarise`,

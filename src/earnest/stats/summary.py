@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 
 from earnest import fidelity as F
+from earnest.stats.defaults import ALPHA  # re-exported: the significance level (stats.alpha)
 from earnest.stats.glmm import GLMER_FALLBACK, LME4, SHARD_COLUMNS, WaldFit, engine_name
 from earnest.wording import EFFECTS, VARIANT
 
-ALPHA = 0.05
 
 def clean_mask(shards: pd.DataFrame, fidelity: str = F.DEFAULT) -> pd.Series:
     """True for the rows of clean fits: the one place that decides which fits count.

@@ -36,6 +36,7 @@ import pandas as pd
 
 from earnest import fidelity
 from earnest.stats import glmm as G
+from earnest.stats.defaults import SHARDS
 
 
 class EngineUnavailable(RuntimeError):
@@ -82,8 +83,8 @@ class Engine:
         """The check of a shard against lme4 (:data:`CHECK_COLUMNS`; no rows when it has none)."""
         return empty_check()
 
-    def bootstrap_items(self, frame: pd.DataFrame, resamples: list[int], base_seed: int, cores: int = 1,
-                        agq: int = 1) -> pd.DataFrame:
+    def bootstrap_items(self, frame: pd.DataFrame, resamples: list[int], base_seed: int, cores: int,
+                        agq: int) -> pd.DataFrame:
         """The paired comparison's bootstrap (:mod:`earnest.stats.compare`): the template resamples of
         ``frame`` (:func:`earnest.stats.compare.compare_frame`: template, item, variant, succ, fail)
         fitted with template and item random intercepts (``agq`` > 1: item intercepts alone, by
@@ -199,7 +200,7 @@ def run_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, cor
 
 
 def run_shard(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, shard: int = 0,
-              n_shards: int = 1, cores: int = 1, aggregate: bool = True, engine: Engine | str = G.LME4,
+              n_shards: int = SHARDS, cores: int = 1, aggregate: bool = True, engine: Engine | str = G.LME4,
               labels: str = "draw") -> pd.DataFrame:
     """Shard ``shard`` of ``n_shards`` of a B=``n_resamples`` bootstrap for one model x prompt.
 

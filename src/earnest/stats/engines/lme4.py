@@ -138,7 +138,7 @@ class Lme4Engine(Engine):
             refits = refit_optimisers(data, glmm)
         return extra, refits
 
-    def bootstrap_items(self, frame, resamples, base_seed, cores=1, agq=1):
+    def bootstrap_items(self, frame, resamples, base_seed, cores, agq):
         seeds = [G.resample_seed(base_seed, b) for b in resamples]
         ro = rbridge.r()
         out = rbridge.call("earnest_compare_bootstrap", rbridge.to_r_frame(frame), ro.IntVector(resamples),
