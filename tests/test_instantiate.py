@@ -172,11 +172,11 @@ def test_matched_keeps_numbers_near_the_original():
     t = OURS[3]
     nums = number_variables(t)
     assert nums == {"n": 50.0, "n_1": 10.0, "n_2": 5.0}
-    draw = instantiate(3, 200, seed=1, restriction=Restriction(shift=0, window=0.15))
+    draw = instantiate(3, 200, seed=1, restriction=Restriction(shift=0, window=0.15, balance=0))
     for inst in draw.instances:
         for var, orig in nums.items():
             assert abs(math.log10(inst.values[var]) - math.log10(orig)) <= 0.15 + 1e-12
-    shifted = instantiate(3, 50, seed=1, restriction=Restriction(shift=1, window=0.15))
+    shifted = instantiate(3, 50, seed=1, restriction=Restriction(shift=1, window=0.15, balance=0))
     for inst in shifted.instances:
         assert 10 ** 0.85 * 50 <= inst.values["n"] <= 10 ** 1.15 * 50
 
@@ -184,11 +184,11 @@ def test_matched_keeps_numbers_near_the_original():
 def test_unmatchable_names_the_reason():
     """Template 16's original has n1 = 10 but its range is 21..29: no matched value exists."""
     with pytest.raises(Unmatchable) as err:
-        instantiate(16, 5, seed=1, restriction=Restriction())
+        instantiate(16, 5, seed=1, restriction=Restriction(shift=0, window=0.15, balance=0))
     assert err.value.template_id == 16
     assert "range(21, 30)" in err.value.reason and "n1 = 10" in err.value.reason and "21..29" in err.value.reason
     with pytest.raises(Unmatchable, match="no assignment .* satisfies the conditions"):
-        instantiate(45, 5, seed=1, restriction=Restriction())
+        instantiate(45, 5, seed=1, restriction=Restriction(shift=0, window=0.15, balance=0))
 
 
 def test_rare_assignment_is_found_by_enumeration(tmp_path):
