@@ -395,8 +395,8 @@ def test_ex1_checkpoint_decides_ex2(tiny_run):
 
 def test_cluster_plan_groups_small_jobs_and_routes_cpu_models(tmp_path, tiny_model_dir):
     """The Slurm profile's plan (a dry run; no cluster needed): every small CPU job inside a group job
-    (the tiny config bundles the shards into post), generation, the paired comparisons and
-    the power study on their own; a model on the CPU (device cpu) generates
+    (the tiny config bundles the shards into post and its paired comparisons into final), generation
+    and the power study on their own; a model on the CPU (device cpu) generates
     in the cpu partition without GPUs, a CUDA model in the gpu partition with its GPUs."""
     pytest.importorskip("snakemake_executor_plugin_slurm")
     cfg = copy.deepcopy(TINY)
@@ -415,7 +415,7 @@ def test_cluster_plan_groups_small_jobs_and_routes_cpu_models(tmp_path, tiny_mod
     # post=5 in the profile: five model x prompt chains per post job, so two models need more than one
     assert sorted(set(groups)) == ["final", "post", "prep"] and groups.count("prep") == groups.count("final") == 1, groups
     alone = {m.group(1) for line in lines if (m := re.match(r"^(?:local)?rule (\w+):", line))}
-    assert alone == {"generate", "statform_generate", "power_paper_design", "compare_family", "all"}, alone
+    assert alone == {"generate", "statform_generate", "power_paper_design", "all"}, alone
     gen = {}
     for i, line in enumerate(lines):
         if re.match(r"^\s*rule (statform_)?generate:", line):
