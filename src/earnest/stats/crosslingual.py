@@ -222,64 +222,72 @@ def resample_weights(cd: CrossDesign, resamples, base_seed: int) -> tuple[np.nda
     return seeds, K[:, cd.cluster_template]
 
 
-def bootstrap(df: pd.DataFrame, resamples, base_seed: int, *, random: str = DEFAULT_RANDOM,
-              engine: str = laplace.ENGINE, languages: list[str] | None = None, reference: str | None = None,
-              workers: int = 1) -> pd.DataFrame:
-    """Shard records (glmm.SHARD_COLUMNS and ``engine``) of the listed resamples of one model x
-    prompt: one row per resample and term (:func:`terms_for`)."""
-    _check_random(random)
-    resamples = np.asarray([int(b) for b in resamples], dtype=np.int64)
-    if engine == laplace.ENGINE:
-        cd = cross_design(df, languages=languages, reference=reference, random=random)
-        seeds, K = resample_weights(cd, resamples, base_seed)
-        out = laplace.records(laplace.fit_arrays(cd.design, K, workers=workers), cd.terms, resamples, seeds)
-        out["engine"] = laplace.ENGINE
-        return out
-    if engine == LME4:
-        return _lme4_bootstrap(df, resamples, base_seed, random=random, languages=languages, reference=reference)
-    raise ValueError(f"engine {engine!r}: use one of {', '.join(ENGINES)}")
+class CrossData:
+    """What an engine reads of one model x prompt's cross-lingual input
+    (:meth:`earnest.stats.engines.base.Engine.cross_bootstrap`): ``languages`` (the reference first),
+    ``random``, ``frame`` (aggregated rows, the language categorical in that order) and ``design()``
+    (the laplace engine's design, built when first asked for)."""
+
+    def __init__(self, df: pd.DataFrame, *, languages: list[str] | None, reference: str | None, random: str):
+        self.df, self.random, self.reference_given = df, _check_random(random), reference
+        self.languages = order_languages(languages if languages is not None else df["language"].unique(), reference)
+        self._languages_given = languages
+        self._design = None
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        f = aggregate(self.df[self.df["language"].isin(self.languages)])
+        f["language"] = pd.Categorical(f["language"], categories=self.languages)
+        return f
+
+    def design(self) -> CrossDesign:
+        if self._design is None:
+            self._design = cross_design(self.df, languages=self._languages_given, reference=self.reference_given,
+                                        random=self.random)
+        return self._design
 
 
-def full_fit(df: pd.DataFrame, *, random: str = DEFAULT_RANDOM, engine: str = laplace.ENGINE,
-             languages: list[str] | None = None, reference: str | None = None) -> WaldFit:
-    """The full-data fit with Wald statistics (terms :func:`terms_for`)."""
-    if engine == laplace.ENGINE:
-        return laplace.full_fit(cross_design(df, languages=languages, reference=reference, random=random).design, 1)
-    if engine == LME4:
-        shards = _lme4_bootstrap(df, [-1], 0, random=random, languages=languages, reference=reference, full=True)
-        ok = shards["error"].fillna("") == ""
-        return WaldFit(glmm=1, coefs=shards[["term", "estimate", "se", "z", "p"]].reset_index(drop=True),
-                       converged=bool(shards["converged"].all()),
-                       messages=[m for m in shards["messages"].iloc[:1] if m],
-                       error="" if ok.all() else str(shards["error"].iloc[0]), lme4_messages=[],
-                       ranef_var=float(shards["ranef_var"].iloc[0]), singular=bool(shards["singular"].iloc[0]),
-                       max_grad=float("nan"), tol=float("nan"))
-    raise ValueError(f"engine {engine!r}: use one of {', '.join(ENGINES)}")
+def _cross_engine(engine):
+    """The engine object of ``engine`` (a name or an engine) that fits the cross-lingual model."""
+    from earnest.stats import engines as E
+
+    eng = E.get_engine(engine)
+    if not eng.fits_cross_language:
+        raise ValueError(f"engine {eng.name!r}: use one of {', '.join(ENGINES)}")
+    return eng
 
 
-# ------------------------------------------------------------------------------------ lme4 engine
-
-def _lme4_bootstrap(df, resamples, base_seed, *, random, languages, reference, full: bool = False) -> pd.DataFrame:
-    from earnest.stats import rbridge
-
-    langs = order_languages(languages if languages is not None else df["language"].unique(), reference)
-    frame = aggregate(df[df["language"].isin(langs)])
-    frame["language"] = pd.Categorical(frame["language"], categories=langs)
-    rbridge.check_lme4()
-    ro = rbridge.r()           # sources R/crosslingual.R with the other R files
-    seeds = [resample_seed(base_seed, int(b)) for b in resamples] if not full else [0]
-    rframe = rbridge.to_r_frame(frame.assign(language=frame["language"].astype(str)))
-    out = rbridge.from_r_frame(rbridge.call("earnest_cross_bootstrap", rframe, ro.StrVector(langs), random,
-                                            ro.IntVector([int(b) for b in resamples]), ro.IntVector(seeds),
-                                            bool(full)))
+def _our_terms(out: pd.DataFrame, languages: list[str]) -> pd.DataFrame:
+    """R's term names (``language<x>``, ``variant:language<x>``) as :func:`terms_for` names them."""
     names = {INTERCEPT: INTERCEPT, VARIANT: VARIANT}
-    for x in langs[1:]:
+    for x in languages[1:]:
         names[f"language{x}"] = language_term(x)
         names[f"variant:language{x}"] = interaction_term(x)
     out["term"] = out["term"].map(lambda t: names.get(t, t))
-    out["converged"] = out["converged"].astype(bool)
-    out["engine"] = LME4
     return out
+
+
+def bootstrap(df: pd.DataFrame, resamples, base_seed: int, *, random: str = DEFAULT_RANDOM,
+              engine=laplace.ENGINE, languages: list[str] | None = None, reference: str | None = None,
+              workers: int = 1) -> pd.DataFrame:
+    """Shard records (glmm.SHARD_COLUMNS and ``engine``) of the listed resamples of one model x
+    prompt: one row per resample and term (:func:`terms_for`), fitted by ``engine`` (a name or an
+    engine object) through the engine interface (:meth:`~earnest.stats.engines.base.Engine.cross_bootstrap`)."""
+    _check_random(random)
+    eng = _cross_engine(engine)
+    resamples = np.asarray([int(b) for b in resamples], dtype=np.int64)
+    cross = CrossData(df, languages=languages, reference=reference, random=random)
+    return _our_terms(eng.cross_bootstrap(cross, resamples, base_seed, workers=workers), cross.languages)
+
+
+def full_fit(df: pd.DataFrame, *, random: str = DEFAULT_RANDOM, engine=laplace.ENGINE,
+             languages: list[str] | None = None, reference: str | None = None) -> WaldFit:
+    """The full-data fit with Wald statistics (terms :func:`terms_for`)."""
+    eng = _cross_engine(engine)
+    cross = CrossData(df, languages=languages, reference=reference, random=random)
+    fit = eng.cross_full_fit(cross)
+    fit.coefs = _our_terms(fit.coefs, cross.languages)
+    return fit
 
 
 # ------------------------------------------------------------------------------------ summaries

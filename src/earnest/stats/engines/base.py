@@ -58,6 +58,8 @@ class Engine:
     has_cross_check: bool = False
     #: whether it fits the paired comparison's item random intercepts (:mod:`earnest.stats.compare`)
     fits_item_effects: bool = False
+    #: whether it fits the cross-lingual model (:mod:`earnest.stats.crosslingual`)
+    fits_cross_language: bool = False
     #: the engine that refits a data set it gives up on numerically (power simulations), or None
     fallback: str | None = None
     #: GLMM input rows above which each of its full-data fits takes minutes (None: never)
@@ -91,6 +93,24 @@ class Engine:
         adaptive Gauss-Hermite quadrature); :data:`earnest.stats.glmm.SHARD_COLUMNS`. Only engines
         whose :attr:`fits_item_effects` is true provide it."""
         raise NotImplementedError(f"the {self.name} engine fits no item random intercepts")
+
+    def cross_bootstrap(self, cross, resamples, base_seed: int, *, full: bool = False,
+                        workers: int = 1) -> pd.DataFrame:
+        """The cross-lingual model ``correct ~ variant * language + random intercepts`` on the listed
+        template resamples of one model x prompt (:mod:`earnest.stats.crosslingual`), one row per
+        resample and term (:data:`earnest.stats.glmm.SHARD_COLUMNS` plus ``engine``); ``full``: one
+        fit of all the data (resample -1). ``cross`` is what the model reads of the data
+        (:class:`earnest.stats.crosslingual.CrossData`): ``languages`` (the reference first),
+        ``random``, ``frame`` (aggregated rows: template, language, variant, succ, fail) and
+        ``design()`` (the laplace engine's design). Only engines whose :attr:`fits_cross_language`
+        is true provide it; the terms are named as :func:`earnest.stats.crosslingual.terms_for`
+        names them or as R names them (the caller maps them)."""
+        raise NotImplementedError(f"the {self.name} engine fits no cross-lingual model")
+
+    def cross_full_fit(self, cross) -> G.WaldFit:
+        """The cross-lingual model's full-data fit with Wald statistics (``cross`` as in
+        :meth:`cross_bootstrap`)."""
+        raise NotImplementedError(f"the {self.name} engine fits no cross-lingual model")
 
     def pairwise(self, correct, group, cluster) -> dict:
         """Every pair of levels of ``group`` contrasted in the binomial GLMM

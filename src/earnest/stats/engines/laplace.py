@@ -1076,6 +1076,7 @@ class LaplaceEngine(Engine):
     # that fire on lme4's inexact deviance, which no exact engine reproduces resample by resample
     faithful_rows = {fidelity.EARNEST: ("aggregated",), fidelity.REFERENCE: ()}
     has_cross_check = True
+    fits_cross_language = True
     fallback = G.LME4
 
     def bootstrap(self, frame, glmm, resamples, base_seed, cores=1, labels="draw"):
@@ -1088,6 +1089,18 @@ class LaplaceEngine(Engine):
 
     def cross_check(self, data, glmm, shard, n_check, base_seed):
         return cross_check(data, glmm, shard, n_check, base_seed)
+
+    def cross_bootstrap(self, cross, resamples, base_seed, *, full=False, workers=1):
+        if full:
+            raise ValueError("the laplace engine's full-data fit is cross_full_fit")
+        cd = cross.design()
+        seeds, K = resample_weights(len(cd.templates), resamples, base_seed)
+        out = records(fit_arrays(cd.design, K[:, cd.cluster_template], workers=workers), cd.terms, resamples, seeds)
+        out["engine"] = self.name
+        return out
+
+    def cross_full_fit(self, cross):
+        return full_fit(cross.design().design, 1)
 
     def unfaithful_note(self, rows, fidelity_mode):
         return (f"fidelity {fidelity_mode!r} with stats.engine laplace is not the reference's fit: the reference fits "

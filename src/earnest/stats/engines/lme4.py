@@ -118,6 +118,7 @@ class Lme4Engine(Engine):
     faithful_rows = {fidelity.REFERENCE: ("answers",), fidelity.EARNEST: ("answers", "aggregated")}
     uses_cluster_labels = True
     fits_item_effects = True
+    fits_cross_language = True
     slow_rows = 100_000
 
     def bootstrap(self, frame, glmm, resamples, base_seed, cores=1, labels="draw"):
@@ -146,6 +147,29 @@ class Lme4Engine(Engine):
         table = rbridge.from_r_frame(out)
         table["converged"] = table["converged"].astype(bool)
         return table[list(G.SHARD_COLUMNS)]
+
+    def cross_bootstrap(self, cross, resamples, base_seed, *, full=False, workers=1):
+        rbridge.check_lme4()
+        ro = rbridge.r()           # sources R/crosslingual.R with the other R files
+        seeds = [0] if full else [G.resample_seed(base_seed, int(b)) for b in resamples]
+        frame = cross.frame
+        rframe = rbridge.to_r_frame(frame.assign(language=frame["language"].astype(str)))
+        out = rbridge.from_r_frame(rbridge.call("earnest_cross_bootstrap", rframe, ro.StrVector(cross.languages),
+                                                cross.random, ro.IntVector([int(b) for b in resamples]),
+                                                ro.IntVector(seeds), bool(full)))
+        out["converged"] = out["converged"].astype(bool)
+        out["engine"] = self.name
+        return out
+
+    def cross_full_fit(self, cross):
+        shards = self.cross_bootstrap(cross, [-1], 0, full=True)
+        ok = shards["error"].fillna("") == ""
+        return G.WaldFit(glmm=1, coefs=shards[["term", "estimate", "se", "z", "p"]].reset_index(drop=True),
+                         converged=bool(shards["converged"].all()),
+                         messages=[m for m in shards["messages"].iloc[:1] if m],
+                         error="" if ok.all() else str(shards["error"].iloc[0]), lme4_messages=[],
+                         ranef_var=float(shards["ranef_var"].iloc[0]), singular=bool(shards["singular"].iloc[0]),
+                         max_grad=float("nan"), tol=float("nan"))
 
     def pairwise(self, correct, group, cluster):
         ro, fn = _pairwise_function()
