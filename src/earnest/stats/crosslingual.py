@@ -55,15 +55,14 @@ import numpy as np
 import pandas as pd
 
 from earnest import fidelity as F
+from earnest.stats.defaults import ALPHA
 from earnest.stats.engines import laplace
-from earnest.stats.glmm import LME4
-from earnest.wording import (DEGENERATE_MARK, DEGENERATE_TEXT, INTERCEPT, VARIANT, format_or_interval,
-                             format_p)
-from earnest.stats.glmm import (GLMMInputError, WaldFit, check_unique_columns, resample_seed, text_column,
+from earnest.stats.glmm import (LME4, GLMMInputError, WaldFit, check_unique_columns, text_column,
                                 validate_glmm_input)
 from earnest.stats.summary import (bootstrap_p, clean_mask, diverged_order_statistics, holm_bounded,
                                    p_bound, percentile_interval)
-from earnest.stats.defaults import ALPHA
+from earnest.wording import (DEGENERATE_MARK, DEGENERATE_TEXT, INTERCEPT, VARIANT, format_or_interval,
+                             format_p)
 
 CROSS_INPUT_COLUMNS = ("model", "prompt", "language", "template", "variant", "correct")
 RANDOM = ("template_language", "template", "both")
@@ -225,13 +224,12 @@ def resample_weights(cd: CrossDesign, resamples, base_seed: int) -> tuple[np.nda
 class CrossData:
     """What an engine reads of one model x prompt's cross-lingual input
     (:meth:`earnest.stats.engines.base.Engine.cross_bootstrap`): ``languages`` (the reference first),
-    ``random``, ``frame`` (aggregated rows, the language categorical in that order) and ``design()``
-    (the laplace engine's design, built when first asked for)."""
+    ``random``, ``frame`` (aggregated rows, the language categorical in that order), ``design()``
+    (the laplace engine's design, built when first asked for) and :meth:`resample_weights` on it."""
 
     def __init__(self, df: pd.DataFrame, *, languages: list[str] | None, reference: str | None, random: str):
-        self.df, self.random, self.reference_given = df, _check_random(random), reference
+        self.df, self.random = df, _check_random(random)
         self.languages = order_languages(languages if languages is not None else df["language"].unique(), reference)
-        self._languages_given = languages
         self._design = None
 
     @property
@@ -241,10 +239,14 @@ class CrossData:
         return f
 
     def design(self) -> CrossDesign:
-        if self._design is None:
-            self._design = cross_design(self.df, languages=self._languages_given, reference=self.reference_given,
+        if self._design is None:   # languages already in order, the reference first
+            self._design = cross_design(self.df, languages=self.languages, reference=self.languages[0],
                                         random=self.random)
         return self._design
+
+    def resample_weights(self, resamples, base_seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """(seeds, weights per cluster of :meth:`design`): :func:`resample_weights`."""
+        return resample_weights(self.design(), resamples, base_seed)
 
 
 def _cross_engine(engine):
@@ -273,7 +275,6 @@ def bootstrap(df: pd.DataFrame, resamples, base_seed: int, *, random: str = DEFA
     """Shard records (glmm.SHARD_COLUMNS and ``engine``) of the listed resamples of one model x
     prompt: one row per resample and term (:func:`terms_for`), fitted by ``engine`` (a name or an
     engine object) through the engine interface (:meth:`~earnest.stats.engines.base.Engine.cross_bootstrap`)."""
-    _check_random(random)
     eng = _cross_engine(engine)
     resamples = np.asarray([int(b) for b in resamples], dtype=np.int64)
     cross = CrossData(df, languages=languages, reference=reference, random=random)

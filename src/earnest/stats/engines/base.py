@@ -101,8 +101,9 @@ class Engine:
         resample and term (:data:`earnest.stats.glmm.SHARD_COLUMNS` plus ``engine``); ``full``: one
         fit of all the data (resample -1). ``cross`` is what the model reads of the data
         (:class:`earnest.stats.crosslingual.CrossData`): ``languages`` (the reference first),
-        ``random``, ``frame`` (aggregated rows: template, language, variant, succ, fail) and
-        ``design()`` (the laplace engine's design). Only engines whose :attr:`fits_cross_language`
+        ``random``, ``frame`` (aggregated rows: template, language, variant, succ, fail),
+        ``design()`` (the laplace engine's design) and ``resample_weights(resamples, base_seed)``
+        (seeds and each cluster's weights in that design). Only engines whose :attr:`fits_cross_language`
         is true provide it; the terms are named as :func:`earnest.stats.crosslingual.terms_for`
         names them or as R names them (the caller maps them)."""
         raise NotImplementedError(f"the {self.name} engine fits no cross-lingual model")

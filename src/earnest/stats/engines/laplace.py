@@ -1093,9 +1093,9 @@ class LaplaceEngine(Engine):
     def cross_bootstrap(self, cross, resamples, base_seed, *, full=False, workers=1):
         if full:
             raise ValueError("the laplace engine's full-data fit is cross_full_fit")
+        seeds, K = cross.resample_weights(resamples, base_seed)
         cd = cross.design()
-        seeds, K = resample_weights(len(cd.templates), resamples, base_seed)
-        out = records(fit_arrays(cd.design, K[:, cd.cluster_template], workers=workers), cd.terms, resamples, seeds)
+        out = records(fit_arrays(cd.design, K, workers=workers), cd.terms, resamples, seeds)
         out["engine"] = self.name
         return out
 
