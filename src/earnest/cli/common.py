@@ -34,6 +34,22 @@ def fail(command: str, msg: str, status: int = 2) -> int:
     return status
 
 
+def options_problem(checks, out: Path) -> str | None:
+    """The first complaint about a subcommand's options, or None: each ``(value, config key, option)``
+    of ``checks`` against the range of the config key it stands for in config/schema.yaml (a value of
+    None, not given, is left to the subcommand), then the output directory ``out``
+    (:func:`out_dir_problem`)."""
+    from earnest.schema import check_option
+
+    try:
+        for value, key, option in checks:
+            if value is not None:
+                check_option(value, key, option)
+    except ValueError as exc:
+        return str(exc)
+    return out_dir_problem(out)
+
+
 def out_dir_problem(path: Path, option: str = "--out") -> str | None:
     """The complaint when ``path`` cannot be the output directory ``option`` names: it is a file, a
     file stands where one of its parents should be a directory, or the directory it would be made

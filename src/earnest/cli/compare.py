@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from earnest.schema import check_option, schema_default
+from earnest.schema import schema_default
 from earnest.stats.glmm import safe_name
-from earnest.cli.common import add_subcommand, fail as cli_fail, input_choice_problem, log, out_dir_problem
+from earnest.cli.common import add_subcommand, fail as cli_fail, input_choice_problem, log, options_problem
 from earnest.stats.engines import engine_names, get_engine
 from earnest.stats.summary import check_alpha
 
@@ -55,13 +55,9 @@ def run(args: argparse.Namespace) -> int:
     problem = input_choice_problem(args)
     if problem:
         return fail(problem)
-    try:   # the ranges of the config keys these options stand for (config/schema.yaml)
-        for value, key, option in ((args.resamples, "compare.resamples", "--resamples"),
-                                   (args.seed, "compare.seed", "--seed"), (args.cores, "compare.threads", "--cores")):
-            check_option(value, key, option)
-    except ValueError as exc:
-        return fail(str(exc))
-    problem = out_dir_problem(args.out)
+    problem = options_problem(((args.resamples, "compare.resamples", "--resamples"),
+                               (args.seed, "compare.seed", "--seed"), (args.cores, "compare.threads", "--cores")),
+                              args.out)
     if problem:
         return fail(problem)
     try:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from earnest.fidelity import DEFAULT, MODES
 from earnest.stats import engines as E
-from earnest.schema import check_option, schema_default
+from earnest.schema import schema_default
 from earnest.stats import glmm as G
-from earnest.cli.common import fail, input_choice_problem, log, out_dir_problem
+from earnest.cli.common import fail, input_choice_problem, log, options_problem
 from earnest.stats.rbridge import RError
 
 
@@ -51,16 +51,10 @@ def run(args: argparse.Namespace) -> int:
     from earnest.stats import run as R
     from earnest.stats.summaries import build_summaries
 
-    try:   # the ranges of the config keys these options stand for (config/schema.yaml)
-        for value, key, option in ((args.resamples, "stats.resamples", "--resamples"), (args.seed, "stats.seed", "--seed"),
-                                   (args.shards, "stats.shards", "--shards"),
-                                   (args.check_resamples, "stats.check_resamples", "--check-resamples"),
-                                   (args.cores, "stats.threads", "--cores")):
-            if value is not None:
-                check_option(value, key, option)
-    except ValueError as exc:
-        return fail("glmm", str(exc))
-    problem = out_dir_problem(args.out)
+    problem = options_problem(((args.resamples, "stats.resamples", "--resamples"), (args.seed, "stats.seed", "--seed"),
+                               (args.shards, "stats.shards", "--shards"),
+                               (args.check_resamples, "stats.check_resamples", "--check-resamples"),
+                               (args.cores, "stats.threads", "--cores")), args.out)
     if problem:
         return fail("glmm", problem)
     if args.shards < 1 or args.shards > args.resamples:

@@ -6,8 +6,8 @@ import argparse
 import time
 from pathlib import Path
 
-from earnest.schema import check_option, schema_default
-from earnest.cli.common import add_subcommand, fail, log, out_dir_problem
+from earnest.schema import schema_default
+from earnest.cli.common import add_subcommand, fail, log, options_problem
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -55,19 +55,13 @@ def run(args: argparse.Namespace) -> int:
     from earnest.stats import power as P
 
     scenarios, design = [], None
-    try:   # the ranges of the config keys these options stand for (config/schema.yaml)
-        for value, key, option in ((args.templates, "power.templates", "--templates"),
-                                   (args.variants, "power.variants", "--variants"),
-                                   (args.odds_ratios, "power.odds_ratios", "--odds-ratios"),
-                                   (args.effects, "power.effects", "--effects"), (args.sims, "power.sims", "--sims"),
-                                   (args.resamples, "power.resamples", "--resamples"), (args.seed, "power.seed", "--seed"),
-                                   (args.cores, "power.threads", "--cores"),
-                                   (args.gamma_sd, "power.gamma_sd", "--gamma-sd")):
-            if value is not None:
-                check_option(value, key, option)
-    except ValueError as exc:
-        return _fail(str(exc))
-    problem = out_dir_problem(args.out)
+    problem = options_problem(((args.templates, "power.templates", "--templates"),
+                               (args.variants, "power.variants", "--variants"),
+                               (args.odds_ratios, "power.odds_ratios", "--odds-ratios"),
+                               (args.effects, "power.effects", "--effects"), (args.sims, "power.sims", "--sims"),
+                               (args.resamples, "power.resamples", "--resamples"), (args.seed, "power.seed", "--seed"),
+                               (args.cores, "power.threads", "--cores"),
+                               (args.gamma_sd, "power.gamma_sd", "--gamma-sd")), args.out)
     if problem:
         return _fail(problem)
     try:
