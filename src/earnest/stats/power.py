@@ -62,12 +62,14 @@ class _OnFirstUse:
     too, on a cluster) imports this module to plan the power study, and scipy alone took 1.3 s of it."""
 
     def __init__(self, name: str):
-        self._name = name
+        self._name, self._module = name, None
 
     def __getattr__(self, attr):
-        import importlib
+        if self._module is None:
+            import importlib
 
-        return getattr(importlib.import_module(self._name), attr)
+            self._module = importlib.import_module(self._name)
+        return getattr(self._module, attr)
 
 
 optimize, special, stats = _OnFirstUse("scipy.optimize"), _OnFirstUse("scipy.special"), _OnFirstUse("scipy.stats")
