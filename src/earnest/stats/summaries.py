@@ -39,9 +39,9 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from earnest.stats.diagnostics import fit_problems
+from earnest.stats.diagnostics import diverged_statement, fit_problems
 from earnest import fidelity as F
-from earnest.stats.summary import ALPHA, HOLM_FAMILY
+from earnest.stats.summary import ALPHA, HOLM_FAMILY, not_estimable_reason
 from earnest.stats.verdict import NOT_ESTIMABLE, VERDICT_COLUMNS, decide, fit_p, wald_significant
 
 #: Columns added to the per-group summary columns.
@@ -123,8 +123,27 @@ def _with_p_columns(s: pd.DataFrame, mode: str) -> pd.DataFrame:
         s["p_source"] = "bootstrap"
     if "not_estimable_reason" not in s.columns:
         s["not_estimable_reason"] = ""
+    # from the rows' own counts too (rows of an older summary, or of another writer)
+    s["not_estimable_reason"] = [
+        str(r or "") or not_estimable_reason({"n_base": nb, "n_variants": nv, "acc_base": ab, "acc_variants": av})
+        for r, nb, nv, ab, av in zip(s["not_estimable_reason"].fillna(""), s["n_base"], s["n_variants"],
+                                     s["acc_base"], s["acc_variants"])]
     if "p_bound" not in s.columns:
         s["p_bound"] = float("nan")
+    if mode != F.REFERENCE:
+        # earnest mode on unpenalised fits (shards without a prior: written before it, or by another
+        # tool): estimates beyond +-10 are fits of separated resamples running off to infinity, which
+        # say nothing; the penalised fits earnest makes now never do (the reference reports them as its
+        # procedure does: a note, fit_problems, not a verdict)
+        prior = s["prior"].fillna("").astype(str) if "prior" in s.columns else pd.Series("", index=s.index)
+        for i in s.index[(prior == "") & (s["not_estimable_reason"] == "")]:
+            r = s.loc[i]
+            built = r.get("diverged")
+            why = diverged_statement(r.get("median_log_or"), r.get("ci_low_log"), r.get("ci_high_log"),
+                                     built_from=bool(built) if built is not None and not pd.isna(built) else False,
+                                     n_diverged=r.get("n_diverged"))
+            if why:
+                s.loc[i, "not_estimable_reason"] = why
     return s
 
 

@@ -53,9 +53,11 @@ earnest_fit <- function(d, glmm, control = glmerControl(), prior_sd = NULL, form
     earnest_capture(glmer(formula, data = d, family = binomial, control = control))
   } else {
     suppressWarnings(suppressPackageStartupMessages(library(blme)))
-    sd <- as.numeric(prior_sd)
-    earnest_capture(blme::bglmer(formula, data = d, family = binomial, control = control,
-                                 fixef.prior = normal(cov = diag(sd^2, length(sd))), cov.prior = NULL))
+    # the prior's covariance as a value in the call: blme evaluates the prior's expression in an
+    # environment of its own, where a variable of this function is not found (or is another object)
+    V <- diag(as.numeric(prior_sd)^2, length(prior_sd))
+    earnest_capture(eval(bquote(blme::bglmer(formula, data = d, family = binomial, control = control,
+                                             fixef.prior = normal(cov = .(V)), cov.prior = NULL))))
   }
   fit <- res$value
   warns <- res$warnings

@@ -149,7 +149,7 @@ class Lme4Engine(Engine):
         if not wald.error:
             # is the message lme4's own noise? The same fit with its PIRLS converged says (the paper's
             # "Convergent" column stays lme4's default verdict)
-            tight = wald_fit(data, glmm, tol_pwrss=TIGHT_PWRSS)
+            tight = wald_fit(data, glmm, tol_pwrss=TIGHT_PWRSS, prior=G.prior_for(fidelity_mode))
             extra = {"wald_tight_converged": wald_clean(tight, fidelity_mode),
                      "wald_tight_messages": " | ".join(tight.messages) or tight.error}
         if refit:
