@@ -103,7 +103,7 @@ class Engine:
         raise NotImplementedError(f"the {self.name} engine fits no item random intercepts")
 
     def cross_bootstrap(self, cross, resamples, base_seed: int, *, full: bool = False,
-                        workers: int = 1) -> pd.DataFrame:
+                        workers: int = 1, prior=None) -> pd.DataFrame:
         """The cross-lingual model ``correct ~ variant * language + random intercepts`` on the listed
         template resamples of one model x prompt (:mod:`earnest.stats.crosslingual`), one row per
         resample and term (:data:`earnest.stats.glmm.SHARD_COLUMNS` plus ``engine``); ``full``: one
@@ -116,7 +116,7 @@ class Engine:
         names them or as R names them (the caller maps them)."""
         raise NotImplementedError(f"the {self.name} engine fits no cross-lingual model")
 
-    def cross_full_fit(self, cross) -> G.WaldFit:
+    def cross_full_fit(self, cross, prior=None) -> G.WaldFit:
         """The cross-lingual model's full-data fit with Wald statistics (``cross`` as in
         :meth:`cross_bootstrap`)."""
         raise NotImplementedError(f"the {self.name} engine fits no cross-lingual model")

@@ -165,7 +165,7 @@ class Lme4Engine(Engine):
         table["converged"] = table["converged"].astype(bool)
         return table[list(G.SHARD_COLUMNS)]
 
-    def cross_bootstrap(self, cross, resamples, base_seed, *, full=False, workers=1):
+    def cross_bootstrap(self, cross, resamples, base_seed, *, full=False, workers=1, prior=None):
         rbridge.check_lme4()
         ro = rbridge.r()           # sources R/crosslingual.R with the other R files
         seeds = [0] if full else [G.resample_seed(base_seed, int(b)) for b in resamples]
@@ -173,13 +173,14 @@ class Lme4Engine(Engine):
         rframe = rbridge.to_r_frame(frame.assign(language=frame["language"].astype(str)))
         out = rbridge.from_r_frame(rbridge.call("earnest_cross_bootstrap", rframe, ro.StrVector(cross.languages),
                                                 cross.random, ro.IntVector([int(b) for b in resamples]),
-                                                ro.IntVector(seeds), bool(full)))
+                                                ro.IntVector(seeds), bool(full),
+                                                _prior_sd(prior, 2 * len(cross.languages))))
         out["converged"] = out["converged"].astype(bool)
         out["engine"] = self.name
         return out
 
-    def cross_full_fit(self, cross):
-        shards = self.cross_bootstrap(cross, [-1], 0, full=True)
+    def cross_full_fit(self, cross, prior=None):
+        shards = self.cross_bootstrap(cross, [-1], 0, full=True, prior=prior)
         ok = shards["error"].fillna("") == ""
         return G.WaldFit(glmm=1, coefs=shards[["term", "estimate", "se", "z", "p"]].reset_index(drop=True),
                          converged=bool(shards["converged"].all()),
