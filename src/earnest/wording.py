@@ -115,8 +115,10 @@ def format_p(p, alpha: float | None = None, missing: str = "", bound=None, below
         return f"<{P_FLOOR:.{P_DECIMALS}f}"
     digits = P_DECIMALS
     text = f"{p:.{digits}f}"
-    if alpha is not None and p < alpha:
-        while float(text) >= alpha and digits < 12:
+    from earnest.stats.verdict import below      # the one comparison of a P value with alpha
+
+    if alpha is not None and below(p, alpha):
+        while not below(float(text), alpha) and digits < 12:
             digits += 1
             text = f"{p:.{digits}f}"
     return text

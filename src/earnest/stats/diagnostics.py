@@ -191,15 +191,29 @@ def fit_problems(row, labels: tuple[str, str] = ("GSM-Base", "GSM-Variants")) ->
     return verdict, out
 
 
-def judge_effect(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, term: str) -> tuple[pd.Series, bool]:
-    """(the summary row of ``term``, whether it is degenerate) of one simulated model x prompt, as
-    the workflow's summaries judge a real one (:func:`earnest.stats.summary.summarise` in earnest
-    mode, :func:`fit_problems`): what the power study and the validity studies count."""
-    from earnest.stats.summary import summarise
+def judge_effect(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, term: str, *, engine=None,
+                 fidelity: str = "earnest", alpha: float | None = None) -> tuple[pd.Series, bool]:
+    """(the summary row of ``term`` with the verdict's columns, whether it is not estimable) of one
+    simulated model x prompt, as the workflow judges a real one: the full-data fit, earnest mode's
+    profile likelihood and the summary (:func:`earnest.stats.run.summarise_group`, fitted by ``engine``:
+    the shards' own by default), then the verdict of a family of one
+    (:func:`earnest.stats.verdict.decide`; ``significant_uncorrected`` is its call): what the power
+    study and the validity studies count. ``shards`` should be fitted with the mode's prior
+    (:func:`earnest.stats.glmm.prior_for`)."""
+    from earnest.stats.defaults import ALPHA
+    from earnest.stats.run import summarise_group
+    from earnest.stats.summaries import _with_p_columns
+    from earnest.stats.verdict import NOT_ESTIMABLE, decide
 
-    rows = summarise(shards, data, glmm, model="sim", prompt="sim")
-    row = rows[rows["term"] == term].iloc[0]
-    return row, fit_problems(row)[0] == "degenerate"
+    if engine is None:
+        engine = str(shards["engine"].iloc[0]) if "engine" in shards.columns and len(shards) else "laplace"
+        engine = "lme4" if engine.startswith("lme4") else engine
+    rows, _ = summarise_group(data, shards, glmm, fidelity=fidelity, engine=engine, refit_nonconvergent=False,
+                              model="sim", prompt="sim")
+    rows = _with_p_columns(rows, fidelity)
+    row = decide(rows[rows["term"] == term], None, alpha=ALPHA if alpha is None else alpha,
+                 fidelity=fidelity).iloc[0]
+    return row, row["verdict"] == NOT_ESTIMABLE
 
 
 def fit_problems_table(summaries: pd.DataFrame) -> pd.DataFrame:
