@@ -101,6 +101,9 @@ class Sample:
     category_cg: str
     category_fg: str
     variables: list[Variable] = field(default_factory=list)
+    #: the record as the authors released it (key, source, input, output), for release samples
+    #: (:mod:`earnest.statform.release`); None for samples in earnest's own layouts
+    release: dict | None = None
 
     @property
     def category(self) -> str:
@@ -227,8 +230,9 @@ def parse_record(rec: Any, where: str, taxonomy=None) -> Sample:
         if data is None and ("data_description_1" in inp or "data_description_2" in inp):
             data = {k: inp[k] for k in ("data_description_1", "data_description_2") if k in inp}
         flat = {"sample_id": sid, "source": rec.get("source"), "background": inp.get("background"),
-                "question": inp.get("question"), "data": data, "category": outp.get("category"),
-                "variables": outp.get("variables", outp.get("variable"))}
+                "question": inp.get("question"), "data": data, "category": outp.get("category")}
+        if "variables" in outp or "variable" in outp:
+            flat["variables"] = outp.get("variables", outp.get("variable"))
         return parse_record(flat, where, taxonomy)
 
     sid = rec.get("sample_id", rec.get("id"))
@@ -272,9 +276,16 @@ def parse_record(rec: Any, where: str, taxonomy=None) -> Sample:
             cg = owners[0]
     if not cg or not fg:
         raise DataError(f"{where}: field 'category': both coarse and fine parts must be non-empty")
+    if "variables" not in rec and "variable" not in rec:
+        raise DataError(f"{where}: field 'variables' is missing (write [] or {{}} for a sample with no variables)")
     variables = _parse_variables(rec.get("variables", rec.get("variable")), where)
+    release = rec.get("release")
+    if isinstance(release, str):
+        release = parse_json(release, f"{where}: field 'release' is a string, and it is", DataError)
+    if release is not None and not isinstance(release, dict):
+        raise DataError(f"{where}: field 'release' must be the released record (an object)")
     return Sample(sample_id=sid, source=source, background=background, question=question, data=data,
-                  category_cg=cg, category_fg=fg, variables=variables)
+                  category_cg=cg, category_fg=fg, variables=variables, release=release)
 
 
 # ---------------------------------------------------------------- files
@@ -322,6 +333,10 @@ def load_samples(path: str | Path, taxonomy=None) -> list[Sample]:
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such file")
+    if path.suffix == ".json" and _is_release_file(path):
+        from .release import read_release  # noqa: PLC0415
+
+        return read_release(path, taxonomy)
     if path.suffix in (".jsonl", ".json"):
         records = _iter_json_records(path)
     elif path.suffix == ".parquet":
@@ -338,6 +353,15 @@ def load_samples(path: str | Path, taxonomy=None) -> list[Sample]:
     if not samples:
         raise DataError(f"{path}: holds no samples")
     return samples
+
+
+def _is_release_file(path: Path) -> bool:
+    """Whether a .json file holds records in the authors' release schema (first record decides)."""
+    from .release import is_release_record  # noqa: PLC0415
+
+    for _, rec in _iter_json_records(path):
+        return is_release_record(rec)
+    return False
 
 
 def load_hub(repo_id: str = "THU-CongLab/StatFormBench", split: str = "test", taxonomy=None,
@@ -367,7 +391,7 @@ def check_disjoint(eval_samples: Sequence[Sample], pool: Sequence[Sample]) -> No
 # ---------------------------------------------------------------- tables
 
 SAMPLE_COLUMNS = ["sample_id", "source", "background", "question", "data", "category_cg",
-                  "category_fg", "category", "variables", "n_variables"]
+                  "category_fg", "category", "variables", "n_variables", "release"]
 
 
 def samples_to_frame(samples: Sequence[Sample]) -> pd.DataFrame:
@@ -378,7 +402,8 @@ def samples_to_frame(samples: Sequence[Sample]) -> pd.DataFrame:
                      "question": s.question, "data": s.data, "category_cg": s.category_cg,
                      "category_fg": s.category_fg, "category": s.category,
                      "variables": json.dumps([v.to_dict() for v in s.variables], ensure_ascii=False),
-                     "n_variables": len(s.variables)})
+                     "n_variables": len(s.variables),
+                     "release": None if s.release is None else json.dumps(s.release, ensure_ascii=False)})
     return pd.DataFrame(rows, columns=SAMPLE_COLUMNS)
 
 
@@ -387,6 +412,7 @@ def samples_from_frame(df: pd.DataFrame, where: str = "<frame>") -> list[Sample]
     out = []
     for i, row in enumerate(df.to_dict(orient="records")):
         rec = {k: (None if _is_missing(v) else v) for k, v in row.items() if k in
-               ("sample_id", "source", "background", "question", "data", "category_cg", "category_fg", "variables")}
+               ("sample_id", "source", "background", "question", "data", "category_cg", "category_fg", "variables",
+                "release")}
         out.append(parse_record(rec, f"{where}:row {i}"))
     return out
