@@ -23,7 +23,8 @@ from earnest.generation import CHECKPOINT_EVERY, run_requests
 
 from . import analysis
 from .analysis import RESAMPLES
-from .data import check_disjoint, load_samples, samples_from_frame, samples_to_frame
+from .data import (check_disjoint, check_known_categories, load_samples, samples_from_frame, samples_to_frame,
+                   stratified_limit)
 from .metrics import score_generations
 from .prompts import build_requests, load_prompt_template, parse_strategy
 from .taxonomy import Taxonomy, load_taxonomy, taxonomy_for
@@ -37,18 +38,21 @@ def _read_samples(path: str | Path):
 
 def prepare_data(dataset: str | Path, pool: str | Path | None, taxonomy: str | Path | None,
                  out_samples: str | Path, out_pool: str | Path, out_taxonomy: str | Path,
-                 limit: int | None = None) -> dict:
+                 limit: int | None = None, seed: int = 0) -> dict:
     """Read, validate and tabulate the evaluation set and the few-shot pool; resolve the taxonomy.
 
-    The taxonomy is the file (if given) completed by every label of both sets. ``limit`` keeps the
-    first n samples (for smoke runs). Returns counts for the log.
+    The taxonomy is the file (if given; every sample's category must be in it) or the labels of
+    both sets. ``limit`` draws a seeded sample stratified by source and category
+    (:func:`~earnest.statform.data.stratified_limit`). Returns counts for the log.
     """
     tax_file = load_taxonomy(taxonomy) if taxonomy else None
     samples = load_samples(dataset, taxonomy=tax_file)
-    if limit:
-        samples = samples[: int(limit)]
+    samples = stratified_limit(samples, limit, seed)
     pool_samples = load_samples(pool, taxonomy=tax_file) if pool else []
-    check_disjoint(samples, pool_samples)
+    if tax_file is not None:
+        check_known_categories(samples, tax_file, str(dataset))
+        check_known_categories(pool_samples, tax_file, str(pool))
+    check_disjoint(samples, pool_samples, dataset, pool)
     tax = taxonomy_for(list(samples) + list(pool_samples), taxonomy)
     for path in (out_samples, out_pool, out_taxonomy):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -60,7 +64,8 @@ def prepare_data(dataset: str | Path, pool: str | Path | None, taxonomy: str | P
 
 def generate(samples_path: str | Path, pool_path: str | Path, taxonomy_path: str | Path, model_name: str,
              model_cfg: dict, strategy: str, strategy_cfg: dict | None, max_new_tokens: int,
-             out: str | Path, prompt_template: str | Path | None = None, checkpoint_every: int = CHECKPOINT_EVERY) -> pd.DataFrame:
+             out: str | Path, prompt_template: str | Path | None = None, checkpoint_every: int = CHECKPOINT_EVERY,
+             fidelity: str = "earnest") -> pd.DataFrame:
     """Ask one model every sample under one strategy; write and return the generations table.
 
     Generation checkpoints and resumes as GSM-Symbolic generation does
@@ -74,7 +79,7 @@ def generate(samples_path: str | Path, pool_path: str | Path, taxonomy_path: str
     tax: Taxonomy = load_taxonomy(taxonomy_path)
     template = load_prompt_template(prompt_template)
     requests = build_requests(samples, tax, spec["kind"], k=spec["k"], pool=pool, seed=spec["seed"],
-                              layout=spec["layout"], template=template)
+                              layout=spec["layout"], template=template, fidelity=fidelity)
     backend = load_backend(model_name, model_cfg)
     try:
         return run_requests(requests, backend, model=model_name, prompt=strategy, dataset=DATASET, output=out,
@@ -84,11 +89,13 @@ def generate(samples_path: str | Path, pool_path: str | Path, taxonomy_path: str
 
 
 def score(generations: str | Path | Sequence[str | Path], samples_path: str | Path, taxonomy_path: str | Path,
-          out: str | Path) -> pd.DataFrame:
-    """Score one or more generations tables; write and return the scored table."""
+          out: str | Path, fidelity: str = "earnest", max_chars: int | None = None) -> pd.DataFrame:
+    """Score one or more generations tables in both fidelity modes (the analyses read ``fidelity``'s
+    columns); write and return the scored table."""
     paths = [generations] if isinstance(generations, (str, Path)) else list(generations)
     gens = pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
-    scored = score_generations(gens, _read_samples(samples_path), load_taxonomy(taxonomy_path))
+    scored = score_generations(gens, _read_samples(samples_path), load_taxonomy(taxonomy_path), fidelity=fidelity,
+                               max_chars=max_chars)
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     scored.to_parquet(out, index=False)
     return scored
