@@ -165,7 +165,7 @@ SCORE_COLUMNS = ["source", "category_cg", "category_fg", "parse_status", "n_malf
 MODE_COLUMNS = {mode: [f"{mode}_{METRIC_COLUMNS[m]}" for m in METRICS] for mode in ("reference", "earnest")}
 #: the columns a scored table adds: earnest's (above), the run's mode, both modes' metrics, the
 #: reference evaluator's error type, and whether the answer hit max_new_tokens
-SCORED_COLUMNS = SCORE_COLUMNS + ["fidelity", "reference_error_type", "hit_max_tokens"] + \
+SCORED_COLUMNS = SCORE_COLUMNS + ["scoring_fidelity", "reference_error_type", "hit_max_tokens"] + \
     MODE_COLUMNS["reference"] + MODE_COLUMNS["earnest"]
 
 
@@ -207,7 +207,7 @@ def score_generations(generations: pd.DataFrame, samples: Sequence[Sample], taxo
         for m, col in AS_EARNEST.items():
             row[f"reference_{col}"] = float(ref[m])
             row[f"earnest_{col}"] = float(row[col])
-        row["fidelity"] = fidelity
+        row["scoring_fidelity"] = fidelity
         row["hit_max_tokens"] = str(rec.get("stop_reason", "")) == "max_new_tokens"
         for m in METRICS:
             col = METRIC_COLUMNS[m]

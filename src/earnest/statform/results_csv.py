@@ -71,8 +71,78 @@ def score_results(frame: pd.DataFrame, samples: list[Sample], taxonomy, mode: st
             rows.append({"error_type": got["parse_status"],
                          **{m: float(got[AS_EARNEST[m]]) for m in METRIC_NAMES}, "error": None})
     scored = pd.DataFrame(rows, index=frame.index).rename(columns={"error": "evaluation_error"})
-    out = frame.drop(columns=[c for c in OUT_COLUMNS if c in frame.columns])
-    return pd.concat([out, scored[list(OUT_COLUMNS)]], axis=1)
+    had = [c for c in OUT_COLUMNS if c in frame.columns]
+    out = frame.rename(columns={c: f"recorded_{c}" for c in had})
+    out = pd.concat([out, scored[list(OUT_COLUMNS)]], axis=1)
+    if set(RECORDED) <= set(had):
+        # the input is an evaluated file already: say row by row whether its scores are reproduced
+        out["reproduced"] = [_same(rec, new) for rec, new in zip(frame[list(RECORDED)].to_dict(orient="records"),
+                                                                 scored[list(RECORDED)].to_dict(orient="records"))]
+    return out
+
+
+#: the evaluated columns compared when an input already carries them
+RECORDED = ("error_type", "JCV", "PV", "RV", "ACC@2nd", "ACC@1st", "VRI")
+
+
+def _same(recorded: dict, computed: dict, tol: float = 1e-9) -> bool:
+    if str(recorded["error_type"]) != str(computed["error_type"]):
+        return False
+    return all(abs(float(recorded[m]) - float(computed[m])) <= tol for m in RECORDED[1:])
+
+
+def consistency_problem(output, source: str, recorded: dict, hierarchy: dict[str, str], max_ref: int = 500) -> str | None:
+    """Why the scores ``recorded`` for ``output`` cannot come from the authors' evaluator for any
+    reference answer of a ``source`` (case|book) sample, or None when some reference gives them.
+
+    Reference-free checks: the error type the answer's own form decides (``no_json``, ``false_json``,
+    ``false_role`` for case; ``output_error``, ``output_empty``, ``missing_fields``,
+    ``pred_variables_error`` for book) must be the one recorded; error types score 0; on success
+    PV, RV and JCV must be |I|/|P|, |I|/|R| and |I|/(|P|+|R|-|I|) for the answer's |P| distinct items
+    and some whole |I| <= |P| and |R| <= ``max_ref``; VRI x |R| must be whole; ACC_FG = 1 needs
+    ACC_CG = 1, and a category outside the hierarchy scores 0 on both.
+    """
+    from .reference import METRIC_NAMES, _joined, extract_last_json, score_book, score_case, serialize
+
+    probe = (score_case(output, {"category": "", "variable": {}, "role": {}}, hierarchy) if source == "case"
+             else score_book(output, {"category": "", "variable": {}}, hierarchy))
+    ok_types = {"successful", "success"}
+    rec_type = str(recorded["error_type"])
+    got = {m: float(recorded[m]) for m in METRIC_NAMES}
+    if rec_type not in ok_types:
+        if any(v != 0 for v in got.values()):
+            return f"error type {rec_type} with non-zero scores"
+        if probe["error_type"] in ok_types or probe["error_type"] == "evaluation_error":
+            return (f"recorded {rec_type}, but the answer as given passes every check before the reference is read "
+                    f"(the evaluator would score it)")
+        return None if probe["error_type"] == rec_type else f"recorded {rec_type}, the answer as given is {probe['error_type']}"
+    if probe["error_type"] not in ok_types:
+        return f"recorded {rec_type}, the answer as given is {probe['error_type']}"
+    obj = extract_last_json(output)
+    items = (set(_joined(obj["variable"])) if source == "case"
+             else {serialize(v.get("value")) for v in obj["variables"].values()})
+    n_p = len(items)
+    fits = False
+    for n_i in range(0, n_p + 1):
+        for n_r in range(n_i, max_ref + 1):
+            pv = n_i / n_p if n_p else 0.0
+            rv = n_i / n_r if n_r else 0.0
+            union = n_p + n_r - n_i
+            jcv = 1.0 if n_p == 0 and n_r == 0 else (0.0 if n_p == 0 or n_r == 0 else n_i / union)
+            if all(abs(a - b) <= 1e-9 for a, b in ((pv, got["PV"]), (rv, got["RV"]), (jcv, got["JCV"]))):
+                if n_r == 0 or abs(got["VRI"] * n_r - round(got["VRI"] * n_r)) <= 1e-6 or source == "case":
+                    fits = True
+                    break
+        if fits:
+            break
+    if not fits:
+        return f"JCV {got['JCV']:.4g}, PV {got['PV']:.4g}, RV {got['RV']:.4g} fit no reference for the answer's {n_p} item(s)"
+    cat = obj.get("category")
+    if got["ACC@2nd"] == 1 and got["ACC@1st"] != 1:
+        return "ACC@2nd 1 with ACC@1st 0"
+    if isinstance(cat, str) and cat not in hierarchy and (got["ACC@2nd"] or got["ACC@1st"]):
+        return f"category {cat!r} is outside the hierarchy yet scores"
+    return None
 
 
 def score_results_file(release: str | Path, in_csv: str | Path, out_csv: str | Path, mode: str,
