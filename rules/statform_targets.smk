@@ -11,8 +11,16 @@ wildcard_constraints:
     strategy=_alternatives(SF_STRATEGIES) if SF_STRATEGIES else "zero_shot",
 
 
+SF_RELEASE = SF["release"]
+# statform.source official: the release file, fetched (or copied from statform.release.path) by statform_release
+SF_RELEASE_FILE = f"{SF_DIR}/release/{SF_RELEASE['revision']}/statformbench.json"
+
+
 def statform_dataset():
-    """statform.dataset; the benchmark built by rules/statform_build.smk is made, not read."""
+    """The samples statform_data reads: the release (source official), the benchmark built by
+    rules/statform_build.smk (made, not read), or the file statform.dataset."""
+    if SF["source"] == "official":
+        return SF_RELEASE_FILE
     return BUILT_BENCHMARK if SF["dataset"] == BUILT_BENCHMARK else _repo_path(SF["dataset"])
 
 

@@ -103,7 +103,8 @@ def score(generations: str | Path | Sequence[str | Path], samples_path: str | Pa
 
 def analyse(scored_paths: Sequence[str | Path], tables_dir: str | Path, figures_dir: str | Path, *,
             main_strategy: str = "zero_shot", baseline: str = "zero_shot", n_boot: int = RESAMPLES, seed: int = 0,
-            min_category_n: int = 0, top_fine: int = 15, glmm: bool = True) -> list[Path]:
+            min_category_n: int = 0, top_fine: int = 15, glmm: bool = True, fidelity: str = "earnest",
+            samples_path: str | Path | None = None, strategies: dict | None = None) -> list[Path]:
     """Every StatFormBench table and figure from the scored tables; returns the files written.
 
     Tables: ``main``, ``by_source``, ``category_coarse``, ``category_fine``, ``parse_status``
@@ -126,14 +127,33 @@ def analyse(scored_paths: Sequence[str | Path], tables_dir: str | Path, figures_
     parse_path = tables_dir / "parse_status.csv"
     analysis.unparseable_counts(scored).to_csv(parse_path, index=False)
     written.append(parse_path)
+    written += analysis.write_truncation_table(scored, tables_dir / "truncation").values()
+    if "reference_jcv" in scored.columns:
+        written += analysis.write_fidelity_table(scored, tables_dir / "fidelity_sensitivity").values()
     if scored.groupby("model")["prompt"].nunique().max() > 1:
         written += analysis.write_strategy_table(scored, tables_dir / "strategies", baseline=baseline,
                                                  n_boot=n_boot, seed=seed).values()
+        written += analysis.write_strategy_tests(scored, tables_dir / "strategy_tests", baseline=baseline,
+                                                 fidelity=fidelity).values()
     if glmm and scored.loc[scored["prompt"] == main_strategy, "model"].nunique() >= 2:
-        from .glmm import pairwise_glmm, write_pairwise_table
+        from .glmm import GLMMError, constant_outcome, pairwise_glmm, write_not_estimable, write_pairwise_table
 
+        sub = scored[scored["prompt"] == main_strategy]
         for outcome, name in (("correct_cg", "glmm_cg"), ("correct_fg", "glmm_fg")):
-            pairs = pairwise_glmm(scored, outcome, strategy=main_strategy)
-            written += write_pairwise_table(pairs, tables_dir / name).values()
+            # an outcome that cannot be fitted is "not estimable" for that outcome only; the rest is written
+            reason = constant_outcome(sub, outcome)
+            if reason is None:
+                try:
+                    pairs = pairwise_glmm(scored, outcome, strategy=main_strategy)
+                except GLMMError as exc:
+                    reason = f"not estimable: the GLMM could not be fitted ({exc})"
+            if reason is not None:
+                written += write_not_estimable(outcome, main_strategy, reason, tables_dir / name).values()
+            else:
+                written += write_pairwise_table(pairs, tables_dir / name).values()
     written += analysis.write_confusion_figures(scored, figures_dir, strategy=main_strategy, top_fine=top_fine)
+    from . import figures
+
+    written += figures.write_paper_figures(scored, figures_dir, samples_path=samples_path, strategy=main_strategy,
+                                           strategies=strategies, min_n=min_category_n)
     return written

@@ -122,9 +122,22 @@ def build_requests(samples: Sequence[Sample], taxonomy: Taxonomy, kind: str = "z
         if k > len(pool):
             raise ValueError(f"few_shot k={k} exceeds the few-shot pool's {len(pool)} samples")
         check_disjoint(samples, pool)
+    pools = {None: list(pool)}
+    if fidelity == F.REFERENCE and kind == "few_shot":
+        # their two prompts ask for two answer layouts: a case question gets case examples, a book one book examples
+        from .release import release_source
+
+        pools = {src: [p for p in pool if release_source(p) == src] for src in ("case", "book")}
+        for src, members in pools.items():
+            if k > len(members) and any(release_source(x) == src for x in samples):
+                raise ValueError(f"few_shot k={k} exceeds the few-shot pool's {len(members)} {src} samples "
+                                 "(reference prompts take examples of the sample's own source)")
     requests = []
     for s in samples:
-        examples = draw_examples(s.sample_id, pool, k, seed) if kind == "few_shot" else []
+        if kind == "few_shot" and fidelity == F.REFERENCE:
+            examples = draw_examples(s.sample_id, pools[release_source(s)], k, seed)
+        else:
+            examples = draw_examples(s.sample_id, pool, k, seed) if kind == "few_shot" else []
         msgs = (reference_messages(s, examples, extra=extra) if fidelity == F.REFERENCE
                 else build_messages(s, prompt, examples, layout))
         requests.append(GenerationRequest(key=s.sample_id, messages=msgs))
