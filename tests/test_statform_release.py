@@ -133,7 +133,7 @@ def test_reference_messages_are_their_request():
 
 
 def test_statform_prompt_command_prints_the_request(capsys):
-    assert cli_main(["statform-prompt", "--release", str(MINI), "4"]) == 0
+    assert cli_main(["statform-prompt", "--release", str(MINI), "--fidelity", "reference", "4"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("=== system ===\nYou are a professional statistician\n=== user ===\n\nYou are a professional")
     assert '"question": "What is the chance of a free drink in 10 throws?"' in out

@@ -191,8 +191,8 @@ def _prompt_command(args) -> int:
 def add_parser(sub) -> None:
     p = sub.add_parser("statform-score", help="score StatFormBench answers in the authors' results CSV layout")
     p.add_argument("--release", required=True, help="the release's data/statformbench.json (or earnest samples)")
-    p.add_argument("--fidelity", choices=F.MODES, default=F.REFERENCE,
-                   help="reference = the authors' evaluator's behaviour; earnest = earnest's scoring")
+    p.add_argument("--fidelity", choices=F.MODES, default=F.DEFAULT,
+                   help="reference = the authors' evaluator's behaviour; earnest = earnest's scoring (default: config/schema.yaml's fidelity)")
     p.add_argument("--taxonomy", default=None, help="taxonomy file (default: the release's)")
     p.add_argument("input", help="CSV with sample_key, model_name, output_json")
     p.add_argument("output", help="CSV written with error_type and the six metrics")
@@ -200,7 +200,8 @@ def add_parser(sub) -> None:
 
     q = sub.add_parser("statform-prompt", help="print the StatFormBench prompt one sample is sent")
     q.add_argument("--release", required=True, help="the release's data/statformbench.json (or earnest samples)")
-    q.add_argument("--fidelity", choices=F.MODES, default=F.REFERENCE)
+    q.add_argument("--fidelity", choices=F.MODES, default=F.DEFAULT,
+                   help="reference = the authors' prompts; earnest = earnest's template")
     q.add_argument("--strategy", choices=("zero_shot", "definitions", "few_shot"), default="zero_shot")
     q.add_argument("--k", type=int, default=1, help="few-shot examples (drawn from the other samples)")
     q.add_argument("--taxonomy", default=None, help="taxonomy file (default: the release's)")

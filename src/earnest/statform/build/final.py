@@ -69,6 +69,16 @@ def finalize(samples: list[dict], decisions: dict[str, dict], taxonomy: Taxonomy
                      "category": (rec or {}).get("category") or (r.get("label") or {}).get("category")
                      or (r.get("label") or {}).get("proposed_new_category") or "",
                      "decision": (d or {}).get("decision", ""), "note": (d or {}).get("note", ""), "outcome": outcome})
+    if not final:
+        # an empty benchmark is no result: say why each sample stayed out instead of writing one
+        outcomes = dict(Counter(row["outcome"] for row in rows))
+        reasons = Counter(f"{row['stage']}: {row['reason']}" if row["reason"] else row["outcome"] for row in rows
+                          if row["outcome"] != "final")
+        hint = (" Samples wait for review (statform_build.review.require is true): fill the sheets under "
+                "results/statform_build/review/ and list them in statform_build.review.decisions."
+                if outcomes.get("pending_review") else "")
+        raise ValueError(f"the build holds no sample for the benchmark ({len(rows)} created; outcomes {outcomes}; "
+                         f"most common reasons {reasons.most_common(3)}).{hint}")
     for path in (out_samples, out_status, out_taxonomy):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(out_samples).with_name(f".{Path(out_samples).stem}.tmp.jsonl")
