@@ -328,7 +328,7 @@ def test_config_checks_read_entries_and_cases_before_any_job(tmp_path, tiny_mode
     cfg, checked = _config(lambda c: None, tiny_model_dir)
     assert list(checked.build_entries) == ["ex-noshow", "ex-bulbs", "ex-define"]
     assert list(checked.build_cases) == ["clinic-waits"] and checked.build_excluded[0]["project"] == "survey-notes"
-    assert cfg["statform_build"]["max_retries"] == 2 and cfg["statform_build"]["review"]["require"] is False
+    assert cfg["statform_build"]["max_retries"] == 2 and cfg["statform_build"]["review"]["require"] is True
     with pytest.raises(ConfigError, match=r"statform_build.stage_models.rewrite: 'gpt' is not a configured model"):
         _config(lambda c: c["statform_build"].update(stage_models={"rewrite": "gpt"}), tiny_model_dir)
     bad = tmp_path / "e.jsonl"

@@ -142,10 +142,14 @@ def run_finalize(rewrite_files: Sequence, decisions: Sequence, taxonomy, require
     samples = collect(rewrite_files)
     known = {r["sample_id"] for r in samples}
     dec = read_decisions(decisions, known) if decisions else {}
-    counts = finalize(samples, dec, load_taxonomy(taxonomy), bool(require_review), out_samples, out_status,
-                      out_taxonomy)
-    tables = build_statistics(samples, pd.read_parquet(out_status), dict(units), list(excluded_projects))
-    write_statistics(tables, stats_dir, list(excluded_projects))
+    try:
+        counts = finalize(samples, dec, load_taxonomy(taxonomy), bool(require_review), out_samples, out_status,
+                          out_taxonomy)
+    finally:
+        # the statistics say why, also of a build that holds no sample (finalize refuses to write it empty)
+        if Path(out_status).exists():
+            tables = build_statistics(samples, pd.read_parquet(out_status), dict(units), list(excluded_projects))
+            write_statistics(tables, stats_dir, list(excluded_projects))
     return counts
 
 
