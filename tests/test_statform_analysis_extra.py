@@ -145,3 +145,38 @@ def test_an_empty_build_is_an_error(tmp_path):
         finalize([sample], {}, load_taxonomy(RES / "taxonomy.yaml"), True, tmp_path / "b.jsonl", tmp_path / "s.parquet",
                  tmp_path / "t.yaml")
     assert not (tmp_path / "b.jsonl").exists()
+
+
+def test_figures_3_and_5(tmp_path):
+    from earnest.statform.data import samples_to_frame
+    from earnest.statform.figures import fewshot_points, write_paper_figures
+
+    def answer(m, i, s):
+        return _answer(s.category, s)
+
+    scored = pd.concat([_scored(answer, ("a",), "zero_shot"), _scored(answer, ("a",), "fs1"),
+                        _scored(answer, ("a",), "fs3")], ignore_index=True)
+    strategies = {"zero_shot": {"kind": "zero_shot"}, "fs1": {"kind": "few_shot", "k": 1},
+                  "fs3": {"kind": "few_shot", "k": 3}}
+    points = fewshot_points(scored, strategies)
+    assert sorted(points["k"].unique()) == [0, 1, 3] and set(points["metric"]) == {"ACC_FG", "JCV", "VRI"}
+    samples = tmp_path / "samples.parquet"
+    samples_to_frame(SAMPLES).to_parquet(samples)
+    written = {p.name for p in write_paper_figures(scored, tmp_path, samples_path=samples, strategies=strategies)}
+    assert written == {f"{n}.{ext}" for n in ("dataset_statistics", "category_accuracy", "fewshot") for ext in ("png", "pdf")}
+
+
+def test_silent_and_vague_inputs_now_name_file_and_key(tmp_path):
+    from earnest.statform.data import check_disjoint, check_known_categories, parse_record
+
+    rec = {"sample_id": "s1", "source": "textbook", "background": "", "question": "q?",
+           "category": "Descriptive Statistics\\Measures of Dispersion"}
+    with pytest.raises(DataError, match=r"data.jsonl:3 \(sample s1\): field 'variables' is missing"):
+        parse_record(rec, "data.jsonl:3")
+    odd = parse_record({**rec, "category": "Descriptive Statistics\\Vibes", "variables": {}}, "data.jsonl:3")
+    with pytest.raises(DataError, match=r"data.jsonl: sample s1: category 'Descriptive Statistics\\\\Vibes' is not in the taxonomy"):
+        check_known_categories([odd], TAX, "data.jsonl")
+    pool = [parse_record({**rec, "sample_id": "p9", "variables": {}}, "pool.jsonl:1")]
+    with pytest.raises(DataError, match=r"the few-shot pool \(pool.jsonl\) and the evaluation set \(data.jsonl\) share 1 "
+                                         r"question text\(s\), e.g. sample s1 of the evaluation set and sample p9 of the pool"):
+        check_disjoint([parse_record({**rec, "variables": {}}, "data.jsonl:3")], pool, "data.jsonl", "pool.jsonl")

@@ -20,7 +20,7 @@ from earnest.cli import main as cli_main
 from earnest.statform import reference as R
 from earnest.statform.data import DataError, load_samples, samples_from_frame, samples_to_frame
 from earnest.statform.metrics import score_generations
-from earnest.statform.release import coarse_map, read_release, release_taxonomy_path
+from earnest.statform.release import coarse_map, load_any, read_release, release_taxonomy_path
 from earnest.statform.taxonomy import load_taxonomy
 
 MINI = Path(__file__).resolve().parent / "data" / "statform_release" / "mini_release.json"
@@ -39,7 +39,7 @@ def _raw():
 
 
 def test_both_schemas_convert_without_loss():
-    samples = load_samples(MINI)
+    samples = load_any(MINI)
     assert [s.sample_id for s in samples] == ["1", "2", "3", "4", "5"]
     assert [s.source for s in samples] == ["case", "case", "textbook", "textbook", "textbook"]
     raw = _raw()
@@ -121,7 +121,7 @@ def test_reference_prompts_are_the_released_bytes():
 
 
 def test_reference_messages_are_their_request():
-    samples = load_samples(MINI)
+    samples = load_any(MINI)
     for s, name in ((samples[0], "case"), (samples[2], "book")):
         turns = R.reference_messages(s)
         assert turns[0] == {"role": "system", "content": "You are a professional statistician"}
@@ -263,7 +263,7 @@ def test_book_empty_reference():
 
 
 def test_reference_scoring_in_the_scored_table_and_bytes_answers():
-    samples = load_samples(MINI)
+    samples = load_any(MINI)
     good = json.dumps({"category": "Mean Test", "variables": _raw()["3"]["output"]["variable"]})
     gens = pd.DataFrame({"item_id": ["3", "3", "3", "4", "1"], "model": ["m"] * 5, "prompt": ["zero_shot"] * 5,
                          "response": [good, good.encode("utf-8"), b"\xff\xfe{", 7, "{}"],
@@ -282,7 +282,7 @@ def test_reference_scoring_in_the_scored_table_and_bytes_answers():
 
 
 def test_earnest_mode_reads_case_answers_by_file_and_column():
-    samples = load_samples(MINI)
+    samples = load_any(MINI)
     answer = _case(cat="Interpretation of Regression Coefficient Significance and Direction",
                    var={"bakery.pkl": ["footfall", "sales"]}, role={"bakery.pkl": ["x", "Y"]})
     gens = pd.DataFrame({"item_id": ["1"], "model": ["m"], "prompt": ["p"], "response": [answer]})

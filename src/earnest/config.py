@@ -547,7 +547,8 @@ def _check_statform(config: dict, base_dir) -> None:
 def _check_statform_strategies(sf: dict, base_dir) -> None:
     """Before any job: a few-shot k the pool cannot give, or a definitions strategy with a taxonomy
     that has no definitions, fails here, not hours into the run."""
-    from earnest.statform.data import DataError, load_samples
+    from earnest.statform.data import DataError
+    from earnest.statform.release import load_any
     from earnest.statform.prompts import definitions_text, parse_strategy
     from earnest.statform.taxonomy import TaxonomyError, load_taxonomy
 
@@ -562,7 +563,7 @@ def _check_statform_strategies(sf: dict, base_dir) -> None:
         pool_path = resolve_path(sf["fewshot_pool"], base_dir)
         try:
             tax = load_taxonomy(resolve_path(tax_path, base_dir)) if tax_path else None
-            pool = load_samples(pool_path, taxonomy=tax)
+            pool = load_any(pool_path, taxonomy=tax)
         except (DataError, TaxonomyError) as exc:
             raise ConfigError(f"statform.fewshot_pool: {exc}") from None
         for name, spec in specs.items():

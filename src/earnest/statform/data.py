@@ -333,10 +333,6 @@ def load_samples(path: str | Path, taxonomy=None) -> list[Sample]:
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such file")
-    if path.suffix == ".json" and _is_release_file(path):
-        from .release import read_release  # noqa: PLC0415
-
-        return read_release(path, taxonomy)
     if path.suffix in (".jsonl", ".json"):
         records = _iter_json_records(path)
     elif path.suffix == ".parquet":
@@ -353,15 +349,6 @@ def load_samples(path: str | Path, taxonomy=None) -> list[Sample]:
     if not samples:
         raise DataError(f"{path}: holds no samples")
     return samples
-
-
-def _is_release_file(path: Path) -> bool:
-    """Whether a .json file holds records in the authors' release schema (first record decides)."""
-    from .release import is_release_record  # noqa: PLC0415
-
-    for _, rec in _iter_json_records(path):
-        return is_release_record(rec)
-    return False
 
 
 def load_hub(repo_id: str = "THU-CongLab/StatFormBench", split: str = "test", taxonomy=None,

@@ -23,8 +23,8 @@ from earnest.generation import CHECKPOINT_EVERY, run_requests
 
 from . import analysis
 from .analysis import RESAMPLES
-from .data import (check_disjoint, check_known_categories, load_samples, samples_from_frame, samples_to_frame,
-                   stratified_limit)
+from .data import check_disjoint, check_known_categories, samples_from_frame, samples_to_frame, stratified_limit
+from .release import load_any
 from .metrics import score_generations
 from .prompts import build_requests, load_prompt_template, parse_strategy
 from .taxonomy import Taxonomy, load_taxonomy, taxonomy_for
@@ -46,9 +46,9 @@ def prepare_data(dataset: str | Path, pool: str | Path | None, taxonomy: str | P
     (:func:`~earnest.statform.data.stratified_limit`). Returns counts for the log.
     """
     tax_file = load_taxonomy(taxonomy) if taxonomy else None
-    samples = load_samples(dataset, taxonomy=tax_file)
+    samples = load_any(dataset, taxonomy=tax_file)
     samples = stratified_limit(samples, limit, seed)
-    pool_samples = load_samples(pool, taxonomy=tax_file) if pool else []
+    pool_samples = load_any(pool, taxonomy=tax_file) if pool else []
     if tax_file is not None:
         check_known_categories(samples, tax_file, str(dataset))
         check_known_categories(pool_samples, tax_file, str(pool))

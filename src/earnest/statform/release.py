@@ -42,7 +42,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from .data import DataError, Sample, Variable, normalize_role
+from .data import DataError, Sample, Variable, _iter_json_records, load_samples, normalize_role
 from .taxonomy import Taxonomy, load_taxonomy
 
 #: release role codes and earnest's role names, both ways
@@ -242,6 +242,24 @@ def read_release(path: str | Path, taxonomy: Taxonomy | str | Path | None = None
     if not samples:
         raise DataError(f"{path}: holds no samples: a benchmark needs at least one")
     return samples
+
+
+def is_release_file(path: str | Path) -> bool:
+    """Whether a ``.json`` file holds records in the authors' release schema (its first record decides)."""
+    path = Path(path)
+    if path.suffix != ".json" or not path.is_file():
+        return False
+    for _, rec in _iter_json_records(path):
+        return is_release_record(rec)
+    return False
+
+
+def load_any(path: str | Path, taxonomy=None) -> list[Sample]:
+    """The samples of a file in the release's schema (:func:`read_release`) or in one of earnest's
+    layouts (:func:`earnest.statform.data.load_samples`): the one reader of sample files."""
+    if is_release_file(path):
+        return read_release(path, taxonomy)
+    return load_samples(path, taxonomy=taxonomy)
 
 
 def release_input(sample: Sample) -> dict:

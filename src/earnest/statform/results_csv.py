@@ -19,7 +19,8 @@ import pandas as pd
 
 from earnest import fidelity as F
 
-from .data import DataError, Sample, load_samples
+from .data import DataError, Sample
+from .release import load_any
 from .taxonomy import load_taxonomy
 
 IN_COLUMNS = ("sample_key", "model_name", "output_json")
@@ -150,7 +151,7 @@ def score_results_file(release: str | Path, in_csv: str | Path, out_csv: str | P
     from .release import release_taxonomy_path
 
     tax = load_taxonomy(taxonomy or release_taxonomy_path())
-    samples = load_samples(release, taxonomy=tax)
+    samples = load_any(release, taxonomy=tax)
     out = score_results(read_results_csv(in_csv), samples, tax, mode)
     Path(out_csv).parent.mkdir(parents=True, exist_ok=True)
     out.to_csv(out_csv, index=False, encoding="utf-8")
@@ -170,7 +171,7 @@ def _prompt_command(args) -> int:
     from .taxonomy import taxonomy_for
 
     tax_path = args.taxonomy or release_taxonomy_path()
-    samples = load_samples(args.release, taxonomy=load_taxonomy(tax_path))
+    samples = load_any(args.release, taxonomy=load_taxonomy(tax_path))
     chosen = [s for s in samples if s.sample_id == str(args.sample)]
     if not chosen:
         raise DataError(f"{args.release}: no sample with key {args.sample!r}")
