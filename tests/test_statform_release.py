@@ -332,3 +332,23 @@ def test_consistency_of_recorded_scores():
     no_json = {"error_type": "no_json", **{m: 0 for m in R.METRIC_NAMES}}
     assert "passes every check" in consistency_problem(answer, "case", no_json, H)
     assert consistency_problem("错误: timed out", "case", no_json, H) is None
+
+
+def test_reference_few_shot_takes_examples_of_the_samples_own_source():
+    from earnest.statform.prompts import build_requests
+
+    samples = load_any(MINI)
+    pool = load_any(Path(__file__).resolve().parents[1] / "resources" / "statform" / "fewshot_pool_release.json")
+    reqs = build_requests(samples, TAX, "few_shot", k=2, pool=pool, seed=1, fidelity="reference")
+    for s, req in zip(samples, reqs):
+        shown = [json.loads(t["content"]) for t in req.messages if t["role"] == "assistant"]
+        assert len(shown) == 2
+        assert all(("role" in ex) == (s.source == "case") for ex in shown)   # case answers for case questions
+        assert req.messages[-1]["content"].startswith(R.load_reference_prompt("case" if s.source == "case" else "book"))
+    with pytest.raises(ValueError, match="exceeds the few-shot pool's 5 case samples"):
+        build_requests(samples, TAX, "few_shot", k=6, pool=pool, seed=1, fidelity="reference")
+    defs = load_taxonomy(Path(__file__).resolve().parents[1] / "resources" / "statform" / "taxonomy_release_definitions.yaml")
+    req = build_requests(samples[:1], defs, "definitions", fidelity="reference")[0]
+    assert "Definitions of the categories:\n- Data Preprocessing: Preparing raw data before analysis." in req.messages[-1]["content"]
+    with pytest.raises(ValueError, match="the definitions strategy needs a taxonomy with definitions"):
+        build_requests(samples[:1], TAX, "definitions", fidelity="reference")
