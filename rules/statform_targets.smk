@@ -1,5 +1,6 @@
 # StatFormBench (rules/statform.smk): settings, the files its jobs read, and its targets.
 from earnest.statform.prompts import default_prompt_path
+from earnest.statform.reference import PROMPT_FILES, reference_prompt_dir
 
 SF = config["statform"]
 SF_MODELS = list(SF["models"])
@@ -30,7 +31,10 @@ def statform_taxonomy():
 
 
 def statform_prompt_template():
-    """The prompt template every strategy fills: statform.prompt_template, else the shipped one."""
+    """The prompt files the generation sends: with fidelity reference the authors' two prompts, else the
+    template every strategy fills (statform.prompt_template, else the shipped one)."""
+    if config["fidelity"] == "reference":
+        return [str(reference_prompt_dir() / f) for f in PROMPT_FILES.values()]
     return str(_repo_path(SF["prompt_template"])) if SF["prompt_template"] else str(default_prompt_path())
 
 

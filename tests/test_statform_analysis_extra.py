@@ -74,7 +74,7 @@ def test_strategies_are_compared_paired_with_holm():
     assert np.isnan(tests.loc["JCV", "p"]) and tests.loc["JCV", "note"] == "no sample differs"
     tested = tests["p"].notna().sum()
     assert tests.loc["ACC_FG", "p_holm"] == pytest.approx(min(1.0, tested * fg["p"]))
-    assert bool(tests.loc["ACC_FG", "significant"]) and not tests.loc["JCV", "significant"]
+    assert bool(tests.loc["ACC_FG", "significant_after_holm"]) and not tests.loc["JCV", "significant_after_holm"]
 
 
 def test_paired_test_of_a_variable_metric():

@@ -2,7 +2,8 @@
 
 snakemake.input.samples, snakemake.input.pool, snakemake.input.taxonomy: outputs of statform_data;
 snakemake.input.template: the prompt template (config statform.prompt_template, else
-  resources/statform/prompts/formulation_zero_shot.txt);
+  resources/statform/prompts/formulation_zero_shot.txt), or with fidelity reference the authors' two
+  prompt files (resources/statform/prompts/reference/), read by earnest.statform.reference;
 snakemake.params.model: model name; snakemake.params.model_cfg: its config entry (models.<name>;
   backend "openai" or "transformers", see earnest.backends);
 snakemake.params.strategy: strategy name; snakemake.params.strategy_cfg: statform.strategies.<name>
@@ -27,7 +28,8 @@ try:
     t0 = time.time()
     frame = generate(sm.input.samples, sm.input.pool, sm.input.taxonomy, p.model, dict(p.model_cfg), p.strategy,
                      dict(p.strategy_cfg or {}), int(p.max_new_tokens), sm.output[0],
-                     prompt_template=sm.input.template, checkpoint_every=int(p.checkpoint_every),
+                     prompt_template=sm.input.template if p.fidelity != "reference" else None,
+                     checkpoint_every=int(p.checkpoint_every),
                      fidelity=p.fidelity)
     errors = frame["stop_reason"].str.startswith("error").sum()
     log.info("%d generations (%d errors) in %.1f s", len(frame), errors, time.time() - t0)

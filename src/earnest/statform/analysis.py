@@ -373,7 +373,7 @@ def strategy_tests(scored: pd.DataFrame, baseline: str = "zero_shot", fidelity: 
     out["p_holm"] = np.nan
     for _, idx in out.groupby("model").groups.items():
         out.loc[idx, "p_holm"] = holm(out.loc[idx, "p"].to_numpy(), fidelity)
-    out["significant"] = significance(out["p_holm"], pd.Series(False, index=out.index))
+    out["significant_after_holm"] = significance(out["p_holm"], pd.Series(False, index=out.index))
     return out
 
 
@@ -384,7 +384,7 @@ def write_strategy_tests(scored: pd.DataFrame, stem: str | Path, *, baseline: st
     shown = tests[["model", "prompt", "metric", "n", "difference", "test", "p", "p_holm", "note"]].copy()
     shown["difference"] = [("" if pd.isna(v) else f"{100 * v:+.1f}") for v in tests["difference"]]
     bold = pd.DataFrame(False, index=shown.index, columns=shown.columns)
-    bold["p_holm"] = tests["significant"].astype(bool)
+    bold["p_holm"] = tests["significant_after_holm"].astype(bool)
     return write_table(shown, stem, caption=(
         f"Prompting strategies against {baseline}, paired over samples: difference of means x 100; exact McNemar "
         "test (accuracies) or Wilcoxon signed-rank test (variable metrics); P Holm-corrected within each model "

@@ -77,7 +77,8 @@ def generate(samples_path: str | Path, pool_path: str | Path, taxonomy_path: str
     samples = _read_samples(samples_path)
     pool = _read_samples(pool_path) if spec["kind"] == "few_shot" else []
     tax: Taxonomy = load_taxonomy(taxonomy_path)
-    template = load_prompt_template(prompt_template)
+    # reference mode sends the authors' prompts (earnest.statform.reference); the template is earnest's
+    template = load_prompt_template(prompt_template) if fidelity != "reference" else None
     requests = build_requests(samples, tax, spec["kind"], k=spec["k"], pool=pool, seed=spec["seed"],
                               layout=spec["layout"], template=template, fidelity=fidelity)
     backend = load_backend(model_name, model_cfg)
