@@ -352,3 +352,12 @@ def test_reference_few_shot_takes_examples_of_the_samples_own_source():
     assert "Definitions of the categories:\n- Data Preprocessing: Preparing raw data before analysis." in req.messages[-1]["content"]
     with pytest.raises(ValueError, match="the definitions strategy needs a taxonomy with definitions"):
         build_requests(samples[:1], TAX, "definitions", fidelity="reference")
+
+
+def test_answers_are_stored_as_their_runner_stores_them():
+    assert R.as_stored('  ```json\n{"a": 1}\n```  ') == '{"a": 1}'
+    assert R.as_stored("```\nError: x```") == "Error: x"
+    # stripped first: leading spaces do not hide their error prefix
+    samples = load_any(MINI)
+    gens = pd.DataFrame({"item_id": ["3"], "model": ["m"], "prompt": ["p"], "response": ["  Error: rate limited"]})
+    assert score_generations(gens, samples, TAX, fidelity="reference")["reference_error_type"].tolist() == ["output_error"]

@@ -183,7 +183,7 @@ def score_generations(generations: pd.DataFrame, samples: Sequence[Sample], taxo
     from earnest import fidelity as F
 
     from .parsing import as_text
-    from .reference import AS_EARNEST, hierarchy_for, score_reference
+    from .reference import AS_EARNEST, as_stored, hierarchy_for, score_reference
 
     F.check_mode(fidelity, "fidelity")
     hierarchy = hierarchy_for(taxonomy)
@@ -202,7 +202,7 @@ def score_generations(generations: pd.DataFrame, samples: Sequence[Sample], taxo
         if row["parse_status"] == "too_long":   # the cap holds in both modes (theirs has none: labelled)
             ref = {"error_type": "too_long", **{m: 0 for m in AS_EARNEST}}
         else:
-            ref = score_reference(response if text is None else text, s, hierarchy)
+            ref = score_reference(response if text is None else as_stored(text), s, hierarchy)
         row["reference_error_type"] = ref["error_type"]
         for m, col in AS_EARNEST.items():
             row[f"reference_{col}"] = float(ref[m])

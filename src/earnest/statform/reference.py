@@ -102,6 +102,20 @@ def reference_messages(sample: Sample, examples=(), folder: str | Path | None = 
     return turns
 
 
+def as_stored(response: str) -> str:
+    """A model's answer as their ``run_benchmark.py`` stores it before evaluation: stripped of
+    surrounding whitespace, then of one leading ```` ```json ```` or ```` ``` ```` and one trailing
+    ```` ``` ````, then stripped again (what the reference scoring of earnest's generations reads)."""
+    out = response.strip()
+    if out.startswith("```json"):
+        out = out[7:]
+    elif out.startswith("```"):
+        out = out[3:]
+    if out.endswith("```"):
+        out = out[:-3]
+    return out.strip()
+
+
 def reference_answer(sample: Sample) -> dict:
     """The gold answer in the layout their prompt asks for (few-shot examples)."""
     out = release_output(sample)
