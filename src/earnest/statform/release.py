@@ -42,7 +42,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from .data import DataError, Sample, Variable, _iter_json_records, load_samples, normalize_role
+from .data import CLASSES, DataError, Sample, Variable, _iter_json_records, load_samples, normalize_role
 from .taxonomy import Taxonomy, load_taxonomy
 
 #: release role codes and earnest's role names, both ways
@@ -204,7 +204,13 @@ def parse_release_record(rec: Any, where: str, fine_to_coarse: dict[str, str]) -
         data_parts = {k: inp[k] for k in inp if k not in ("background", "question")}
         data = json.dumps(data_parts, ensure_ascii=False, indent=1) if data_parts else None
     else:
-        variables = _parse_variables(out["variable"], f"{where}: output")
+        # a variable's class is read by neither scoring: one the flat layout does not know is kept in the
+        # released record and shown as "others" (the authors' file is not refused for it)
+        raw_vars = out["variable"]
+        if isinstance(raw_vars, dict):
+            raw_vars = {k: ({**v, "class": v["class"] if v.get("class") in CLASSES else "others"}
+                            if isinstance(v, dict) else v) for k, v in raw_vars.items()}
+        variables = _parse_variables(raw_vars, f"{where}: output")
         data = inp.get("data")
         if data is not None and not isinstance(data, str):
             data = json.dumps(data, ensure_ascii=False, indent=1)
