@@ -25,6 +25,8 @@ CONFIG_KEYS = {
     ("prompt", "fidelity"): "fidelity",
     ("prompt", "prompts_dir"): "prompts_dir",     # None = resources/prompts of the source tree (below)
     ("lm-eval-task", "fidelity"): "fidelity",
+    ("statform-score", "fidelity"): "fidelity",
+    ("statform-prompt", "fidelity"): "fidelity",
     ("lm-eval-task", "prompts_dir"): "prompts_dir",
     ("extract", "fidelity"): "fidelity",
     ("extract", "python"): "sandbox.python",
@@ -66,6 +68,12 @@ CLI_ONLY = {
     ("compare", "input"), ("compare", "by"), ("compare", "out"),
     # the task folder to write and the release file it reads
     ("lm-eval-task", "out"), ("lm-eval-task", "release"),
+    # StatFormBench: the release or samples file, the CSVs, the one sample and how it is shown; --taxonomy
+    # defaults to the release's taxonomy (statform.taxonomy's null means labels from the data)
+    ("statform-score", "release"), ("statform-score", "input"), ("statform-score", "output"),
+    ("statform-score", "taxonomy"), ("statform-prompt", "release"), ("statform-prompt", "sample"),
+    ("statform-prompt", "strategy"), ("statform-prompt", "k"), ("statform-prompt", "json"),
+    ("statform-prompt", "taxonomy"),
 }
 #: the options of other harnesses' results (earnest.readers.lmeval.add_arguments): no config keys
 READER_PREFIXES = ("lm_eval", "inspect", "id_pattern", "template_field", "variant_field", "question_field")
