@@ -335,7 +335,9 @@ def write_pairs_table(pairs: pd.DataFrame, stem, *, alpha: float = ALPHA, labels
         "OR [95% CI]": [format_or_interval(o, lo, hi, bool(d))
                         for o, lo, hi, d in zip(pairs["odds_ratio"], pairs["ci_low"], pairs["ci_high"],
                                                 pairs["degenerate"])],
-        "p / Holm": [f"{format_fit_p(r, alpha, missing='n/a')} / {format_fit_p(r, alpha, corrected=True, missing='n/a')}"
+        # a pair that is not estimable shows the mark alone, no P (the display rule)
+        "p / Holm": [DEGENERATE_MARK if bool(r["degenerate"]) else
+                     f"{format_fit_p(r, alpha, missing='n/a')} / {format_fit_p(r, alpha, corrected=True, missing='n/a')}"
                      f"{unresolved_text(r)}" for _, r in pairs.iterrows()],
         "clean": [f"{c}/{n}" for c, n in zip(pairs["n_clean"], pairs["n_resamples"])],
         "McNemar n_ab:n_ba": [f"{x}:{y}" for x, y in zip(pairs["n_ab"], pairs["n_ba"])],
