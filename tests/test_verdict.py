@@ -58,15 +58,19 @@ def test_the_bootstrap_resolution_is_two_over_n():
     assert ref["p_value"] == 0 and ref["p_source"] == "bootstrap"          # the authors keep 0
 
 
-def test_earnest_p_is_the_larger_of_bootstrap_and_likelihood_ratio_and_the_interval_their_hull():
+def test_where_the_data_separate_p_is_the_larger_of_bootstrap_and_likelihood_ratio_and_the_interval_their_hull():
     theta = np.random.default_rng(1).normal(-1.0, 0.3, 200)              # bootstrap: P = 0 -> 0.01
-    rec = V.fit_p(theta, fidelity="earnest", p_lr=0.3, pl_low=-2.5, pl_high=0.4)
+    rec = V.fit_p(theta, fidelity="earnest", p_lr=0.3, pl_low=-2.5, pl_high=0.4, separated=True)
     assert rec["p_value"] == pytest.approx(0.3) and rec["p_source"] == "likelihood ratio"
     assert rec["ci_low_log"] == pytest.approx(-2.5) and rec["ci_high_log"] == pytest.approx(0.4)
     assert rec["ci_low_log"] < 0 < rec["ci_high_log"]                     # consistent with P >= 0.05
     # an unbounded end is written as unbounded, never as an odds ratio of 0
-    rec = V.fit_p(theta, fidelity="earnest", p_lr=0.3, pl_low=-np.inf, pl_high=0.4)
+    rec = V.fit_p(theta, fidelity="earnest", p_lr=0.3, pl_low=-np.inf, pl_high=0.4, separated=True)
     assert rec["ci_low_unbounded"] and rec["ci_low"] == 0.0 and not rec["ci_high_unbounded"]
+    # where no count is zero the bootstrap decides alone (the likelihood-ratio test stands beside it)
+    rec = V.fit_p(theta, fidelity="earnest", p_lr=0.3, pl_low=-2.5, pl_high=0.4)
+    assert rec["p_value"] == pytest.approx(0.01) and rec["p_source"] == "bootstrap bound" and rec["p_lr"] == 0.3
+    assert rec["ci_high_log"] < 0
 
 
 def _records(ps, bounds=None, reasons=None):

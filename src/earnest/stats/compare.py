@@ -232,8 +232,11 @@ def compare_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effec
                p_boot=bootstrap_p(theta), n_clean=int(theta.size), n_separated=n_separated)
     # the verdict's P value and interval (earnest.stats.verdict.fit_p: with the penalised profile likelihood
     # where the pair's model is penalised)
+    n = row["n_items"]
+    zero = bool(n) and (pairs["correct_a"].sum() in (0, n) or pairs["correct_b"].sum() in (0, n))
     rec = fit_p(theta, fidelity="earnest", p_lr=prof.get("p_lr", float("nan")),
-                pl_low=prof.get("pl_low_log", float("nan")), pl_high=prof.get("pl_high_log", float("nan")))
+                pl_low=prof.get("pl_low_log", float("nan")), pl_high=prof.get("pl_high_log", float("nan")),
+                separated=zero)
     row.update({k: rec[k] for k in ("p_bound", "p_lr", "p_value", "p_source", "ci_low_log", "ci_high_log",
                                     "ci_low", "ci_high", "ci_low_unbounded", "ci_high_unbounded")})
     row["prior"] = prior.label() if prior is not None else ""

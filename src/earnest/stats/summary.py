@@ -257,7 +257,8 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str
             theta = kept["estimate"].astype(float).to_numpy()
         prof = (profile or {}).get(term, {})
         rec = fit_p(theta, fidelity=fidelity, level=level, p_lr=prof.get("p_lr", float("nan")),
-                    pl_low=prof.get("pl_low_log", float("nan")), pl_high=prof.get("pl_high_log", float("nan")))
+                    pl_low=prof.get("pl_low_log", float("nan")), pl_high=prof.get("pl_high_log", float("nan")),
+                    separated=term == VARIANT and separates(acc))
         med = float(np.median(theta)) if theta.size else float("nan")
         reason = reason_all or (extra_reasons or {}).get(term, "") or (
             "" if theta.size else f"none of the {n_resamples} bootstrap resamples gave a clean fit")
@@ -279,6 +280,16 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str
         row.update(wald_columns(wald, term, fidelity))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def separates(acc: dict) -> bool:
+    """Whether the data separate the variant effect: GSM-Base or GSM-Variants with no wrong, or no
+    right, answer (from :func:`accuracies`; a count of zero no template resample can vary)."""
+    nb, nv = int(acc["n_base"]), int(acc["n_variants"])
+    if not nb or not nv:
+        return False
+    cb, cv = round(acc["acc_base"] * nb / 100), round(acc["acc_variants"] * nv / 100)
+    return cb in (0, nb) or cv in (0, nv)
 
 
 def not_estimable_reason(acc: dict, glmm: int = 1) -> str:
