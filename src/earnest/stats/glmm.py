@@ -28,6 +28,7 @@ import pandas as pd
 
 from earnest import fidelity
 from earnest.jsonl import read_utf8
+from earnest.stats.defaults import COLLINEARITY_THRESHOLD, COVARIATE
 from earnest.wording import EFFECTS, GAMMA_C, TERMS  # noqa: F401 (EFFECTS re-exported with the engine)
 
 GLMM_INPUT_COLUMNS = ("model", "prompt", "template", "variant", "correct")
@@ -69,6 +70,22 @@ GAMMA_MAX = 1e6
 
 class GLMMInputError(ValueError):
     """The GLMM input table is malformed; the message names the file and the column."""
+
+
+class NotEstimable(GLMMInputError):
+    """The fixed effects of one model x prompt's GLMM cannot be estimated from its rows: the
+    fixed-effect design is rank deficient (e.g. GLMM 2's covariate equal to, or a linear function
+    of, ``variant``; a covariate or ``variant`` constant). ``reason`` is the sentence the summaries
+    carry (column ``not_estimable_reason``), e.g. "not estimable: gamma is collinear with variant".
+
+    Raised by :func:`model_frame` (:func:`check_fixed_effects`), so before either engine fits
+    anything; :func:`earnest.stats.engines.run_shard` turns it into shard rows whose ``error`` is
+    the reason and :func:`earnest.stats.run.summarise_group` into summary rows with that reason, so
+    the other model x prompt pairs of a job are fitted and written as usual."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
 
 
 def show_value(value) -> str:
@@ -378,6 +395,94 @@ def centre_gamma(df: pd.DataFrame) -> pd.Series:
     return g - float(g.mean())
 
 
+#: the prefix of every :class:`NotEstimable` reason
+NOT_ESTIMABLE = "not estimable"
+#: lme4's tolerance for a rank-deficient fixed-effect matrix (glmerControl's check.rankX, qr's tol 1e-7)
+RANK_TOL = 1e-7
+
+
+def _design_columns(df: pd.DataFrame, glmm: int) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """(X with the intercept first, the columns' names, the answers each row stands for) of the
+    rows GLMM ``glmm`` fits (GLMM 2: rows with gamma), from GLMM input or a model frame."""
+    if glmm == 2 and "gamma" in df.columns:
+        df = df[df["gamma"].notna()]
+    cols = [np.ones(len(df)), df["variant"].to_numpy(float)]
+    names = ["(Intercept)", "variant"]
+    if glmm == 2:
+        g = df[GAMMA_C] if GAMMA_C in df.columns else df["gamma"]
+        cols.append(g.to_numpy(float))
+        names.append(GAMMA_C)
+    if "succ" in df.columns:
+        n = (df["succ"].to_numpy(float) + df["fail"].to_numpy(float))
+    else:
+        n = np.ones(len(df))
+    return np.column_stack(cols), names, n
+
+
+def _rank_problem(X: np.ndarray, names: list[str], covariate: str) -> str:
+    """'' when the columns of X (intercept, variant[, gamma_c]) have full rank, else why not: which
+    column is a linear function of the ones before it (lme4 drops that column and its coefficient
+    has no estimate)."""
+    shown = {"(Intercept)": "the intercept", "variant": "variant", GAMMA_C: str(covariate)}
+    if X.shape[0] == 0:
+        return ""
+    for k in range(1, X.shape[1]):
+        before, col = X[:, :k], X[:, k]
+        coef, *_ = np.linalg.lstsq(before, col, rcond=None)
+        resid = col - before @ coef
+        # relative to the column's size; a column whose every value is below ~1e-6 (e.g. a constant
+        # centred to rounding noise) counts as zero
+        scale = max(float(np.linalg.norm(col)), 1e-6 * np.sqrt(len(col)))
+        if float(np.linalg.norm(resid)) <= RANK_TOL * scale:
+            who = shown[names[k]]
+            if k == 1 or np.allclose(coef[1:], 0.0, atol=RANK_TOL * (1 + np.abs(coef[0]))):
+                value = col[0]
+                return (f"{NOT_ESTIMABLE}: {who} is constant ({value:g} in every row the GLMM fits), so it is collinear "
+                        "with the intercept")
+            return f"{NOT_ESTIMABLE}: {who} is collinear with variant"
+    return ""
+
+
+def check_fixed_effects(df: pd.DataFrame, glmm: int, *, covariate: str = COVARIATE) -> None:
+    """Raise :class:`NotEstimable` when the fixed-effect design of one model x prompt's GLMM
+    ``glmm`` (intercept, variant[, GLMM 2's covariate]) on the rows it fits is rank deficient, with
+    the reason naming the columns (``covariate``: what GLMM 2's ``gamma`` column holds, for the
+    message). Checked by :func:`model_frame`, so once before either engine runs; lme4 would drop the
+    column ("fixed-effect model matrix is rank deficient") and the laplace engine report no fit."""
+    glmm = _check_glmm(glmm)
+    X, names, _ = _design_columns(df, glmm)
+    reason = _rank_problem(X, names, covariate)
+    if reason:
+        raise NotEstimable(reason)
+
+
+def covariate_correlation(df: pd.DataFrame) -> float:
+    """The Pearson correlation of GLMM 2's covariate (``gamma``) with ``variant`` over the answers
+    GLMM 2 fits (GLMM input: one row per answer; rows without gamma left out); NaN where either is
+    constant or there are fewer than 2 rows."""
+    d = df[df["gamma"].notna()]
+    g, v = d["gamma"].to_numpy(float), d["variant"].to_numpy(float)
+    if len(d) < 2 or np.ptp(g) == 0 or np.ptp(v) == 0:
+        return float("nan")
+    return float(np.corrcoef(g, v)[0, 1])
+
+
+def collinearity_warning(df: pd.DataFrame, glmm: int, *, threshold: float = COLLINEARITY_THRESHOLD,
+                         covariate: str = COVARIATE) -> tuple[str, float]:
+    """(warning, correlation) of GLMM ``glmm`` on one model x prompt's GLMM input: for GLMM 2, the
+    covariate's correlation with ``variant`` (:func:`covariate_correlation`) and, where its absolute
+    value exceeds ``threshold`` (``stats.collinearity_threshold``) but the design is still of full
+    rank, a sentence naming it ('' otherwise, and always for GLMM 1: correlation NaN)."""
+    if _check_glmm(glmm) != 2 or len(df) == 0:
+        return "", float("nan")
+    r = covariate_correlation(df)
+    if np.isfinite(r) and abs(r) > float(threshold) and abs(r) < 1 - 1e-12:
+        return (f"{covariate} is nearly collinear with variant (correlation {r:.3f} over the answers, beyond "
+                f"stats.collinearity_threshold {float(threshold):g}): the variant and {covariate} effects are hard to "
+                f"tell apart, their estimates and intervals unstable"), r
+    return "", r
+
+
 def model_frame(df: pd.DataFrame, glmm: int, aggregate: bool = True) -> pd.DataFrame:
     """The rows the R engine fits, for one model x prompt.
 
@@ -387,9 +492,13 @@ def model_frame(df: pd.DataFrame, glmm: int, aggregate: bool = True) -> pd.DataF
     each answer is one row (succ + fail = 1). GLMM 2 leaves out rows without gamma (only reference
     mode has them: a question without digits), as lme4's default na.action drops them from the
     reference's fits; gamma is centred over the rows it keeps.
+
+    A rank-deficient fixed-effect design (e.g. gamma collinear with variant) is refused here, before
+    any engine sees the rows: :class:`NotEstimable` with the reason (:func:`check_fixed_effects`).
     """
     glmm = _check_glmm(glmm)
     _single_group(df)
+    check_fixed_effects(df, glmm)
     if glmm == 2:
         df = df[df["gamma"].notna()]
     d = pd.DataFrame({"template": df["template"].astype(np.int64), "variant": df["variant"].astype(np.int64),
