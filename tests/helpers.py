@@ -88,7 +88,7 @@ rule summary:
            checks=expand("shards/shard-{{i}}.check.parquet", i=range(2))
     output: summary="summary.parquet", refits="refits.parquet"
     params: glmm=2, resamples=4, analysis="all", engine="{engine}", rows="aggregated", fidelity="earnest",
-            covariate="gamma"
+            covariate="gamma", collinearity_threshold=0.9
     log: "logs/summary.log"
     script: "{s}/glmm_summary.py"
 """

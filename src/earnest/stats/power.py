@@ -53,7 +53,7 @@ import pandas as pd
 from earnest.stats import engines as E
 from earnest.stats import glmm as G
 from earnest.stats.summary import significant
-from earnest.stats.defaults import ALPHA, POWER_ENGINE
+from earnest.stats.defaults import ALPHA, POWER_EFFECTS, POWER_ENGINE, POWER_SEED
 from earnest.wording import GAMMA_C, VARIANT
 
 
@@ -151,11 +151,12 @@ def intercept_for_accuracy(baseline_acc: float, ranef_var: float) -> float:
 
 
 def simulate_design(n_templates: int, n_variants: int, *, odds_ratio: float, baseline_acc: float,
-                    ranef_var: float, effect: str = "variant", gamma_sd: float = GAMMA_SD, seed=0,
+                    ranef_var: float, effect: str = "variant", gamma_sd: float = GAMMA_SD, seed,
                     model: str = "sim", prompt: str = "sim") -> pd.DataFrame:
     """One simulated GLMM input (model, prompt, template, variant, correct, gamma).
 
-    ``seed`` is an int or a :class:`numpy.random.SeedSequence`. The random numbers drawn do not
+    ``seed`` (required: one data set's seed, no config key) is an int or a
+    :class:`numpy.random.SeedSequence`. The random numbers drawn do not
     depend on ``odds_ratio`` (common random numbers across a power curve).
     """
     _check_effect(effect)
@@ -450,7 +451,7 @@ def wilson(successes: int, n: int, z: float = MC_Z) -> tuple[float, float]:
 
 
 def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: Scenario, *,
-                effect: str = "variant", n_sims: int, n_resamples: int, alpha: float = ALPHA, seed: int = 0,
+                effect: str = "variant", n_sims: int, n_resamples: int, alpha: float = ALPHA, seed: int = POWER_SEED,
                 engine: E.Engine | str = POWER_ENGINE, cores: int = 1, scenario_index: int = 0,
                 gamma_sd: float = GAMMA_SD) -> dict:
     """Simulated power of the bootstrap test at one design point: one row of :data:`POWER_COLUMNS`."""
@@ -507,8 +508,9 @@ def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: 
 
 
 def power_study(scenarios: Sequence[Scenario], templates: Iterable[int], variants: Iterable[int],
-                odds_ratios: Iterable[float], *, effects: Sequence[str] = ("variant",), n_sims: int,
-                n_resamples: int, alpha: float = ALPHA, seed: int = 0, engine: E.Engine | str = POWER_ENGINE, cores: int = 1,
+                odds_ratios: Iterable[float], *, effects: Sequence[str] = POWER_EFFECTS, n_sims: int,
+                n_resamples: int, alpha: float = ALPHA, seed: int = POWER_SEED, engine: E.Engine | str = POWER_ENGINE,
+                cores: int = 1,
                 gamma_sd: float = GAMMA_SD, log: Callable[[str], None] | None = None,
                 on_point: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Power over the grid scenarios x effects x templates x variants x odds ratios

@@ -165,16 +165,19 @@ def engine_names() -> tuple[str, ...]:
     return tuple(ENGINES)
 
 
-def engine_for(preferred: str, *, rows: str | None = None, item_effects: bool = False) -> str:
-    """``preferred`` if it fits ``rows`` (and, with ``item_effects``, the paired comparison's item
-    intercepts), else the first registered engine that does: what the workflow runs where the
-    configured engine cannot (the other fidelity mode's per-answer rows, compare's item effects)."""
+def engine_for(preferred: str | Engine, *, rows: str | None = None, item_effects: bool = False) -> Engine:
+    """The engine (:class:`Engine`) to fit with: ``preferred`` (a name or an engine) if it fits
+    ``rows`` (and, with ``item_effects``, the paired comparison's item intercepts), else the first
+    registered engine that does: what the workflow runs where the configured engine cannot (the
+    other fidelity mode's per-answer rows, compare's item effects). Its ``name`` is what a config or
+    a workflow rule's params carry."""
     def fits(e: Engine) -> bool:
         return (rows is None or rows in e.rows) and (not item_effects or e.fits_item_effects)
 
-    if fits(get_engine(preferred)):
-        return preferred
-    return next(e.name for e in ENGINES.values() if fits(e))
+    eng = get_engine(preferred)
+    if fits(eng):
+        return eng
+    return next(e for e in ENGINES.values() if fits(e))
 
 
 def rows_note(rows: str, fidelity_mode: str, engine: Engine | str) -> str:
