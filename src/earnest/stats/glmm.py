@@ -32,6 +32,16 @@ from earnest.stats.defaults import COLLINEARITY_THRESHOLD, COVARIATE
 from earnest.wording import EFFECTS, GAMMA_C, TERMS  # noqa: F401 (EFFECTS re-exported with the engine)
 
 GLMM_INPUT_COLUMNS = ("model", "prompt", "template", "variant", "correct")
+#: Optional GLMM input column: how many answers (epochs: Inspect's ``--epochs``, answering every
+#: question again) each row's ``correct`` is the mean of, the same number in every row of a model x
+#: prompt. Several epochs of one question are not independent answers: counted as such they shrink
+#: the Wald SE (two identical epochs by 1 - 1/sqrt(2), ~29%). The readers average them per question
+#: (:func:`earnest.readers.lmeval.to_glmm_input`), so each question weighs one answer and
+#: ``correct`` is a proportion in steps of 1/epochs; the fits give such a row the weight of one
+#: answer (laplace: the proportion as a binomial count of one trial; lme4: its epochs' counts with
+#: prior weight 1/epochs, the same likelihood up to a constant). Two identical epochs then give
+#: exactly one epoch's fit.
+EPOCHS = "epochs"
 #: Optional GLMM input column (GLMM 2, reference mode): the value gamma is centred on, the mean gamma of
 #: the authors' pool (every model of the prompt; :func:`earnest.gsm.glmm_input.pool_gamma_centre`).
 GAMMA_CENTRE = "gamma_centre"
@@ -253,13 +263,17 @@ def validate_glmm_input(df: pd.DataFrame, glmm: int, source: str = "GLMM input",
     for col in needed:
         if col not in df.columns:
             raise GLMMInputError(f"{source}: missing column '{col}' (GLMM {glmm} needs {', '.join(needed)})")
-    out = df[needed].copy()
+    out = df[needed + ([EPOCHS] if EPOCHS in df.columns else [])].copy()
     for col in ("correct", "variant"):
         vals = out[col]
         if vals.isna().any():
             bad = int(np.flatnonzero(vals.isna().to_numpy())[0])
             raise GLMMInputError(f"{source}: column '{col}' is empty in {_row(bad)}")
+        if col == "correct" and EPOCHS in out.columns:
+            continue
         out[col] = binary_column(vals, col, source)
+    if EPOCHS in out.columns:
+        out[EPOCHS], out["correct"] = _epoch_columns(out, source)
     out["template"] = integer_ids(out["template"], "template", source)
     if glmm == 2:
         g = pd.to_numeric(out["gamma"], errors="coerce")
@@ -282,6 +296,38 @@ def validate_glmm_input(df: pd.DataFrame, glmm: int, source: str = "GLMM input",
     for col in ("model", "prompt"):
         out[col] = text_column(out[col], col, source, folder=True)
     return out.reset_index(drop=True)
+
+
+def _epoch_columns(out: pd.DataFrame, source: str) -> tuple[pd.Series, pd.Series]:
+    """The validated ``epochs`` (integers >= 1, one value per model x prompt) and ``correct`` (a
+    mean of that many 0/1 answers: a multiple of 1/epochs in [0, 1]) of GLMM input with
+    :data:`EPOCHS`; GLMMInputError naming the column and data row otherwise."""
+    epochs = integer_ids(out[EPOCHS], EPOCHS, source, what="counts")
+    if (epochs < 1).any():
+        bad = int(np.flatnonzero((epochs < 1).to_numpy())[0])
+        raise GLMMInputError(f"{source}: column '{EPOCHS}' must be at least 1, found {show_value(out[EPOCHS].iloc[bad])} "
+                             f"in {_row(bad)}")
+    per = pd.DataFrame({"m": out["model"].astype(str), "p": out["prompt"].astype(str), "e": epochs})
+    n = per.groupby(["m", "p"])["e"].nunique()
+    if (n > 1).any():
+        m, pr = n[n > 1].index[0]
+        seen = sorted(per.loc[(per["m"] == m) & (per["p"] == pr), "e"].unique().tolist())
+        raise GLMMInputError(f"{source}: column '{EPOCHS}' holds {', '.join(map(str, seen))} for model {m!r}, prompt "
+                             f"{pr!r}: unbalanced epochs (questions answered a different number of times); every "
+                             "question of a fit must be the mean of the same number of answers (read one epoch, or "
+                             "the epochs every question has)")
+    c = pd.to_numeric(out["correct"], errors="coerce")
+    k = c.to_numpy(float) * epochs.to_numpy(float)
+    bad = ~np.isfinite(k) | (c.to_numpy(float) < 0) | (c.to_numpy(float) > 1) | (np.abs(k - np.rint(k)) > 1e-6)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise GLMMInputError(f"{source}: column 'correct' must be the share of {int(epochs.iloc[i])} epochs' 0/1 answers "
+                             f"(0, 1/{int(epochs.iloc[i])}, ..., 1; column '{EPOCHS}'), found "
+                             f"{show_value(out['correct'].iloc[i])} in {_row(i)}")
+    exact = np.rint(k) / epochs.to_numpy(float)
+    if (epochs == 1).all():
+        return epochs, pd.Series(exact.astype(np.int64), index=out.index)
+    return epochs, pd.Series(exact, index=out.index)
 
 
 def _pool_centres(raw: pd.DataFrame, out: pd.DataFrame, source: str) -> pd.Series:
@@ -486,7 +532,9 @@ def collinearity_warning(df: pd.DataFrame, glmm: int, *, threshold: float = COLL
 def model_frame(df: pd.DataFrame, glmm: int, aggregate: bool = True) -> pd.DataFrame:
     """The rows the R engine fits, for one model x prompt.
 
-    Columns template, variant, succ, fail (and gamma_c for GLMM 2). With ``aggregate``, answers
+    Columns template, variant, succ, fail (and gamma_c for GLMM 2; and ``epochs`` where the input's
+    rows are per-question means over more than one epoch, :data:`EPOCHS`: then succ and fail are sums
+    of those means, each question weighing one answer). With ``aggregate``, answers
     sharing (template, variant[, gamma_c]) collapse into one binomial row; the likelihood is the
     same up to a constant, so estimates and diagnostics agree with the row-level fit. Without it,
     each answer is one row (succ + fail = 1). GLMM 2 leaves out rows without gamma (only reference
@@ -501,8 +549,13 @@ def model_frame(df: pd.DataFrame, glmm: int, aggregate: bool = True) -> pd.DataF
     check_fixed_effects(df, glmm)
     if glmm == 2:
         df = df[df["gamma"].notna()]
+    correct = df["correct"]
+    if not np.all(np.mod(correct.to_numpy(float), 1) == 0):   # per-question means over epochs (EPOCHS)
+        correct = correct.astype(float)
+    else:
+        correct = correct.astype(np.int64)
     d = pd.DataFrame({"template": df["template"].astype(np.int64), "variant": df["variant"].astype(np.int64),
-                      "succ": df["correct"].astype(np.int64)})
+                      "succ": correct})
     d["fail"] = 1 - d["succ"]
     keys = ["template", "variant"]
     if glmm == 2:
@@ -511,7 +564,11 @@ def model_frame(df: pd.DataFrame, glmm: int, aggregate: bool = True) -> pd.DataF
     if aggregate:
         d = d.groupby(keys, sort=True, as_index=False)[["succ", "fail"]].sum()
     cols = keys + ["succ", "fail"]
-    return d[cols].reset_index(drop=True)
+    d = d[cols].reset_index(drop=True)
+    epochs = int(df[EPOCHS].iloc[0]) if EPOCHS in df.columns and len(df) else 1
+    if epochs > 1:                      # rows are per-question means over epochs (EPOCHS)
+        d[EPOCHS] = epochs
+    return d
 
 
 def cluster_labels(fidelity_mode: str = fidelity.DEFAULT) -> str:

@@ -26,7 +26,10 @@ earnest_capture <- function(expr) {
     withCallingHandlers(
       expr,
       warning = function(w) {
-        warns <<- c(warns, conditionMessage(w))
+        # per-question means over several epochs (GLMM input with an 'epochs' column) are counts
+        # that are not integers by design: binomial()'s complaint about them is no fit problem
+        if (!identical(conditionMessage(w), "non-integer counts in a binomial glm!"))
+          warns <<- c(warns, conditionMessage(w))
         invokeRestart("muffleWarning")
       },
       # "boundary (singular) fit" arrives as a message; isSingular() reports it instead
@@ -45,7 +48,13 @@ earnest_capture <- function(expr) {
 # the paper authors' code reads to call a fit non-convergent; a singular fit's "boundary (singular)
 # fit" is one of them) and the error text.
 earnest_fit <- function(d, glmm, control = glmerControl()) {
-  res <- earnest_capture(glmer(earnest_formula(glmm), data = d, family = binomial, control = control))
+  # a column w: prior weights (1/epochs where each row holds the counts of several epochs of its
+  # questions, earnest.stats.engines.lme4.weighted_counts)
+  res <- earnest_capture(if (is.null(d$w)) {
+    glmer(earnest_formula(glmm), data = d, family = binomial, control = control)
+  } else {
+    glmer(earnest_formula(glmm), data = d, family = binomial, control = control, weights = w)
+  })
   fit <- res$value
   warns <- res$warnings
   conv <- character(0)
@@ -161,7 +170,11 @@ earnest_resample <- function(d, index, seed, labels = "draw") {
 earnest_design <- function(d, glmm, control = glmerControl()) {
   d$cluster <- factor(d$template)
   f <- earnest_formula(glmm)
-  fr <- model.frame(lme4::subbars(f), data = d, drop.unused.levels = TRUE)
+  fr <- if (is.null(d$w)) {
+    model.frame(lme4::subbars(f), data = d, drop.unused.levels = TRUE)
+  } else {                              # prior weights, as glmer(weights = w) (earnest_fit)
+    model.frame(lme4::subbars(f), data = d, weights = w, drop.unused.levels = TRUE)
+  }
   list(fr = fr, X = model.matrix(lme4::nobars(f), fr), bars = lme4::findbars(f), family = binomial(),
        control = control, glmm = glmm, index = earnest_template_rows(d))
 }
