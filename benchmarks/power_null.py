@@ -11,6 +11,7 @@ GLMM and of a plain logistic GLM (no template effect).
    (power.bootstrap_test_level) and alpha.
 
     PYTHONPATH=src python3 benchmarks/power_null.py [--sims 400] [--resamples 100] [--cores 2]
+                                                    [--scenario median] [--effect variant|gamma]
 """
 
 from __future__ import annotations
@@ -29,11 +30,15 @@ from earnest.stats.engines import laplace as LP
 from earnest.stats.defaults import POWER_SEED
 
 
-def glm_wald_p(df) -> float:
-    """Wald P of variant in the logistic regression correct ~ variant (no template effect), by IRLS."""
-    X = np.column_stack([np.ones(len(df)), df["variant"].to_numpy(float)])
+def glm_wald_p(df, effect: str = "variant") -> float:
+    """Wald P of the effect's term in the logistic regression correct ~ variant [+ gamma] (no
+    template effect), by IRLS."""
+    cols = [np.ones(len(df)), df["variant"].to_numpy(float)]
+    if effect == "gamma":
+        cols.append(df["gamma"].to_numpy(float) - df["gamma"].mean())
+    X = np.column_stack(cols)
     y = df["correct"].to_numpy(float)
-    beta = np.zeros(2)
+    beta = np.zeros(X.shape[1])
     for _ in range(50):
         mu = special.expit(X @ beta)
         w = mu * (1 - mu)
@@ -42,8 +47,9 @@ def glm_wald_p(df) -> float:
         beta += step
         if np.max(np.abs(step)) < 1e-10:
             break
-    se = math.sqrt(np.linalg.inv(H)[1, 1])
-    return float(2 * stats.norm.sf(abs(beta[1] / se)))
+    j = X.shape[1] - 1                                  # variant (GLMM 1) or gamma (GLMM 2)
+    se = math.sqrt(np.linalg.inv(H)[j, j])
+    return float(2 * stats.norm.sf(abs(beta[j] / se)))
 
 
 def main() -> None:
@@ -53,29 +59,33 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--seed", type=int, default=POWER_SEED)
     ap.add_argument("--alpha", type=float, default=0.05)
+    ap.add_argument("--scenario", default="median", help="a paper scenario (power.scenarios)")
+    ap.add_argument("--effect", default="variant", choices=["variant", "gamma"])
     args = ap.parse_args()
-    (sc,) = D.published_scenarios(D.default_published_dir(), ["median"])
+    (sc,) = D.published_scenarios(D.default_published_dir(), [args.scenario])
+    glmm, term = P.EFFECT_TERMS[args.effect]
+    effect_key = list(P.EFFECT_TERMS).index(args.effect)
     nt, nv = D.PAPER_DESIGN
-    print(f"scenario {sc.name}: GSM-Base accuracy {sc.baseline_acc:.3f}, template variance {sc.ranef_var:.2f}; "
+    print(f"effect {args.effect}; scenario {sc.name}: GSM-Base accuracy {sc.baseline_acc:.3f}, template variance {sc.ranef_var:.2f}; "
           f"{nt} x {nv}; B = {args.resamples}; Eq. 4's exact level at this B: "
           f"{P.bootstrap_test_level(args.resamples, args.alpha):.3f}", flush=True)
     for n in (20, 40, args.sims):
         t0 = time.perf_counter()
-        row = P.power_point(nt, nv, 1.0, sc, n_sims=n, n_resamples=args.resamples, alpha=args.alpha, seed=args.seed,
-                            engine="laplace", cores=args.cores)
+        row = P.power_point(nt, nv, 1.0, sc, effect=args.effect, n_sims=n, n_resamples=args.resamples,
+                            alpha=args.alpha, seed=args.seed, engine="laplace", cores=args.cores)
         lo, hi = row["power_ci_low"], row["power_ci_high"]
-        print(f"bootstrap test, OR 1, {n} data sets: {row['n_p_below_alpha']}/{n} = {row['power']:.3f} "
+        print(f"bootstrap test ({args.effect} effect), OR 1, {n} data sets: {row['n_p_below_alpha']}/{n} = {row['power']:.3f} "
               f"[Wilson {lo:.3f}, {hi:.3f}] ({time.perf_counter() - t0:.0f} s)", flush=True)
     # the same data sets (power_point's seeds), their full-data Wald tests
     glmm_p, glm_p, log_or, first = [], [], [], []
     for k in range(args.sims):
-        data_seed = P._seed(args.seed, 1, 0, 0, nt, nv, k)
+        data_seed = P._seed(args.seed, 1, 0, effect_key, nt, nv, k)
         df = P.simulate_design(nt, nv, odds_ratio=1.0, baseline_acc=sc.baseline_acc, ranef_var=sc.ranef_var,
-                               seed=data_seed)
-        d = G.validate_glmm_input(df, 1)
-        wf = LP.full_fit(d, 1)
-        glmm_p.append(float(wf.coefs.set_index("term").loc["variant", "p"]))
-        glm_p.append(glm_wald_p(d))
+                               effect=args.effect, seed=data_seed)
+        d = G.validate_glmm_input(df, glmm)
+        wf = LP.full_fit(d, glmm)
+        glmm_p.append(float(wf.coefs.set_index("term").loc[term, "p"]))
+        glm_p.append(glm_wald_p(d, args.effect))
         a = d.groupby("variant")["correct"].mean()
         log_or.append(float(special.logit(a[1]) - special.logit(a[0])))
     glmm_p, glm_p = np.array(glmm_p), np.array(glm_p)

@@ -250,6 +250,7 @@ LIBRARY_EXCEPTIONS = {
     ("earnest.stats.simulate", "simulate_number_matched", "seed"): None,
     ("earnest.stats.compare", "simulate_paired", "seed"): None,
     ("earnest.stats.power", "gamma_template_information", "seed"): None,
+    ("earnest.stats.power", "simulate_design", "seed"): None,           # power_point derives it from power.seed
     # a few-shot strategy's own seed (its spec's), not statform.seed
     ("earnest.statform.prompts", "build_requests", "seed"): None,
 }

@@ -151,12 +151,12 @@ def intercept_for_accuracy(baseline_acc: float, ranef_var: float) -> float:
 
 
 def simulate_design(n_templates: int, n_variants: int, *, odds_ratio: float, baseline_acc: float,
-                    ranef_var: float, effect: str = "variant", gamma_sd: float = GAMMA_SD, seed,
+                    ranef_var: float, effect: str = "variant", gamma_sd: float = GAMMA_SD, seed=0,
                     model: str = "sim", prompt: str = "sim") -> pd.DataFrame:
     """One simulated GLMM input (model, prompt, template, variant, correct, gamma).
 
-    ``seed`` (required: one data set's seed, no config key) is an int or a
-    :class:`numpy.random.SeedSequence`. The random numbers drawn do not
+    ``seed`` (one data set's seed, not the study's ``power.seed``: :func:`power_point` derives one per
+    data set from that) is an int or a :class:`numpy.random.SeedSequence`. The random numbers drawn do not
     depend on ``odds_ratio`` (common random numbers across a power curve).
     """
     _check_effect(effect)
