@@ -62,6 +62,7 @@ rule bootstrap_shard:
         fidelity=FIDELITY,
         engine=STATS["engine"],
         check_resamples=STATS["check_resamples"],
+        prior=STATS["prior"],
     script:
         "../workflow/scripts/bootstrap_shard.py"
 
@@ -97,6 +98,7 @@ rule glmm_summary:
         engine=STATS["engine"],
         covariate=STATS["covariate"],
         collinearity_threshold=STATS["collinearity_threshold"],
+        prior=STATS["prior"],
     script:
         "../workflow/scripts/glmm_summary.py"
 

@@ -319,12 +319,12 @@ def test_the_power_table_explains_its_null_row(tmp_path):
                        ("seconds", 1.0), ("fits", 2000), ("gamma_sd", float("nan"))):
         t[col] = value
     notes = [P.null_row_note(r) for r in t.itertuples()]
-    assert notes[0] == ("false-positive rate: 3/20, expected 0.059 (Eq. 4 at B = 100, alpha 0.05); within its Monte "
-                        "Carlo interval") and notes[1] == ""
+    assert notes[0] == ("false-positive rate: 3/20, expected at most 0.059 (Eq. 4's exact level at B = 100, alpha "
+                        "0.05); within Monte Carlo error") and notes[1] == ""
     far = t.iloc[[0]].assign(n_p_below_alpha=12, power=0.6, power_ci_low=P.wilson(12, 20)[0],
                              power_ci_high=P.wilson(12, 20)[1])
-    assert "OUTSIDE its Monte Carlo interval" in P.null_row_note(next(far.itertuples()))
+    assert "ABOVE it beyond Monte Carlo error" in P.null_row_note(next(far.itertuples()))
     paths = P.write_power_tables(t, pd.DataFrame(columns=list(P.MDE_COLUMNS)), tmp_path)
     md = paths["power"]["md"].read_text()
-    assert "wilson_95" in md and "[0.052, 0.360]" in md and "expected 0.059" in md
+    assert "wilson_95" in md and "[0.052, 0.360]" in md and "expected at most 0.059" in md
     assert "The OR = 1 rows are the test's false-positive rate" in md

@@ -42,7 +42,7 @@ try:
         n_resamples=int(p.resamples), source=f"shards of {src}", analysis=str(p.analysis),
         fidelity=str(p.fidelity), rows=str(p.rows), engine=str(p.engine),
         covariate=str(p.covariate), model=getattr(wc, "model", None), prompt=getattr(wc, "prompt", None),
-        collinearity_threshold=float(p.collinearity_threshold))
+        prior=dict(p.prior), collinearity_threshold=float(p.collinearity_threshold))
     for line in fit_warnings(summary):
         log.warning(line)
     if verdict is not None:

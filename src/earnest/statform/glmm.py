@@ -85,6 +85,7 @@ def write_pairwise_table(pairs: pd.DataFrame, stem, alpha: float = ALPHA):
     from earnest.tables import default_format, write_table
     from earnest.wording import format_p
 
+    from earnest.stats.verdict import below
     from earnest.wording import DEGENERATE_MARK, format_estimate
 
     shown = pairs[["outcome", "prompt", "model_a", "model_b", "odds_ratio", "estimate", "se", "z", "p", "p_holm"]].copy()
@@ -95,7 +96,7 @@ def write_pairwise_table(pairs: pd.DataFrame, stem, alpha: float = ALPHA):
     for col in ("estimate", "z"):
         shown[col] = [DEGENERATE_MARK if d else default_format(float(x)) for x, d in zip(pairs[col], degenerate)]
     bold = pd.DataFrame(False, index=shown.index, columns=shown.columns)
-    bold["p_holm"] = (shown["p_holm"] < alpha) & ~degenerate
+    bold["p_holm"] = below(pairs["p_holm"].astype(float), alpha) & ~degenerate.to_numpy()
     fmt_p = lambda v: format_p(v, alpha)  # noqa: E731
     return write_table(shown, stem, caption=(
         "Paired model comparisons: binomial GLMM correct ~ model + (1|sample) (lme4); estimate = log-odds "
