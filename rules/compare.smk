@@ -45,7 +45,7 @@ rule compare_family:
         item_effects=COMPARE["item_effects"],
         agq=COMPARE["agq"],
         # item intercepts need an engine that fits them (lme4); template intercepts alone use the run's
-        engine=engine_for(config["stats"]["engine"], item_effects=COMPARE["item_effects"]),
+        engine=engine_for(config["stats"]["engine"], item_effects=COMPARE["item_effects"]).name,
         alpha=config["stats"]["alpha"],
         labels={p: FORMATS[p].paper_name for p in RUN_PROMPTS},
     script:

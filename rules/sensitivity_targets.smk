@@ -8,7 +8,7 @@ SENS_DIR = "results/sensitivity"
 OTHER = other_mode(FIDELITY)
 OTHER_ROWS = resolve_rows(None, OTHER)
 # the configured engine if it fits the other mode's rows (laplace fits aggregated rows only), else lme4
-OTHER_ENGINE = engine_for(STATS["engine"], rows=OTHER_ROWS)
+OTHER_ENGINE = engine_for(STATS["engine"], rows=OTHER_ROWS).name
 
 
 wildcard_constraints:

@@ -97,6 +97,7 @@ rule glmm_summary:
         rows=STATS_ROWS,
         engine=STATS["engine"],
         covariate=STATS["covariate"],
+        collinearity_threshold=STATS["collinearity_threshold"],
         prior=STATS["prior"],
     script:
         "../workflow/scripts/glmm_summary.py"

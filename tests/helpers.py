@@ -78,7 +78,7 @@ rule shard:
     input: "glmm_input.parquet"
     output: shard="shards/shard-{{i}}.parquet", check="shards/shard-{{i}}.check.parquet"
     params: glmm=2, resamples=4, seed=3, shard=lambda w: int(w.i), n_shards=2, engine="{engine}",
-            check_resamples=1, rows="aggregated", fidelity="earnest"
+            check_resamples=1, rows="aggregated", fidelity="earnest", prior={{}}
     threads: 1
     log: "logs/shard-{{i}}.log"
     script: "{s}/bootstrap_shard.py"
@@ -88,7 +88,7 @@ rule summary:
            checks=expand("shards/shard-{{i}}.check.parquet", i=range(2))
     output: summary="summary.parquet", refits="refits.parquet"
     params: glmm=2, resamples=4, analysis="all", engine="{engine}", rows="aggregated", fidelity="earnest",
-            covariate="gamma"
+            covariate="gamma", collinearity_threshold=0.9, prior={{}}
     log: "logs/summary.log"
     script: "{s}/glmm_summary.py"
 """

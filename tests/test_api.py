@@ -46,3 +46,11 @@ def test_readme_library_example_runs():
     first, power = proc.stdout.split("\n")[:2]
     assert first.split()[0] in ("5", "5.0")
     assert 0.0 < float(power) < 1.0
+
+
+def test_engine_for_returns_the_engine_object():
+    from earnest.stats.engines import Engine, get_engine
+
+    eng = api.engine_for("laplace")
+    assert isinstance(eng, Engine) and eng is get_engine("laplace") and eng.name == "laplace"
+    assert api.engine_for("laplace", rows="answers") is get_engine("lme4")

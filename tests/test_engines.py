@@ -64,11 +64,14 @@ def test_engines_are_looked_up_by_name():
     assert lap.fallback == "lme4" and lme4.fallback is None
     # what the workflow runs where the configured engine cannot (sensitivity's per-answer rows,
     # compare's item effects)
-    assert E.engine_for("laplace", rows="aggregated") == "laplace"
-    assert E.engine_for("laplace", rows="answers") == "lme4"
-    assert E.engine_for("laplace", item_effects=True) == "lme4"
-    assert E.engine_for("lme4", rows="answers", item_effects=True) == "lme4"
-    assert E.engine_for("laplace", item_effects=False) == "laplace"
+    laplace, lme4 = E.get_engine("laplace"), E.get_engine("lme4")
+    assert E.engine_for("laplace", rows="aggregated") is laplace
+    assert E.engine_for("laplace", rows="answers") is lme4
+    assert E.engine_for("laplace", item_effects=True) is lme4
+    assert E.engine_for("lme4", rows="answers", item_effects=True) is lme4
+    assert E.engine_for("laplace", item_effects=False) is laplace
+    assert E.engine_for(laplace, rows="answers") is lme4          # an engine object is taken as it is
+    assert isinstance(E.engine_for("lme4"), E.Engine)
     with pytest.raises(ValueError, match="fits aggregated rows only"):
         E.resolve_rows("answers", "earnest", engine="laplace")
     with pytest.raises(ValueError, match="unknown GLMM engine"):

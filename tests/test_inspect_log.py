@@ -266,9 +266,12 @@ def test_every_epoch_is_a_row_of_the_same_item(tmp_path):
     for e in (1, 2):   # the same items, templates and variants in each epoch
         pd.testing.assert_frame_equal(both[both.epoch == e][cols].reset_index(drop=True), one[cols])
     assert both[both.epoch == 2].correct.all()
+    # the GLMM input: one row per question, correct the mean of its two epochs (issue 50)
     g = lmeval.to_glmm_input(both, BY_METADATA)
-    assert len(g) == 32 and g.groupby("item").size().eq(2).all()
-    assert g.groupby("variant").size().to_dict() == {0: 8, 1: 24}
+    assert len(g) == 16 and g["item"].is_unique and (g["epochs"] == 2).all()
+    assert g.groupby("variant").size().to_dict() == {0: 4, 1: 12}
+    first = lmeval.to_glmm_input(one, BY_METADATA).set_index("item")["correct"]
+    assert (g.set_index("item")["correct"] == (first + 1) / 2).all()     # epoch 2 is all correct
     # compare pairs epoch e with epoch e: two renamed copies of the log as two models
     renamed = _rewrite(tmp_path, "other", lambda x: [x, {**x, "epoch": 2}], lambda h: h["eval"].update(model="hf/other"))
     c = lmeval.to_compare_input(inspect_log.read_logs([path, renamed], mapping=BY_METADATA, epoch="all"), BY_METADATA)
@@ -348,4 +351,22 @@ def test_earnest_glmm_fits_every_epoch(tmp_path):
                  "--engine", "laplace", "--check-resamples", "0", "--inspect", str(path), "--variant-field", "variant",
                  "--inspect-epoch", "all"]) == 0
     (r,) = json.loads((out / "tables" / "summary.json").read_text())
-    assert r["n_base"] == 8 and r["n_variants"] == 24   # answers: each of 4 + 12 items in 2 epochs
+    assert r["n_base"] == 4 and r["n_variants"] == 12   # questions, each the mean of its 2 epochs
+
+
+def test_unbalanced_epochs_and_an_epoch_that_is_no_number_are_refused(tmp_path):
+    # epoch 2 answers only the first sample: the questions' means would rest on 1 or 2 answers
+    seen = []
+
+    def first_twice(x):
+        seen.append(x["id"])
+        return [x, {**x, "epoch": 2}] if len(seen) == 1 else [x]
+
+    path = _rewrite(tmp_path, "unbalanced", first_twice)
+    rows = inspect_log.read_logs([path], mapping=BY_METADATA, epoch="all")
+    with pytest.raises(lmeval.LmEvalError, match=r"unbalanced epochs: .*unbalanced\.json.* has 1 answers, .* 2; .*"
+                                                 r"--inspect-epoch N"):
+        lmeval.to_glmm_input(rows, BY_METADATA)
+    for bad in ("ALL", "2", 0, True, 1.5):
+        with pytest.raises(lmeval.LmEvalError, match=r"epoch .*: give an epoch number \(an int, 1, 2, \.\.\.\), 'all' or None"):
+            inspect_log.read_logs([path], mapping=BY_METADATA, epoch=bad)

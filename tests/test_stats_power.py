@@ -309,3 +309,22 @@ def test_from_summary_names_the_file_column_and_row_of_a_bad_design(tmp_path, ca
     path.write_bytes(b"")
     assert main(["power", "--from-summary", str(path), "--out", str(tmp_path / "o")]) == 2
     assert f"earnest power: {path}: empty file" in capsys.readouterr().err
+
+
+def test_the_power_table_explains_its_null_row(tmp_path):
+    """Issue 50: the OR = 1 row is a false-positive rate, shown with its Wilson interval and the
+    rate the Eq. 4 test should show at its B (not alpha), with whether the interval holds it."""
+    t = _power_table([1.0, 0.6], [0.15, 0.6], n=20)
+    for col, value in (("n_no_p", 0), ("clean_share", 1.0), ("n_engine_fallback", 0), ("wald_power", 0.05),
+                       ("seconds", 1.0), ("fits", 2000), ("gamma_sd", float("nan"))):
+        t[col] = value
+    notes = [P.null_row_note(r) for r in t.itertuples()]
+    assert notes[0] == ("false-positive rate: 3/20, expected at most 0.059 (Eq. 4's exact level at B = 100, alpha "
+                        "0.05); within Monte Carlo error") and notes[1] == ""
+    far = t.iloc[[0]].assign(n_p_below_alpha=12, power=0.6, power_ci_low=P.wilson(12, 20)[0],
+                             power_ci_high=P.wilson(12, 20)[1])
+    assert "ABOVE it beyond Monte Carlo error" in P.null_row_note(next(far.itertuples()))
+    paths = P.write_power_tables(t, pd.DataFrame(columns=list(P.MDE_COLUMNS)), tmp_path)
+    md = paths["power"]["md"].read_text()
+    assert "wilson_95" in md and "[0.052, 0.360]" in md and "expected at most 0.059" in md
+    assert "The OR = 1 rows are the test's false-positive rate" in md

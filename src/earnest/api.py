@@ -18,7 +18,8 @@ Extraction and scoring
     ``is_correct(extraction, gold)``.
 Fits (bootstrapped binomial GLMMs)
     ``glmm_input_from_scored(scored)`` → the GLMM's input; ``run_glmm(df, glmm, n_resamples, seed,
-    out_dir, ...)`` → shards and summaries; ``engine_for(name)`` the engine (``lme4``, ``laplace``).
+    out_dir, ...)`` → shards and summaries; ``engine_for(name)`` the engine object
+    (:class:`earnest.stats.engines.Engine`; ``.name`` is ``lme4`` or ``laplace``) that fits what is asked.
 Other harnesses' results
     ``read_lmeval_samples(paths)``, ``read_inspect_logs(paths)``, ``lmeval_to_glmm_input(samples)``.
 Comparisons and power

@@ -8,7 +8,9 @@ snakemake.input.glmm_input: GLMM input parquet; snakemake.input.shards: shard pa
 snakemake.params: glmm (1|2), resamples (B, checked against the shards), analysis (all |
   reasoning_only | matched | shifted<k>), fidelity (reference | earnest: which fits are clean), rows
   (answers | aggregated: recorded in the summary), engine (lme4 | laplace: which full-data fit),
-  covariate (GLMM 2's);
+  covariate (GLMM 2's), collinearity_threshold (GLMM 2: |correlation| of the covariate with variant
+  above which the summary warns; a not estimable fit, e.g. gamma collinear with variant, is logged and
+  written with its reason in column not_estimable_reason);
 snakemake.input.checks: the shards' lme4 cross-checks (none for lme4 shards); their verdict goes into the
   summary's engine_check_* columns and, when beyond tolerance, the log as a warning;
 snakemake.output.summary: summary parquet (one row per effect); snakemake.output.refits: optimiser
@@ -19,7 +21,7 @@ import pandas as pd
 
 from earnest.joblog import job_logger
 from earnest.stats.glmm import validate_glmm_input
-from earnest.stats.run import read_shards, summarise_shards
+from earnest.stats.run import fit_warnings, read_shards, summarise_shards
 
 log = job_logger(snakemake.log[0], "glmm_summary")  # noqa: F821
 
@@ -40,7 +42,9 @@ try:
         n_resamples=int(p.resamples), source=f"shards of {src}", analysis=str(p.analysis),
         fidelity=str(p.fidelity), rows=str(p.rows), engine=str(p.engine),
         covariate=str(p.covariate), model=getattr(wc, "model", None), prompt=getattr(wc, "prompt", None),
-        prior=dict(p.prior))
+        prior=dict(p.prior), collinearity_threshold=float(p.collinearity_threshold))
+    for line in fit_warnings(summary):
+        log.warning(line)
     if verdict is not None:
         log.info("%s engine checked against lme4 on %d resamples: largest difference %.2g, clean flags agree "
                  "on %d", p.engine, verdict["checked"], verdict["max_abs_diff"],

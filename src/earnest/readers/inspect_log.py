@@ -22,11 +22,13 @@ epoch.
 
 Epochs (``inspect eval --epochs N`` answers every sample N times): a log with several is read for one
 epoch (``--inspect-epoch N``) or for all of them (``--inspect-epoch all``): then each epoch's answer
-is a row of its own of the same item, so an item of a template counts N times in the GLMM (N
-Bernoulli answers of one question). The bootstrap resamples whole templates, each with every answer
-of its items, so the dependence between the answers of one item (and one template) stays inside the
-resampled unit and the intervals and p values account for it; the point estimate weights every
-answer alike (as Inspect's accuracy over epochs does). ``compare`` pairs epoch e of one condition
+is a row of its own of the same item (column ``epoch``). The GLMM input averages them per question
+(:func:`earnest.readers.lmeval.average_epochs`): one row per question, ``correct`` the share of its
+epochs answered right, ``epochs`` their number, which must be the same for every question of a
+model x prompt (unbalanced epochs are refused). N epochs of one question are not N independent
+answers: as rows of their own they shrank the full-data fit's Wald SE (by ~29% with two identical
+greedy epochs) while the template bootstrap's interval was right; averaged, each question weighs one
+answer and two identical epochs give exactly one epoch's fit. ``compare`` pairs epoch e of one condition
 with epoch e of the other (each epoch's pair of answers a paired unit); ``power`` takes the design as
 answers per template.
 """
@@ -218,6 +220,8 @@ def read_logs(paths: Sequence[str | Path], *, mapping: Mapping = Mapping(), scor
     ``epoch``: the epoch to read when a log has several (None: the only one, an error when there
     are several); ``"all"``: every epoch's answer, each a row of the same item (same doc_id, item,
     template and variant; column ``epoch``)."""
+    if not (epoch is None or epoch == "all" or (isinstance(epoch, int) and not isinstance(epoch, bool) and epoch >= 1)):
+        raise LmEvalError(f"epoch {epoch!r}: give an epoch number (an int, 1, 2, ...), 'all' or None")
     logs = [(Path(p), *read_log(p)) for p in paths]
     heads = []
     for path, header, _ in logs:

@@ -428,8 +428,10 @@ def prompt_rows(samples: pd.DataFrame, mapping: Mapping = Mapping()) -> pd.DataF
 
 def to_glmm_input(samples: pd.DataFrame, mapping: Mapping = Mapping(), *, glmm: int = 1,
                   gamma: Callable[[str], float] | None = None) -> pd.DataFrame:
-    """GLMM input (model, prompt, template, variant, correct, item[, gamma]) from
-    :func:`read_samples` rows: one fit per model x prompt (:func:`prompt_rows`). GLMM 2's gamma is
+    """GLMM input (model, prompt, template, variant, correct, item[, epochs][, gamma]) from
+    :func:`read_samples` rows: one fit per model x prompt (:func:`prompt_rows`). Several epochs of
+    one question (Inspect, ``--inspect-epoch all``) become one row, ``correct`` their mean and
+    ``epochs`` their number (:func:`average_epochs`). GLMM 2's gamma is
     computed from the doc's question field (``mapping.question_field``) by ``gamma`` (question ->
     gamma; the caller's benchmark's, e.g. :func:`earnest.gsm.gamma.gamma` in a fidelity mode, which
     this reader does not know), required for GLMM 2."""
@@ -440,7 +442,8 @@ def to_glmm_input(samples: pd.DataFrame, mapping: Mapping = Mapping(), *, glmm: 
             raise LmEvalError(f"model {model!r}, prompt {prompt!r}: the GLMM needs samples of both GSM-Base "
                               f"(variant 0) and GSM-Variants (variant 1); found only variant {sorted(variants)} (name "
                               f"the base task with --lm-eval-base-task, or a doc field with --lm-eval-variant-field)")
-    cols = ["model", "prompt", "template", "variant", "correct", "item"]
+    out, epochs = average_epochs(out)
+    cols = ["model", "prompt", "template", "variant", "correct", "item"] + (["epochs"] if epochs else [])
     if glmm == 2:
         bad = out["question"].isna()
         if bad.any():
@@ -452,6 +455,34 @@ def to_glmm_input(samples: pd.DataFrame, mapping: Mapping = Mapping(), *, glmm: 
         out["gamma"] = [gamma(q) for q in out["question"]]
         cols.append("gamma")
     return out[cols].reset_index(drop=True)
+
+
+def average_epochs(rows: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
+    """(rows, whether any were averaged): where a question (item) of a model x prompt has several
+    rows, one per epoch (Inspect's ``--epochs``, read with ``--inspect-epoch all``), one row of it
+    whose ``correct`` is the mean over its epochs and ``epochs`` their number
+    (:data:`earnest.stats.glmm.EPOCHS`): several epochs of the same question are not independent
+    answers, and as rows of their own they would shrink the GLMM's Wald SE (two identical greedy
+    epochs by ~29%) and weigh a question by its epochs. Every question of a model x prompt must have
+    the same number of epochs (LmEvalError naming two that differ: read one epoch with
+    ``--inspect-epoch N``, or the epochs every question has)."""
+    key = ["model", "prompt", "item"]
+    n = rows.groupby(key, sort=False)["correct"].transform("size")
+    if (n <= 1).all():
+        return rows, False
+    for (model, prompt), sub in rows.assign(_n=n).groupby(["model", "prompt"], sort=True):
+        counts = sub.drop_duplicates("item")
+        if counts["_n"].nunique() > 1:
+            lo, hi = counts.sort_values("_n").iloc[0], counts.sort_values("_n").iloc[-1]
+            raise LmEvalError(f"model {model!r}, prompt {prompt!r}: unbalanced epochs: {lo['source']} (doc {lo['doc_id']!r}) "
+                              f"has {lo['_n']} answers, {hi['source']} (doc {hi['doc_id']!r}) {hi['_n']}; the GLMM "
+                              f"averages each question's epochs and needs the same number for every question: read one "
+                              f"epoch (--inspect-epoch N) or complete the log")
+    first = rows.drop_duplicates(key).set_index(key)
+    mean = rows.groupby(key, sort=False)["correct"].mean()
+    first["correct"] = mean.reindex(first.index).to_numpy()
+    first["epochs"] = rows.groupby(key, sort=False)["correct"].size().reindex(first.index).to_numpy()
+    return first.reset_index()[list(rows.columns) + ["epochs"]], True
 
 
 def to_compare_input(samples: pd.DataFrame, mapping: Mapping = Mapping(), *, by: str | None = None) -> pd.DataFrame:

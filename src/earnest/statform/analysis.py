@@ -30,6 +30,9 @@ from .parsing import UNPARSEABLE
 
 #: bootstrap resamples of the StatFormBench intervals (config/schema.yaml: statform.resamples)
 RESAMPLES = schema_default("statform.resamples")
+#: the seed of the intervals' resamples (statform.seed) and the fine labels a confusion figure shows (statform.top_fine)
+SEED = schema_default("statform.seed")
+TOP_FINE = schema_default("statform.top_fine")
 
 #: The confusion matrices' column of the unparseable answers (parsing.UNPARSEABLE), the one place it is named.
 UNPARSED_LABEL = "(unparsed)"
@@ -46,7 +49,7 @@ def _resample_weights(n: int, n_boot: int, seed: int) -> np.ndarray:
 
 
 def bootstrap_metrics(scored: pd.DataFrame, by: Sequence[str] = ("model",), n_boot: int = RESAMPLES,
-                      seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+                      seed: int = SEED, level: float = 0.95) -> pd.DataFrame:
     """Long table: ``by`` columns, metric, estimate, ci_low, ci_high, n (metrics in [0, 1]).
 
     Within each group the rows are ordered by ``item_id``; the resample counts depend only on
@@ -73,7 +76,7 @@ def bootstrap_metrics(scored: pd.DataFrame, by: Sequence[str] = ("model",), n_bo
     return pd.DataFrame(rows)
 
 
-def strategy_deltas(scored: pd.DataFrame, baseline: str = "zero_shot", n_boot: int = RESAMPLES, seed: int = 0,
+def strategy_deltas(scored: pd.DataFrame, baseline: str = "zero_shot", n_boot: int = RESAMPLES, seed: int = SEED,
                     level: float = 0.95) -> pd.DataFrame:
     """Per model and strategy: the baseline's absolute metrics, others as paired differences from it.
 
@@ -161,7 +164,7 @@ def unparseable_counts(scored: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_main_table(scored: pd.DataFrame, stem: str | Path, *, strategy: str = "zero_shot", n_boot: int = RESAMPLES,
-                     seed: int = 0) -> dict[str, Path]:
+                     seed: int = SEED) -> dict[str, Path]:
     """Table 1 layout: models x six metrics under one strategy, each with its 95% bootstrap interval."""
     sub = scored[scored["prompt"] == strategy]
     if sub.empty:
@@ -179,7 +182,7 @@ def write_main_table(scored: pd.DataFrame, stem: str | Path, *, strategy: str = 
 
 
 def write_source_table(scored: pd.DataFrame, stem: str | Path, *, strategy: str = "zero_shot", n_boot: int = RESAMPLES,
-                       seed: int = 0) -> dict[str, Path]:
+                       seed: int = SEED) -> dict[str, Path]:
     """Table 2/7 layout: each model's six metrics on each data source, with intervals."""
     sub = scored[scored["prompt"] == strategy]
     long = bootstrap_metrics(sub, ["source", "model"], n_boot, seed)
@@ -225,7 +228,7 @@ def write_category_table(scored: pd.DataFrame, stem: str | Path, *, level: str =
 
 
 def write_strategy_table(scored: pd.DataFrame, stem: str | Path, *, baseline: str = "zero_shot",
-                         n_boot: int = RESAMPLES, seed: int = 0) -> dict[str, Path]:
+                         n_boot: int = RESAMPLES, seed: int = SEED) -> dict[str, Path]:
     """Table 3 layout: per model, the baseline's absolute scores, other strategies as signed changes."""
     long = strategy_deltas(scored, baseline, n_boot, seed)
     display, raw = _wide(long, ["model", "prompt"])
@@ -305,7 +308,7 @@ def _short(label: str, width: int = 38) -> str:
 
 
 def write_confusion_figures(scored: pd.DataFrame, outdir: str | Path, *, strategy: str = "zero_shot",
-                            top_fine: int = 15) -> list[Path]:
+                            top_fine: int = TOP_FINE) -> list[Path]:
     """Coarse and fine confusion matrices for each model (PNG + PDF); returns the files written."""
     outdir = Path(outdir)
     sub = scored[scored["prompt"] == strategy]

@@ -22,12 +22,19 @@ from earnest.backends import load_backend
 from earnest.generation import CHECKPOINT_EVERY, run_requests
 
 from . import analysis
-from .analysis import RESAMPLES
+from earnest.schema import schema_default
+
+from .analysis import RESAMPLES, SEED, TOP_FINE
 from .data import check_disjoint, check_known_categories, samples_from_frame, samples_to_frame, stratified_limit
 from .release import load_any
 from .metrics import score_generations
 from .prompts import build_requests, load_prompt_template, parse_strategy
 from .taxonomy import Taxonomy, load_taxonomy, taxonomy_for
+
+#: the strategy of the main table (statform.main_strategy); categories with at most this many
+#: samples are left out of the per-category tables (statform.min_category_n)
+MAIN_STRATEGY = schema_default("statform.main_strategy")
+MIN_CATEGORY_N = schema_default("statform.min_category_n")
 
 DATASET = "statform"
 
@@ -103,9 +110,10 @@ def score(generations: str | Path | Sequence[str | Path], samples_path: str | Pa
 
 
 def analyse(scored_paths: Sequence[str | Path], tables_dir: str | Path, figures_dir: str | Path, *,
-            main_strategy: str = "zero_shot", baseline: str = "zero_shot", n_boot: int = RESAMPLES, seed: int = 0,
-            min_category_n: int = 0, top_fine: int = 15, glmm: bool = True, fidelity: str = "earnest",
-            samples_path: str | Path | None = None, strategies: dict | None = None) -> list[Path]:
+            main_strategy: str = MAIN_STRATEGY, baseline: str = "zero_shot", n_boot: int = RESAMPLES, seed: int = SEED,
+            min_category_n: int = MIN_CATEGORY_N, top_fine: int = TOP_FINE, glmm: bool = True,
+            fidelity: str = "earnest", samples_path: str | Path | None = None,
+            strategies: dict | None = None) -> list[Path]:
     """Every StatFormBench table and figure from the scored tables; returns the files written.
 
     Tables: ``main``, ``by_source``, ``category_coarse``, ``category_fine``, ``parse_status``

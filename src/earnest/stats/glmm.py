@@ -28,10 +28,21 @@ import pandas as pd
 
 from earnest import fidelity
 from earnest.jsonl import read_utf8
+from earnest.stats.defaults import COLLINEARITY_THRESHOLD, COVARIATE
 from earnest.wording import EFFECTS, GAMMA_C, TERMS  # noqa: F401 (EFFECTS re-exported with the engine)
 from earnest.stats.defaults import PRIOR_EFFECT_SD, PRIOR_INTERCEPT_SD
 
 GLMM_INPUT_COLUMNS = ("model", "prompt", "template", "variant", "correct")
+#: Optional GLMM input column: how many answers (epochs: Inspect's ``--epochs``, answering every
+#: question again) each row's ``correct`` is the mean of, the same number in every row of a model x
+#: prompt. Several epochs of one question are not independent answers: counted as such they shrink
+#: the Wald SE (two identical epochs by 1 - 1/sqrt(2), ~29%). The readers average them per question
+#: (:func:`earnest.readers.lmeval.to_glmm_input`), so each question weighs one answer and
+#: ``correct`` is a proportion in steps of 1/epochs; the fits give such a row the weight of one
+#: answer (laplace: the proportion as a binomial count of one trial; lme4: its epochs' counts with
+#: prior weight 1/epochs, the same likelihood up to a constant). Two identical epochs then give
+#: exactly one epoch's fit.
+EPOCHS = "epochs"
 #: Optional GLMM input column (GLMM 2, reference mode): the value gamma is centred on, the mean gamma of
 #: the authors' pool (every model of the prompt; :func:`earnest.gsm.glmm_input.pool_gamma_centre`).
 GAMMA_CENTRE = "gamma_centre"
@@ -70,6 +81,22 @@ GAMMA_MAX = 1e6
 
 class GLMMInputError(ValueError):
     """The GLMM input table is malformed; the message names the file and the column."""
+
+
+class NotEstimable(GLMMInputError):
+    """The fixed effects of one model x prompt's GLMM cannot be estimated from its rows: the
+    fixed-effect design is rank deficient (e.g. GLMM 2's covariate equal to, or a linear function
+    of, ``variant``; a covariate or ``variant`` constant). ``reason`` is the sentence the summaries
+    carry (column ``not_estimable_reason``), e.g. "not estimable: gamma is collinear with variant".
+
+    Raised by :func:`model_frame` (:func:`check_fixed_effects`), so before either engine fits
+    anything; :func:`earnest.stats.engines.run_shard` turns it into shard rows whose ``error`` is
+    the reason and :func:`earnest.stats.run.summarise_group` into summary rows with that reason, so
+    the other model x prompt pairs of a job are fitted and written as usual."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
 
 
 def show_value(value) -> str:
@@ -237,13 +264,17 @@ def validate_glmm_input(df: pd.DataFrame, glmm: int, source: str = "GLMM input",
     for col in needed:
         if col not in df.columns:
             raise GLMMInputError(f"{source}: missing column '{col}' (GLMM {glmm} needs {', '.join(needed)})")
-    out = df[needed].copy()
+    out = df[needed + ([EPOCHS] if EPOCHS in df.columns else [])].copy()
     for col in ("correct", "variant"):
         vals = out[col]
         if vals.isna().any():
             bad = int(np.flatnonzero(vals.isna().to_numpy())[0])
             raise GLMMInputError(f"{source}: column '{col}' is empty in {_row(bad)}")
+        if col == "correct" and EPOCHS in out.columns:
+            continue
         out[col] = binary_column(vals, col, source)
+    if EPOCHS in out.columns:
+        out[EPOCHS], out["correct"] = _epoch_columns(out, source)
     out["template"] = integer_ids(out["template"], "template", source)
     if glmm == 2:
         g = pd.to_numeric(out["gamma"], errors="coerce")
@@ -266,6 +297,38 @@ def validate_glmm_input(df: pd.DataFrame, glmm: int, source: str = "GLMM input",
     for col in ("model", "prompt"):
         out[col] = text_column(out[col], col, source, folder=True)
     return out.reset_index(drop=True)
+
+
+def _epoch_columns(out: pd.DataFrame, source: str) -> tuple[pd.Series, pd.Series]:
+    """The validated ``epochs`` (integers >= 1, one value per model x prompt) and ``correct`` (a
+    mean of that many 0/1 answers: a multiple of 1/epochs in [0, 1]) of GLMM input with
+    :data:`EPOCHS`; GLMMInputError naming the column and data row otherwise."""
+    epochs = integer_ids(out[EPOCHS], EPOCHS, source, what="counts")
+    if (epochs < 1).any():
+        bad = int(np.flatnonzero((epochs < 1).to_numpy())[0])
+        raise GLMMInputError(f"{source}: column '{EPOCHS}' must be at least 1, found {show_value(out[EPOCHS].iloc[bad])} "
+                             f"in {_row(bad)}")
+    per = pd.DataFrame({"m": out["model"].astype(str), "p": out["prompt"].astype(str), "e": epochs})
+    n = per.groupby(["m", "p"])["e"].nunique()
+    if (n > 1).any():
+        m, pr = n[n > 1].index[0]
+        seen = sorted(per.loc[(per["m"] == m) & (per["p"] == pr), "e"].unique().tolist())
+        raise GLMMInputError(f"{source}: column '{EPOCHS}' holds {', '.join(map(str, seen))} for model {m!r}, prompt "
+                             f"{pr!r}: unbalanced epochs (questions answered a different number of times); every "
+                             "question of a fit must be the mean of the same number of answers (read one epoch, or "
+                             "the epochs every question has)")
+    c = pd.to_numeric(out["correct"], errors="coerce")
+    k = c.to_numpy(float) * epochs.to_numpy(float)
+    bad = ~np.isfinite(k) | (c.to_numpy(float) < 0) | (c.to_numpy(float) > 1) | (np.abs(k - np.rint(k)) > 1e-6)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise GLMMInputError(f"{source}: column 'correct' must be the share of {int(epochs.iloc[i])} epochs' 0/1 answers "
+                             f"(0, 1/{int(epochs.iloc[i])}, ..., 1; column '{EPOCHS}'), found "
+                             f"{show_value(out['correct'].iloc[i])} in {_row(i)}")
+    exact = np.rint(k) / epochs.to_numpy(float)
+    if (epochs == 1).all():
+        return epochs, pd.Series(exact.astype(np.int64), index=out.index)
+    return epochs, pd.Series(exact, index=out.index)
 
 
 def _pool_centres(raw: pd.DataFrame, out: pd.DataFrame, source: str) -> pd.Series:
@@ -379,22 +442,121 @@ def centre_gamma(df: pd.DataFrame) -> pd.Series:
     return g - float(g.mean())
 
 
+#: the prefix of every :class:`NotEstimable` reason
+NOT_ESTIMABLE = "not estimable"
+#: lme4's tolerance for a rank-deficient fixed-effect matrix (glmerControl's check.rankX, qr's tol 1e-7)
+RANK_TOL = 1e-7
+
+
+def _design_columns(df: pd.DataFrame, glmm: int) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """(X with the intercept first, the columns' names, the answers each row stands for) of the
+    rows GLMM ``glmm`` fits (GLMM 2: rows with gamma), from GLMM input or a model frame."""
+    if glmm == 2 and "gamma" in df.columns:
+        df = df[df["gamma"].notna()]
+    cols = [np.ones(len(df)), df["variant"].to_numpy(float)]
+    names = ["(Intercept)", "variant"]
+    if glmm == 2:
+        g = df[GAMMA_C] if GAMMA_C in df.columns else df["gamma"]
+        cols.append(g.to_numpy(float))
+        names.append(GAMMA_C)
+    if "succ" in df.columns:
+        n = (df["succ"].to_numpy(float) + df["fail"].to_numpy(float))
+    else:
+        n = np.ones(len(df))
+    return np.column_stack(cols), names, n
+
+
+def _rank_problem(X: np.ndarray, names: list[str], covariate: str) -> str:
+    """'' when the columns of X (intercept, variant[, gamma_c]) have full rank, else why not: which
+    column is a linear function of the ones before it (lme4 drops that column and its coefficient
+    has no estimate)."""
+    shown = {"(Intercept)": "the intercept", "variant": "variant", GAMMA_C: str(covariate)}
+    if X.shape[0] == 0:
+        return ""
+    for k in range(1, X.shape[1]):
+        before, col = X[:, :k], X[:, k]
+        coef, *_ = np.linalg.lstsq(before, col, rcond=None)
+        resid = col - before @ coef
+        # relative to the column's size; a column whose every value is below ~1e-6 (e.g. a constant
+        # centred to rounding noise) counts as zero
+        scale = max(float(np.linalg.norm(col)), 1e-6 * np.sqrt(len(col)))
+        if float(np.linalg.norm(resid)) <= RANK_TOL * scale:
+            who = shown[names[k]]
+            if k == 1 or np.allclose(coef[1:], 0.0, atol=RANK_TOL * (1 + np.abs(coef[0]))):
+                value = col[0]
+                return (f"{NOT_ESTIMABLE}: {who} is constant ({value:g} in every row the GLMM fits), so it is collinear "
+                        "with the intercept")
+            return f"{NOT_ESTIMABLE}: {who} is collinear with variant"
+    return ""
+
+
+def check_fixed_effects(df: pd.DataFrame, glmm: int, *, covariate: str = COVARIATE) -> None:
+    """Raise :class:`NotEstimable` when the fixed-effect design of one model x prompt's GLMM
+    ``glmm`` (intercept, variant[, GLMM 2's covariate]) on the rows it fits is rank deficient, with
+    the reason naming the columns (``covariate``: what GLMM 2's ``gamma`` column holds, for the
+    message). Checked by :func:`model_frame`, so once before either engine runs; lme4 would drop the
+    column ("fixed-effect model matrix is rank deficient") and the laplace engine report no fit."""
+    glmm = _check_glmm(glmm)
+    X, names, _ = _design_columns(df, glmm)
+    reason = _rank_problem(X, names, covariate)
+    if reason:
+        raise NotEstimable(reason)
+
+
+def covariate_correlation(df: pd.DataFrame) -> float:
+    """The Pearson correlation of GLMM 2's covariate (``gamma``) with ``variant`` over the answers
+    GLMM 2 fits (GLMM input: one row per answer; rows without gamma left out); NaN where either is
+    constant or there are fewer than 2 rows."""
+    d = df[df["gamma"].notna()]
+    g, v = d["gamma"].to_numpy(float), d["variant"].to_numpy(float)
+    if len(d) < 2 or np.ptp(g) == 0 or np.ptp(v) == 0:
+        return float("nan")
+    return float(np.corrcoef(g, v)[0, 1])
+
+
+def collinearity_warning(df: pd.DataFrame, glmm: int, *, threshold: float = COLLINEARITY_THRESHOLD,
+                         covariate: str = COVARIATE) -> tuple[str, float]:
+    """(warning, correlation) of GLMM ``glmm`` on one model x prompt's GLMM input: for GLMM 2, the
+    covariate's correlation with ``variant`` (:func:`covariate_correlation`) and, where its absolute
+    value exceeds ``threshold`` (``stats.collinearity_threshold``) but the design is still of full
+    rank, a sentence naming it ('' otherwise, and always for GLMM 1: correlation NaN)."""
+    if _check_glmm(glmm) != 2 or len(df) == 0:
+        return "", float("nan")
+    r = covariate_correlation(df)
+    if np.isfinite(r) and abs(r) > float(threshold) and abs(r) < 1 - 1e-12:
+        return (f"{covariate} is nearly collinear with variant (correlation {r:.3f} over the answers, beyond "
+                f"stats.collinearity_threshold {float(threshold):g}): the variant and {covariate} effects are hard to "
+                f"tell apart, their estimates and intervals unstable"), r
+    return "", r
+
+
 def model_frame(df: pd.DataFrame, glmm: int, aggregate: bool = True) -> pd.DataFrame:
     """The rows the R engine fits, for one model x prompt.
 
-    Columns template, variant, succ, fail (and gamma_c for GLMM 2). With ``aggregate``, answers
+    Columns template, variant, succ, fail (and gamma_c for GLMM 2; and ``epochs`` where the input's
+    rows are per-question means over more than one epoch, :data:`EPOCHS`: then succ and fail are sums
+    of those means, each question weighing one answer). With ``aggregate``, answers
     sharing (template, variant[, gamma_c]) collapse into one binomial row; the likelihood is the
     same up to a constant, so estimates and diagnostics agree with the row-level fit. Without it,
     each answer is one row (succ + fail = 1). GLMM 2 leaves out rows without gamma (only reference
     mode has them: a question without digits), as lme4's default na.action drops them from the
     reference's fits; gamma is centred over the rows it keeps.
+
+    A rank-deficient fixed-effect design (e.g. gamma collinear with variant) is refused here, before
+    any engine sees the rows: :class:`NotEstimable` with the reason (:func:`check_fixed_effects`).
     """
     glmm = _check_glmm(glmm)
     _single_group(df)
+    check_fixed_effects(df, glmm)
     if glmm == 2:
         df = df[df["gamma"].notna()]
+    correct = df["correct"]
+    if not np.all(np.mod(correct.to_numpy(float), 1) == 0):   # per-question means over epochs (EPOCHS)
+        correct = correct.astype(float)
+    else:
+        correct = correct.astype(np.int64)
     d = pd.DataFrame({"template": df["template"].astype(np.int64), "variant": df["variant"].astype(np.int64),
-                      "succ": df["correct"].astype(np.int64)})
+                      "succ": correct})
     d["fail"] = 1 - d["succ"]
     keys = ["template", "variant"]
     if glmm == 2:
@@ -403,7 +565,11 @@ def model_frame(df: pd.DataFrame, glmm: int, aggregate: bool = True) -> pd.DataF
     if aggregate:
         d = d.groupby(keys, sort=True, as_index=False)[["succ", "fail"]].sum()
     cols = keys + ["succ", "fail"]
-    return d[cols].reset_index(drop=True)
+    d = d[cols].reset_index(drop=True)
+    epochs = int(df[EPOCHS].iloc[0]) if EPOCHS in df.columns and len(df) else 1
+    if epochs > 1:                      # rows are per-question means over epochs (EPOCHS)
+        d[EPOCHS] = epochs
+    return d
 
 
 def cluster_labels(fidelity_mode: str = fidelity.DEFAULT) -> str:

@@ -30,7 +30,7 @@ from earnest.stats import glmm as G
 from earnest.stats.glmm import safe_name
 from earnest.stats.summary import check_shards, clean_mask, summarise
 from earnest.wording import EFFECTS, VARIANT
-from earnest.stats.defaults import CHECK_RESAMPLES, COVARIATE, SHARDS
+from earnest.stats.defaults import CHECK_RESAMPLES, COLLINEARITY_THRESHOLD, COVARIATE, SHARDS
 
 
 def default_cores() -> int:
@@ -133,7 +133,10 @@ def bootstrap_shard(data: pd.DataFrame, glmm: int, n_resamples: int, base_seed: 
     table.attrs["prior"] = prior.label() if prior is not None else ""
     fallback = int((table.drop_duplicates("resample")["engine"] == G.GLMER_FALLBACK).sum())
     check, no_check = E.empty_check(), ""
-    if eng.has_cross_check and check_resamples > 0:
+    reason = not_estimable_reason(data, glmm) if len(data) else ""
+    if reason:
+        no_check = f"no lme4 check of this shard: {reason}"
+    elif eng.has_cross_check and check_resamples > 0:
         check = eng.cross_check(data, glmm, table, int(check_resamples), base_seed, prior=prior)
         if not len(check) and len(data):
             no_check = (f"no lme4 check of this shard: lme4's model frame would have more than "
@@ -152,21 +155,30 @@ def summarise_group(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, anal
                     wald: bool = True, refit_nonconvergent: bool = True, model: str | None = None,
                     prompt: str | None = None, fidelity: str = F.DEFAULT,
                     rows: str = "", engine: E.Engine | str = G.LME4, prior=None,
-                    level: float = 0.95) -> tuple[pd.DataFrame, pd.DataFrame]:
+                    level: float = 0.95, covariate: str = COVARIATE,
+                    collinearity_threshold: float = COLLINEARITY_THRESHOLD) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Summary rows of one model x prompt plus, if its full-data fit did not converge, the
     optimiser refits (Listing 6; empty frame otherwise). ``data``: validated GLMM input; ``model``
     and ``prompt`` name the group when ``data`` has no rows (nothing is fitted then);
     ``fidelity`` decides which fits are clean; ``rows`` records what the shards were fitted on.
     The full-data fit is ``engine``'s (:func:`full_fit`); a non-convergent one gets the engine's
     diagnostics (:meth:`earnest.stats.engines.Engine.diagnose`: lme4's PIRLS-converged refit and
-    optimiser refits; none for laplace). :func:`summarise_shards` adds the cross-check columns."""
+    optimiser refits; none for laplace). :func:`summarise_shards` adds the cross-check columns.
+
+    Every summary row carries ``not_estimable_reason`` ('' or, e.g., "not estimable: gamma is
+    collinear with variant", :func:`not_estimable_reason`: the fixed-effect design is rank deficient;
+    then no full-data fit is made and the bootstrap's numbers are NaN, n_clean 0), and for GLMM 2
+    ``covariate_correlation`` (the covariate's correlation with variant over the answers) and
+    ``collinearity_warning`` (a sentence where |correlation| > ``collinearity_threshold``, else '';
+    :func:`earnest.stats.glmm.collinearity_warning`)."""
     eng = E.get_engine(engine)
     if len(data):
         model, prompt = str(data["model"].iloc[0]), str(data["prompt"].iloc[0])
     elif model is None or prompt is None:
         raise ValueError("summarise_group: no rows, so model and prompt must be given")
+    reason = not_estimable_reason(data, glmm, covariate=covariate) if len(data) else ""
     prior = G.prior_for(fidelity, prior)
-    wf = full_fit(data, glmm, engine=eng, prior=prior) if wald and len(data) else None
+    wf = full_fit(data, glmm, engine=eng, prior=prior) if wald and len(data) and not reason else None
     profile = None
     if prior is not None and wf is not None and not wf.error:
         # earnest mode: the penalised likelihood-ratio test and profile interval of each effect
@@ -175,6 +187,20 @@ def summarise_group(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, anal
         profile = profile_terms(eng, data, glmm, prior, est, EFFECTS[glmm], level=level)
     summary = summarise(shards, data, glmm, model=model, prompt=prompt, wald=wf, analysis=analysis,
                         fidelity=fidelity, rows=rows, profile=profile, prior=prior, level=level)
+    summary["not_estimable_reason"] = reason
+    if reason:
+        # no estimate exists: no number of the bootstrap may be read as one (separated resamples
+        # would otherwise still give a P value); the verdict is to read not_estimable_reason
+        for col in NOT_ESTIMABLE_NAN:
+            if col in summary.columns:
+                summary[col] = np.nan
+        summary["n_clean"] = 0
+        summary["n_separated"] = 0
+        summary["n_diverged"] = 0
+        summary["diverged"] = False
+    warning, corr = G.collinearity_warning(data, glmm, threshold=collinearity_threshold, covariate=covariate)
+    summary["covariate_correlation"] = corr
+    summary["collinearity_warning"] = warning
     refits = pd.DataFrame()
     if wf is not None and not bool(summary["wald_converged"].iloc[0]):
         extra, refits = eng.diagnose(data, glmm, wf, fidelity, refit=refit_nonconvergent)
@@ -188,12 +214,30 @@ def summarise_group(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, anal
     return summary, refits
 
 
+#: the summary columns of a bootstrap or full-data estimate, NaN for a fit that is not estimable
+NOT_ESTIMABLE_NAN = ("median_log_or", "odds_ratio", "ci_low_log", "ci_high_log", "ci_low", "ci_high", "p_boot",
+                     "p_bound", "ranef_var_mean", "ranef_var_sd")
+
+
+def not_estimable_reason(data: pd.DataFrame, glmm: int, *, covariate: str = COVARIATE) -> str:
+    """'' when GLMM ``glmm``'s fixed effects are estimable from one model x prompt's validated
+    input ``data``, else the reason (:class:`earnest.stats.glmm.NotEstimable`, the check
+    :func:`earnest.stats.glmm.model_frame` makes before any engine runs; ``covariate`` names GLMM 2's
+    covariate in it)."""
+    try:
+        G.check_fixed_effects(data, glmm, covariate=covariate)
+    except G.NotEstimable as exc:
+        return exc.reason
+    return ""
+
+
 def summarise_shards(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, checks: Sequence[pd.DataFrame] = (),
                      n_resamples: int | None = None, source: str = "shards", analysis: str = "all",
                      fidelity: str = F.DEFAULT, rows: str = "", engine: E.Engine | str = G.LME4,
                      covariate: str = COVARIATE,
                      model: str | None = None, prompt: str | None = None,
-                     refit_nonconvergent: bool = True, prior=None) -> tuple[pd.DataFrame, pd.DataFrame, dict | None]:
+                     refit_nonconvergent: bool = True, prior=None,
+                     collinearity_threshold: float = COLLINEARITY_THRESHOLD) -> tuple[pd.DataFrame, pd.DataFrame, dict | None]:
     """The summary of one model x prompt x GLMM from its bootstrap ``shards``: (summary rows, one
     per effect; optimiser refits; the cross-checks' verdict or None).
 
@@ -206,7 +250,8 @@ def summarise_shards(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, che
         check_shards(shards, int(n_resamples), source=source)
     summary, refits = summarise_group(data, shards, glmm, analysis=analysis, model=model, prompt=prompt,
                                       fidelity=fidelity, rows=rows, engine=engine,
-                                      refit_nonconvergent=refit_nonconvergent, prior=prior)
+                                      refit_nonconvergent=refit_nonconvergent, prior=prior, covariate=covariate,
+                                      collinearity_threshold=collinearity_threshold)
     checks = [c for c in checks if len(c)]
     verdict = None
     if checks:
@@ -221,6 +266,16 @@ def summarise_shards(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, che
         summary["engine_check_warning"] = verdict["warning"]
     summary["covariate"] = str(covariate) if glmm == 2 else ""
     return summary, refits, verdict
+
+
+def fit_warnings(summary: pd.DataFrame) -> list[str]:
+    """The lines a log gives for one fit's summary rows: its ``not_estimable_reason`` and its
+    ``collinearity_warning`` (each once)."""
+    out = []
+    for col in ("not_estimable_reason", "collinearity_warning"):
+        if col in summary.columns:
+            out += [t for t in dict.fromkeys(summary[col].astype(str)) if t]
+    return out
 
 
 def steps(df: pd.DataFrame, n_shards: int) -> int:
@@ -238,7 +293,7 @@ def check_path(shard: str | Path) -> Path:
 def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_dir: str | Path, *,
              n_shards: int = SHARDS, cores: int | None = None, rows: str | None = None, analysis: str = "all",
              fidelity: str = F.DEFAULT, engine: E.Engine | str = G.LME4, check_resamples: int = CHECK_RESAMPLES,
-             covariate: str = COVARIATE, prior=None,
+             covariate: str = COVARIATE, prior=None, collinearity_threshold: float = COLLINEARITY_THRESHOLD,
              log: Callable[[str], None] = print,
              on_step: Callable[[str, bool], None] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Bootstrap ``glmm`` for every model x prompt of validated GLMM input ``df``: the steps the
@@ -305,7 +360,10 @@ def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_
             paths.append(path)
         t0 = time.perf_counter()
         s, r, _ = summarise_shards(sub, read_shards(paths), glmm, checks=group_checks, analysis=analysis,
-                                   fidelity=fidelity, rows=rows, engine=eng, covariate=covariate, prior=prior)
+                                   fidelity=fidelity, rows=rows, engine=eng, covariate=covariate, prior=prior,
+                                   collinearity_threshold=collinearity_threshold)
+        for line in fit_warnings(s):
+            log(f"WARNING {model} / {prompt}: {line}")
         step(f"{model} / {prompt}: GLMM {glmm} summarised (full-data fit{' and optimiser refits' if len(r) else ''}) "
              f"in {time.perf_counter() - t0:.1f} s")
         summaries.append(s)

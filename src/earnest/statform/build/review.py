@@ -28,7 +28,11 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ...jsonl import lone_surrogate, parse_json, read_utf8
+from ...schema import schema_default
 from ..data import CATEGORY_SEP, DataError, _parse_variables
+
+#: samples per review batch (statform_build.review.batch_size)
+BATCH_SIZE = schema_default("statform_build.review.batch_size")
 
 DECISIONS = ("accept", "reject", "")
 FILL_COLUMNS = ["decision", "category_final", "background_final", "question_final", "variables_final", "note"]
@@ -75,7 +79,7 @@ def _html_table(rows: list[dict], columns: list[str], flagged_col: str | None = 
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def export_review(samples: list[dict], out_dir: str | Path, batch_size: int = 50) -> list[Path]:
+def export_review(samples: list[dict], out_dir: str | Path, batch_size: int = BATCH_SIZE) -> list[Path]:
     """Write ``batch-NNN.csv`` + ``batch-NNN.html`` per batch of active samples and ``index.html``
     (batches, and every discarded or failed sample with its stage and reason). Returns the files."""
     out = Path(out_dir)

@@ -26,7 +26,10 @@ earnest_capture <- function(expr) {
     withCallingHandlers(
       expr,
       warning = function(w) {
-        warns <<- c(warns, conditionMessage(w))
+        # per-question means over several epochs (GLMM input with an 'epochs' column) are counts
+        # that are not integers by design: binomial()'s complaint about them is no fit problem
+        if (!identical(conditionMessage(w), "non-integer counts in a binomial glm!"))
+          warns <<- c(warns, conditionMessage(w))
         invokeRestart("muffleWarning")
       },
       # "boundary (singular) fit" arrives as a message; isSingular() reports it instead
@@ -48,16 +51,28 @@ earnest_capture <- function(expr) {
 # intercept first (earnest mode's penalised fit: blme::bglmer with fixef.prior = normal(sd), no prior on
 # the random-intercept variance, so its objective is glmer's deviance + sum((beta / sd)^2) + a constant).
 # formula: another formula than the GLMM's (the profile likelihood's, with an offset)
+# A column w of d: prior weights (1/epochs where each row holds the counts of several epochs of its
+# questions, earnest.stats.engines.lme4.weighted_counts).
 earnest_fit <- function(d, glmm, control = glmerControl(), prior_sd = NULL, formula = earnest_formula(glmm)) {
+  weighted <- !is.null(d$w)
   res <- if (is.null(prior_sd)) {
-    earnest_capture(glmer(formula, data = d, family = binomial, control = control))
+    earnest_capture(if (weighted) {
+      glmer(formula, data = d, family = binomial, control = control, weights = w)
+    } else {
+      glmer(formula, data = d, family = binomial, control = control)
+    })
   } else {
     suppressWarnings(suppressPackageStartupMessages(library(blme)))
     # the prior's covariance as a value in the call: blme evaluates the prior's expression in an
     # environment of its own, where a variable of this function is not found (or is another object)
     V <- diag(as.numeric(prior_sd)^2, length(prior_sd))
-    earnest_capture(eval(bquote(blme::bglmer(formula, data = d, family = binomial, control = control,
-                                             fixef.prior = normal(cov = .(V)), cov.prior = NULL))))
+    earnest_capture(if (weighted) {
+      eval(bquote(blme::bglmer(formula, data = d, family = binomial, control = control,
+                               fixef.prior = normal(cov = .(V)), cov.prior = NULL, weights = w)))
+    } else {
+      eval(bquote(blme::bglmer(formula, data = d, family = binomial, control = control,
+                               fixef.prior = normal(cov = .(V)), cov.prior = NULL)))
+    })
   }
   fit <- res$value
   warns <- res$warnings
@@ -174,7 +189,11 @@ earnest_resample <- function(d, index, seed, labels = "draw") {
 earnest_design <- function(d, glmm, control = glmerControl()) {
   d$cluster <- factor(d$template)
   f <- earnest_formula(glmm)
-  fr <- model.frame(lme4::subbars(f), data = d, drop.unused.levels = TRUE)
+  fr <- if (is.null(d$w)) {
+    model.frame(lme4::subbars(f), data = d, drop.unused.levels = TRUE)
+  } else {                              # prior weights, as glmer(weights = w) (earnest_fit)
+    model.frame(lme4::subbars(f), data = d, weights = w, drop.unused.levels = TRUE)
+  }
   list(fr = fr, X = model.matrix(lme4::nobars(f), fr), bars = lme4::findbars(f), family = binomial(),
        control = control, glmm = glmm, index = earnest_template_rows(d))
 }

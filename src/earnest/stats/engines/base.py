@@ -173,16 +173,19 @@ def engine_names() -> tuple[str, ...]:
     return tuple(ENGINES)
 
 
-def engine_for(preferred: str, *, rows: str | None = None, item_effects: bool = False) -> str:
-    """``preferred`` if it fits ``rows`` (and, with ``item_effects``, the paired comparison's item
-    intercepts), else the first registered engine that does: what the workflow runs where the
-    configured engine cannot (the other fidelity mode's per-answer rows, compare's item effects)."""
+def engine_for(preferred: str | Engine, *, rows: str | None = None, item_effects: bool = False) -> Engine:
+    """The engine (:class:`Engine`) to fit with: ``preferred`` (a name or an engine) if it fits
+    ``rows`` (and, with ``item_effects``, the paired comparison's item intercepts), else the first
+    registered engine that does: what the workflow runs where the configured engine cannot (the
+    other fidelity mode's per-answer rows, compare's item effects). Its ``name`` is what a config or
+    a workflow rule's params carry."""
     def fits(e: Engine) -> bool:
         return (rows is None or rows in e.rows) and (not item_effects or e.fits_item_effects)
 
-    if fits(get_engine(preferred)):
-        return preferred
-    return next(e.name for e in ENGINES.values() if fits(e))
+    eng = get_engine(preferred)
+    if fits(eng):
+        return eng
+    return next(e for e in ENGINES.values() if fits(e))
 
 
 def rows_note(rows: str, fidelity_mode: str, engine: Engine | str) -> str:
@@ -228,6 +231,21 @@ def run_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, cor
     return eng.bootstrap(frame, glmm, resamples, base_seed, cores, labels, prior=prior)
 
 
+def unfitted_shard(error: str, glmm: int, n_resamples: int, base_seed: int, shard: int, n_shards: int,
+                   engine: Engine | str) -> pd.DataFrame:
+    """The shard of a model x prompt that is not fitted (no rows, :data:`earnest.stats.glmm.NO_ROWS`;
+    fixed effects not estimable, :class:`earnest.stats.glmm.NotEstimable`'s reason): every resample
+    an error row with ``error``, so the summary says why instead of the job failing."""
+    eng = get_engine(engine)
+    resamples = G.shard_resamples(n_resamples, shard, n_shards)
+    return pd.DataFrame([
+        {"resample": int(b), "seed": G.resample_seed(base_seed, int(b)), "term": term, "estimate": np.nan,
+         "ranef_var": np.nan, "converged": False, "singular": None, "messages": "",
+         "lme4_messages": "", "error": error, "engine": eng.name}
+        for b in resamples for term in G.TERMS[G._check_glmm(glmm)]],
+        columns=list(G.SHARD_COLUMNS) + ["engine"])
+
+
 def run_shard(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, shard: int = 0,
               n_shards: int = SHARDS, cores: int = 1, aggregate: bool = True, engine: Engine | str = G.LME4,
               labels: str = "draw", prior=None) -> pd.DataFrame:
@@ -236,21 +254,20 @@ def run_shard(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, sha
     ``df`` is validated GLMM input (see :func:`earnest.stats.glmm.validate_glmm_input`) for a single
     model x prompt. With no rows (e.g. the reasoning-only analysis excluded every item as a code
     error) every resample is recorded as an error, so the summary says so instead of the run
-    failing. ``aggregate``: binomial rows (an engine that fits aggregated rows only always
+    failing; likewise when its fixed effects are not estimable (:class:`earnest.stats.glmm.NotEstimable`,
+    e.g. gamma collinear with variant: every resample an error row with the reason, no engine
+    called). ``aggregate``: binomial rows (an engine that fits aggregated rows only always
     aggregates; the likelihood is the same). ``labels``: the cluster labels
     (:func:`earnest.stats.glmm.cluster_labels`).
     """
     eng = get_engine(engine)
     G._check_labels(labels)
     if len(df) == 0:
-        resamples = G.shard_resamples(n_resamples, shard, n_shards)
-        return pd.DataFrame([
-            {"resample": int(b), "seed": G.resample_seed(base_seed, int(b)), "term": term, "estimate": np.nan,
-             "ranef_var": np.nan, "converged": False, "singular": None, "messages": "",
-             "lme4_messages": "", "error": G.NO_ROWS, "engine": eng.name}
-            for b in resamples for term in G.TERMS[G._check_glmm(glmm)]],
-            columns=list(G.SHARD_COLUMNS) + ["engine"])
-    frame = G.model_frame(df, glmm, aggregate=aggregate or "answers" not in eng.rows)
+        return unfitted_shard(G.NO_ROWS, glmm, n_resamples, base_seed, shard, n_shards, eng)
+    try:
+        frame = G.model_frame(df, glmm, aggregate=aggregate or "answers" not in eng.rows)
+    except G.NotEstimable as exc:           # e.g. gamma collinear with variant: no engine is asked
+        return unfitted_shard(exc.reason, glmm, n_resamples, base_seed, shard, n_shards, eng)
     return run_bootstrap(frame, glmm, G.shard_resamples(n_resamples, shard, n_shards), base_seed, cores, eng,
                          labels, prior)
 

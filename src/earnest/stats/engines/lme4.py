@@ -30,6 +30,23 @@ def _prior_sd(prior, n: int):
     return ro.NULL if prior is None else ro.FloatVector(prior.sd(n))
 
 
+def weighted_counts(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` as lme4 fits it: where its rows are per-question means over several epochs (column
+    :data:`earnest.stats.glmm.EPOCHS`, succ and fail sums of means), the epochs' integer counts
+    (succ and fail times epochs) with prior weight ``w`` = 1/epochs, which glmer() gives the
+    likelihood of one answer per question (binomial's initialize makes the prior weight w * n and
+    its aic() scales each row's log-likelihood by 1/epochs); the laplace engine fits the means
+    themselves, the same likelihood up to a constant. Other frames are returned as they are."""
+    if G.EPOCHS not in frame.columns:
+        return frame
+    e = frame[G.EPOCHS].astype(float)
+    out = frame.drop(columns=[G.EPOCHS])
+    out["succ"] = np.rint(frame["succ"].astype(float) * e).astype(np.int64)
+    out["fail"] = np.rint(frame["fail"].astype(float) * e).astype(np.int64)
+    out["w"] = 1.0 / e
+    return out
+
+
 def lme4_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, cores: int = 1,
                    labels: str = "draw", prior=None) -> pd.DataFrame:
     """The lme4 engine's fits of each listed resample of ``frame`` (from
@@ -49,7 +66,7 @@ def lme4_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, co
     rbridge.check_lme4()
     seeds = [G.resample_seed(base_seed, b) for b in resamples]
     ro = rbridge.r()
-    out = rbridge.call("earnest_bootstrap", rbridge.to_r_frame(frame), glmm,
+    out = rbridge.call("earnest_bootstrap", rbridge.to_r_frame(weighted_counts(frame)), glmm,
                        ro.IntVector(resamples), ro.IntVector(seeds), int(max(1, cores)), labels,
                        _prior_sd(prior, len(G.TERMS[glmm])))
     table = rbridge.from_r_frame(out)
@@ -73,7 +90,7 @@ def wald_fit(df: pd.DataFrame, glmm: int, *, tol_pwrss: float = 0.0, prior=None)
     """Fit ``glmm`` once on all rows of one model x prompt (row level, as the paper did); with
     ``tol_pwrss`` > 0 lme4's PIRLS iterates to that relative tolerance (e.g. :data:`TIGHT_PWRSS`)."""
     glmm = G._check_glmm(glmm)
-    frame = G.model_frame(df, glmm, aggregate=False)
+    frame = weighted_counts(G.model_frame(df, glmm, aggregate=False))
     ro = rbridge.r()
     control = ro.r(f"glmerControl(tolPwrss = {float(tol_pwrss)!r})") if tol_pwrss > 0 else ro.r("glmerControl()")
     res = rbridge.from_r_list(rbridge.call("earnest_wald", rbridge.to_r_frame(frame), glmm, control,
@@ -100,7 +117,7 @@ def refit_optimisers(df: pd.DataFrame, glmm: int) -> pd.DataFrame:
     One row per optimiser and term: optimiser, term, estimate, converged, singular, messages, error.
     """
     glmm = G._check_glmm(glmm)
-    frame = G.model_frame(df, glmm, aggregate=False)
+    frame = weighted_counts(G.model_frame(df, glmm, aggregate=False))
     out = rbridge.from_r_frame(rbridge.call("earnest_refit_optimisers", rbridge.to_r_frame(frame), glmm))
     out["converged"] = out["converged"].astype(bool)
     return out
@@ -111,7 +128,7 @@ def check_fits(frame: pd.DataFrame, glmm: int, resamples, seeds, tol_pwrss: floa
     glmer's defaults (``tol_pwrss`` 0) or its PIRLS iterated to ``tol_pwrss``: what checks another
     engine (:func:`earnest.stats.engines.laplace.cross_check`)."""
     ro = rbridge.r()
-    return rbridge.from_r_frame(rbridge.call("earnest_check_fits", rbridge.to_r_frame(frame), glmm,
+    return rbridge.from_r_frame(rbridge.call("earnest_check_fits", rbridge.to_r_frame(weighted_counts(frame)), glmm,
                                              ro.IntVector([int(b) for b in resamples]), ro.IntVector(seeds),
                                              float(tol_pwrss), _prior_sd(prior, len(G.TERMS[glmm]))))
 
@@ -136,7 +153,7 @@ class Lme4Engine(Engine):
         return wald_fit(data, glmm, prior=prior)
 
     def fixed_deviance(self, data, glmm, prior, term=None, value=0.0):
-        frame = G.model_frame(data, glmm, aggregate=True)
+        frame = weighted_counts(G.model_frame(data, glmm, aggregate=True))
         ro = rbridge.r()
         out = rbridge.call("earnest_fixed_deviance", rbridge.to_r_frame(frame), int(glmm),
                            "" if term is None else str(term), float(value),
