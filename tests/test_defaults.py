@@ -263,9 +263,6 @@ LIBRARY_EXCEPTIONS = {
     ("earnest.statform.prompts", "build_requests", "seed"): None,
     # the label of the prior a finished shard was fitted with ('' = none), not stats.prior itself
     ("earnest.stats.run", "_shard_is_current", "prior"): None,
-    # FOUND BY THIS SCAN (issue 50, in a file being rewritten at the time): a literal 'earnest' that
-    # should be earnest.fidelity.DEFAULT; remove this entry when it is
-    ("earnest.stats.diagnostics", "judge_effect", "fidelity"): None,
 }
 
 

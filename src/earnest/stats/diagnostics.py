@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from earnest import fidelity as F
 from earnest.stats.summary import DIVERGED_LOG_OR, accuracies
 from earnest.wording import VARIANT
 
@@ -192,7 +193,7 @@ def fit_problems(row, labels: tuple[str, str] = ("GSM-Base", "GSM-Variants")) ->
 
 
 def judge_effect(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, term: str, *, engine=None,
-                 fidelity: str = "earnest", alpha: float | None = None) -> tuple[pd.Series, bool]:
+                 fidelity: str = F.DEFAULT, alpha: float | None = None) -> tuple[pd.Series, bool]:
     """(the summary row of ``term`` with the verdict's columns, whether it is not estimable) of one
     simulated model x prompt, as the workflow judges a real one: the full-data fit, earnest mode's
     profile likelihood and the summary (:func:`earnest.stats.run.summarise_group`, fitted by ``engine``:
@@ -205,9 +206,11 @@ def judge_effect(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, term: str,
     from earnest.stats.summaries import _with_p_columns
     from earnest.stats.verdict import NOT_ESTIMABLE, decide
 
-    if engine is None:
-        engine = str(shards["engine"].iloc[0]) if "engine" in shards.columns and len(shards) else "laplace"
-        engine = "lme4" if engine.startswith("lme4") else engine
+    if engine is None:                  # the engine that fitted the shards (lme4's glmer fallback is lme4)
+        from earnest.stats.glmm import engine_name
+        engine = engine_name(str(shards["engine"].iloc[0])) if "engine" in shards.columns and len(shards) else None
+        if engine is None:
+            raise ValueError("judge_effect: shards without an engine column; name the engine")
     rows, _ = summarise_group(data, shards, glmm, fidelity=fidelity, engine=engine, refit_nonconvergent=False,
                               model="sim", prompt="sim")
     rows = _with_p_columns(rows, fidelity)

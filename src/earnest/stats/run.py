@@ -187,7 +187,8 @@ def summarise_group(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, anal
         profile = profile_terms(eng, data, glmm, prior, est, EFFECTS[glmm], level=level)
     summary = summarise(shards, data, glmm, model=model, prompt=prompt, wald=wf, analysis=analysis,
                         fidelity=fidelity, rows=rows, profile=profile, prior=prior, level=level)
-    summary["not_estimable_reason"] = reason
+    if reason:                      # the design's reason first; else summarise's (no right or no wrong answer, ...)
+        summary["not_estimable_reason"] = reason
     if reason:
         # no estimate exists: no number of the bootstrap may be read as one (separated resamples
         # would otherwise still give a P value); the verdict is to read not_estimable_reason

@@ -120,7 +120,7 @@ def glmm_frame(data: pd.DataFrame, glmm: int) -> pd.DataFrame:
     """GLMM input (template, variant, correct[, gamma]) as (template, variant, succ, fail) rows of
     GLMM ``glmm`` (GLMM 2 leaves out rows without gamma, as its fits do)."""
     df = data if int(glmm) == 1 else data[data["gamma"].notna()]
-    succ = df["correct"].astype(np.int64).to_numpy()
+    succ = df["correct"].astype(float).to_numpy()       # a share where epochs were averaged per question
     return pd.DataFrame({"template": df["template"].astype(np.int64).to_numpy(),
                          "variant": df["variant"].astype(np.int64).to_numpy(), "succ": succ, "fail": 1 - succ})
 
