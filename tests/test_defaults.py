@@ -227,6 +227,7 @@ def test_shipped_configs_state_only_what_differs_from_the_defaults(name):
 LIBRARY_PARAMS = {
     "n_shards": "stats.shards",
     "n_boot": "statform.resamples",
+    "source": None,          # what an error message names (a file, "GLMM input"), not statform.source
 }
 #: (module, function, parameter) -> the config key it stands for where the name alone says another
 #: or none (the power study's engine is power.engine), or None where the parameter is no config key
@@ -248,6 +249,10 @@ LIBRARY_EXCEPTIONS = {
     # the degenerate-estimate bound (log-odds), not statform.limit (samples read)
     ("earnest.stats.summary", "diverged_order_statistics", "limit"): None,
     ("earnest.stats.diagnostics", "diverged_statement", "limit"): None,
+    # the schema file read (config/schema.yaml), not statform.release.path
+    **{("earnest.schema", f, "path"): None for f in ("load_schema", "schema_node", "schema_default", "check_option")},
+    # '' = not given: install_release copies a local file or fetches what its caller (the rule) names
+    **{("earnest.statform.release", "install_release", p): None for p in ("repo", "revision", "file")},
     # print()'s file argument of the sandbox worker, not gsm_symbolic.hub.file
     ("earnest.sandbox.worker", "sandbox_print", "file"): None,
     # StatFormBench's pairwise comparison: the engine that fits it (lme4), not stats.engine's choice

@@ -16,6 +16,8 @@ Input everywhere is a *scored* table (one row per model x strategy x sample; see
 
 from __future__ import annotations
 
+from earnest import fidelity as F
+
 from pathlib import Path
 from typing import Sequence
 
@@ -348,7 +350,7 @@ def paired_test(base: np.ndarray, other: np.ndarray, metric: str) -> tuple[float
     return float(res.statistic), float(res.pvalue), f"{int(np.sum(diff != 0))} samples differ"
 
 
-def strategy_tests(scored: pd.DataFrame, baseline: str = "zero_shot", fidelity: str = "earnest") -> pd.DataFrame:
+def strategy_tests(scored: pd.DataFrame, baseline: str = "zero_shot", fidelity: str = F.DEFAULT) -> pd.DataFrame:
     """Every strategy against ``baseline``, per model and metric, paired over the samples both answered:
     mean difference, the test of :data:`PAIRED_TESTS`, its P value and the Holm-corrected P value
     (one family per model: all its strategies x metrics; :func:`earnest.stats.summary.holm`), and the
@@ -381,7 +383,7 @@ def strategy_tests(scored: pd.DataFrame, baseline: str = "zero_shot", fidelity: 
 
 
 def write_strategy_tests(scored: pd.DataFrame, stem: str | Path, *, baseline: str = "zero_shot",
-                         fidelity: str = "earnest") -> dict[str, Path]:
+                         fidelity: str = F.DEFAULT) -> dict[str, Path]:
     """The paired strategy tests as a table (differences x 100)."""
     tests = strategy_tests(scored, baseline, fidelity)
     shown = tests[["model", "prompt", "metric", "n", "difference", "test", "p", "p_holm", "note"]].copy()

@@ -37,6 +37,10 @@ from typing import Any, Iterable, Sequence
 import pandas as pd
 
 from earnest.jsonl import iter_jsonl, parse_json, read_utf8
+from earnest.schema import schema_default
+
+#: the seed of a stratified limit (statform.seed)
+SEED = schema_default("statform.seed")
 
 SOURCES = ("textbook", "case")
 _SOURCE_ALIASES = {"textbook": "textbook", "book": "textbook", "case": "case",
@@ -429,7 +433,7 @@ def _largest_remainder(sizes: dict, n: int, rng) -> dict:
     return out
 
 
-def stratified_limit(samples: Sequence[Sample], n: int | None, seed: int = 0) -> list[Sample]:
+def stratified_limit(samples: Sequence[Sample], n: int | None, seed: int = SEED) -> list[Sample]:
     """A seeded sample of ``n`` samples stratified by source, then by category within each source
     (each in proportion to its size, largest remainders; every source gets one when ``n`` allows),
     in the samples' own order. ``n`` 0 or None: all of them. The one place ``statform.limit`` is

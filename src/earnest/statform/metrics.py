@@ -38,6 +38,8 @@ Choices the paper leaves open (ours, applied to every model alike):
 
 from __future__ import annotations
 
+from earnest import fidelity as F
+
 import json
 from collections import Counter
 from typing import Any, Sequence
@@ -170,7 +172,7 @@ SCORED_COLUMNS = SCORE_COLUMNS + ["scoring_fidelity", "reference_error_type", "h
 
 
 def score_generations(generations: pd.DataFrame, samples: Sequence[Sample], taxonomy: Taxonomy,
-                      fidelity: str = "earnest", max_chars: int | None = None) -> pd.DataFrame:
+                      fidelity: str = F.DEFAULT, max_chars: int | None = None) -> pd.DataFrame:
     """The generations table with the per-sample score columns added (one row per generation).
 
     Every answer is scored by both rule sets: earnest's (this module, its leniencies labelled in the

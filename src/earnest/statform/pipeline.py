@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from earnest import fidelity as F
+
 from pathlib import Path
 from typing import Sequence
 
@@ -45,7 +47,7 @@ def _read_samples(path: str | Path):
 
 def prepare_data(dataset: str | Path, pool: str | Path | None, taxonomy: str | Path | None,
                  out_samples: str | Path, out_pool: str | Path, out_taxonomy: str | Path,
-                 limit: int | None = None, seed: int = 0) -> dict:
+                 limit: int | None = None, seed: int = SEED) -> dict:
     """Read, validate and tabulate the evaluation set and the few-shot pool; resolve the taxonomy.
 
     The taxonomy is the file (if given; every sample's category must be in it) or the labels of
@@ -72,7 +74,7 @@ def prepare_data(dataset: str | Path, pool: str | Path | None, taxonomy: str | P
 def generate(samples_path: str | Path, pool_path: str | Path, taxonomy_path: str | Path, model_name: str,
              model_cfg: dict, strategy: str, strategy_cfg: dict | None, max_new_tokens: int,
              out: str | Path, prompt_template: str | Path | None = None, checkpoint_every: int = CHECKPOINT_EVERY,
-             fidelity: str = "earnest") -> pd.DataFrame:
+             fidelity: str = F.DEFAULT) -> pd.DataFrame:
     """Ask one model every sample under one strategy; write and return the generations table.
 
     Generation checkpoints and resumes as GSM-Symbolic generation does
@@ -97,7 +99,7 @@ def generate(samples_path: str | Path, pool_path: str | Path, taxonomy_path: str
 
 
 def score(generations: str | Path | Sequence[str | Path], samples_path: str | Path, taxonomy_path: str | Path,
-          out: str | Path, fidelity: str = "earnest", max_chars: int | None = None) -> pd.DataFrame:
+          out: str | Path, fidelity: str = F.DEFAULT, max_chars: int | None = None) -> pd.DataFrame:
     """Score one or more generations tables in both fidelity modes (the analyses read ``fidelity``'s
     columns); write and return the scored table."""
     paths = [generations] if isinstance(generations, (str, Path)) else list(generations)
@@ -112,7 +114,7 @@ def score(generations: str | Path | Sequence[str | Path], samples_path: str | Pa
 def analyse(scored_paths: Sequence[str | Path], tables_dir: str | Path, figures_dir: str | Path, *,
             main_strategy: str = MAIN_STRATEGY, baseline: str = "zero_shot", n_boot: int = RESAMPLES, seed: int = SEED,
             min_category_n: int = MIN_CATEGORY_N, top_fine: int = TOP_FINE, glmm: bool = True,
-            fidelity: str = "earnest", samples_path: str | Path | None = None,
+            fidelity: str = F.DEFAULT, samples_path: str | Path | None = None,
             strategies: dict | None = None) -> list[Path]:
     """Every StatFormBench table and figure from the scored tables; returns the files written.
 

@@ -13,6 +13,8 @@ chat templates without a system role.
 
 from __future__ import annotations
 
+from earnest import fidelity as F
+
 import hashlib
 import json
 import random
@@ -96,7 +98,7 @@ def definitions_text(taxonomy: Taxonomy) -> str:
 
 def build_requests(samples: Sequence[Sample], taxonomy: Taxonomy, kind: str = "zero_shot", *,
                    k: int = 0, pool: Sequence[Sample] = (), seed: int = 0, layout: str = "system",
-                   template: str | None = None, fidelity: str = "earnest") -> list[GenerationRequest]:
+                   template: str | None = None, fidelity: str = F.DEFAULT) -> list[GenerationRequest]:
     """One :class:`GenerationRequest` (``key`` = sample id) per sample under a prompting strategy.
 
     ``kind`` is one of ``zero_shot``, ``definitions``, ``few_shot``; ``few_shot`` needs ``k`` >= 1

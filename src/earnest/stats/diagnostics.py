@@ -203,7 +203,6 @@ def judge_effect(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, term: str,
     (:func:`earnest.stats.glmm.prior_for`)."""
     from earnest.stats.defaults import ALPHA
     from earnest.stats.run import summarise_group
-    from earnest.stats.summaries import _with_p_columns
     from earnest.stats.verdict import NOT_ESTIMABLE, decide
 
     if engine is None:                  # the engine that fitted the shards (lme4's glmer fallback is lme4)
@@ -213,7 +212,6 @@ def judge_effect(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, term: str,
             raise ValueError("judge_effect: shards without an engine column; name the engine")
     rows, _ = summarise_group(data, shards, glmm, fidelity=fidelity, engine=engine, refit_nonconvergent=False,
                               model="sim", prompt="sim")
-    rows = _with_p_columns(rows, fidelity)
     row = decide(rows[rows["term"] == term], None, alpha=ALPHA if alpha is None else alpha,
                  fidelity=fidelity).iloc[0]
     return row, row["verdict"] == NOT_ESTIMABLE
