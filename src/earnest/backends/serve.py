@@ -492,8 +492,10 @@ class ManagedServer:
             if self.exit_code is not None:
                 code = self.exit_code
                 self.stop()
+                holder = port_holder(self.port)   # a bind failure: who has the port
+                held = f" (port {self.port} is held by {holder}: its answers are not taken)" if holder else ""
                 raise ServerError(f"{self.where}.serve: the server exited with status {code} before it answered "
-                                  f"{url}; its log ({self.log_path}) ends:\n{self._tail()}")
+                                  f"{url}{held}; its log ({self.log_path}) ends:\n{self._tail()}")
             state = self._port_state()
             if state.startswith("foreign:"):
                 raise ServerError(f"{self.where}.serve: port {self.port} is held by a process the job did not start "

@@ -71,13 +71,12 @@ def descendants(root: int) -> list[int]:
 
 
 class _Redactor:
-    """Copies bytes to a file with each secret replaced; a secret split across two reads is caught
-    (the last len(longest secret) - 1 bytes wait for the next read)."""
+    """Copies bytes to a file with each secret replaced; a secret split across two reads is caught:
+    only an end of what came that could be the start of a secret waits for the next read."""
 
     def __init__(self, fd: int, secrets: list[bytes]):
         self.fd = fd
         self.secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
-        self.keep = max((len(s) for s in self.secrets), default=1) - 1
         self.pending = b""
 
     def _write(self, data: bytes) -> None:
@@ -87,14 +86,19 @@ class _Redactor:
             except OSError:   # a full disk: the server goes on, its log is cut
                 return
 
+    def _held(self, data: bytes) -> int:
+        """How many bytes at the end of ``data`` could begin a secret."""
+        for n in range(min(len(data), max((len(s) for s in self.secrets), default=1) - 1), 0, -1):
+            if any(s.startswith(data[-n:]) for s in self.secrets):
+                return n
+        return 0
+
     def feed(self, data: bytes, final: bool = False) -> None:
         data = self.pending + data
         for secret in self.secrets:
             data = data.replace(secret, HIDDEN)
-        if final or self.keep == 0:
-            self.pending = b""
-        else:
-            data, self.pending = data[:-self.keep] if len(data) > self.keep else b"", data[-self.keep:]
+        held = 0 if final else self._held(data)
+        data, self.pending = (data[:-held], data[-held:]) if held else (data, b"")
         self._write(data)
 
 
