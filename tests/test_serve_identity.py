@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import socket
@@ -248,3 +249,43 @@ def test_no_server_process_is_left_however_the_job_ends(tmp_path, end):
         job.terminate()
     job.communicate(timeout=300)
     assert _all_gone(started) == [], f"left running after the job ended by {end}"
+
+
+PLANTED_KEY = "sk-planted-" + "Kq7" * 10
+
+
+@pytest.mark.slow
+def test_no_key_or_token_reaches_any_output_of_a_run(tmp_path):
+    """A workflow run (generations and scoring, both datasets) with a started server, the API key
+    (api_key_env) planted in the job's environment, which the server inherits and prints into its
+    log, and the token as its served model name: neither the key, nor any token, nor an
+    Authorization value is in any file the run wrote (results, logs, the server's log, the cache,
+    Snakemake's own logs)."""
+    import yaml
+
+    tiny = yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text())
+    cfg = {k: v for k, v in tiny.items() if k != "models"}
+    entry = _entry("--served-model-name", "{token}", "--say", "started with {token}", identity="model",
+                   api_key_env="PLANTED_KEY", concurrency=2, cache_dir="results/cache/openai")
+    entry["serve"]["command"][0] = sys.executable
+    cfg["models"] = {"api": entry}
+    cfg["experiments"] = {"ex1_prompt": "gsm", "ex2_prompts": [], "ex2_models": []}
+    cfg["statform"] = {**cfg["statform"], "enabled": False}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    targets = [f"results/scored/api/gsm/{d}.parquet" for d in ("gsm_base", "gsm_variants")]
+    env = child_env(PLANTED_KEY=PLANTED_KEY, FAKE_KEY=PLANTED_KEY)
+    run = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory",
+                          str(tmp_path), "--configfile", str(path), "-c2", *targets],
+                         capture_output=True, text=True, timeout=1500, env=env)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "config.yaml"]
+    server_logs = [p for p in written if p.name.endswith(".server.log")]
+    assert server_logs and all("env key: [hidden]" in p.read_text() for p in server_logs)
+    assert any(p.suffix == ".parquet" and "scored" in str(p) for p in written)
+    for p in written:
+        data = p.read_bytes()
+        assert PLANTED_KEY.encode() not in data, p
+        assert b"Bearer " not in data and b"Authorization" not in data, p
+        assert re.search(rb"earnest-[0-9a-f]{32}", data) is None, p     # a token of a start
+    assert PLANTED_KEY not in run.stdout + run.stderr

@@ -29,10 +29,14 @@ class SandboxUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-snippet limits. ``wall_seconds`` is enforced by killing the child's process group."""
+    """Per-snippet limits. The time limit is ``cpu_seconds`` of the answer's own CPU time (the
+    kernel's RLIMIT_CPU: answers spinning beside it on a loaded node cannot make an innocent answer
+    time out, issue 53.5); ``wall_seconds`` is a generous wall-clock cap beside it, for an answer that
+    waits without spending CPU (a sleep, a blocked call), enforced by killing the child's process
+    group. Both end the answer as ``timeout``."""
 
     cpu_seconds: int = 2
-    wall_seconds: float = 5.0
+    wall_seconds: float = 60.0
     memory_bytes: int = 512 * 1024 * 1024
     output_chars: int = 64 * 1024
 
@@ -183,6 +187,9 @@ class _Worker:
             failure = reply
             if pause is not None:
                 time.sleep(pause)
+        if failure.kind == "job_limit":   # the configuration's: every answer would fail alike
+            raise SandboxUnavailable(
+                f"sandbox: no answer can run: {failure.detail}; no answer of this batch was scored")
         if failure.kind == "fork":
             raise SandboxUnavailable(
                 f"sandbox: the worker cannot start a process for an answer ({failure.detail}): the "
@@ -244,7 +251,8 @@ class _Worker:
             # body is the set-up's own report)
             report = _parse_object(body) or {}
             detail = report.get("detail") if isinstance(report.get("detail"), str) else ""
-            return _WorkerFailure("setup", _short(detail or "the process ended before it was set up", 200))
+            kind = "job_limit" if report.get("setup") == "job_limit" else "setup"
+            return _WorkerFailure(kind, _short(detail or "the process ended before it was set up", 200))
         return _interpret(head[0], body, wall)
 
 

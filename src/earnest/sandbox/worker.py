@@ -56,6 +56,10 @@ _MAX_EXACT_BITS = 1024
 _INTERNAL_IMPORTS = ("_strptime", "time")
 
 
+class _JobLimit(OSError):
+    """A limit of the sandbox's above the job's own hard limit: no answer can run (set-up fails)."""
+
+
 class _OutputLimit(BaseException):
     """Raised by the sandbox print once the output limit is passed (not an Exception on purpose)."""
 
@@ -333,7 +337,7 @@ def _child(payload: memoryview, result_fd: int, setup: dict) -> None:
         for name, value, soft in (("RLIMIT_CPU", cpu + 1, cpu), ("RLIMIT_AS", limits["mem"], limits["mem"])):
             hard = resource.getrlimit(getattr(resource, name))[1]
             if hard != resource.RLIM_INFINITY and value > hard:  # a job's limit (ulimit -v, h_vmem)
-                raise OSError(f"{name} of {value} is above this job's hard limit of {hard}: lower the "
+                raise _JobLimit(f"{name} of {value} is above this job's hard limit of {hard}: lower the "
                               "sandbox's limit (cpu_seconds, memory_bytes) or raise the job's")
             resource.setrlimit(getattr(resource, name), (soft, value))
         resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
@@ -354,6 +358,8 @@ def _child(payload: memoryview, result_fd: int, setup: dict) -> None:
         outcome = _execute(source, limits, modules, full_builtins, mode)
     except BaseException as exc:  # noqa: BLE001
         outcome = {"error": "unclassified", "detail": "sandbox setup failed: " + _describe(exc)}
+        if isinstance(exc, _JobLimit):   # the configuration's, for every answer: the caller stops the run
+            outcome["setup"] = "job_limit"
     try:
         data = json.dumps(outcome).encode()
     except BaseException:  # noqa: BLE001
