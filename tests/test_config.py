@@ -678,3 +678,13 @@ def test_the_token_and_a_key_from_the_environment_pass():
     checked(_served({"command": ["vllm", "serve", "m", "--port", "{port}", "--api-key", "{token}"],
                      "identity": "api_key", "env": {"TOKENIZERS_PARALLELISM": "false", "VLLM_API_KEY": "{token}"}},
                     api_key_env="OPENAI_API_KEY"))
+
+
+def test_a_sandbox_python_too_old_for_the_worker_is_refused_at_check_time():
+    """Issue 53.6: sandbox.python 2.7 passed the check; the scoring job then failed."""
+    old = next((str(p) for p in Path.home().glob(".pyenv/versions/2.7*/bin/python2.7")), None)
+    if old is None:
+        pytest.skip("no Python 2.7 on this machine")
+    problems = _problems(lambda c: c.update(sandbox={"python": old}))
+    assert any(p.startswith("sandbox.python: ") and "is Python 2.7; the sandbox's worker needs Python 3.9" in p
+               for p in problems), problems

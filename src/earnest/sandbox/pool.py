@@ -256,6 +256,10 @@ class _Worker:
         return _interpret(head[0], body, wall)
 
 
+#: the oldest Python the worker runs on (os.waitstatus_to_exitcode, os.pidfd_open)
+MIN_PYTHON = (3, 9)
+
+
 def resolve_python(python: str) -> str:
     """The real executable behind ``python`` (a name on PATH, a pyenv shim, a path): the workers
     start it with an empty environment, in which wrappers that need one do not work."""
@@ -267,14 +271,26 @@ def resolve_python(python: str) -> str:
                                  f"interpreter, or the name of one on PATH)")
     found = found or python
     try:
-        proc = subprocess.run([found, "-c", "import sys; print(sys.executable)"], capture_output=True,
-                              text=True, timeout=60)
+        # (written so that any Python, 2.7 too, answers: its version is then refused by name)
+        proc = subprocess.run([found, "-c", "import sys; sys.stdout.write(sys.executable + '\\n' + "
+                                            "'%d.%d' % tuple(sys.version_info[:2]) + '\\n')"],
+                              capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SandboxUnavailable(f"sandbox.python: {python!r} does not run: {exc}") from exc
-    exe = proc.stdout.strip()
+    lines = proc.stdout.splitlines()
+    exe = lines[0].strip() if lines else ""
     if proc.returncode != 0 or not exe or not os.path.isfile(exe):
         raise SandboxUnavailable(f"sandbox.python: {python!r} does not run as a Python interpreter "
                                  f"(exit status {proc.returncode}: {_short(proc.stderr.strip(), 200)})")
+    try:
+        version = tuple(int(v) for v in lines[1].split("."))
+    except (IndexError, ValueError):
+        version = (0, 0)
+    if version < MIN_PYTHON:
+        shown = ".".join(map(str, version)) if version != (0, 0) else "unknown"
+        raise SandboxUnavailable(f"sandbox.python: {python!r} is Python {shown}; the sandbox's worker needs Python "
+                                 f"{MIN_PYTHON[0]}.{MIN_PYTHON[1]} or later (reference mode wants the authors' 3.12: "
+                                 "envs/score-reference.yaml)")
     return exe
 
 
