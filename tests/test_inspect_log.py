@@ -349,3 +349,28 @@ def test_earnest_glmm_fits_every_epoch(tmp_path):
                  "--inspect-epoch", "all"]) == 0
     (r,) = json.loads((out / "tables" / "summary.json").read_text())
     assert r["n_base"] == 8 and r["n_variants"] == 24   # answers: each of 4 + 12 items in 2 epochs
+
+
+def test_unbalanced_and_string_epochs_and_a_capital_all_are_refused(tmp_path):
+    """Issue 53.6: epochs that do not each answer every sample, an epoch written as a string, and
+    --inspect-epoch ALL were taken silently."""
+    import argparse
+
+    from earnest.readers.options import _epoch
+
+    first = []
+
+    def drop_one(x):   # epoch 2 answers every sample but the first
+        first.append(x["id"])
+        return [x] if len(first) == 1 else [x, {**x, "epoch": 2}]
+
+    path = _rewrite(tmp_path, "unbalanced", drop_one)
+    with pytest.raises(lmeval.LmEvalError, match=r"unbalanced epochs: epoch 2 lacks 1 sample\(s\) .*" + first[0]):
+        inspect_log.read_logs([path], mapping=BY_METADATA, epoch="all")
+    path = _rewrite(tmp_path, "stringly", lambda x: x.update(epoch="1"))
+    with pytest.raises(lmeval.LmEvalError, match=r"epoch must be an integer \(a JSON number, not text\), found \"1\""):
+        inspect_log.read_logs([path], mapping=BY_METADATA)
+    assert _epoch("all") == "all" and _epoch("2") == 2
+    for bad in ("ALL", "All", " 2", "٢", "0"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            _epoch(bad)
