@@ -26,7 +26,8 @@ FILLER = textwrap.dedent("""
     import ctypes, os, sys
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
-    os.setgroups([]); os.setresgid(65534, 65534, 65534); os.setresuid(65534, 65534, 65534)
+    uid = int(sys.argv[1])
+    os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
     KEYCTL, ADD_KEY = {"x86_64": (250, 248), "aarch64": (219, 217)}[os.uname().machine]
     libc.syscall(KEYCTL, 1, None)                       # a session keyring of its own
     n = 0
@@ -41,11 +42,12 @@ FILLER = textwrap.dedent("""
 INNOCENT = "def solution():\n    return sum(range(10)) * 3\n"
 
 
-@pytest.fixture()
-def quota_filler():
+def _fill(uid: int):
+    """A process of ``uid`` holding that uid's whole key quota, until the block ends."""
     if os.uname().machine not in ("x86_64", "aarch64"):
         pytest.skip("system call numbers for x86_64 and aarch64 only")
-    proc = subprocess.Popen([sys.executable, "-c", FILLER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", FILLER, str(uid)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
     line = proc.stdout.readline().split()
     try:
         assert len(line) == 4, line
@@ -58,6 +60,22 @@ def quota_filler():
         proc.wait(timeout=60)
 
 
+@pytest.fixture()
+def quota_filler():
+    yield from _fill(65534)
+
+
+@pytest.fixture()
+def own_uid_filled():
+    """A uid no one else uses, its key quota full (65534's can free up meanwhile: other processes of
+    nobody on this machine end and their keys are collected)."""
+    from earnest.sandbox.kernel.namespaces import pick_answer_uid
+
+    uid = pick_answer_uid()
+    for keys in _fill(uid):
+        yield uid
+
+
 def test_a_full_key_quota_of_65534_does_not_touch_a_root_batch(quota_filler):
     with Sandbox(workers=2) as sandbox:
         assert ANSWER_UID_RANGE[0] <= sandbox.answer_uid < ANSWER_UID_RANGE[1]
@@ -67,10 +85,11 @@ def test_a_full_key_quota_of_65534_does_not_touch_a_root_batch(quota_filler):
     assert "setuid" in caps["layers"]
 
 
-def test_where_an_answer_cannot_be_set_up_only_that_answer_is_marked(quota_filler):
-    """The old configuration (answers as 65534) beside the full quota: every child's keyring fails;
-    each answer comes back as the machine's failure, named, and the batch does not raise."""
-    with Sandbox(workers=2, answer_uid=65534) as sandbox:
+def test_where_an_answer_cannot_be_set_up_only_that_answer_is_marked(own_uid_filled):
+    """Answers under a uid whose key quota another process holds whole (as 65534's was): every
+    child's keyring fails; each answer comes back as the machine's failure, named, and the batch
+    does not raise."""
+    with Sandbox(workers=2, answer_uid=own_uid_filled) as sandbox:
         results = sandbox.run_many([INNOCENT] * 3)
     for r in results:
         assert r.error_class == "unclassified" and r.value is None
