@@ -11,7 +11,8 @@ in its process group (as an engine's workers are) that ignores SIGTERM too; ``--
 ``setsid()`` daemon (double fork) that ignores SIGTERM; ``--pids`` appends every pid it starts to a
 file (one a line). ``--say`` prints a line at start (to put a secret in the log); ``--answer-model``
 answers with another model name; ``--nan`` puts NaN in ``usage``; ``--choices`` answers K choices;
-``--wait-file`` binds its port only once that file exists.
+``--wait-file`` binds its port only once that file exists; ``--stay``: a bind failure is logged and the
+process stays.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ def main() -> None:
     p.add_argument("--choices", type=int, default=1)
     p.add_argument("--slow-start", type=float, default=0.0)
     p.add_argument("--wait-file", default="")
+    p.add_argument("--stay", action="store_true")
     a = p.parse_args()
     if a.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -116,7 +118,14 @@ def main() -> None:
                    f'"choices": {json.dumps([choice] * a.choices)}, "usage": {usage}}}')
             self.send(200, raw.encode())
 
-    server = ThreadingHTTPServer((a.host, a.port), Handler)
+    try:
+        server = ThreadingHTTPServer((a.host, a.port), Handler)
+    except OSError as exc:
+        print(f"cannot bind: {exc}", flush=True)
+        if not a.stay:
+            raise
+        while True:   # as some servers do: the error logged, the process left running
+            time.sleep(60)
     print(f"listening on {a.host}:{a.port}", flush=True)
     server.serve_forever()
 

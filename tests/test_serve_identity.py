@@ -174,7 +174,23 @@ def test_a_bind_failure_ends_the_wait_at_once_with_the_log(tmp_path):
         with pytest.raises(ServerError) as err:
             with serving("m", entry, tmp_path / "job.log"):
                 pass
-    assert "exited with status 1" in str(err.value) and "Address already in use" in str(err.value)
+    message = str(err.value)   # by its exit, or by its log if that is read first
+    assert ("exited with status 1" in message or "could not bind" in message) and "Address already in use" in message
+
+
+def test_a_server_that_cannot_bind_and_stays_is_not_waited_for(tmp_path):
+    """A server that logs its bind failure and keeps running (the port taken by a process this job
+    may not see, with identity: model): the wait ends at once, by its log, not by ready_timeout_s."""
+    with FakeOpenAI() as squatter:
+        port = int(squatter.url.rsplit(":", 1)[1].split("/")[0])
+        entry = _entry("--served-model-name", "{token}", "--stay", identity="model", port=_free_port())
+        entry["serve"]["command"] = [sys.executable, FAKE, "--port", str(port), "--served-model-name", "{token}",
+                                     "--stay"]
+        entry["serve"]["ready_timeout_s"] = 86400
+        with pytest.raises(ServerError, match=f"could not bind port|held by a process the job did not start"):
+            with serving("m", entry, tmp_path / "job.log"):
+                pass
+        assert [r for r in squatter.received if r["body"] is not None] == []
 
 
 @pytest.mark.parametrize("flag, why", [(["--answer-model", "someone-else"], "names the model"),

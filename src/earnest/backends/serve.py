@@ -502,6 +502,13 @@ class ManagedServer:
                                   f"({state[len('foreign:'):]}): its answers are not taken (the job's own server could "
                                   f"not bind it?); use another port or end that process; the server's log "
                                   f"({self.log_path}) ends:\n{self._tail()}")
+            if state != "ours" and re.search(r"address already in use|EADDRINUSE|errno 98\b", self._tail(4000), re.I):
+                # a server that could not bind and did not exit (some keep running): its log says so
+                holder = port_holder(self.port)
+                raise ServerError(f"{self.where}.serve: the server could not bind port {self.port} (\"address already "
+                                  f"in use\" in its log){f', held by {holder}' if holder else ''}: its answers are not "
+                                  f"taken; use another port or end that process; its log ({self.log_path}) ends:\n"
+                                  f"{self._tail()}")
             if state == "hidden" and self.cfg["identity"] == "process":
                 raise ServerError(f"{self.where}.serve: port {self.port} is held by a process this job cannot see "
                                   "(another user's, or in a container), so identity: process cannot prove the "
