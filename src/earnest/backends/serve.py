@@ -30,8 +30,9 @@ only the job and the server it started know:
 In every mode a listening socket of the port held by a process the job did not start ends the wait
 at once with an error naming the port and that process (pid, user, command; "a process this job
 cannot see" where /proc hides it). A fixed ``port`` already bound before the start is the same error
-before anything starts; the server's own exit (a bind failure included) ends the wait at once with
-its log's last lines. A health answer from anyone else is never taken.
+before anything starts; the server's own exit (a bind failure included), or "address already in use"
+in its log while the port is not yet its own (a server that stays up after failing to bind), ends
+the wait at once with its log's last lines. A health answer from anyone else is never taken.
 
 **Servers die with the job.** The server is started by a small supervisor
 (:mod:`earnest.backends.supervisor`), in a session of its own, which is the kernel's child subreaper
