@@ -363,8 +363,9 @@ class RecordingProxy(_Served):
 
             def do_POST(self):
                 self.record()
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                data = json.dumps({"id": "proxy", "object": "chat.completion", "model": "proxy",
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                # the model asked for: a proxy in the server's place answers as the model would
+                data = json.dumps({"id": "proxy", "object": "chat.completion", "model": body.get("model"),
                                    "choices": [{"index": 0, "finish_reason": "stop",
                                                 "message": {"role": "assistant", "content": outer.ANSWER}}],
                                    "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()

@@ -262,6 +262,17 @@ def attacks(ctx: dict) -> list[tuple[str, str, str]]:
         ("futex_shared_file_page", "channel",
          "addr = ctypes.cast(libc.getpid, ctypes.c_void_p).value & ~3\n"
          f"return ok(libc.syscall({202 if X86_64 else 98}, ctypes.c_void_p(addr), 1, 1, None, None, 0))"),
+        # FUTEX_TRYLOCK_PI (private) on a word holding a thread id: the kernel looks the id up
+        # (another process's: EPERM, a missing one: ESRCH), so without a pid namespace an answer
+        # could tell when a neighbour's process ends (issue 53.5): the oracle works where the
+        # caller's id and an id above pid_max get different answers; the allowlist refuses every PI
+        # operation (EPERM for both), a pid namespace hides the caller (ESRCH for both)
+        ("futex_trylock_pi_caller", "procs",
+         "def trylock(tid):\n"
+         "    word = ctypes.c_uint32(tid)\n"
+         f"    rc = libc.syscall({202 if X86_64 else 98}, ctypes.byref(word), 8 | 128, 0, None, None, 0)\n"
+         "    return 'ok' if rc >= 0 else ctypes.get_errno()\n"
+         f"return 1 if trylock({caller}) != 3 and trylock(0x3fffffff) == 3 else 0"),
         # SysV segments created, filled and detached one by one: 448 MB held under a 256 MB limit
         ("shm_beyond_memory_limit", "memory", SHM_MEMORY),
     ]

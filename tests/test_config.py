@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -613,3 +614,77 @@ def test_check_config_command_names_device_and_path_by_file_and_line(tmp_path):
     assert f"{cfg}:3: models.tiny.device: 'gpu' is not a device the transformers backend runs on" in r.stderr
     assert "(did you mean cuda?)" in r.stderr
     assert f"{cfg}:4: models.tiny.path: /tmp is not a model checkpoint directory: it has no config.json" in r.stderr
+
+
+def _served(block=None, **entry):
+    def mutate(c):
+        c["models"]["served"] = {"backend": "openai", "model": "m",
+                                 "serve": block or {"command": ["vllm", "serve", "m", "--port", "{port}"]}, **entry}
+    return mutate
+
+
+PLANTED = "sk-proj-" + "Zq8" * 12
+
+
+@pytest.mark.parametrize("mutate, expect", [
+    # issue 53.6: a key in the command, the env or the base_url; with the way to pass it
+    (_served({"command": ["vllm", "serve", "m", "--port", "{port}", "--api-key", PLANTED]}),
+     r"models\.served\.serve\.command\[6\]: --api-key holds a secret .*export it there .*'\{token\}' with identity: api_key"),
+    (_served({"command": ["vllm", "serve", "m", "--port", "{port}", f"--api-key={PLANTED}"]}),
+     r"models\.served\.serve\.command\[5\]: --api-key holds a secret"),
+    (_served({"command": ["srv", "--port", "{port}", f"--header=Authorization: Bearer {PLANTED}"]}),
+     r"models\.served\.serve\.command\[3\]: holds what looks like an API key"),
+    (_served({"command": ["vllm", "serve", "m", "--port", "{port}"], "env": {"HF_TOKEN": "hf_" + "a" * 30}}),
+     r"models\.served\.serve\.env\.HF_TOKEN: HF_TOKEN holds a secret .*export HF_TOKEN="),
+    (_served({"command": ["vllm", "serve", "m", "--port", "{port}"], "env": {"EXTRA": PLANTED}}),
+     r"models\.served\.serve\.env\.EXTRA: holds what looks like an API key"),
+    (lambda c: c["models"].update(api={"backend": "openai", "base_url": f"http://127.0.0.1:8000/v1?api_key={PLANTED}"}),
+     r"models\.api\.base_url: holds what looks like an API key .*api_key_env"),
+    # issue 53.6: the other inputs the job later failed or misbehaved on
+    (_served({"command": ["vllm", "serve", "m", "--port", "{port}"], "health_path": "/health\r\nX: 1"}),
+     r"models\.served\.serve\.health_path: a URL path .*control"),
+    (_served({"command": ["vllm", "serve", "m", "--port", "{port}"], "env": {"A=B": "1"}}),
+     r"models\.served\.serve\.env: 'A=B' is not an environment variable name"),
+    (_served({"command": ["vllm", "serve", "m", "--port", "{port}"], "env": {"A": "x\0y"}}),
+     r"models\.served\.serve\.env\.A: holds a NUL character"),
+    (_served({"command": ["vllm", "serve", "m\0x", "--port", "{port}"]}),
+     r"models\.served\.serve\.command\[2\]: holds a NUL character"),
+    (_served({"command": ["vllm", "serve", "m", "--port", "{port}"], "host": "10.1.2.3"}),
+     r"models\.served\.serve\.host: '10\.1\.2\.3' is not this machine's loopback"),
+    (_served({"command": ["vllm", "serve", "m", "--port", "{port}"], "host": "0.0.0.0"}),
+     r"models\.served\.serve\.host: '0\.0\.0\.0' is not this machine's loopback"),
+    (_served(base_url="http://127.0.0.1:8000/v1"), r"models\.served: has both serve .* and base_url"),
+    (lambda c: c["models"]["tiny"].update(serve={"command": ["x", "{port}"]}),
+     r"models\.tiny\.serve: only an openai backend entry starts a server"),
+    (_served({"command": ["vllm", "serve", "m", "--port", "{port}"], "identity": "model"}),
+     r"models\.served\.serve\.command: identity: model needs the job's token as '\{token\}'"),
+])
+def test_issue_53_bad_serve_inputs_are_refused_at_check_time(mutate, expect):
+    problems = _problems(mutate)
+    assert any(re.search(expect, p) for p in problems), problems
+    assert not any(PLANTED in p for p in problems), problems   # the secret is not repeated
+
+
+def test_two_models_on_one_fixed_port_are_refused():
+    def mutate(c):
+        for name in ("a", "b"):
+            c["models"][name] = {"backend": "openai", "model": name,
+                                 "serve": {"command": ["vllm", "serve", name, "--port", "{port}"], "port": 8011}}
+    problems = _problems(mutate)
+    assert any(p.startswith("models.b.serve.port: port 8011 is also models.a.serve.port") for p in problems), problems
+
+
+def test_the_token_and_a_key_from_the_environment_pass():
+    checked(_served({"command": ["vllm", "serve", "m", "--port", "{port}", "--api-key", "{token}"],
+                     "identity": "api_key", "env": {"TOKENIZERS_PARALLELISM": "false", "VLLM_API_KEY": "{token}"}},
+                    api_key_env="OPENAI_API_KEY"))
+
+
+def test_a_sandbox_python_too_old_for_the_worker_is_refused_at_check_time():
+    """Issue 53.6: sandbox.python 2.7 passed the check; the scoring job then failed."""
+    old = next((str(p) for p in Path.home().glob(".pyenv/versions/2.7*/bin/python2.7")), None)
+    if old is None:
+        pytest.skip("no Python 2.7 on this machine")
+    problems = _problems(lambda c: c.update(sandbox={"python": old}))
+    assert any(p.startswith("sandbox.python: ") and "is Python 2.7; the sandbox's worker needs Python 3.9" in p
+               for p in problems), problems

@@ -354,19 +354,33 @@ def test_earnest_glmm_fits_every_epoch(tmp_path):
     assert r["n_base"] == 4 and r["n_variants"] == 12   # questions, each the mean of its 2 epochs
 
 
-def test_unbalanced_epochs_and_an_epoch_that_is_no_number_are_refused(tmp_path):
-    # epoch 2 answers only the first sample: the questions' means would rest on 1 or 2 answers
-    seen = []
+def test_unbalanced_and_string_epochs_and_a_capital_all_are_refused(tmp_path):
+    """Issue 53.6: epochs that do not each answer every sample, an epoch written as a string, and
+    --inspect-epoch ALL were taken silently."""
+    import argparse
 
-    def first_twice(x):
-        seen.append(x["id"])
-        return [x, {**x, "epoch": 2}] if len(seen) == 1 else [x]
+    from earnest.readers.options import _epoch
 
-    path = _rewrite(tmp_path, "unbalanced", first_twice)
-    rows = inspect_log.read_logs([path], mapping=BY_METADATA, epoch="all")
-    with pytest.raises(lmeval.LmEvalError, match=r"unbalanced epochs: .*unbalanced\.json.* has 1 answers, .* 2; .*"
-                                                 r"--inspect-epoch N"):
-        lmeval.to_glmm_input(rows, BY_METADATA)
+    first = []
+
+    def drop_one(x):   # epoch 2 answers every sample but the first
+        first.append(x["id"])
+        return [x] if len(first) == 1 else [x, {**x, "epoch": 2}]
+
+    path = _rewrite(tmp_path, "unbalanced", drop_one)
+    with pytest.raises(lmeval.LmEvalError, match=r"unbalanced epochs: epoch 2 lacks 1 sample\(s\) .*" + first[0]):
+        inspect_log.read_logs([path], mapping=BY_METADATA, epoch="all")
+    path = _rewrite(tmp_path, "stringly", lambda x: x.update(epoch="1"))
+    with pytest.raises(lmeval.LmEvalError, match=r"epoch must be an integer \(a JSON number, not text\), found \"1\""):
+        inspect_log.read_logs([path], mapping=BY_METADATA)
+    assert _epoch("all") == "all" and _epoch("2") == 2
+    for bad in ("ALL", "All", " 2", "٢", "0"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            _epoch(bad)
+
+
+def test_an_epoch_that_is_no_number_is_refused(tmp_path):
+    path = _rewrite(tmp_path, "plain", lambda x: None)
     for bad in ("ALL", "2", 0, True, 1.5):
         with pytest.raises(lmeval.LmEvalError, match=r"epoch .*: give an epoch number \(an int, 1, 2, \.\.\.\), 'all' or None"):
             inspect_log.read_logs([path], mapping=BY_METADATA, epoch=bad)

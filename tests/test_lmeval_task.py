@@ -211,3 +211,21 @@ def test_lm_eval_offline_then_earnest_glmm_as_the_docs_say(tiny_model_dir, tmp_p
                            "--out", str(tmp_path / "glmm")], capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "glmm" / "summary_glmm1.csv").is_file()
+
+
+@pytest.mark.parametrize("content, why", [(b"", "no records"), (b"not json\n", ":1"),
+                                         (b'{"id": 1}\n', "missing field")])
+def test_a_release_file_that_is_not_one_is_refused(tmp_path, content, why):
+    """Issue 53.6: `earnest lm-eval-task --release` with an empty or non-JSON file exited 0."""
+    import subprocess
+    import sys
+
+    from helpers import child_env
+
+    bad = tmp_path / "release.jsonl"
+    bad.write_bytes(content)
+    run = subprocess.run([sys.executable, "-m", "earnest.cli", "lm-eval-task", str(tmp_path / "task"), "--release",
+                          str(bad)], capture_output=True, text=True, env=child_env(), timeout=300)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert run.stderr.startswith("earnest lm-eval-task: --release: ") and why in run.stderr, run.stderr
+    assert not (tmp_path / "task").exists()

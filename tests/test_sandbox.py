@@ -272,10 +272,12 @@ def _hard_address_space_limit():
 
 def test_a_set_up_that_fails_before_model_code_stops_the_run_instead_of_scoring_it():
     """A child whose set-up fails before any model code runs is an error of the machine, not a
-    class of the answer: the run stops with SandboxUnavailable saying why (before, every innocent
-    answer came back ``unclassified``, and the scoring went on). A cluster job's hard address-space
-    limit (``ulimit -v``, SGE's h_vmem) below the sandbox's memory limit is one such case; smaller
-    limits still work. A hostile answer cannot fake one: the child marks its pipe before model code runs."""
+    class of the answer. Where it is the configuration's (a cluster job's hard address-space limit,
+    ``ulimit -v``, SGE's h_vmem, below the sandbox's memory limit: every answer would fail alike) the
+    run stops with SandboxUnavailable saying why; smaller limits still work. Where it is a quota of
+    the moment (the user namespaces, the keys of the answers' uid: issue 53.4) only that answer is
+    affected: it comes back marked as the machine's (``infrastructure``), the batch goes on. A
+    hostile answer cannot fake either: the child marks its pipe before model code runs."""
     script = (
         "from earnest.sandbox import Limits, Sandbox, SandboxUnavailable\n"
         "for mem in (1024 ** 3, 256 * 1024 ** 2):\n"
@@ -294,7 +296,8 @@ def test_a_set_up_that_fails_before_model_code_stops_the_run_instead_of_scoring_
         "    print(sb.run('def solution():\\n    return 1\\n').value, 'user-per-answer' in sb.capabilities()['namespaces'])\n"
         "    open('/proc/sys/user/max_user_namespaces', 'w').write('1')\n"
         "    try:\n"
-        "        print(sb.run_many(['def solution():\\n    return 2\\n'] * 2))\n"
+        "        print([(r.error_class, r.value, 'before any model code ran' in r.infrastructure)\n"
+        "               for r in sb.run_many(['def solution():\\n    return 2\\n'] * 2)])\n"
         "    except SandboxUnavailable as exc:\n"
         "        print('unavailable:', exc)\n"
         "    open('/proc/sys/user/max_user_namespaces', 'w').write('100')\n"
@@ -302,7 +305,7 @@ def test_a_set_up_that_fails_before_model_code_stops_the_run_instead_of_scoring_
     lines = out.splitlines()
     if lines[0] != "1.0 True":
         pytest.skip("no user namespace per answer inside a user namespace here")
-    assert lines[1].startswith("unavailable:") and "before any model code ran" in lines[1], lines
+    assert lines[1] == "[('unclassified', None, True), ('unclassified', None, True)]", lines
     assert lines[2] == "3.0", lines
     # a forged report of a failed set-up is the answer's own result, nothing more
     with Sandbox(workers=1, limits=LIMITS) as sandbox:

@@ -315,6 +315,10 @@ def _check_model(config: dict, name: str, m: dict) -> None:
             shown = "(credentials hidden)" if isinstance(url, str) and "@" in url else url
             raise ConfigError(f"{where}.base_url: the openai backend needs the server's http(s) API root, "
                               f"got {shown!r}")
+        if m.get("serve") and url is not None:
+            raise ConfigError(f"{where}: has both serve (the job starts its server, whose address becomes the "
+                              f"base_url) and base_url {url if isinstance(url, str) and '@' not in url else '(hidden)'!r}, "
+                              "which would be replaced without a word; remove one of them")
         try:   # the backend's own checks: the server's command, credentials in the URL, fields earnest sets
             if m.get("serve"):
                 from earnest.backends.serve import check_serve
@@ -325,6 +329,10 @@ def _check_model(config: dict, name: str, m: dict) -> None:
             check_request_params(where, m.get("request_params"))
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+    elif m.get("serve") is not None:
+        raise ConfigError(f"models.{name}.serve: only an openai backend entry starts a server (backend: openai); "
+                          f"this entry's backend is {backend!r}, which would ignore it: remove serve, or set "
+                          "backend: openai")
     if backend == "transformers":
         sources = [k for k in ("gguf", "path", "hub") if m.get(k)]
         if len(sources) != 1:
@@ -358,6 +366,17 @@ def _check_models(config: dict, base_dir) -> None:
             _check_model(config, name, m)
         except ConfigError as exc:
             problems.extend(exc.problems)
+    ports: dict = {}
+    for name, m in models.items():   # two servers of one config on one fixed port: the second would
+        serve = m.get("serve") if isinstance(m, dict) else None   # find the first's (or fail to bind)
+        port = serve.get("port") if isinstance(serve, dict) else None
+        if isinstance(port, int) and not isinstance(port, bool):
+            ports.setdefault(port, []).append(name)
+    for port, names in ports.items():
+        if len(names) > 1:
+            problems.append(f"models.{names[1]}.serve.port: port {port} is also models.{names[0]}.serve.port; the "
+                            "generation jobs of both models may run at once on one node, and one server would "
+                            "find the other's port taken: give each its own port, or port: auto")
     for name in config["experiments"].get("ex2_models") or []:
         if name not in models:
             problems.append(f"experiments.ex2_models: {name!r} is not a configured model "

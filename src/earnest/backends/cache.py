@@ -37,12 +37,16 @@ NON_SEMANTIC_KEYS = frozenset({
     "batch_size", "concurrency", "max_retries", "timeout_s", "backoff_s", "max_backoff_s", "cache_dir",
     "resources", "threads", "api_key_env", "device", "offline", "gsm_symbolic", "checkpoint_every",
     "deadline_s", "retry_budget_s", "cuda_graphs",
+    "serve_token",   # a started server's token: new every start, a secret (its serve_identity stays)
 })
 
 
 def model_identity(model_name: str, model_cfg: dict) -> dict:
     """What identifies a model's answers: its name and its config entry minus :data:`NON_SEMANTIC_KEYS`."""
-    return {"name": model_name, **{k: v for k, v in sorted((model_cfg or {}).items()) if k not in NON_SEMANTIC_KEYS}}
+    cfg = dict(model_cfg or {})
+    if cfg.get("served_by"):   # a server the job started: known by what it is, not by the port it got
+        cfg.pop("base_url", None)
+    return {"name": model_name, **{k: v for k, v in sorted(cfg.items()) if k not in NON_SEMANTIC_KEYS}}
 
 
 def request_key(identity: dict, request: GenerationRequest, max_new_tokens: int) -> str:

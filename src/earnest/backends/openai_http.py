@@ -84,6 +84,7 @@ import logging
 import math
 import os
 import random
+import re
 import socket
 import threading
 import time
@@ -124,6 +125,7 @@ RESERVED_PARAMS = {
     "stop": "the prompt format's stop strings", "max_tokens": "generation.max_new_tokens",
     "max_completion_tokens": "generation.max_new_tokens (max_tokens)", "temperature": "models.<name>.temperature",
     "stream": "one JSON answer is read, not a stream", "echo": "the answer would start with the prompt",
+    "n": "one answer per request (several choices are refused)", "best_of": "one answer per request",
 }
 # the API's finish_reason -> earnest's stop reason ("stop" is EOS unless a stop string was met)
 _FINISH = {"stop": EOS, "eos": EOS, "length": MAX_NEW_TOKENS, "content_filter": CONTENT_FILTER}
@@ -255,13 +257,20 @@ def is_loopback(host: str | None) -> bool:
     or the unspecified address (0.0.0.0, ``::``: a connection to it reaches this machine)."""
     if not host:
         return False
-    host = host.rstrip(".").lower()
+    host = host.strip("[]").rstrip(".").lower()
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
         address = ipaddress.ip_address(host.split("%", 1)[0])   # fe80::1%eth0: the zone is no part of it
     except ValueError:
-        return False
+        # the spellings the C library's inet_aton accepts (and so urllib's connection): 127.1,
+        # 2130706433, 0x7f.1, 0177.0.0.1
+        if not re.fullmatch(r"[0-9a-fx.]+", host):
+            return False
+        try:
+            address = ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return False
     mapped = getattr(address, "ipv4_mapped", None)
     return address.is_loopback or address.is_unspecified or (mapped is not None and mapped.is_loopback)
 
@@ -302,6 +311,12 @@ def check_base_url(where: str, url) -> str:
         raise ValueError(f"{where}.base_url: the port is not a number from 0 to 65535 in {url!r}") from None
     if not parts.hostname:
         raise ValueError(f"{where}.base_url: no host in {url!r}")
+    query = urllib.parse.parse_qs(parts.query, keep_blank_values=True)
+    if any(re.search(r"(key|token|secret|password|auth|sig)", name, re.I) for name in query) or \
+            re.search(r"(\bsk-[A-Za-z0-9_-]{16,}|\bhf_[A-Za-z0-9]{20,}|\bgh[pousr]_[A-Za-z0-9]{20,})", url):
+        raise ValueError(f"{where}.base_url: holds what looks like an API key or token (in its query or path), "
+                         f"which is refused: a URL is written to logs and results; put the key in an environment "
+                         f"variable and name it in {where}.api_key_env (it is then sent as the Authorization header)")
     return url.rstrip("/")
 
 
@@ -348,6 +363,19 @@ def _json_int(text: str) -> int:
     return int(text)
 
 
+def _json_constant(text: str):
+    """json's parse_constant: NaN, Infinity and -Infinity are no JSON (Python's json takes them)."""
+    raise _Retryable("bad_response", f"answer holds {text}, which is not a JSON number")
+
+
+def _json_float(text: str) -> float:
+    """json's parse_float: a number too large for a float (1e999) is infinity, refused as NaN is."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Retryable("bad_response", f"answer holds the number {text[:40]}, beyond a float's range")
+    return value
+
+
 def _token_count(usage: dict, name: str) -> int:
     value = usage.get(name)
     if value is None:
@@ -362,7 +390,14 @@ def _token_count(usage: dict, name: str) -> int:
     return int(value)
 
 
-def parse_completion(payload, endpoint: str, stop: Sequence[str] = ()) -> dict:
+def _model_matches(sent: str, answered: str) -> bool:
+    """Whether an answer's ``model`` names the model asked for: the same name, or that name with a
+    snapshot suffix of digits and dashes (OpenAI answers gpt-4o-mini with gpt-4o-mini-2024-07-18)."""
+    return answered == sent or (answered.startswith(sent + "-") and re.fullmatch(r"[0-9][0-9-]*", answered[len(sent) + 1:]))
+
+
+def parse_completion(payload, endpoint: str, stop: Sequence[str] = (), model: str | None = None,
+                     exact_model: bool = False) -> dict:
     """The fields of a completion answer, checked: text, stop_reason, finish_reason, token counts.
 
     Anything that is not a valid completion raises ``_Retryable("bad_response", ...)``. ``empty``
@@ -374,6 +409,17 @@ def parse_completion(payload, endpoint: str, stop: Sequence[str] = ()) -> dict:
     choices = payload.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise _Retryable("bad_response", f"answer has no list of choices: {_excerpt(payload)}")
+    if len(choices) > 1:
+        raise _Retryable("bad_response", f"answer has {len(choices)} choices where one was asked for (which "
+                                         f"is the answer?): {_excerpt(payload)}")
+    if model is not None:
+        answered = payload.get("model")
+        if (answered is not None or exact_model) and \
+                (not isinstance(answered, str) or not (answered == model if exact_model else _model_matches(model, answered))):
+            shown = repr(answered)[:120] if isinstance(answered, str) or answered is None else _excerpt(answered, 120)
+            raise _Retryable("bad_response", f"answer names the model {shown}, not the one asked for"
+                                             f"{' (the token of the server the job started)' if exact_model else ''}: "
+                                             "not this model's answer")
     choice = choices[0]
     if endpoint == "/chat/completions":
         message = choice.get("message")
@@ -425,6 +471,8 @@ class OpenAIBackend(Backend):
         # a server the job started itself (earnest.backends.serve): named by its command, not by the
         # port it happened to get, in the cache keys and the generations table
         self.served_by = str(cfg["served_by"]) if cfg.get("served_by") else None
+        # ... and by what it is (its command, env, files, engine version, revision), in the cache keys
+        self.serve_identity = cfg.get("serve_identity") if self.served_by else None
         self.model = str(cfg.get("model", model_name))
         self.api_key = None
         key_env = cfg.get("api_key_env")
@@ -432,6 +480,11 @@ class OpenAIBackend(Backend):
             self.api_key = os.environ.get(key_env)
             if not self.api_key:
                 raise ValueError(f"{where}.api_key_env: environment variable {key_env!r} is not set")
+        # the started server's token: sent as the model (every answer must echo it) or as the key
+        token = cfg.get("serve_token") or {}
+        self._token_model = token.get("value") if token.get("as") == "model" else None
+        if token.get("as") == "api_key":
+            self.api_key = token.get("value")
         self.concurrency = self._int(cfg, "concurrency", 4, where, minimum=1, maximum=MAX_CONCURRENCY)
         self.max_retries = self._int(cfg, "max_retries", 5, where, minimum=0)
         self.timeout_s = self._number(cfg, "timeout_s", 120.0, where, positive=True)
@@ -487,7 +540,7 @@ class OpenAIBackend(Backend):
     def _body(self, req: GenerationRequest, max_new_tokens: int) -> tuple[str, dict]:
         # request_params first: earnest's own fields come after and win (none of them is allowed in
         # request_params either, see check_request_params)
-        body = {**self.request_params, "model": self.model, "temperature": self.temperature,
+        body = {**self.request_params, "model": self._token_model or self.model, "temperature": self.temperature,
                 "max_tokens": int(max_new_tokens)}
         if req.messages is not None:
             body["messages"] = req.messages
@@ -497,11 +550,19 @@ class OpenAIBackend(Backend):
 
     def cache_key(self, endpoint: str, body: dict) -> str:
         """SHA-256 of base URL, endpoint and the request body (model, messages or prompt, stop, params)."""
-        server = {"served_by": self.served_by} if self.served_by else {"base_url": self.base_url}
-        blob = json.dumps({**server, "endpoint": endpoint, "body": body},
-                          sort_keys=True, ensure_ascii=False)
+        server = {"served_by": self.served_by, "serve_identity": self.serve_identity} if self.served_by \
+            else {"base_url": self.base_url}
+        blob = json.dumps({**server, "endpoint": endpoint, "body": self._shown(body)},
+                          sort_keys=True, ensure_ascii=False, default=str)
         # surrogatepass: a lone surrogate cannot crash it; for valid text the same bytes as UTF-8
         return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def _shown(self, value):
+        """``value`` (a request body or an answer) with the started server's token as the entry's
+        model name: the token changes with every start and is written nowhere."""
+        if self._token_model and isinstance(value, dict) and value.get("model") == self._token_model:
+            return {**value, "model": self.model}
+        return value
 
     def _cache_path(self, key: str) -> Path | None:
         return None if self.cache_dir is None else self.cache_dir / key[:2] / f"{key}.json"
@@ -632,8 +693,10 @@ class OpenAIBackend(Backend):
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             # ASCII JSON: the payload as sent, a lone surrogate kept as its escape, valid UTF-8 on disk
-            tmp.write_text(json.dumps({"request": {"base_url": self.base_url, "endpoint": endpoint, "body": body},
-                                       "payload": payload, "seconds": seconds, "empty_answer": empty_answer}),
+            tmp.write_text(json.dumps({"request": {"base_url": self.base_url, "endpoint": endpoint,
+                                                   "body": self._shown(body)},
+                                       "payload": self._shown(payload), "seconds": seconds,
+                                       "empty_answer": empty_answer}),
                            encoding="utf-8")
             os.replace(tmp, path)  # atomic: a reader never sees half a file
         except (OSError, ValueError) as exc:  # e.g. a full disk: the answer is still good, it is only not cached
@@ -663,7 +726,8 @@ class OpenAIBackend(Backend):
                 raw = self._post(endpoint, body)
                 try:   # a key given twice (which "content" is the answer?) is not a valid answer either
                     # parse_int: an integer of 5,000 digits raised ValueError out of generate()
-                    payload = json.loads(raw, object_pairs_hook=unique_keys, parse_int=_json_int)
+                    payload = json.loads(raw, object_pairs_hook=unique_keys, parse_int=_json_int,
+                                         parse_constant=_json_constant, parse_float=_json_float)
                 except (json.JSONDecodeError, UnicodeDecodeError):
                     raise _Retryable("bad_response", f"answer is not JSON: {raw[:200]!r}") from None
                 except RecursionError:   # arrays nested thousands deep: json's recursion, not a completion
@@ -671,7 +735,8 @@ class OpenAIBackend(Backend):
                 except DuplicateKey as exc:
                     raise _Retryable("bad_response", f"answer gives the key {exc.key!r} twice in one object: "
                                                      f"{raw[:200]!r}") from None
-                parsed = parse_completion(payload, endpoint, req.stop)
+                parsed = parse_completion(payload, endpoint, req.stop, model=body["model"],
+                                          exact_model=self._token_model is not None)
                 if parsed["empty"] is None:
                     parsed["empty_answer"] = "transient" if empty_seen is not None else None
                     break

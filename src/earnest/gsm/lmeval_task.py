@@ -122,6 +122,15 @@ def write_task(out: str | Path, *, fidelity: str = DEFAULT, release: str | Path 
         if not release.is_file():
             raise ValueError(f"--release: {release} is not a file (the release's JSONL, e.g. "
                              "results/data/release/<revision>/main/test.jsonl)")
+        # read now, as lm-eval would later: an empty file or one that is not the release's JSONL is
+        # refused here (it wrote a task that failed only inside lm-eval, and exited 0)
+        from earnest.gsm.datasets import DatasetError, read_release_jsonl
+
+        try:
+            read_release_jsonl(release)
+        except DatasetError as exc:
+            raise ValueError(f"--release: {exc} (the official GSM-Symbolic release's JSONL is expected, e.g. "
+                             "results/data/release/<revision>/main/test.jsonl)") from None
         data = {"dataset_path": "json", "dataset_name": None, "dataset_kwargs": {"data_files": {"test": str(release)}}}
     else:
         data = {"dataset_path": HUB_REPO, "dataset_name": "main", "dataset_kwargs": {"revision": HUB_REVISION}}

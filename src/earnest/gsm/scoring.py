@@ -411,8 +411,13 @@ def _cmd_extract(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"earnest extract: {exc}", file=sys.stderr)
         return 2
-    except SandboxUnavailable as exc:   # e.g. --python names no interpreter that runs
-        print(f"earnest extract: --python: {exc}", file=sys.stderr)
+    except SandboxUnavailable as exc:   # no layer, no worker, or --python names no interpreter that runs
+        # the message says what happened; "--python" only where the interpreter given is the cause
+        # (resolve_python's messages name sandbox.python, the workflow's key: here it is --python)
+        text = str(exc)
+        if args.python and text.startswith("sandbox.python: "):
+            text = "--python: " + text[len("sandbox.python: "):]
+        print(f"earnest extract: {text}", file=sys.stderr)
         return 2
     print(f"earnest extract: {n} line(s) written to {args.output}", file=sys.stderr)
     return 0

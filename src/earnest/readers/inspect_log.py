@@ -237,8 +237,22 @@ def read_logs(paths: Sequence[str | Path], *, mapping: Mapping = Mapping(), scor
         check_one_file_per_task(files, mdl, task, path, noun="log")
         if not samples:
             raise LmEvalError(f"{path}: no samples in the log (status {header.get('status')!r})")
+        for where, s in samples:   # a JSON integer, as Inspect writes it ("2" is no epoch of Inspect's)
+            if isinstance(s.get("epoch"), str):
+                raise LmEvalError(f"{where}: epoch must be an integer (a JSON number, not text), found "
+                                  f"{json.dumps(s['epoch'])[:80]}")
         epoch_of = [(where, s, integer_id(s.get("epoch", 1), where, "epoch", minimum=1)) for where, s in samples]
         epochs = sorted({e for _, _, e in epoch_of})
+        if len(epochs) > 1:   # every epoch answers every sample again: a sample missing from one is a cut log
+            ids = {e: {str(s.get("id")) for _, s, ep in epoch_of if ep == e} for e in epochs}
+            union = set().union(*ids.values())
+            short = {e: sorted(union - got) for e, got in ids.items() if got != union}
+            if short:
+                e, missing = next(iter(short.items()))
+                raise LmEvalError(f"{path}: unbalanced epochs: epoch {e} lacks {len(missing)} sample(s) the others "
+                                  f"answer ({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}); every "
+                                  "epoch answers every sample (inspect eval --epochs N): retry the log "
+                                  "(inspect eval-retry), or choose a complete epoch with --inspect-epoch N")
         chosen = epoch
         if chosen is None:
             if len(epochs) > 1:

@@ -22,12 +22,11 @@ def _group(text: str) -> tuple[str, tuple[str, ...]]:
 
 
 def _epoch(text: str) -> int | str:
-    if text.strip().lower() == "all":
+    if text == "all":
         return "all"
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
+    if text.strip().lower() == "all":
+        raise argparse.ArgumentTypeError(f"{text!r}: write all (lower case) for every epoch")
+    n = int(text) if text.isascii() and text.isdigit() else 0
     if n < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: expected an epoch number (1, 2, ...) or all")
     return n

@@ -39,7 +39,8 @@ root and as an unprivileged user, with the static policy off):
    before ABI 6), which only the allowlist and the namespaces stop: with Landlock alone, as an
    ordinary user, an answer can re-limit the caller and its neighbours (tests/sandbox_attacks.py
    does not try it there).
-4. **Always**: no_new_privs; as root setuid/setgid to 65534 (and a chroot into an empty directory
+4. **Always**: no_new_privs; as root setuid/setgid to the batch's own uid (``Sandbox.answer_uid``,
+   not 65534, which every process of nobody shares; docs/sandbox.md) (and a chroot into an empty directory
    where there are no namespaces); capabilities dropped inside a user namespace; an empty
    environment; one descriptor (the result pipe, fd 3); rlimits (CPU, address space, no file
    size, no processes, 4 descriptors, no core); parent-death signals and a wall-clock alarm; the

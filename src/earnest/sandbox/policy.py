@@ -125,6 +125,10 @@ class RunResult:
     value: float | None = None
     exact: Fraction | None = field(default=None, compare=False)
     detail: str = ""
+    #: not "" when the answer never ran because the machine failed it (its process could not be
+    #: set up: the key or namespace quota of the answers' uid, say): what happened. error_class is
+    #: then "unclassified"; the answer is not the model's failure, and only this answer is affected
+    infrastructure: str = ""
 
 
 # --------------------------------------------------------------------------------------------

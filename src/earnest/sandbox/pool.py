@@ -29,10 +29,14 @@ class SandboxUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-snippet limits. ``wall_seconds`` is enforced by killing the child's process group."""
+    """Per-snippet limits. The time limit is ``cpu_seconds`` of the answer's own CPU time (the
+    kernel's RLIMIT_CPU: answers spinning beside it on a loaded node cannot make an innocent answer
+    time out, issue 53.5); ``wall_seconds`` is a generous wall-clock cap beside it, for an answer that
+    waits without spending CPU (a sleep, a blocked call), enforced by killing the child's process
+    group. Both end the answer as ``timeout``."""
 
     cpu_seconds: int = 2
-    wall_seconds: float = 5.0
+    wall_seconds: float = 60.0
     memory_bytes: int = 512 * 1024 * 1024
     output_chars: int = 64 * 1024
 
@@ -73,8 +77,9 @@ _NOT_SENT = object()  # the request never reached a live worker: nothing of the 
 class _Worker:
     """One pre-started worker interpreter; used by one thread at a time."""
 
-    def __init__(self, token: str, python: str, disabled: frozenset):
+    def __init__(self, token: str, python: str, disabled: frozenset, answer_uid: int = 65534):
         self.token = token
+        self.answer_uid = answer_uid
         self.python = python
         self.disabled = disabled
         self.proc: subprocess.Popen | None = None
@@ -91,7 +96,7 @@ class _Worker:
             # caller's temporary directory (a Slurm job's TMPDIR, say) holds the worker's
             self.proc = subprocess.Popen(
                 [self.python, "-I", "-S", WORKER, "--worker", self.token,
-                 tempfile.gettempdir(), ",".join(sorted(self.disabled)) or "-"],
+                 tempfile.gettempdir(), ",".join(sorted(self.disabled)) or "-", str(self.answer_uid)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 env={}, cwd="/", close_fds=True, start_new_session=True,
             )
@@ -161,7 +166,7 @@ class _Worker:
             shutil.rmtree(base, ignore_errors=True)  # in case the worker could not
 
     def request(self, source: str, limits: Limits, full_builtins: bool = False,
-                fidelity: str = _EARNEST) -> dict:
+                fidelity: str = _EARNEST) -> "dict | RunResult":
         # a worker that cannot fork a child for the answer (the user's process limit reached by
         # other processes of the same user, memory) says so; it is retried a few times (the
         # limit may be transient), then the run stops with a clear error: an innocent answer that
@@ -182,14 +187,19 @@ class _Worker:
             failure = reply
             if pause is not None:
                 time.sleep(pause)
+        if failure.kind == "job_limit":   # the configuration's: every answer would fail alike
+            raise SandboxUnavailable(
+                f"sandbox: no answer can run: {failure.detail}; no answer of this batch was scored")
         if failure.kind == "fork":
             raise SandboxUnavailable(
                 f"sandbox: the worker cannot start a process for an answer ({failure.detail}): the "
                 "process limit of this user (ulimit -u, RLIMIT_NPROC; every process and thread of the user "
                 "on this machine counts) or the memory is exhausted; no answer of this batch was scored")
-        raise SandboxUnavailable(
-            f"sandbox: the process for an answer could not be set up, before any model code ran "
-            f"({failure.detail}); no answer of this batch was scored")
+        # the set-up of this answer's process failed every time (its uid's key quota, a namespace
+        # limit): this answer's failure, not the batch's; it is marked as the machine's, not the model's
+        return RunResult(UNCLASSIFIED, detail=f"not run: the sandbox could not set up its process ({failure.detail})",
+                         infrastructure=f"the process for this answer could not be set up, before any model code "
+                                        f"ran ({failure.detail})")
 
     def _request_once(self, source: str, limits: Limits, full_builtins: bool, fidelity: str):
         """The reply to one request (a dict: the answer's report, or the worker's account of how
@@ -241,8 +251,13 @@ class _Worker:
             # body is the set-up's own report)
             report = _parse_object(body) or {}
             detail = report.get("detail") if isinstance(report.get("detail"), str) else ""
-            return _WorkerFailure("setup", _short(detail or "the process ended before it was set up", 200))
+            kind = "job_limit" if report.get("setup") == "job_limit" else "setup"
+            return _WorkerFailure(kind, _short(detail or "the process ended before it was set up", 200))
         return _interpret(head[0], body, wall)
+
+
+#: the oldest Python the worker runs on (os.waitstatus_to_exitcode, os.pidfd_open)
+MIN_PYTHON = (3, 9)
 
 
 def resolve_python(python: str) -> str:
@@ -256,14 +271,26 @@ def resolve_python(python: str) -> str:
                                  f"interpreter, or the name of one on PATH)")
     found = found or python
     try:
-        proc = subprocess.run([found, "-c", "import sys; print(sys.executable)"], capture_output=True,
-                              text=True, timeout=60)
+        # (written so that any Python, 2.7 too, answers: its version is then refused by name)
+        proc = subprocess.run([found, "-c", "import sys; sys.stdout.write(sys.executable + '\\n' + "
+                                            "'%d.%d' % tuple(sys.version_info[:2]) + '\\n')"],
+                              capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SandboxUnavailable(f"sandbox.python: {python!r} does not run: {exc}") from exc
-    exe = proc.stdout.strip()
+    lines = proc.stdout.splitlines()
+    exe = lines[0].strip() if lines else ""
     if proc.returncode != 0 or not exe or not os.path.isfile(exe):
         raise SandboxUnavailable(f"sandbox.python: {python!r} does not run as a Python interpreter "
                                  f"(exit status {proc.returncode}: {_short(proc.stderr.strip(), 200)})")
+    try:
+        version = tuple(int(v) for v in lines[1].split("."))
+    except (IndexError, ValueError):
+        version = (0, 0)
+    if version < MIN_PYTHON:
+        shown = ".".join(map(str, version)) if version != (0, 0) else "unknown"
+        raise SandboxUnavailable(f"sandbox.python: {python!r} is Python {shown}; the sandbox's worker needs Python "
+                                 f"{MIN_PYTHON[0]}.{MIN_PYTHON[1]} or later (reference mode wants the authors' 3.12: "
+                                 "envs/score-reference.yaml)")
     return exe
 
 
@@ -285,7 +312,8 @@ class Sandbox:
     """
 
     def __init__(self, workers: int | None = None, limits: Limits = Limits(), *,
-                 python: str | None = None, disable=(), seccomp_compiler: str = "auto"):
+                 python: str | None = None, disable=(), seccomp_compiler: str = "auto",
+                 answer_uid: int | None = None):
         self.limits = limits
         unknown = sorted(set(disable) - set(LAYERS))
         if unknown:
@@ -302,7 +330,13 @@ class Sandbox:
         self.token = f"{_TEMP_PREFIX}{os.getpid()}-{id(self):x}"
         # the worker's switches: the kernel layers it leaves off, and libseccomp where earnest compiles
         worker_layers = (self.disabled - {"static"}) | ({"libseccomp"} if seccomp_compiler == "earnest" else set())
-        self._idle: list[_Worker] = [_Worker(self.token, self.python, worker_layers)
+        # as root: the uid every answer of this batch runs as, its own (not 65534, which any process
+        # of nobody on the machine shares: its key quota, its processes); ``answer_uid`` may name one
+        from earnest.sandbox.kernel.namespaces import pick_answer_uid
+
+        self.answer_uid = int(answer_uid) if answer_uid is not None else \
+            (pick_answer_uid() if os.geteuid() == 0 else os.getuid())
+        self._idle: list[_Worker] = [_Worker(self.token, self.python, worker_layers, self.answer_uid)
                                      for _ in range(self.n_workers)]
         self._all = list(self._idle)
         self._cond = threading.Condition()
@@ -348,7 +382,7 @@ class Sandbox:
                 self._release(worker)
         for w in self._all:
             if w.info:
-                caps = {k: v for k, v in w.info.items() if k not in ("pid", "base", "executable", "init_pid")}
+                caps = {k: v for k, v in w.info.items() if k not in ("pid", "base", "executable", "init_pid", "answer_uid")}
                 caps["static_policy"] = self.static
                 caps["layers"] = [name for name, _ in layers_in_force(caps)]
                 return caps
@@ -443,6 +477,8 @@ class Sandbox:
             reply = worker.request(source, self.limits, full_builtins, fidelity)
         finally:
             self._release(worker)
+        if isinstance(reply, RunResult):   # the machine's failure, told by the worker's status
+            return reply
         return validate_reply(reply, fidelity)
 
     def _acquire(self) -> _Worker:

@@ -1,5 +1,5 @@
 """The worker: the program each pre-started interpreter runs, and what runs in the children it forks
-for the answers (``python -I -S .../earnest/sandbox/worker.py --worker TOKEN TMPDIR DISABLED``).
+for the answers (``python -I -S .../earnest/sandbox/worker.py --worker TOKEN TMPDIR DISABLED ANSWER_UID``).
 
 It imports only the standard library and the sandbox's own modules that do the same
 (:mod:`.policy`, :mod:`.protocol`, :mod:`.layers`, :mod:`.kernel`): started as a file, with ``-I -S``
@@ -54,6 +54,10 @@ _MAX_EXACT_BITS = 1024
 
 # modules the allowed modules import lazily from C (preloaded by the worker)
 _INTERNAL_IMPORTS = ("_strptime", "time")
+
+
+class _JobLimit(OSError):
+    """A limit of the sandbox's above the job's own hard limit: no answer can run (set-up fails)."""
 
 
 class _OutputLimit(BaseException):
@@ -305,7 +309,7 @@ def _child(payload: memoryview, result_fd: int, setup: dict) -> None:
             if "chroot" in setup["layers"]:
                 os.chroot(setup["base"])
                 os.chdir("/")
-            _become_nobody()
+            _become_nobody(setup["answer_uid"])
         # a session keyring of its own, empty (not the worker's, shared by its answers); where the
         # worker could join one, so must the child: a failure (EDQUOT while the keys of answers just
         # ended wait for the kernel's collection) fails the set-up, which the caller retries, and is
@@ -333,7 +337,7 @@ def _child(payload: memoryview, result_fd: int, setup: dict) -> None:
         for name, value, soft in (("RLIMIT_CPU", cpu + 1, cpu), ("RLIMIT_AS", limits["mem"], limits["mem"])):
             hard = resource.getrlimit(getattr(resource, name))[1]
             if hard != resource.RLIM_INFINITY and value > hard:  # a job's limit (ulimit -v, h_vmem)
-                raise OSError(f"{name} of {value} is above this job's hard limit of {hard}: lower the "
+                raise _JobLimit(f"{name} of {value} is above this job's hard limit of {hard}: lower the "
                               "sandbox's limit (cpu_seconds, memory_bytes) or raise the job's")
             resource.setrlimit(getattr(resource, name), (soft, value))
         resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
@@ -354,6 +358,8 @@ def _child(payload: memoryview, result_fd: int, setup: dict) -> None:
         outcome = _execute(source, limits, modules, full_builtins, mode)
     except BaseException as exc:  # noqa: BLE001
         outcome = {"error": "unclassified", "detail": "sandbox setup failed: " + _describe(exc)}
+        if isinstance(exc, _JobLimit):   # the configuration's, for every answer: the caller stops the run
+            outcome["setup"] = "job_limit"
     try:
         data = json.dumps(outcome).encode()
     except BaseException:  # noqa: BLE001
@@ -467,7 +473,7 @@ def _remove_stale_dirs(tmp: str) -> None:
             continue
 
 
-def _worker_main(tmp: str, disabled: frozenset) -> None:
+def _worker_main(tmp: str, disabled: frozenset, answer_uid: int = 65534) -> None:
     import fcntl  # noqa: F401 - preloaded for the children
     import importlib
     import random  # noqa: F401 - preloaded for the children (reference mode)
@@ -505,7 +511,7 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
     # that reach it, set REFERENCE_RANDOM_SEED before model code runs)
     # root that can become nobody: root in a rootless container (podman, ``unshare -r``,
     # Apptainer --fakeroot) has uid 0 but no 65534 to switch to, and is an ordinary user here
-    root = os.geteuid() == 0 and _maps_nobody()
+    root = os.geteuid() == 0 and _maps_nobody(answer_uid)
     uid = os.getuid()
     _remove_stale_dirs(tmp)
     base = ""  # the empty directory a root worker without namespaces chroots into
@@ -540,7 +546,7 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
             except OSError as exc:
                 ns_error = _describe(exc)
                 namespaces = []
-            if namespaces and _probe_answer_user_namespace(libc, root):
+            if namespaces and _probe_answer_user_namespace(libc, root, answer_uid):
                 namespaces.append("user-per-answer")
             init = _start_namespace_init(libc) if namespaces else None
             if init is not None:
@@ -556,14 +562,15 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
                  "seccomp": "allowlist" if seccomp is not None else "",
                  "seccomp_compiler": seccomp[2] if seccomp is not None else "", "rlimits": True,
                  "session_keyring": "own" if keyrings else "",
-                 "init_pid": init[2] if init is not None else 0}
+                 "init_pid": init[2] if init is not None else 0,
+                 "answer_uid": answer_uid if root else uid}
         layers = [name for name, _ in layers_in_force(hello)]  # the one list the caller reports too
         blockers = [name for name in layers if name in FILE_READ_BLOCKERS]
         hello.update(file_reads_blocked_by=blockers, layers=layers)
         setup = {"libc": libc, "root": root, "base": base, "modules": modules,
                  "reference_modules": reference_modules, "namespaces": namespaces,
                  "init": init, "landlock": landlock, "seccomp": seccomp, "session_keyring": keyrings,
-                 "layers": layers}
+                 "layers": layers, "answer_uid": answer_uid}
         hello_sent = True
         _send(proto_out, hello)
         request_buf = bytearray(_MAX_MESSAGE)
@@ -607,4 +614,5 @@ def _worker_main(tmp: str, disabled: frozenset) -> None:
 
 
 if __name__ == "__main__" and len(sys.argv) >= 5 and sys.argv[1] == "--worker":
-    _worker_main(sys.argv[3], frozenset(filter(None, sys.argv[4].split(","))))
+    _worker_main(sys.argv[3], frozenset(filter(None, sys.argv[4].split(","))),
+                 int(sys.argv[5]) if len(sys.argv) > 5 and sys.argv[5].isdigit() else 65534)

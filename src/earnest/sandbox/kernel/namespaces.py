@@ -108,37 +108,104 @@ def _answer_user_namespace(libc) -> bool:
     return libc.unshare(_CLONE_NEWUSER) == 0
 
 
-def _become_nobody() -> None:
-    """As root: drop every group and become uid and gid 65534, as each answer's child does."""
+def _become_nobody(uid: int = _NOBODY) -> None:
+    """As root: drop every group and become the batch's answer uid (and the gid of that number), as
+    each answer's child does (:func:`pick_answer_uid`; 65534 only where no uid of its own is free)."""
     os.setgroups([])
-    os.setresgid(_NOBODY, _NOBODY, _NOBODY)
-    os.setresuid(_NOBODY, _NOBODY, _NOBODY)
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
 
 
-def _probe_answer_user_namespace(libc, root: bool) -> bool:
+#: where a batch's own answer uid is drawn from: far above any account's (useradd's range ends at
+#: 60000, systemd's dynamic users at 65519, subordinate ranges usually start at 100000 and are
+#: 65536 wide per user) and below 2**31 (some tools read uids as signed)
+ANSWER_UID_RANGE = (0x50000000, 0x7FFF0000)
+
+
+def _mapped_ids(name: str) -> list[tuple[int, int, int]]:
+    try:
+        with open(f"/proc/self/{name}") as fh:
+            return [tuple(map(int, line.split())) for line in fh if line.strip()]
+    except (OSError, ValueError):
+        return []
+
+
+def _uids_in_use() -> set[int]:
+    used = set()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return used
+    for entry in entries:
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/status") as fh:
+                    for line in fh:
+                        if line.startswith("Uid:"):
+                            used.update(int(v) for v in line.split()[1:])
+                            break
+            except (OSError, ValueError):
+                continue
+    return used
+
+
+def pick_answer_uid() -> int:
+    """A uid (and gid) of this batch's own for its answers, as root: mapped in this user namespace,
+    no account's (not in the password database) and no process's. Every answer of a batch ran as
+    65534 before: any process of nobody on the machine shared their key quota (one that filled it
+    sank the batch) and their process and signal scope; a uid of the batch's own shares nothing.
+    65534 where no such uid is mapped (a container mapping a small range)."""
+    import pwd
+    import random
+
+    uids, gids = _mapped_ids("uid_map"), _mapped_ids("gid_map")
+    low, high = ANSWER_UID_RANGE
+
+    def mapped(ranges, n):
+        return any(inside <= n < inside + count for inside, _, count in ranges)
+
+    used = None
+    rng = random.SystemRandom()
+    for _ in range(64):
+        uid = rng.randrange(low, high)
+        if not (mapped(uids, uid) and mapped(gids, uid)):
+            continue
+        try:
+            pwd.getpwuid(uid)
+            continue
+        except KeyError:
+            pass
+        if used is None:
+            used = _uids_in_use()
+        if uid not in used:
+            return uid
+    return _NOBODY
+
+
+def _probe_answer_user_namespace(libc, root: bool, uid: int = _NOBODY) -> bool:
     """Whether a child, as the answers' children will be (setuid to nobody as root), can have a
     user namespace of its own (unprivileged user namespaces allowed, no chroot)."""
     pid = os.fork()
     if pid == 0:
         try:
             if root:
-                _become_nobody()
+                _become_nobody(uid)
             os._exit(0 if _answer_user_namespace(libc) else 1)
         finally:
             os._exit(1)
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
-def _maps_nobody() -> bool:
-    """Whether uid and gid 65534 exist in this process's user namespace (always on a host; in a
-    rootless container, where only the user's own uid is mapped to 0, not)."""
+def _maps_nobody(uid: int = _NOBODY) -> bool:
+    """Whether uid and gid ``uid`` (65534 by default) exist in this process's user namespace (always
+    on a host; in a rootless container, where only the user's own uid is mapped to 0, not)."""
     for name in ("uid_map", "gid_map"):
         try:
             with open(f"/proc/self/{name}") as fh:
                 ranges = [tuple(map(int, line.split())) for line in fh if line.strip()]
         except (OSError, ValueError):
             return True  # no /proc to ask: assume a host
-        if not any(inside <= _NOBODY < inside + count for inside, _, count in ranges):
+        if not any(inside <= uid < inside + count for inside, _, count in ranges):
             return False
     return True
 

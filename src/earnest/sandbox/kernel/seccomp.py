@@ -64,13 +64,23 @@ ALLOWED_SYSCALLS = {
 #: answer maps): such a futex reaches another answer's process whatever the namespaces and Landlock
 #: domains, a channel between answers running at once; CPython and glibc use private futexes only.
 #: A clock id outside 0-15 is another process's or thread's CPU clock (issue 39).
+#: Each value is a list of alternatives (the call is allowed where one of them holds), each a list of
+#: conditions that must all hold. The futex operations allowed are the private ones CPython and
+#: glibc use (wait, wake, requeue, cmp_requeue, wake_op, wait_bitset, wake_bitset; FUTEX_CLOCK_REALTIME
+#: either way): no priority-inheritance operation (LOCK_PI, UNLOCK_PI, TRYLOCK_PI, WAIT_REQUEUE_PI,
+#: CMP_REQUEUE_PI, LOCK_PI2), which look up the thread id written in the futex word: without a pid
+#: namespace, FUTEX_TRYLOCK_PI told existing thread ids from missing ones, so an answer could read
+#: when a neighbour's process ended (issue 53.5). No answer needs them (no PI mutex in CPython).
+_FUTEX_CMD_MASK = 0x7F | _FUTEX_PRIVATE_FLAG
+#: FUTEX_WAIT, WAKE, REQUEUE, CMP_REQUEUE, WAKE_OP, WAIT_BITSET, WAKE_BITSET
+FUTEX_ALLOWED_OPS = (0, 1, 3, 4, 5, 9, 10)
 _ALLOWED_WITH_ARGS = {
-    "mmap": [(2, _SCMP_CMP_MASKED_EQ, _PROT_EXEC, 0)],
-    "mprotect": [(2, _SCMP_CMP_MASKED_EQ, _PROT_EXEC, 0)],
-    "futex": [(1, _SCMP_CMP_MASKED_EQ, _FUTEX_PRIVATE_FLAG, _FUTEX_PRIVATE_FLAG)],
-    "clock_gettime": [(0, _SCMP_CMP_MASKED_EQ, _CLOCK_ID_MASK, 0)],
-    "clock_getres": [(0, _SCMP_CMP_MASKED_EQ, _CLOCK_ID_MASK, 0)],
-    "clock_nanosleep": [(0, _SCMP_CMP_MASKED_EQ, _CLOCK_ID_MASK, 0)],
+    "mmap": [[(2, _SCMP_CMP_MASKED_EQ, _PROT_EXEC, 0)]],
+    "mprotect": [[(2, _SCMP_CMP_MASKED_EQ, _PROT_EXEC, 0)]],
+    "futex": [[(1, _SCMP_CMP_MASKED_EQ, _FUTEX_CMD_MASK, op | _FUTEX_PRIVATE_FLAG)] for op in FUTEX_ALLOWED_OPS],
+    "clock_gettime": [[(0, _SCMP_CMP_MASKED_EQ, _CLOCK_ID_MASK, 0)]],
+    "clock_getres": [[(0, _SCMP_CMP_MASKED_EQ, _CLOCK_ID_MASK, 0)]],
+    "clock_nanosleep": [[(0, _SCMP_CMP_MASKED_EQ, _CLOCK_ID_MASK, 0)]],
 }
 
 
@@ -138,20 +148,25 @@ def _bpf_allowlist(machine: str) -> bytes | None:
     ins(_BPF_RET_K, _SCMP_ACT_ALLOW)
     label("kill")
     ins(_BPF_RET_K, _SECCOMP_RET_KILL)
-    for name, conditions in _ALLOWED_WITH_ARGS.items():
+    for name, alternatives in _ALLOWED_WITH_ARGS.items():
         label(f"args:{name}")
-        for index, op, mask, value in conditions:
-            if op != _SCMP_CMP_MASKED_EQ or mask >> 32 or value & ~mask:
-                raise OSError(f"earnest's seccomp compiler has no rule for the condition on {name}")
-            # (argument & mask) == value, mask in the low word: the low word of the little-endian
-            # u64 (libseccomp compares the high word with a mask of 0 too: always equal)
-            ins(_BPF_LD_W_ABS, _SECCOMP_DATA_ARGS + 8 * index)
-            if value == 0:
-                ins(_BPF_JSET_K, mask, f"deny:{name}", None)
-            else:
-                ins(_BPF_ALU_AND_K, mask)
-                ins(_BPF_JEQ_K, value, None, f"deny:{name}")
-        ins(_BPF_RET_K, _SCMP_ACT_ALLOW)
+        for a, conditions in enumerate(alternatives):
+            # a condition that fails goes on to the next alternative, the last one's to the denial
+            fail = f"alt:{name}:{a + 1}" if a + 1 < len(alternatives) else f"deny:{name}"
+            for index, op, mask, value in conditions:
+                if op != _SCMP_CMP_MASKED_EQ or mask >> 32 or value & ~mask:
+                    raise OSError(f"earnest's seccomp compiler has no rule for the condition on {name}")
+                # (argument & mask) == value, mask in the low word: the low word of the little-endian
+                # u64 (libseccomp compares the high word with a mask of 0 too: always equal)
+                ins(_BPF_LD_W_ABS, _SECCOMP_DATA_ARGS + 8 * index)
+                if value == 0:
+                    ins(_BPF_JSET_K, mask, fail, None)
+                else:
+                    ins(_BPF_ALU_AND_K, mask)
+                    ins(_BPF_JEQ_K, value, None, fail)
+            ins(_BPF_RET_K, _SCMP_ACT_ALLOW)
+            if a + 1 < len(alternatives):
+                label(fail)
         label(f"deny:{name}")
         ins(_BPF_RET_K, _SCMP_ACT_ERRNO_EPERM)
     out = b""  # classic BPF jumps only forward: every label above follows its jumps
@@ -216,11 +231,11 @@ def _libseccomp_program() -> bytes | None:
             nr = lib.seccomp_syscall_resolve_name(syscall.encode())
             if nr < 0:  # not a system call on this architecture
                 continue
-            cmps = _ALLOWED_WITH_ARGS.get(syscall, [])
-            array = (ArgCmp * max(1, len(cmps)))(*[ArgCmp(*c) for c in cmps])
-            rc = lib.seccomp_rule_add_array(ctx, _SCMP_ACT_ALLOW, nr, len(cmps), array if cmps else None)
-            if rc < 0:
-                raise OSError(-rc, f"seccomp rule for {syscall} failed")
+            for cmps in _ALLOWED_WITH_ARGS.get(syscall, [[]]):   # several rules of one call: either allows
+                array = (ArgCmp * max(1, len(cmps)))(*[ArgCmp(*c) for c in cmps])
+                rc = lib.seccomp_rule_add_array(ctx, _SCMP_ACT_ALLOW, nr, len(cmps), array if cmps else None)
+                if rc < 0:
+                    raise OSError(-rc, f"seccomp rule for {syscall} failed")
         r, w = os.pipe()
         try:
             rc = lib.seccomp_export_bpf(ctx, w)

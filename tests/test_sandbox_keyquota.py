@@ -1,0 +1,102 @@
+"""No shared uid for answers (issue 53.4): a process of uid 65534 that fills its uid's key quota (the
+kernel's ``keys/maxkeys``, 200 keys for a uid other than root) cannot sink a batch.
+
+Before, every answer of a root batch ran as 65534 and each needed a new session keyring: a full
+quota of 65534, anywhere on the machine, ended the batch with ``SandboxUnavailable`` and nothing
+scored. Now, as root, a batch's answers run under a uid of its own (``Sandbox.answer_uid``), and where
+an answer's process cannot be set up all the same (a batch told to use 65534 here) that answer alone
+is marked as the machine's failure (``RunResult.infrastructure``), never the batch.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from earnest.sandbox import Sandbox
+from earnest.sandbox.kernel.namespaces import ANSWER_UID_RANGE
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a process of uid 65534 and a root batch)")
+
+FILLER = textwrap.dedent("""
+    import ctypes, os, sys
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    uid = int(sys.argv[1])
+    os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
+    KEYCTL, ADD_KEY = {"x86_64": (250, 248), "aarch64": (219, 217)}[os.uname().machine]
+    libc.syscall(KEYCTL, 1, None)                       # a session keyring of its own
+    n = 0
+    while libc.syscall(ADD_KEY, b"user", b"k%d" % n, b"x", 1, -3) >= 0:   # into @s until the quota is full
+        n += 1
+    err = ctypes.get_errno()
+    fresh = libc.syscall(KEYCTL, 1, None)                # what an answer's child does: a new keyring
+    print(n, err, fresh, ctypes.get_errno(), flush=True)
+    sys.stdin.read()                                     # hold the keys until the test ends
+""")
+
+INNOCENT = "def solution():\n    return sum(range(10)) * 3\n"
+
+
+def _fill(uid: int):
+    """A process of ``uid`` holding that uid's whole key quota, until the block ends."""
+    if os.uname().machine not in ("x86_64", "aarch64"):
+        pytest.skip("system call numbers for x86_64 and aarch64 only")
+    proc = subprocess.Popen([sys.executable, "-c", FILLER, str(uid)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    line = proc.stdout.readline().split()
+    try:
+        assert len(line) == 4, line
+        keys, err, fresh, fresh_err = map(int, line)
+        # the quota is full: a new keyring for uid 65534 is refused (EDQUOT), as it was for every answer
+        assert keys > 0 and err == 122 and fresh < 0 and fresh_err == 122, line
+        yield keys
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+
+
+@pytest.fixture()
+def quota_filler():
+    yield from _fill(65534)
+
+
+@pytest.fixture()
+def own_uid_filled():
+    """A uid no one else uses, its key quota full (65534's can free up meanwhile: other processes of
+    nobody on this machine end and their keys are collected)."""
+    from earnest.sandbox.kernel.namespaces import pick_answer_uid
+
+    uid = pick_answer_uid()
+    for keys in _fill(uid):
+        yield uid
+
+
+def test_a_full_key_quota_of_65534_does_not_touch_a_root_batch(quota_filler):
+    with Sandbox(workers=2) as sandbox:
+        assert ANSWER_UID_RANGE[0] <= sandbox.answer_uid < ANSWER_UID_RANGE[1]
+        results = sandbox.run_many([INNOCENT] * 12)
+        caps = sandbox.capabilities()
+    assert [(r.error_class, r.value, r.infrastructure) for r in results] == [("", 135.0, "")] * 12
+    assert "setuid" in caps["layers"]
+
+
+def test_where_an_answer_cannot_be_set_up_only_that_answer_is_marked(own_uid_filled):
+    """Answers under a uid whose key quota another process holds whole (as 65534's was): every
+    child's keyring fails; each answer comes back as the machine's failure, named, and the batch
+    does not raise."""
+    with Sandbox(workers=2, answer_uid=own_uid_filled) as sandbox:
+        results = sandbox.run_many([INNOCENT] * 3)
+    for r in results:
+        assert r.error_class == "unclassified" and r.value is None
+        assert "could not be set up" in r.infrastructure and "key quota" in r.infrastructure, r
+
+
+def test_the_answer_uid_is_the_batch_s_own():
+    with Sandbox(workers=1) as a, Sandbox(workers=1) as b:
+        assert a.answer_uid != b.answer_uid
+        assert 65534 not in (a.answer_uid, b.answer_uid)
