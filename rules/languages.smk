@@ -18,6 +18,7 @@ if OTHER_LANGUAGES:
         output:
             variants=f"{LANG_DIR}/{{language}}/data/{{dataset}}.parquet",
             report=f"{LANG_DIR}/{{language}}/data/{{dataset}}.report.tsv",
+            excluded=f"{LANG_DIR}/{{language}}/data/{{dataset}}.excluded.tsv",
         log:
             "logs/language_items/{language}/{dataset}.log",
         wildcard_constraints:
@@ -33,6 +34,7 @@ if OTHER_LANGUAGES:
             templates=TEMPLATES,
             variants=GSM["variants"],
             seed=GSM["seed"],
+            keep_invalid=GSM["keep_invalid_items"],
         script:
             "../workflow/scripts/language_items.py"
 
