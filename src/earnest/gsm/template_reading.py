@@ -358,3 +358,29 @@ def load_templates(language: str = "eng", directory: str | Path | None = None) -
     return _CACHE[key]
 
 
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where one language's template comes from, as the package records it: the language it was
+    translated from (``source-language``; "" for the English originals), the model that made the
+    first translation (``initial_translation_model``) and its human review (``human-validated``;
+    "" where nobody reviewed it: a machine translation)."""
+
+    source_language: str
+    translation_model: str
+    human_validated: str
+
+
+def provenance(language: str, directory: str | Path | None = None) -> dict[int, Provenance]:
+    """Each active template's :class:`Provenance` in ``language``, keyed by ``id_shuffled``."""
+    root = Path(directory) if directory is not None else package_dir(language)
+    out = {}
+    for path in sorted((root / "symbolic").glob("*.toml")):
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        if data.get("ignore"):
+            continue
+        out[int(data["id_shuffled"])] = Provenance(str(data.get("source-language") or ""),
+                                                   str(data.get("initial_translation_model") or ""),
+                                                   str(data.get("human-validated") or ""))
+    return out
