@@ -422,6 +422,7 @@ def language_templates(language: str):
     """The active templates of ``language`` (earnest's parser), DatasetError naming the language."""
     from earnest.gsm.instantiate import TemplateError, load_templates
 
+    check_languages([language], "language")
     try:
         return load_templates(language)
     except TemplateError as exc:
