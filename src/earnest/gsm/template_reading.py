@@ -9,12 +9,14 @@ import ast
 import decimal
 import itertools
 import json
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
 from fractions import Fraction
 from importlib.util import find_spec
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, Callable
 
 import numpy as np
@@ -119,12 +121,48 @@ def _arange_choices(start, end, step=1):
     return [str(round(float(v), _decimals(step))) for v in np.linspace(start, end, round((end - start) / step) + 1)]
 
 
+class Combinations(Sequence):
+    """The k-combinations of ``xs`` in ``itertools.combinations`` order, never listed: the i-th is
+    computed from i. A line such as ``name1, .., name5 = sample(names, 5)`` over a German list of
+    names has tens of millions of choices, which a list would hold in gigabytes; draws take one by
+    index, the same choice the list would give."""
+
+    def __init__(self, xs, k: int):
+        self.xs, self.k = list(xs), int(k)
+        self.n = math.comb(len(self.xs), self.k)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self):
+        return itertools.combinations(self.xs, self.k)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self.n))]
+        i = int(i)
+        if i < 0:
+            i += self.n
+        if not 0 <= i < self.n:
+            raise IndexError(i)
+        out, start, k, m = [], 0, self.k, len(self.xs)
+        while k:                      # lexicographic unranking: skip the blocks that start earlier
+            for j in range(start, m):
+                block = math.comb(m - j - 1, k - 1)
+                if i < block:
+                    out.append(self.xs[j])
+                    start, k = j + 1, k - 1
+                    break
+                i -= block
+        return tuple(out)
+
+
 #: the choice lists of the non-derived init lines (the package's enumeration semantics)
 _CHOICES = _SCALAR | {
     "range": lambda a, b, s=1: list(range(a, b, s)) if a <= b else [],
     "range_list": lambda a, b, s=1: list(range(a, b, s)) if a <= b else [],
     "range_str": lambda a, b, s, nums: [(nums[i - 1], i) for i in range(a, b, s)] if a <= b else [],
-    "sample": lambda xs, n=1: list(itertools.combinations(xs, n)) if n > 1 else xs,
+    "sample": lambda xs, n=1: Combinations(xs, n) if n > 1 else xs,
     "sample_sequential": lambda xs, n: [[xs[(i + j) % len(xs)] for j in range(n)] for i in range(len(xs))],
     "arange": _arange_choices,
 }
@@ -311,6 +349,13 @@ def parse_template(path: Path, replacements: dict) -> Template:
         if missing:
             raise TemplateError(f"{ln.expr.where}: unknown name(s) {sorted(missing)} in {ln.expr.text!r}")
         values = ln.expr(env)
+        if isinstance(values, Combinations) and values.k == len(ln.names) and len(ln.names) > 1:
+            ln.choices = values       # each combination is already one choice of the line's names
+            if not values:
+                raise TemplateError(f"{ln.expr.where}: {ln.expr.text!r} has no choices for {', '.join(ln.names)}")
+            continue
+        if isinstance(values, Combinations):
+            values = list(values)
         if len(ln.names) == 1:
             values = values if isinstance(values, list) else [values]
             ln.choices = [(v,) for v in values]
