@@ -39,8 +39,8 @@ if OTHER_LANGUAGES:
             "../workflow/scripts/language_items.py"
 
     # generation and scoring are the English study's rules on the language's files (their scripts read
-    # params.language: the language's prompt in its mode, checked against the model's context first;
-    # its extraction locale)
+    # the language wildcard: the language's prompt in its mode, checked against the model's context
+    # first; its extraction locale)
     use rule generate as language_generate with:
         input:
             dataset_items=f"{LANG_DIR}/{{language}}/data/{{dataset}}.parquet",
@@ -59,7 +59,6 @@ if OTHER_LANGUAGES:
         params:
             model=lambda wc: wc.model,
             model_cfg=lambda wc: model_cfg(wc.model),
-            language=lambda wc: wc.language,
             prompt=lambda wc: wc.prompt,
             prompt_entry=language_prompt_entry,
             prompt_mode=lambda wc: language_mode(wc.language),
@@ -84,7 +83,6 @@ if OTHER_LANGUAGES:
             style=lambda wc: LANGUAGE_FORMATS[wc.language].style,
             fidelity=FIDELITY,
             sandbox_python="",
-            language=lambda wc: wc.language,
             english_rules=lambda wc: wc.language in ENGLISH_RULES,
 
     rule language_glmm1:

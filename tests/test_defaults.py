@@ -66,6 +66,9 @@ CLI_ONLY = {
     ("compare", "input"), ("compare", "by"), ("compare", "out"),
     # the task folder to write and the release file it reads
     ("lm-eval-task", "out"), ("lm-eval-task", "release"),
+    # the answers' language, and reading one without a locale row by English rules (the workflow's
+    # gsm_symbolic.english_rules lists languages; the command reads one file of one language)
+    ("extract", "language"), ("extract", "english_rules"),
 }
 #: the options of other harnesses' results (earnest.readers.lmeval.add_arguments): no config keys
 READER_PREFIXES = ("lm_eval", "inspect", "id_pattern", "template_field", "variant_field", "question_field")

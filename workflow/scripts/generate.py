@@ -4,7 +4,7 @@ each prompt checked against the model's context first (earnest.gsm.context_fit).
 
 snakemake.input.dataset_items: items parquet; snakemake.params: model (name), model_cfg (its config entry),
 prompt (format name), prompt_entry (its stop strings and style as planned, JSON), prompts_dir, fidelity,
-max_new_tokens, checkpoint_every; for another language also language, prompt_mode, context_policy;
+max_new_tokens, checkpoint_every; for another language (wildcards.language) also prompt_mode, context_policy;
 snakemake.threads: CPU threads; snakemake.output[0]: generations parquet; snakemake.output.context (another
 language): one row per item, its prompt's tokens and shots; snakemake.log[0]: progress (items done, rate, ETA).
 """
@@ -22,13 +22,14 @@ from earnest.generation import generate_dataset  # noqa: E402
 from earnest.gsm.prompts import load_formats  # noqa: E402
 
 sm = snakemake  # noqa: F821
-language = getattr(sm.params, "language", "eng")
+# the language rules (use rule generate as language_generate) have a language wildcard; English none
+language = sm.wildcards.get("language", "eng")
 cfg = dict(sm.params.model_cfg)
 cfg.setdefault("threads", sm.threads)
 if language == "eng":
     fmt = load_formats(sm.params.prompts_dir, fidelity=sm.params.fidelity)[sm.params.prompt]
 else:
-    from earnest.gsm.context_fit import CONTEXT_COLUMNS, check_context, mode_format
+    from earnest.gsm.context_fit import CONTEXT_COLUMNS, check_context, mode_format, shots_of
 
     fmt = mode_format(language, sm.params.prompt_mode, sm.params.prompts_dir, fidelity=sm.params.fidelity,
                       name=sm.params.prompt)
@@ -46,10 +47,11 @@ with serving(sm.params.model, cfg, sm.log[0]) as cfg:
         formats, rows = check_context(items, fmt, backend, cfg, int(sm.params.max_new_tokens),
                                       policy=sm.params.context_policy, where=f"{language} {sm.wildcards.dataset}: ")
         pd.DataFrame(rows, columns=CONTEXT_COLUMNS).to_csv(sm.output.context, sep="\t", index=False)
-        fewer = [r for r in rows if r["shots"] < max(x["shots"] for x in rows)]
-        log.info("%s (%s): prompts of %s tokens; %d item(s) with fewer shots", language, sm.params.prompt_mode,
+        fewer = [r for r in rows if r["shots"] < shots_of(fmt)]
+        log.info("%s (%s): prompts of %s tokens; %d item(s) with fewer than %d shots", language, sm.params.prompt_mode,
                  "unchecked" if rows and rows[0]["context"] is None else
-                 f"{min(r['prompt_tokens'] for r in rows)}..{max(r['prompt_tokens'] for r in rows)}", len(fewer))
+                 f"{min(r['prompt_tokens'] for r in rows)}..{max(r['prompt_tokens'] for r in rows)}", len(fewer),
+                 shots_of(fmt))
     generate_dataset(items, fmt, backend, model=sm.params.model, dataset=sm.wildcards.dataset, output=sm.output[0],
                      max_new_tokens=int(sm.params.max_new_tokens), checkpoint_every=int(sm.params.checkpoint_every),
                      formats=formats)
