@@ -71,7 +71,7 @@ def test_french_end_to_end(french_run):
     assert list(excluded.columns) == ["language", "dataset", "item_id", "template_id", "reason", "detail", "kept"]
     assert excluded.empty
     assert "Items left out" in md and "Answers in the language (%)" in md and "Prompt mode" in md
-    assert "French from dan" in md
+    assert "French from the package's dan templates" in md
     context = pd.read_csv(wd / "results/languages/fra/generations/tiny/gsm/gsm_base.context.tsv", sep="\t")
     assert list(context["item_id"]) == list(scored["item_id"]) and (context["shots"] == 8).all()
     assert (context["prompt_tokens"] + context["max_new_tokens"] <= context["context"]).all()

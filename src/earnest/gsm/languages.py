@@ -153,7 +153,7 @@ def provenance_notes(languages: Iterable[str], templates: Iterable[int] | None =
         via = [p.source_language for p in rows.values() if p.source_language not in ("", "eng")]
         if via:
             share = "" if len(via) == len(rows) else f" ({len(via)} of {len(rows)} templates)"
-            other.append(f"{names[x]}{share} from {', '.join(sorted(set(via)))}")
+            other.append(f"{names[x]}{share} from the package's {', '.join(sorted(set(via)))} templates")
     notes = []
     if machine:
         notes.append(f"Machine translations nobody reviewed (the package's record): {'; '.join(machine)}.")
@@ -190,7 +190,8 @@ def write_cross_lingual(summary: pd.DataFrame, glmm1: pd.DataFrame, tables: str 
                      f"excluded_items.csv); their templates ({len(dropped)}: {', '.join(map(str, dropped)) or 'none'}) "
                      "are left out of every language." + (f" {kept} failing items kept by the config." if kept else ""))
     if rates is not None:
-        extra["Answers in the language (%)"] = {x: ("" if rates.get(x) != rates.get(x) else f"{100 * rates[x]:.1f}")
+        # n/a: no answer of the language has a letter (only digits and punctuation)
+        extra["Answers in the language (%)"] = {x: ("n/a" if rates.get(x) != rates.get(x) else f"{100 * rates[x]:.1f}")
                                                 for x in languages if x in rates}
     if modes:
         extra["Prompt mode"] = {x: modes.get(x, "native") for x in languages}
