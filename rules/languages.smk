@@ -105,6 +105,8 @@ if OTHER_LANGUAGES:
             resamples=config["stats"]["resamples"],
             seed=config["stats"]["seed"],
             fidelity=FIDELITY,
+            engine=config["stats"]["engine"],
+            prior=config["stats"]["prior"],
         script:
             "../workflow/scripts/language_glmm1.py"
 

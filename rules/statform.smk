@@ -5,6 +5,28 @@
 include: "statform_targets.smk"
 
 
+if SF["source"] == "official":
+
+    # the authors' release at its pinned revision, fetched once on the login node (or copied from
+    # statform.release.path) and checked against statform.release.sha256
+    rule statform_release:
+        output:
+            SF_RELEASE_FILE,
+        log:
+            "logs/statform_release.log",
+        localrule: True
+        conda:
+            "../envs/statform.yaml"
+        params:
+            repo=SF_RELEASE["repo"],
+            revision=SF_RELEASE["revision"],
+            file=SF_RELEASE["file"],
+            sha256=SF_RELEASE["sha256"],
+            path=str(_repo_path(SF_RELEASE["path"])) if SF_RELEASE["path"] else None,
+        script:
+            "../workflow/scripts/statform_release.py"
+
+
 rule statform_data:
     input:
         dataset=statform_dataset(),
@@ -24,6 +46,7 @@ rule statform_data:
         **SMALL_JOB,
     params:
         limit=SF["limit"],
+        seed=SF["seed"],
     script:
         "../workflow/scripts/statform_data.py"
 
@@ -53,6 +76,7 @@ rule statform_generate:
         strategy_cfg=lambda wc: SF_STRATEGIES[wc.strategy],
         max_new_tokens=SF["max_new_tokens"],
         checkpoint_every=config["generation"]["checkpoint_every"],
+        fidelity=config["fidelity"],
     script:
         "../workflow/scripts/statform_generate.py"
 
@@ -72,12 +96,16 @@ rule statform_score:
         "../envs/statform.yaml"
     resources:
         **SMALL_JOB,
+    params:
+        fidelity=config["fidelity"],
+        max_chars=SF["max_answer_chars"],
     script:
         "../workflow/scripts/statform_score.py"
 
 
 rule statform_analysis:
     input:
+        samples=f"{SF_DIR}/data/samples.parquet",
         scored=expand(f"{SF_DIR}/scored/{{model}}/{{strategy}}.parquet", model=SF_MODELS, strategy=SF_STRATEGIES),
     output:
         tables=report(
@@ -108,5 +136,14 @@ rule statform_analysis:
         min_category_n=SF["min_category_n"],
         top_fine=SF["top_fine"],
         glmm=len(SF_MODELS) > 1,
+        fidelity=config["fidelity"],
+        strategies=SF_STRATEGIES,
     script:
         "../workflow/scripts/statform_analysis.py"
+
+
+# every StatFormBench table and figure: snakemake statform --configfile config/paper_statform.yaml
+rule statform:
+    input:
+        statform_targets(),
+    localrule: True

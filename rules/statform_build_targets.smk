@@ -81,7 +81,7 @@ def statform_build_targets():
 SFB_PROMPTS = str(_repo_path(SFB["prompts_dir"]))
 SFB_STAGE_PROMPTS = {
     "split": ["split"],
-    "induce": ["induce", "induce_check", "induce_revise"],
+    "induce": ["preview", "induce", "induce_check", "induce_revise"],
     "filter": ["quality_filter"],
     "label": ["category"],
     "variables": ["variables"],

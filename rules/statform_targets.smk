@@ -1,5 +1,6 @@
 # StatFormBench (rules/statform.smk): settings, the files its jobs read, and its targets.
 from earnest.statform.prompts import default_prompt_path
+from earnest.statform.reference import PROMPT_FILES, reference_prompt_dir
 
 SF = config["statform"]
 SF_MODELS = list(SF["models"])
@@ -11,8 +12,16 @@ wildcard_constraints:
     strategy=_alternatives(SF_STRATEGIES) if SF_STRATEGIES else "zero_shot",
 
 
+SF_RELEASE = SF["release"]
+# statform.source official: the release file, fetched (or copied from statform.release.path) by statform_release
+SF_RELEASE_FILE = f"{SF_DIR}/release/{SF_RELEASE['revision']}/statformbench.json"
+
+
 def statform_dataset():
-    """statform.dataset; the benchmark built by rules/statform_build.smk is made, not read."""
+    """The samples statform_data reads: the release (source official), the benchmark built by
+    rules/statform_build.smk (made, not read), or the file statform.dataset."""
+    if SF["source"] == "official":
+        return SF_RELEASE_FILE
     return BUILT_BENCHMARK if SF["dataset"] == BUILT_BENCHMARK else _repo_path(SF["dataset"])
 
 
@@ -22,7 +31,10 @@ def statform_taxonomy():
 
 
 def statform_prompt_template():
-    """The prompt template every strategy fills: statform.prompt_template, else the shipped one."""
+    """The prompt files the generation sends: with fidelity reference the authors' two prompts, else the
+    template every strategy fills (statform.prompt_template, else the shipped one)."""
+    if config["fidelity"] == "reference":
+        return [str(reference_prompt_dir() / f) for f in PROMPT_FILES.values()]
     return str(_repo_path(SF["prompt_template"])) if SF["prompt_template"] else str(default_prompt_path())
 
 

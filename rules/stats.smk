@@ -62,6 +62,7 @@ rule bootstrap_shard:
         fidelity=FIDELITY,
         engine=STATS["engine"],
         check_resamples=STATS["check_resamples"],
+        prior=STATS["prior"],
     script:
         "../workflow/scripts/bootstrap_shard.py"
 
@@ -96,6 +97,7 @@ rule glmm_summary:
         rows=STATS_ROWS,
         engine=STATS["engine"],
         covariate=STATS["covariate"],
+        prior=STATS["prior"],
     script:
         "../workflow/scripts/glmm_summary.py"
 

@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-# libseccomp2: the code sandbox's system-call filter; util-linux: setpriv for the unprivileged sandbox test
-APT_PACKAGES="r-base-core r-cran-lme4 chromium libseccomp2 util-linux"
+# r-cran-blme: bglmer, the lme4 engine's penalised fits in earnest mode (stats.prior); libseccomp2: the code sandbox's system-call filter; util-linux: setpriv for the unprivileged sandbox test
+APT_PACKAGES="r-base-core r-cran-lme4 r-cran-blme chromium libseccomp2 util-linux"
 missing=""
 for p in $APT_PACKAGES; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

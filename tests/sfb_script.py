@@ -27,7 +27,7 @@ STAGES = [("split", "preparing exercises for a benchmark"), ("filter", "Judge wh
           ("label", "category annotator"), ("variables", "Extract the variable objects"),
           ("rewrite", "Rewrite the background and question"), ("check", "evaluator of problem reformulation"),
           ("induce", "preparing evaluation questions"), ("induce_check", "reviewer of evaluation questions"),
-          ("formulate", "Abstract the statistical formulation")]
+          ("formulate", "Abstract the statistical formulation"), ("preview", "writing a small preview of a data table")]
 
 ENTRIES = [
     {"entry_id": "two", "question": "TAG:two In a clinic 12% of booked patients do not attend. (a) If 4 are booked, "
@@ -144,6 +144,18 @@ class Annotator:
                 "survival" in user["rewritten problem"]["question"]:
             return json.dumps({"pass": False, "feedback": "The question names the method (survival curve)."})
         return json.dumps({"pass": True, "feedback": ""})
+
+    def preview(self, tag, attempt, user, msgs):
+        """Rows from the summary: each number column at its mean (or min), other columns their most frequent
+        value; with state["bad_preview"], a number far outside its column's range on every attempt."""
+        row = {}
+        for c in user["columns"]:
+            st = user["statistics"].get(c, {})
+            num = st.get("mean", st.get("min")) if isinstance(st.get("min"), (int, float)) else None
+            row[c] = num if num is not None else st.get("top")
+            if self.state.get("bad_preview") and num is not None:
+                row[c] = 1e12
+        return json.dumps({"rows": [dict(row) for _ in range(5)]})
 
     def induce(self, tag, attempt, user, msgs):
         qs = [{"question": "Do waiting times differ between the North and South clinics?",

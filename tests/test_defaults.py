@@ -25,6 +25,8 @@ CONFIG_KEYS = {
     ("prompt", "fidelity"): "fidelity",
     ("prompt", "prompts_dir"): "prompts_dir",     # None = resources/prompts of the source tree (below)
     ("lm-eval-task", "fidelity"): "fidelity",
+    ("statform-score", "fidelity"): "fidelity",
+    ("statform-prompt", "fidelity"): "fidelity",
     ("lm-eval-task", "prompts_dir"): "prompts_dir",
     ("extract", "fidelity"): "fidelity",
     ("extract", "python"): "sandbox.python",
@@ -69,6 +71,12 @@ CLI_ONLY = {
     # the answers' language, and reading one without a locale row by English rules (the workflow's
     # gsm_symbolic.english_rules lists languages; the command reads one file of one language)
     ("extract", "language"), ("extract", "english_rules"),
+    # StatFormBench: the release or samples file, the CSVs, the one sample and how it is shown; --taxonomy
+    # defaults to the release's taxonomy (statform.taxonomy's null means labels from the data)
+    ("statform-score", "release"), ("statform-score", "input"), ("statform-score", "output"),
+    ("statform-score", "taxonomy"), ("statform-prompt", "release"), ("statform-prompt", "sample"),
+    ("statform-prompt", "strategy"), ("statform-prompt", "k"), ("statform-prompt", "json"),
+    ("statform-prompt", "taxonomy"),
 }
 #: the options of other harnesses' results (earnest.readers.lmeval.add_arguments): no config keys
 READER_PREFIXES = ("lm_eval", "inspect", "id_pattern", "template_field", "variant_field", "question_field")

@@ -184,6 +184,29 @@ def test_case_library_data_dictionary_and_induction(built):
     hist = case[0]["log"]["induce"]["history"]
     assert [h["step"] for h in hist] == ["induce", "check", "revise", "check"]
     assert "hour of arrival" in case[1]["question"] and case[0]["source"] == "case"
+    # the induction model saw preview rows the model wrote from the summary (the paper's way)
+    assert case[0]["metadata"]["preview"] == {"waits.csv": "written by the model from the table's summary"}
+
+
+def test_preview_rows_fall_back_to_the_simulation_labelled(tmp_path):
+    from earnest.statform.build.datadict import model_previews
+
+    files = [str(CASES / "clinic-waits" / "waits.csv")]
+    d = project_dictionary("clinic-waits", CASES / "clinic-waits", files, seed=3)
+    script = Annotator()
+    script.state["bad_preview"] = True
+    with ScriptedOpenAI(script) as srv:
+        cfg, backend = F.stage_config(_llm(srv.url, tmp_path / "cache"))
+        try:
+            shown = model_previews(d, cfg)
+        finally:
+            backend.close()
+        asked = len(srv.received)
+    t = shown["tables"][0]
+    assert asked == 3                                   # the first answer and max_retries = 2 more
+    assert t["preview"] == d["tables"][0]["preview_simulated"] and "preview_simulated" not in t
+    assert t["preview_source"].startswith("simulated (seeded fallback; the model's rows were unusable: row 1, column")
+    assert "is not a number in [" in t["preview_source"]
 
 
 def test_data_dictionary_is_deterministic(tmp_path):
@@ -328,7 +351,7 @@ def test_config_checks_read_entries_and_cases_before_any_job(tmp_path, tiny_mode
     cfg, checked = _config(lambda c: None, tiny_model_dir)
     assert list(checked.build_entries) == ["ex-noshow", "ex-bulbs", "ex-define"]
     assert list(checked.build_cases) == ["clinic-waits"] and checked.build_excluded[0]["project"] == "survey-notes"
-    assert cfg["statform_build"]["max_retries"] == 2 and cfg["statform_build"]["review"]["require"] is False
+    assert cfg["statform_build"]["max_retries"] == 2 and cfg["statform_build"]["review"]["require"] is True
     with pytest.raises(ConfigError, match=r"statform_build.stage_models.rewrite: 'gpt' is not a configured model"):
         _config(lambda c: c["statform_build"].update(stage_models={"rewrite": "gpt"}), tiny_model_dir)
     bad = tmp_path / "e.jsonl"

@@ -28,7 +28,7 @@ def _config(url: str) -> dict:
     cfg["models"]["annotator"] = {"backend": "openai", "base_url": url, "model": "annotator", "concurrency": 2,
                                   "max_retries": 0, "gsm_symbolic": False}
     cfg["statform_build"] = {"enabled": True, "entries": "entries.jsonl", "cases": "cases", "model": "annotator",
-                             "max_new_tokens": 200, "review": {"batch_size": 10}}
+                             "max_new_tokens": 200, "review": {"batch_size": 10, "require": False}}
     cfg["statform"] = {"enabled": True, "models": ["annotator"], "dataset": BUILT, "limit": 0, "resamples": 50,
                        "strategies": {"zero_shot": {"kind": "zero_shot"}}}
     return cfg

@@ -230,7 +230,7 @@ def test_hostile_answers_parse_in_linear_time_and_the_longest_is_capped():
     assert parse_response(at_cap).status == "ok"
     p = parse_response(at_cap + " ")
     assert p.status == "too_long" and not p.parseable and "too_long" in parsing.UNPARSEABLE
-    assert p.notes == [f"an answer of {cap + 1:,} characters, longer than the {cap:,} read (parsing.MAX_ANSWER_CHARS)"]
+    assert p.notes == [f"an answer of {cap + 1:,} characters, longer than the {cap:,} read (statform.max_answer_chars)"]
     s = _sample([("n", 36, "N/A")])
     gens = pd.DataFrame({"item_id": ["s1", "s1"], "model": "m", "response": [good, at_cap + " "]})
     scored = score_generations(gens, [s], TAX)

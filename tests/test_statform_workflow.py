@@ -27,7 +27,7 @@ rule all:
 
 rule data:
     input: dataset="{res}/sample.jsonl", pool="{res}/fewshot_pool.jsonl", taxonomy="{res}/taxonomy.yaml"
-    params: limit=12
+    params: limit=12, seed=0
     output: samples="out/samples.parquet", pool="out/pool.parquet", taxonomy="out/taxonomy.yaml"
     log: "logs/data.log"
     script: "{scripts}/statform_data.py"
@@ -36,21 +36,22 @@ rule generate:
     input: samples="out/samples.parquet", pool="out/pool.parquet", taxonomy="out/taxonomy.yaml",
            template="{res}/prompts/formulation_zero_shot.txt"
     params: model=lambda w: w.model, model_cfg=lambda w: MODELS[w.model], strategy="zero_shot",
-            strategy_cfg={{"kind": "zero_shot"}}, max_new_tokens=256, checkpoint_every=4
+            strategy_cfg={{"kind": "zero_shot"}}, max_new_tokens=256, checkpoint_every=4, fidelity="earnest"
     output: "out/gen/{{model}}.parquet"
     log: "logs/gen_{{model}}.log"
     script: "{scripts}/statform_generate.py"
 
 rule score:
     input: generations="out/gen/{{model}}.parquet", samples="out/samples.parquet", taxonomy="out/taxonomy.yaml"
+    params: fidelity="earnest", max_chars=1000000
     output: "out/scored/{{model}}.parquet"
     log: "logs/score_{{model}}.log"
     script: "{scripts}/statform_score.py"
 
 rule analysis:
-    input: scored=expand("out/scored/{{model}}.parquet", model=list(MODELS))
+    input: samples="out/samples.parquet", scored=expand("out/scored/{{model}}.parquet", model=list(MODELS))
     params: main_strategy="zero_shot", baseline="zero_shot", n_boot=200, seed=1, min_category_n=0, top_fine=15,
-            glmm=False
+            glmm=False, fidelity="earnest", strategies={{"zero_shot": {{"kind": "zero_shot"}}}}
     output: tables=directory("out/tables"), figures=directory("out/figures")
     log: "logs/analysis.log"
     script: "{scripts}/statform_analysis.py"
@@ -70,5 +71,10 @@ def test_scripts_under_snakemake(tmp_path):
         assert proc.returncode == 0, proc.stderr[-4000:] + logs[-4000:]
     main = pd.read_csv(tmp_path / "out" / "tables" / "main.csv").set_index("model")
     assert main.at["good", "ACC_CG"] == pytest.approx(100.0) and main.at["good", "N"] == 12
-    assert main.at["weak", "unparseable"] == 4  # samples 0, 3, 6, 9 answered in prose
+    # limit 12: a seeded sample stratified by source and category; weak answers every 3rd sample of the file in prose
+    from earnest.statform.data import stratified_limit
+    from test_statform_pipeline import SAMPLES
+
+    picked = {s.sample_id for s in stratified_limit(SAMPLES, 12, seed=0)}
+    assert main.at["weak", "unparseable"] == sum(1 for i, s in enumerate(SAMPLES) if i % 3 == 0 and s.sample_id in picked)
     assert (tmp_path / "out" / "figures" / "confusion_coarse_weak.pdf").exists()

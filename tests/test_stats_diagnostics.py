@@ -121,8 +121,12 @@ def test_fit_problems_in_words():
     assert fit_problems(_summary_row()) == ("ok", [])
     verdict, words = fit_problems(_summary_row(acc_base=0.0, acc_variants=0.0))
     assert verdict == "degenerate" and "no correct answer" in words[0]
+    # complete separation in the variant indicator (issue 50): estimable, a caution that says how
+    verdict, words = fit_problems(_summary_row(acc_base=0.0, acc_variants=5.0, prior="normal prior"))
+    assert verdict == "caution" and "complete separation" in words[0] and "0/10" in words[0] and "2/40" in words[0]
+    assert "penalised fit's estimate is finite" in words[0]
     verdict, words = fit_problems(_summary_row(acc_base=0.0, acc_variants=5.0))
-    assert verdict == "degenerate" and "complete separation" in words[0] and "0/10" in words[0] and "2/40" in words[0]
+    assert verdict == "caution" and "unpenalised odds ratio diverges" in words[0]
     # separation in the variant indicator does not make the gamma_c effect degenerate by itself
     assert fit_problems(_summary_row(acc_base=0.0, acc_variants=5.0, term="gamma_c"))[0] == "ok"
     verdict, words = fit_problems(_summary_row(n_clean=30, n_singular=4, wald_converged=False,

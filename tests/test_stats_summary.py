@@ -101,7 +101,7 @@ def test_summarise_uses_clean_estimates_only():
     r = s.iloc[0]
     assert r.n_resamples == 5 and r.n_clean == 3 and r.n_errors == 1
     assert r.median_log_or == pytest.approx(-0.5) and r.odds_ratio == pytest.approx(np.exp(-0.5))
-    assert r.p_boot == 0.0 and r.p_bound == pytest.approx(1 / 3)      # P < 1/3 from 3 estimates, not 0
+    assert r.p_boot == 0.0 and r.p_bound == pytest.approx(2 / 3)      # P < 2/3 from 3 estimates, not 0
     assert r.ranef_var_mean == pytest.approx(np.mean([2, 3, 5]))
     assert r.ranef_var_sd == pytest.approx(np.std([2, 3, 5], ddof=1))
 

@@ -31,10 +31,12 @@ def test_one_definition_of_significant_and_degenerate():
     assert list(table.columns[:len(SUMMARIES_COLUMNS)]) == list(SUMMARIES_COLUMNS)
     t = table.set_index("model")
     assert t["significant_uncorrected"].to_dict() == {"a": True, "b": True, "c": False, "d": False, "e": False}
-    assert t["degenerate"].to_dict() == {"a": False, "b": False, "c": True, "d": False, "e": False}
+    # no correct answer and no P value (no clean estimate): not estimable
+    assert t["degenerate"].to_dict() == {"a": False, "b": False, "c": True, "d": False, "e": True}
     assert t.loc["c", "fit_verdict"] == "degenerate" and "no correct answer" in t.loc["c", "fit_problems"]
-    # Holm across the models of the prompt (4 P values; NaN is not a test)
-    assert t["p_holm"].tolist()[:4] == pytest.approx([0.04, 0.04, 0.04, 0.4])
+    # Holm across the models of the prompt (3 P values: a fit that is not estimable, c, and one without a
+    # P value, e, test nothing)
+    assert t["p_holm"].tolist()[:4] == pytest.approx([0.03, 0.04, np.nan, 0.4], nan_ok=True)
     assert t["significant_holm"].to_dict() == {"a": True, "b": True, "c": False, "d": False, "e": False}
     assert t["wald_mismatch"].to_dict() == {"a": False, "b": True, "c": False, "d": True, "e": False}
     assert set(t["prompt_label"]) == {"GSM prompt (Ex1)"} and t["ex2"].to_dict()["a"] and not t.loc["b", "ex2"]
@@ -82,25 +84,33 @@ def test_bad_rows_are_named():
         build_summaries(pd.DataFrame([_row("a", 0.1), _row("a", 0.2)]))
 
 
-def test_estimates_beyond_ten_log_odds_are_degenerate_whichever_engine_and_rule():
-    """Issue 25's three tables: a 'significant' effect made of diverging fits (median -19.1,
-    interval [-19.46, -18.89], p 0), an interval stretched to -17.57 by 11 of them, and one to +17.08:
-    degenerate, never significant; an ordinary row is untouched; resamples that did not converge
-    are stated."""
+def test_estimates_beyond_ten_log_odds_of_unpenalised_fits():
+    """Issue 25's three tables, on unpenalised fits (no prior: shards written before earnest mode
+    penalised its fits, or by another tool): in earnest mode an interval stretched to -17.57 by
+    diverging fits, and one to +17.08, are not estimable, never significant; an ordinary row is
+    untouched; resamples that did not converge are stated. In reference mode (issue 54) the authors'
+    procedure decides alone: a 'significant' effect made of diverging fits (median -19.1, interval
+    [-19.46, -18.89], p 0) is significant there, with earnest's note beside it."""
     def row(model, med, lo, hi, p, **kw):
         r = _row(model, p)
         r.update(median_log_or=med, ci_low_log=lo, ci_high_log=hi, **kw)
         return r
-    rows = pd.DataFrame([row("a", -19.1, -19.46, -18.89, 0.0, engine="laplace", fidelity="reference"),
-                         row("b", 1.2, -17.57, 2.21, 0.04, engine="laplace"),
+    rows = pd.DataFrame([row("b", 1.2, -17.57, 2.21, 0.04, engine="laplace"),
                          row("c", -0.9, -2.03, 17.08, 0.03, engine="lme4"),
                          row("d", -0.4, -0.8, -0.1, 0.01, n_not_converged=6)])
     t = build_summaries(rows).set_index("model")
-    assert t["degenerate"].to_dict() == {"a": True, "b": True, "c": True, "d": False}
-    assert not t.loc[["a", "b", "c"], "significant_uncorrected"].any() and t.loc["d", "significant_uncorrected"]
-    assert "beyond +-10 log-odds (median -19.10, interval's lower end -19.46" in t.loc["a", "fit_problems"]
+    assert t["degenerate"].to_dict() == {"b": True, "c": True, "d": False}
+    assert set(t.loc[["b", "c"], "verdict"]) == {"not estimable"}
+    assert not t.loc[["b", "c"], "significant_uncorrected"].any() and t.loc["d", "significant_uncorrected"]
     assert "interval's lower end -17.57" in t.loc["b", "fit_problems"] and "upper end 17.08" in t.loc["c", "fit_problems"]
     assert t.loc["d", "fit_verdict"] == "caution" and "6 of 100 resamples did not converge" in t.loc["d", "fit_problems"]
+    # with a prior (earnest mode's penalised fits) the same numbers are what the fits say: no refusal
+    pen = build_summaries(rows.assign(prior="normal prior")).set_index("model")
+    assert not pen["degenerate"].any()
+    ref = build_summaries(pd.DataFrame([row("a", -19.1, -19.46, -18.89, 0.0, engine="laplace",
+                                            fidelity="reference")])).set_index("model")
+    assert ref.loc["a", "verdict"] == "significant" and not ref.loc["a", "degenerate"]
+    assert "beyond +-10 log-odds (median -19.10, interval's lower end -19.46" in ref.loc["a", "fit_problems"]
 
 
 def test_an_interval_interpolated_from_a_diverged_estimate_is_degenerate():
@@ -120,22 +130,25 @@ def test_an_interval_interpolated_from_a_diverged_estimate_is_degenerate():
     assert "built from 1 bootstrap estimate beyond +-10 log-odds" in t.loc["a", "fit_problems"]
 
 
-def test_a_bootstrap_p_of_zero_is_below_one_over_n_not_zero():
-    """Issue 40.6: twenty models whose 200 estimates all lie below 0 (Eq. 4: P = 0). In earnest mode P
-    is below 1/200, displayed "<0.005", and Holm corrects the bound: 20 x 0.005 = 0.1, so none stays
-    significant after Holm; the authors' rule (reference mode) keeps 0."""
+def test_a_bootstrap_p_of_zero_is_below_two_over_n_not_zero():
+    """Issue 40.6 and 50.4: twenty models whose 200 estimates all lie below 0 (Eq. 4: P = 0). In earnest
+    mode P is below 2/200, Eq. 4's smallest non-zero value, displayed "<0.01", and Holm corrects the
+    bound: 20 x 0.01 = 0.2, so none is significant after Holm, and the table says why: unresolved at
+    this B, B >= 801 would resolve it (2/B < 0.05/20); the authors' rule (reference mode) keeps 0."""
     from earnest.gsm.paper_tables import variant_effect_table
     from earnest.stats.summary import p_bound
 
-    assert p_bound(0.0, 200, "earnest") == pytest.approx(0.005)
+    assert p_bound(0.0, 200, "earnest") == pytest.approx(0.01)
     assert np.isnan(p_bound(0.01, 200, "earnest")) and np.isnan(p_bound(0.0, 200, "reference"))
-    rows = pd.DataFrame([{**_row(f"m{k}", 0.0), "n_clean": 200, "fidelity": "earnest", "p_bound": 1 / 200}
+    rows = pd.DataFrame([{**_row(f"m{k}", 0.0), "n_clean": 200, "fidelity": "earnest", "p_bound": 2 / 200}
                          for k in range(20)])
     s = build_summaries(rows)
-    assert s["p_holm"].tolist() == pytest.approx([0.1] * 20)
+    assert s["p_holm"].tolist() == pytest.approx([0.2] * 20)
     assert s["significant_uncorrected"].all() and not s["significant_holm"].any()
+    assert set(s["verdict"]) == {"unresolved"} and set(s["resolving_resamples"]) == {801}
+    assert "801" in s["verdict_reason"].iloc[0]
     display, _, _ = variant_effect_table(s, "gsm")
-    assert set(display["P value"]) == {"<0.005"}
-    assert set(display["Corrected P value"]) == {"<0.100"}          # the Holm value of a bound is a bound
+    assert set(display["P value"]) == {"<0.010"}
+    assert set(display["Corrected P value"]) == {"<0.200"}          # the Holm value of a bound is a bound
     ref = build_summaries(rows.assign(fidelity="reference", p_bound=np.nan))
     assert (ref["p_holm"] == 0).all() and ref["significant_holm"].all()

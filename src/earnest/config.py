@@ -555,16 +555,61 @@ def _check_statform(config: dict, base_dir) -> None:
             raise ConfigError(f"statform.models: {name!r} is not a configured model "
                               f"(models: {', '.join(config['models'])})")
     for key in ("dataset", "fewshot_pool"):
+        if key == "dataset" and sf.get("source") == "official":
+            continue
         if key == "dataset" and sf.get(key) == BUILT_BENCHMARK:
             if not config["statform_build"]["enabled"]:
                 raise ConfigError(f"statform.dataset: {BUILT_BENCHMARK} is made by statform_build, which is not enabled")
             continue
         if not sf.get(key) or not resolve_path(sf[key], base_dir).exists():
             raise ConfigError(f"statform.{key}: file not found: {sf.get(key)!r}")
+    release = sf.get("release") or {}
+    if sf.get("source") == "official" and release.get("path") and not resolve_path(release["path"], base_dir).is_file():
+        raise ConfigError(f"statform.release.path: file not found: {release['path']!r}")
+    if not sf["strategies"]:
+        raise ConfigError("statform.strategies: no prompting strategy, so nothing would run; name at least one "
+                          "(e.g. zero_shot: {kind: zero_shot})")
+    _check_statform_strategies(sf, base_dir)
     main = sf["main_strategy"]
     if main not in sf["strategies"]:
         raise ConfigError(f"statform.main_strategy: {main!r} is not one of statform.strategies "
                           f"({', '.join(sf['strategies'])})")
+
+
+def _check_statform_strategies(sf: dict, base_dir) -> None:
+    """Before any job: a few-shot k the pool cannot give, or a definitions strategy with a taxonomy
+    that has no definitions, fails here, not hours into the run."""
+    from earnest.statform.data import DataError
+    from earnest.statform.release import load_any
+    from earnest.statform.prompts import definitions_text, parse_strategy
+    from earnest.statform.taxonomy import TaxonomyError, load_taxonomy
+
+    specs = {}
+    for name, spec in sf["strategies"].items():
+        try:
+            specs[name] = parse_strategy(name, spec)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    tax_path = sf.get("taxonomy")
+    if any(s["kind"] == "few_shot" for s in specs.values()):
+        pool_path = resolve_path(sf["fewshot_pool"], base_dir)
+        try:
+            tax = load_taxonomy(resolve_path(tax_path, base_dir)) if tax_path else None
+            pool = load_any(pool_path, taxonomy=tax)
+        except (DataError, TaxonomyError) as exc:
+            raise ConfigError(f"statform.fewshot_pool: {exc}") from None
+        for name, spec in specs.items():
+            if spec["kind"] == "few_shot" and spec["k"] > len(pool):
+                raise ConfigError(f"statform.strategies.{name}.k: {spec['k']} examples per prompt, but the few-shot "
+                                  f"pool {sf['fewshot_pool']} holds {len(pool)} samples")
+    if any(s["kind"] == "definitions" for s in specs.values()):
+        try:
+            if not tax_path:
+                raise ValueError("no taxonomy file is given (statform.taxonomy), so there are no definitions")
+            definitions_text(load_taxonomy(resolve_path(tax_path, base_dir)))
+        except (ValueError, TaxonomyError) as exc:
+            name = next(n for n, s in specs.items() if s["kind"] == "definitions")
+            raise ConfigError(f"statform.strategies.{name}: {exc}") from None
 
 
 # the benchmark rules/statform_build.smk writes; statform.dataset may name it

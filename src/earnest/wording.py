@@ -115,11 +115,46 @@ def format_p(p, alpha: float | None = None, missing: str = "", bound=None, below
         return f"<{P_FLOOR:.{P_DECIMALS}f}"
     digits = P_DECIMALS
     text = f"{p:.{digits}f}"
-    if alpha is not None and p < alpha:
-        while float(text) >= alpha and digits < 12:
+    from earnest.stats.verdict import below      # the one comparison of a P value with alpha
+
+    if alpha is not None and below(p, alpha):
+        while not below(float(text), alpha) and digits < 12:
             digits += 1
             text = f"{p:.{digits}f}"
     return text
+
+
+def _field(row, name, default=None):
+    try:
+        v = row[name]
+    except (KeyError, IndexError, TypeError):
+        return default
+    return default if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+
+def format_fit_p(row, alpha: float | None = None, corrected: bool = False, missing: str = "") -> str:
+    """The P value of one fit's record (:mod:`earnest.stats.verdict`) as every table prints it: the
+    verdict's ``p_value`` (``p_holm`` with ``corrected``), shown "<" its value where it is the
+    bootstrap's bound (every estimate on one side of 0: below 2/n, never 0). Records written before
+    the verdict's columns show ``p_boot`` with its bound."""
+    bound_used = _field(row, "p_source", "") == "bootstrap bound"
+    p = _field(row, "p_value")
+    if p is None:
+        p = _field(row, "p_boot")
+        b = _field(row, "p_bound")
+        bound_used = p == 0 and b is not None
+        if bound_used and not corrected:
+            p = b
+    if corrected:
+        p = _field(row, "p_holm")
+    return format_p(p, alpha, below=bool(bound_used), missing=missing)
+
+
+def unresolved_text(row) -> str:
+    """' (unresolved: B >= N)' for a fit the verdict calls unresolved at this B ('' otherwise)."""
+    if not bool(_field(row, "unresolved", False)):
+        return ""
+    return f" (unresolved: B ≥ {int(_field(row, 'resolving_resamples', 0))})"
 
 
 # ---------------------------------------------------------------- significance, marks
@@ -128,9 +163,10 @@ DAGGER = "‡"
 #: The mark of a degenerate fit (earnest.stats.diagnostics.fit_problems).
 DEGENERATE_MARK = "§"
 #: What a degenerate fit is, for a caption or a figure's note.
-DEGENERATE_TEXT = ("no correct or no wrong answers, complete separation, or a median or interval built from "
-                   "estimates beyond ±10 log-odds: the estimate carries no information; see fit_problems")
-DEGENERATE_NOTE = f"{DEGENERATE_MARK} degenerate fit ({DEGENERATE_TEXT})."
+DEGENERATE_TEXT = ("not estimable: no correct or no wrong answer at all, no clean resample, a covariate collinear "
+                   "with the effect, or (unpenalised fits only) a median or interval built from estimates beyond "
+                   "±10 log-odds; the estimate carries no information; see verdict_reason and fit_problems")
+DEGENERATE_NOTE = f"{DEGENERATE_MARK} not estimable ({DEGENERATE_TEXT})."
 
 
 #: decimals of an odds ratio and its interval bounds in every table

@@ -5,7 +5,8 @@ snakemake.input[0]: GLMM input parquet of one model x prompt;
 snakemake.params: glmm (1|2), resamples (B), seed (base seed), shard (i, 0-based), n_shards (n),
   fidelity (earnest | reference: the input checks and the lme4 engine's cluster labels),
   rows (answers | aggregated: one row per answer, or binomial rows per template x variant [x gamma_c]);
-  engine (lme4 | laplace), check_resamples (laplace: resamples refitted with lme4 as a check);
+  engine (lme4 | laplace), check_resamples (laplace: resamples refitted with lme4 as a check), prior
+  (stats.prior: earnest mode's normal prior on the fixed effects; reference mode fits none);
 snakemake.threads: worker processes (R's parallel::mclapply, or the laplace engine's);
 snakemake.output.shard: shard parquet (resample, seed, term, estimate, ranef_var, converged, singular,
   messages, lme4_messages, error, engine); snakemake.output.check: the lme4 cross-check of the shard
@@ -30,7 +31,7 @@ try:
     done = bootstrap_shard(df, int(p.glmm), int(p.resamples), int(p.seed), shard=int(p.shard),
                            n_shards=int(p.n_shards), cores=int(snakemake.threads),  # noqa: F821
                            rows=rows, fidelity=mode, engine=engine,
-                           check_resamples=int(p.check_resamples))
+                           check_resamples=int(p.check_resamples), prior=dict(p.prior))
     per = done.table.drop_duplicates("resample")
     log.info("GLMM %s shard %s/%s (%s engine, %s rows): %d resamples in %.1f s, %d without any warning, %d errors",
              p.glmm, int(p.shard) + 1, p.n_shards, engine, rows, len(per), done.seconds,

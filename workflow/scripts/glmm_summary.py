@@ -39,7 +39,8 @@ try:
         checks=[pd.read_parquet(x) for x in paths(snakemake.input.checks)],  # noqa: F821
         n_resamples=int(p.resamples), source=f"shards of {src}", analysis=str(p.analysis),
         fidelity=str(p.fidelity), rows=str(p.rows), engine=str(p.engine),
-        covariate=str(p.covariate), model=getattr(wc, "model", None), prompt=getattr(wc, "prompt", None))
+        covariate=str(p.covariate), model=getattr(wc, "model", None), prompt=getattr(wc, "prompt", None),
+        prior=dict(p.prior))
     if verdict is not None:
         log.info("%s engine checked against lme4 on %d resamples: largest difference %.2g, clean flags agree "
                  "on %d", p.engine, verdict["checked"], verdict["max_abs_diff"],

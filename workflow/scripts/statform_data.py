@@ -4,7 +4,8 @@ snakemake.input.dataset: local JSON/JSONL/Parquet in the released format (config
 snakemake.input.pool: few-shot pool file, disjoint from the dataset (config statform.fewshot_pool);
 snakemake.input.taxonomy: the taxonomy YAML/JSON (config statform.taxonomy), or none: labels then come
   from the data only;
-snakemake.params.limit: keep the first n samples (0 or None: all);
+snakemake.params.limit: a seeded sample of n, stratified by source and category (0 or None: all);
+snakemake.params.seed: its seed (statform.seed);
 snakemake.output.samples, snakemake.output.pool: parquet tables (earnest.statform.data.SAMPLE_COLUMNS);
 snakemake.output.taxonomy: resolved taxonomy YAML; snakemake.log[0]: log file.
 """
@@ -19,7 +20,7 @@ try:
     taxonomy = sm.input.taxonomy
     taxonomy = taxonomy if isinstance(taxonomy, str) else next(iter(taxonomy), None)
     counts = prepare_data(sm.input.dataset, sm.input.pool, taxonomy, sm.output.samples,
-                          sm.output.pool, sm.output.taxonomy, limit=sm.params.limit or None)
+                          sm.output.pool, sm.output.taxonomy, limit=sm.params.limit or None, seed=int(sm.params.seed))
     log.info("prepared %s", counts)
 except Exception:
     log.exception("statform data prep failed")

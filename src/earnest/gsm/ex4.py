@@ -28,7 +28,8 @@ from earnest import fidelity as F
 from earnest.stats.defaults import COVARIATE
 from earnest.stats.contrast import paired_contrast
 from earnest.stats.summaries import build_summaries
-from earnest.stats.summary import ALPHA, HOLM_FAMILY, holm_bounded, significant
+from earnest.stats.summary import ALPHA, HOLM_FAMILY
+from earnest.stats.verdict import decide
 from earnest.wording import DEGENERATE_MARK, DEGENERATE_TEXT, format_estimate, format_p, holm_family_text, VARIANT
 
 COLUMNS = {"ex1": ("all", 1), "ex3": ("all", 2), "ex4": ("matched", 1)}
@@ -71,8 +72,16 @@ def contrasts(groups: dict, summaries: pd.DataFrame, prompt: str, alpha: float =
     out = pd.DataFrame(rows)
     if not len(out):
         return out
-    out["contrast_p_holm"] = holm_bounded(out["contrast_p_boot"], out["contrast_p_bound"], fidelity)
-    out["contrast_significant_holm"] = significant(out["contrast_p_holm"], alpha) & ~out["contrast_degenerate"].astype(bool)
+    # the verdict's one rule (earnest.stats.verdict.decide), Holm across the models
+    rec = pd.DataFrame({"p_value": out["contrast_p_value"], "p_bound": out["contrast_p_bound"],
+                        "p_source": out["contrast_p_source"],
+                        "reason": out["contrast_problems"].where(out["contrast_degenerate"].astype(bool), "")})
+    decided = decide(rec, None, alpha=alpha, fidelity=fidelity, estimable="reason")
+    out["contrast_p_holm"] = decided["p_holm"].to_numpy()
+    out["contrast_significant_holm"] = decided["significant_holm"].to_numpy()
+    out["contrast_verdict"] = decided["verdict"].to_numpy()
+    out["contrast_unresolved"] = decided["unresolved"].to_numpy()
+    out["contrast_resolving_resamples"] = decided["resolving_resamples"].to_numpy()
     return out
 
 
@@ -103,7 +112,7 @@ def side_by_side(summaries: pd.DataFrame, prompt: str, alpha: float = ALPHA,
             r = part.loc[m]
             row.update({f"{k}_or": r["odds_ratio"], f"{k}_ci_low": r["ci_low"], f"{k}_ci_high": r["ci_high"],
                         f"{k}_p_holm": r["p_holm"], f"{k}_p_holm_below_alpha": bool(r["significant_holm"]),
-                        f"{k}_degenerate": bool(r["degenerate"])})
+                        f"{k}_degenerate": bool(r["degenerate"]), f"{k}_p_source": r.get("p_source", "")})
         if by_model is None or m not in by_model.index:
             row["differs"] = "n/a"
         else:
@@ -119,19 +128,21 @@ def _cell(r, k, alpha: float) -> str:
     if pd.isna(r[f"{k}_or"]):
         return "—"
     if bool(r.get(f"{k}_degenerate")):
-        return f"{DEGENERATE_MARK} p={format_p(r[f'{k}_p_holm'], alpha, missing='n/a')}"
+        return DEGENERATE_MARK                            # not estimable: no number, no P (the display rule)
     star = " *" if r[f"{k}_p_holm_below_alpha"] else ""
+    below = r.get(f"{k}_p_source", "") == "bootstrap bound"
     return (f"{format_estimate(r[f'{k}_or'])} [{format_estimate(r[f'{k}_ci_low'])}, "
-            f"{format_estimate(r[f'{k}_ci_high'])}] p={format_p(r[f'{k}_p_holm'], alpha, missing='n/a')}{star}")
+            f"{format_estimate(r[f'{k}_ci_high'])}] p={format_p(r[f'{k}_p_holm'], alpha, missing='n/a', below=below)}"
+            f"{star}")
 
 
 def _contrast_cell(r, alpha: float) -> str:
     if "contrast_ratio" not in r or pd.isna(r.get("contrast_p_boot")):
         return "—"
-    from_bound = r["contrast_p_boot"] == 0 and not pd.isna(r.get("contrast_p_bound"))   # Holm of the bound 1/n
+    from_bound = r.get("contrast_p_source", "") == "bootstrap bound"          # Holm of the bound 2/n
     p = format_p(r["contrast_p_holm"], alpha, missing="n/a", below=bool(from_bound))
     if bool(r.get("contrast_degenerate")):
-        return f"{DEGENERATE_MARK} p={p}"
+        return DEGENERATE_MARK                            # not estimable: no number, no P (the display rule)
     star = " *" if bool(r.get("contrast_significant_holm")) else ""
     return (f"{format_estimate(r['contrast_ratio'])} [{format_estimate(r['contrast_ci_low'])}, "
             f"{format_estimate(r['contrast_ci_high'])}] p={p}{star}")

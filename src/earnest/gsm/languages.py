@@ -48,7 +48,7 @@ def _templates_text(templates) -> str:
 
 def language_glmm1_from_scored(frames: Iterable[pd.DataFrame], language: str, resamples: int, seed: int, *,
                                reasoning_only: bool = False, fidelity: str = F.EARNEST,
-                               workers: int = 1) -> pd.DataFrame:
+                               workers: int = 1, engine=None, prior=None) -> pd.DataFrame:
     """GLMM 1 of one language (:func:`earnest.stats.crosslingual.language_glmm1`) for every model x
     prompt of its scored tables, with :data:`FIT_TEMPLATES`; no Holm (the cross-lingual job's). What
     the workflow's per-language job runs: it reads only that language's tables, so adding a language
@@ -62,7 +62,8 @@ def language_glmm1_from_scored(frames: Iterable[pd.DataFrame], language: str, re
     parts = []
     for _, g in data.groupby(["model", "prompt"], sort=True):
         g = g.reset_index(drop=True)
-        s = C.language_glmm1(g, range(resamples), seed, fidelity=fidelity, workers=workers)
+        s = C.language_glmm1(g, range(resamples), seed, fidelity=fidelity, workers=workers,
+                             engine=engine or C.ENGINE, prior=prior)
         s[FIT_TEMPLATES] = _templates_text(g["template"])
         parts.append(s)
     return pd.concat(parts, ignore_index=True)
@@ -88,7 +89,8 @@ def answer_language_rates(scored: Mapping[str, Iterable[pd.DataFrame]]) -> dict[
 
 def run_cross_lingual(data: pd.DataFrame, resamples: int, seed: int, *, random: str = C.DEFAULT_RANDOM,
                       reference: str | None = None, alpha: float = ALPHA, fidelity: str = F.EARNEST,
-                      workers: int = 1, glmm1: pd.DataFrame | None = None, exclude: Iterable[int] = (),
+                      workers: int = 1, glmm1: pd.DataFrame | None = None, engine=None,
+                      exclude: Iterable[int] = (),
                       log=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(cross-lingual summaries, per-language GLMM 1 summaries) of every model x prompt in ``data``,
     bootstrapped over the templates every language has (``resamples`` resamples from ``seed``,
@@ -105,16 +107,25 @@ def run_cross_lingual(data: pd.DataFrame, resamples: int, seed: int, *, random: 
         data = data[~data["template"].astype(int).isin(exclude)]
         if log is not None:
             log.info("templates left out of every language (an item failed its check): %s", sorted(exclude))
+    from earnest.stats.glmm import prior_for
+
     data = C.validate_cross_input(data, common_only=True)
+    prior = prior_for(fidelity)
+    engine = engine or C.ENGINE
     summaries = []
     for (model, prompt), g in data.groupby(["model", "prompt"], sort=True):
         g = g.reset_index(drop=True)
-        shards = C.bootstrap(g, range(resamples), seed, random=random, reference=reference, workers=workers)
-        wald = C.full_fit(g, random=random, reference=reference)
+        # the cross-lingual model: the laplace engine (one random intercept per cluster), penalised in earnest mode
+        shards = C.bootstrap(g, range(resamples), seed, random=random, reference=reference, workers=workers,
+                             prior=prior)
+        wald = C.full_fit(g, random=random, reference=reference, prior=prior)
+        prof = C.profile(g, wald, random=random, reference=reference, prior=prior)
         summaries.append(C.summarise(shards, g, model=str(model), prompt=str(prompt), random=random,
-                                     reference=reference, wald=wald, alpha=alpha, fidelity=fidelity))
+                                     reference=reference, wald=wald, alpha=alpha, fidelity=fidelity,
+                                     profile=prof, prior=prior))
     if glmm1 is None:
-        per_language = C.per_language_glmm1(data, range(resamples), seed, fidelity=fidelity, workers=workers)
+        per_language = C.per_language_glmm1(data, range(resamples), seed, fidelity=fidelity, workers=workers,
+                                            engine=engine)
     else:
         parts = []
         for (model, prompt, lang), g in data.groupby(["model", "prompt", "language"], sort=False):
@@ -127,8 +138,8 @@ def run_cross_lingual(data: pd.DataFrame, resamples: int, seed: int, *, random: 
                             "(its own job fitted %s)", lang, model, prompt, g["template"].nunique(),
                             "other templates" if len(fit) else "nothing")
             parts.append(C.language_glmm1(g.reset_index(drop=True), range(resamples), seed, fidelity=fidelity,
-                                          workers=workers))
-        per_language = C.holm_across_languages(parts, fidelity)
+                                          workers=workers, engine=engine))
+        per_language = C.holm_across_languages(parts, fidelity, alpha)
     return pd.concat(summaries, ignore_index=True), per_language
 
 

@@ -29,8 +29,8 @@ from earnest.stats.summaries import table_fidelity
 from earnest.stats.summary import HOLM_FAMILY, ranef_column
 from earnest.tables import write_table
 from earnest.wording import (CLEAN_RULE, DAGGER, DEGENERATE_MARK as DEGENERATE, DEGENERATE_TEXT, EFFECTS, GAMMA_C,
-                             HOLM_MISSING_TEXT, TERMS, VARIANT, effect_name, format_estimate, format_p, holm_family_text,
-                             term_label)
+                             HOLM_MISSING_TEXT, TERMS, VARIANT, effect_name, format_estimate, format_fit_p, format_p,
+                             holm_family_text, term_label, unresolved_text)
 
 RANEF_NOTE = ("Rand. eff. variance ± std. dev.: the random-intercept variance of the full-data fit and "
               "its square root (lme4's Variance and Std.Dev.), as the paper prints them.")
@@ -83,10 +83,9 @@ def variant_effect_table(s: pd.DataFrame, prompt: str, models: Sequence[str] | N
         f"Ā {BASE_LABEL}": [_f(x, 1) for x in sub["acc_base"]],
         f"Ā {VARIANTS_LABEL}": [_f(x, 1) for x in sub["acc_variants"]],
         "Δvar": [_f(x, 2) for x in sub["delta_var"]],
-        "P value": [format_p(p, alpha, bound=b) + (f" {DAGGER}" if m else "") + (f" {DEGENERATE}" if d else "")
-                    for p, b, m, d in zip(sub["p_boot"], _bounds(sub), sub["wald_mismatch"], sub["degenerate"])],
-        "Corrected P value": [format_p(p, alpha, below=bool(b0 == 0 and not math.isnan(b)))
-                              for p, b0, b in zip(sub["p_holm"], sub["p_boot"], _bounds(sub))],
+        "P value": [format_fit_p(r, alpha) + (f" {DAGGER}" if r["wald_mismatch"] else "")
+                    + (f" {DEGENERATE}" if r["degenerate"] else "") for _, r in sub.iterrows()],
+        "Corrected P value": [format_fit_p(r, alpha, corrected=True) + unresolved_text(r) for _, r in sub.iterrows()],
     })
     raw = sub[["model", "prompt", "acc_base", "acc_variants", "delta_var", "p_boot", "p_holm", "wald_p",
                "wald_mismatch", "degenerate", "n_clean", "n_resamples"]]
@@ -146,8 +145,8 @@ def glmm2_grid_table(s: pd.DataFrame, term: str, prompts: Sequence[str] | None =
             c = cells.loc[(model, prompt)]
             dag = f" {DAGGER}" if c["wald_mismatch"] else ""
             dag += f" {DEGENERATE}" if c["degenerate"] else ""
-            col.append(f"{format_estimate(c['odds_ratio'], bool(c['degenerate']))}; {format_p(c['p_boot'], alpha, bound=c.get('p_bound'))}{dag} / "
-                       f"{format_p(c['p_holm'], alpha, below=bool(c['p_boot'] == 0 and not pd.isna(c.get('p_bound'))))}")
+            col.append(f"{format_estimate(c['odds_ratio'], bool(c['degenerate']))}; {format_fit_p(c, alpha)}{dag} / "
+                       f"{format_fit_p(c, alpha, corrected=True)}{unresolved_text(c)}")
             b.append(bool(c["significant_uncorrected"]))
         display[_label(prompt, prompt_labels)] = col
         bold_cols[_label(prompt, prompt_labels)] = b

@@ -317,3 +317,125 @@ def write_confusion_figures(scored: pd.DataFrame, outdir: str | Path, *, strateg
             paths = plot_confusion(cm, f"{model}: {level} categories ({strategy})", outdir / f"confusion_{level}_{safe}")
             written += list(paths.values())
     return written
+
+
+# ---------------------------------------------------------------- paired strategy tests (Table 3 with a test)
+
+#: the paired test of each metric: exact McNemar on the discordant pairs for the two accuracies
+#: (binary per sample), Wilcoxon signed-rank for the four variable metrics (per-sample values in [0, 1])
+PAIRED_TESTS = {"ACC_CG": "exact McNemar", "ACC_FG": "exact McNemar", "JCV": "Wilcoxon signed-rank",
+                "PV": "Wilcoxon signed-rank", "RV": "Wilcoxon signed-rank", "VRI": "Wilcoxon signed-rank"}
+
+
+def paired_test(base: np.ndarray, other: np.ndarray, metric: str) -> tuple[float, float, str]:
+    """(statistic, P value, note) of ``other`` against ``base`` on the same samples. No discordant
+    pair (McNemar) or no non-zero difference (Wilcoxon) tests nothing: P is NaN, with a note."""
+    from scipy import stats as st
+
+    if PAIRED_TESTS[metric] == "exact McNemar":
+        b = int(np.sum((base > 0.5) & (other <= 0.5)))
+        c = int(np.sum((base <= 0.5) & (other > 0.5)))
+        if b + c == 0:
+            return np.nan, np.nan, "no discordant pair"
+        return float(min(b, c)), float(st.binomtest(min(b, c), b + c, 0.5).pvalue), f"{b} lost, {c} gained"
+    diff = other - base
+    if not np.any(diff != 0):
+        return np.nan, np.nan, "no sample differs"
+    res = st.wilcoxon(diff, zero_method="wilcox")
+    return float(res.statistic), float(res.pvalue), f"{int(np.sum(diff != 0))} samples differ"
+
+
+def strategy_tests(scored: pd.DataFrame, baseline: str = "zero_shot", fidelity: str = "earnest") -> pd.DataFrame:
+    """Every strategy against ``baseline``, per model and metric, paired over the samples both answered:
+    mean difference, the test of :data:`PAIRED_TESTS`, its P value and the Holm-corrected P value
+    (one family per model: all its strategies x metrics; :func:`earnest.stats.summary.holm`), and the
+    verdict of :func:`earnest.statform.glmm.significance` (the one place StatFormBench decides it)."""
+    from earnest.stats.summary import holm
+
+    from .glmm import significance
+
+    rows = []
+    for model, mgrp in scored.groupby("model", sort=True):
+        if baseline not in set(mgrp["prompt"]):
+            raise ValueError(f"model {model!r} has no rows for the baseline strategy {baseline!r}")
+        base = mgrp[mgrp["prompt"] == baseline].set_index("item_id")
+        for strat in [s for s in dict.fromkeys(mgrp["prompt"]) if s != baseline]:
+            other = mgrp[mgrp["prompt"] == strat].set_index("item_id")
+            common = base.index.intersection(other.index).sort_values()
+            xb, xo = metric_matrix(base.loc[common]), metric_matrix(other.loc[common])
+            for i, m in enumerate(METRICS):
+                stat, p, note = paired_test(xb[:, i], xo[:, i], m)
+                rows.append({"model": model, "prompt": strat, "baseline": baseline, "metric": m, "n": len(common),
+                             "difference": float(np.mean(xo[:, i] - xb[:, i])) if len(common) else np.nan,
+                             "test": PAIRED_TESTS[m], "statistic": stat, "p": p, "note": note})
+    out = pd.DataFrame(rows, columns=["model", "prompt", "baseline", "metric", "n", "difference", "test", "statistic",
+                                      "p", "note"])
+    out["p_holm"] = np.nan
+    for _, idx in out.groupby("model").groups.items():
+        out.loc[idx, "p_holm"] = holm(out.loc[idx, "p"].to_numpy(), fidelity)
+    out["significant_after_holm"] = significance(out["p_holm"], pd.Series(False, index=out.index))
+    return out
+
+
+def write_strategy_tests(scored: pd.DataFrame, stem: str | Path, *, baseline: str = "zero_shot",
+                         fidelity: str = "earnest") -> dict[str, Path]:
+    """The paired strategy tests as a table (differences x 100)."""
+    tests = strategy_tests(scored, baseline, fidelity)
+    shown = tests[["model", "prompt", "metric", "n", "difference", "test", "p", "p_holm", "note"]].copy()
+    shown["difference"] = [("" if pd.isna(v) else f"{100 * v:+.1f}") for v in tests["difference"]]
+    bold = pd.DataFrame(False, index=shown.index, columns=shown.columns)
+    bold["p_holm"] = tests["significant_after_holm"].astype(bool)
+    return write_table(shown, stem, caption=(
+        f"Prompting strategies against {baseline}, paired over samples: difference of means x 100; exact McNemar "
+        "test (accuracies) or Wilcoxon signed-rank test (variable metrics); P Holm-corrected within each model "
+        "(all its strategies and metrics); bold: significant after Holm (earnest.statform.glmm.significance); "
+        "no P where no sample differs."), bold=bold, csv=tests, label="tab:statform-strategy-tests")
+
+
+# ---------------------------------------------------------------- truncation and the two scorings
+
+
+def truncation_table(scored: pd.DataFrame) -> pd.DataFrame:
+    """Per model and strategy: answers, answers that stopped at max_new_tokens, and their share."""
+    hit = (scored["hit_max_tokens"].astype(bool) if "hit_max_tokens" in scored
+           else scored.get("stop_reason", pd.Series("", index=scored.index)).astype(str) == "max_new_tokens")
+    frame = scored.assign(_hit=hit.astype(int))
+    out = frame.groupby(["model", "prompt"], sort=True)["_hit"].agg(["size", "sum"]).reset_index()
+    out = out.rename(columns={"size": "N", "sum": "hit_max_new_tokens"})
+    out["share"] = out["hit_max_new_tokens"] / out["N"]
+    return out
+
+
+def write_truncation_table(scored: pd.DataFrame, stem: str | Path) -> dict[str, Path]:
+    table = truncation_table(scored)
+    shown = table.assign(share=[f"{100 * v:.1f}%" for v in table["share"]])
+    return write_table(shown, stem, caption=(
+        "Answers that stopped at max_new_tokens (statform.max_new_tokens), per model and strategy: a truncated "
+        "answer usually holds no complete JSON object and scores 0."), csv=table, label="tab:statform-truncation")
+
+
+def fidelity_table(scored: pd.DataFrame) -> pd.DataFrame:
+    """Per model and strategy: each metric (x 100) scored by the authors' rules (reference) and by
+    earnest's, and the difference earnest - reference."""
+    from .metrics import METRIC_COLUMNS
+
+    rows = []
+    for (model, prompt), grp in scored.groupby(["model", "prompt"], sort=True):
+        row = {"model": model, "prompt": prompt, "N": len(grp)}
+        for m in METRICS:
+            ref = 100 * grp[f"reference_{METRIC_COLUMNS[m]}"].astype(float).mean()
+            ear = 100 * grp[f"earnest_{METRIC_COLUMNS[m]}"].astype(float).mean()
+            row.update({f"{m} reference": ref, f"{m} earnest": ear, f"{m} diff": ear - ref})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def write_fidelity_table(scored: pd.DataFrame, stem: str | Path) -> dict[str, Path]:
+    table = fidelity_table(scored)
+    fmts = {c: (lambda v: f"{v:.1f}") for c in table.columns if c not in ("model", "prompt", "N")}
+    return write_table(table, stem, caption=(
+        "The same answers scored twice: reference = the authors' evaluator's rules (exact category strings, "
+        "their coarse rule, sets of serialized values or file+column, exact role strings, no credit without valid "
+        "JSON); earnest = this project's (case, spaces and a final '.' ignored in categories, role aliases, "
+        "one-to-one value matching, salvaged objects); diff = earnest - reference, metrics x 100."),
+        formatters=fmts, csv=table, label="tab:statform-fidelity")

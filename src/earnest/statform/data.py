@@ -101,6 +101,9 @@ class Sample:
     category_cg: str
     category_fg: str
     variables: list[Variable] = field(default_factory=list)
+    #: the record as the authors released it (key, source, input, output), for release samples
+    #: (:mod:`earnest.statform.release`); None for samples in earnest's own layouts
+    release: dict | None = None
 
     @property
     def category(self) -> str:
@@ -227,8 +230,9 @@ def parse_record(rec: Any, where: str, taxonomy=None) -> Sample:
         if data is None and ("data_description_1" in inp or "data_description_2" in inp):
             data = {k: inp[k] for k in ("data_description_1", "data_description_2") if k in inp}
         flat = {"sample_id": sid, "source": rec.get("source"), "background": inp.get("background"),
-                "question": inp.get("question"), "data": data, "category": outp.get("category"),
-                "variables": outp.get("variables", outp.get("variable"))}
+                "question": inp.get("question"), "data": data, "category": outp.get("category")}
+        if "variables" in outp or "variable" in outp:
+            flat["variables"] = outp.get("variables", outp.get("variable"))
         return parse_record(flat, where, taxonomy)
 
     sid = rec.get("sample_id", rec.get("id"))
@@ -272,9 +276,16 @@ def parse_record(rec: Any, where: str, taxonomy=None) -> Sample:
             cg = owners[0]
     if not cg or not fg:
         raise DataError(f"{where}: field 'category': both coarse and fine parts must be non-empty")
+    if "variables" not in rec and "variable" not in rec:
+        raise DataError(f"{where}: field 'variables' is missing (write [] or {{}} for a sample with no variables)")
     variables = _parse_variables(rec.get("variables", rec.get("variable")), where)
+    release = rec.get("release")
+    if isinstance(release, str):
+        release = parse_json(release, f"{where}: field 'release' is a string, and it is", DataError)
+    if release is not None and not isinstance(release, dict):
+        raise DataError(f"{where}: field 'release' must be the released record (an object)")
     return Sample(sample_id=sid, source=source, background=background, question=question, data=data,
-                  category_cg=cg, category_fg=fg, variables=variables)
+                  category_cg=cg, category_fg=fg, variables=variables, release=release)
 
 
 # ---------------------------------------------------------------- files
@@ -354,20 +365,27 @@ def load_hub(repo_id: str = "THU-CongLab/StatFormBench", split: str = "test", ta
     return [parse_record(dict(rec), f"hub:{repo_id}/{split}:row {i}", taxonomy) for i, rec in enumerate(ds)]
 
 
-def check_disjoint(eval_samples: Sequence[Sample], pool: Sequence[Sample]) -> None:
-    """Raise :class:`DataError` if the few-shot pool shares a sample id or a question with the evaluation set."""
+def check_disjoint(eval_samples: Sequence[Sample], pool: Sequence[Sample], eval_file=None, pool_file=None) -> None:
+    """Raise :class:`DataError` if the few-shot pool shares a sample id or a question with the evaluation
+    set, naming both files (``eval_file``, ``pool_file``; statform.dataset / statform.fewshot_pool)."""
+    names = (f"the few-shot pool ({pool_file or 'statform.fewshot_pool'}) and the evaluation set "
+             f"({eval_file or 'statform.dataset'})")
     ids = {s.sample_id for s in eval_samples} & {s.sample_id for s in pool}
     if ids:
-        raise DataError(f"few-shot pool and evaluation set share sample ids: {sorted(ids)[:5]}")
-    qs = {s.question.strip() for s in eval_samples} & {s.question.strip() for s in pool}
-    if qs:
-        raise DataError(f"few-shot pool and evaluation set share {len(qs)} question text(s), e.g. {next(iter(qs))[:60]!r}")
+        raise DataError(f"{names} share sample ids: {sorted(ids)[:5]}")
+    pool_q = {s.question.strip(): s.sample_id for s in pool}
+    both = [(s.sample_id, pool_q[s.question.strip()], s.question.strip()) for s in eval_samples
+            if s.question.strip() in pool_q]
+    if both:
+        e, p, q = both[0]
+        raise DataError(f"{names} share {len(both)} question text(s), e.g. sample {e} of the evaluation set and "
+                        f"sample {p} of the pool: {q[:60]!r}")
 
 
 # ---------------------------------------------------------------- tables
 
 SAMPLE_COLUMNS = ["sample_id", "source", "background", "question", "data", "category_cg",
-                  "category_fg", "category", "variables", "n_variables"]
+                  "category_fg", "category", "variables", "n_variables", "release"]
 
 
 def samples_to_frame(samples: Sequence[Sample]) -> pd.DataFrame:
@@ -378,7 +396,8 @@ def samples_to_frame(samples: Sequence[Sample]) -> pd.DataFrame:
                      "question": s.question, "data": s.data, "category_cg": s.category_cg,
                      "category_fg": s.category_fg, "category": s.category,
                      "variables": json.dumps([v.to_dict() for v in s.variables], ensure_ascii=False),
-                     "n_variables": len(s.variables)})
+                     "n_variables": len(s.variables),
+                     "release": None if s.release is None else json.dumps(s.release, ensure_ascii=False)})
     return pd.DataFrame(rows, columns=SAMPLE_COLUMNS)
 
 
@@ -387,6 +406,69 @@ def samples_from_frame(df: pd.DataFrame, where: str = "<frame>") -> list[Sample]
     out = []
     for i, row in enumerate(df.to_dict(orient="records")):
         rec = {k: (None if _is_missing(v) else v) for k, v in row.items() if k in
-               ("sample_id", "source", "background", "question", "data", "category_cg", "category_fg", "variables")}
+               ("sample_id", "source", "background", "question", "data", "category_cg", "category_fg", "variables",
+                "release")}
         out.append(parse_record(rec, f"{where}:row {i}"))
     return out
+
+
+# ---------------------------------------------------------------- a smaller run
+
+
+def _largest_remainder(sizes: dict, n: int, rng) -> dict:
+    """``n`` split over the groups in proportion to ``sizes`` (Hamilton's rule; ties in the
+    remainders broken by ``rng``), never more than a group holds."""
+    total = sum(sizes.values())
+    quota = {k: n * v / total for k, v in sizes.items()}
+    out = {k: int(q) for k, q in quota.items()}
+    keys = list(sizes)
+    rng.shuffle(keys)
+    keys.sort(key=lambda k: -(quota[k] - out[k]))
+    for k in keys[: n - sum(out.values())]:
+        out[k] += 1
+    return out
+
+
+def stratified_limit(samples: Sequence[Sample], n: int | None, seed: int = 0) -> list[Sample]:
+    """A seeded sample of ``n`` samples stratified by source, then by category within each source
+    (each in proportion to its size, largest remainders; every source gets one when ``n`` allows),
+    in the samples' own order. ``n`` 0 or None: all of them. The one place ``statform.limit`` is
+    decided."""
+    import random
+
+    if n is None or n == 0:
+        return list(samples)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise DataError(f"statform.limit: {n!r} must be a whole number >= 0 (0 or null = every sample)")
+    if n >= len(samples):
+        return list(samples)
+    rng = random.Random(seed)
+    by_source: dict[str, list[int]] = {}
+    for i, s in enumerate(samples):
+        by_source.setdefault(s.source, []).append(i)
+    sources = {k: len(v) for k, v in by_source.items()}
+    if n >= len(sources):
+        # one per source first, the rest in proportion
+        share = _largest_remainder({k: v - 1 for k, v in sources.items() if v > 1} or sources, n - len(sources), rng)
+        share = {k: share.get(k, 0) + 1 for k in sources}
+    else:
+        share = _largest_remainder(sources, n, rng)
+    keep: list[int] = []
+    for src, idx in by_source.items():
+        cats: dict[str, list[int]] = {}
+        for i in idx:
+            cats.setdefault(samples[i].category, []).append(i)
+        alloc = _largest_remainder({c: len(v) for c, v in cats.items()}, share[src], rng)
+        for c, members in cats.items():
+            keep += rng.sample(members, alloc[c])
+    return [samples[i] for i in sorted(keep)]
+
+
+def check_known_categories(samples: Sequence[Sample], taxonomy, where: str) -> None:
+    """Raise :class:`DataError` for a sample whose category the taxonomy file does not list (it would
+    otherwise enter the prompt's category list unseen)."""
+    pairs = set(taxonomy.pairs())
+    for s in samples:
+        if (s.category_cg, s.category_fg) not in pairs:
+            raise DataError(f"{where}: sample {s.sample_id}: category {s.category!r} is not in the taxonomy "
+                            f"{taxonomy.origin or '(statform.taxonomy)'}; add it there or correct the sample")

@@ -80,6 +80,34 @@ def pairwise_glmm(scored: pd.DataFrame, outcome: str = "correct_fg", strategy: s
     return out[cols]
 
 
+def significance(p_holm, degenerate, alpha: float = ALPHA) -> pd.Series:
+    """Whether each Holm-corrected P value is significant: the one place StatFormBench decides it
+    (through the verdict's one comparison, :func:`earnest.stats.verdict.below`); a degenerate
+    (not estimable) comparison never is."""
+    from earnest.stats.verdict import below
+
+    p = pd.Series(p_holm, dtype=float)
+    return pd.Series(below(p.to_numpy(), alpha), index=p.index) & ~pd.Series(degenerate, index=p.index).astype(bool)
+
+
+def constant_outcome(sub: pd.DataFrame, outcome: str) -> str | None:
+    """Why ``outcome`` cannot be modelled in ``sub`` (every answer scored the same), or None."""
+    values = sub[outcome].astype(int)
+    if len(values) and values.nunique() == 1:
+        return (f"not estimable: every answer of every model scores {outcome} = {int(values.iloc[0])} "
+                f"({len(values)} answers), so there is no difference to model")
+    return None
+
+
+def write_not_estimable(outcome: str, strategy: str, reason: str, stem):
+    """The table of an outcome the GLMM cannot fit: one row saying why (the other outcomes are fitted)."""
+    from earnest.tables import write_table
+
+    frame = pd.DataFrame([{"outcome": outcome, "prompt": strategy, "result": reason}])
+    return write_table(frame, stem, caption=f"Paired model comparison on {outcome}: {reason}.",
+                       label=f"tab:statform-glmm-{outcome}")
+
+
 def write_pairwise_table(pairs: pd.DataFrame, stem, alpha: float = ALPHA):
     """The pairwise comparisons through the project's table writer; Holm p below ``alpha`` in bold."""
     from earnest.tables import default_format, write_table
@@ -95,7 +123,7 @@ def write_pairwise_table(pairs: pd.DataFrame, stem, alpha: float = ALPHA):
     for col in ("estimate", "z"):
         shown[col] = [DEGENERATE_MARK if d else default_format(float(x)) for x, d in zip(pairs[col], degenerate)]
     bold = pd.DataFrame(False, index=shown.index, columns=shown.columns)
-    bold["p_holm"] = (shown["p_holm"] < alpha) & ~degenerate
+    bold["p_holm"] = significance(pairs["p_holm"], degenerate, alpha)
     fmt_p = lambda v: format_p(v, alpha)  # noqa: E731
     return write_table(shown, stem, caption=(
         "Paired model comparisons: binomial GLMM correct ~ model + (1|sample) (lme4); estimate = log-odds "

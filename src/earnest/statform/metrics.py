@@ -145,9 +145,9 @@ def category_scores(parsed: ParsedAnswer, sample: Sample, taxonomy: Taxonomy) ->
             "correct_cg": correct_cg, "correct_fg": correct_fg}
 
 
-def score_response(response: str | None, sample: Sample, taxonomy: Taxonomy) -> dict:
-    """Every per-sample column for one model response to ``sample``."""
-    parsed = parse_response(response)
+def score_response(response: str | None, sample: Sample, taxonomy: Taxonomy, max_chars: int | None = None) -> dict:
+    """Every per-sample column for one model response to ``sample`` (earnest's rules)."""
+    parsed = parse_response(response, max_chars)
     out = {"parse_status": parsed.status, "n_malformed_variables": parsed.n_malformed}
     out.update(category_scores(parsed, sample, taxonomy))
     pred = None if parsed.variables is None else [(v.value, v.role) for v in parsed.variables]
@@ -161,12 +161,33 @@ SCORE_COLUMNS = ["source", "category_cg", "category_fg", "parse_status", "n_malf
                  "n_pred", "n_ref", "n_matched", "n_role_correct", "jcv", "pv", "rv", "vri"]
 
 
-def score_generations(generations: pd.DataFrame, samples: Sequence[Sample], taxonomy: Taxonomy) -> pd.DataFrame:
+#: the per-sample metric columns scored in each fidelity mode, prefixed by the mode's name
+MODE_COLUMNS = {mode: [f"{mode}_{METRIC_COLUMNS[m]}" for m in METRICS] for mode in ("reference", "earnest")}
+#: the columns a scored table adds: earnest's (above), the run's mode, both modes' metrics, the
+#: reference evaluator's error type, and whether the answer hit max_new_tokens
+SCORED_COLUMNS = SCORE_COLUMNS + ["scoring_fidelity", "reference_error_type", "hit_max_tokens"] + \
+    MODE_COLUMNS["reference"] + MODE_COLUMNS["earnest"]
+
+
+def score_generations(generations: pd.DataFrame, samples: Sequence[Sample], taxonomy: Taxonomy,
+                      fidelity: str = "earnest", max_chars: int | None = None) -> pd.DataFrame:
     """The generations table with the per-sample score columns added (one row per generation).
 
-    ``generations`` needs ``item_id`` (the sample id) and ``response``; an item id that is not a
-    known sample raises ``KeyError`` naming it.
+    Every answer is scored by both rule sets: earnest's (this module, its leniencies labelled in the
+    module doc) and the authors' evaluator's (:mod:`earnest.statform.reference`), each into its
+    ``<mode>_*`` columns; the metric columns the analyses read (``correct_cg`` ... ``vri``) are
+    those of ``fidelity``. An answer that is not text (``bytes`` that are not UTF-8, a number) is
+    that answer's ``not_text``, never the batch's failure. ``generations`` needs ``item_id`` (the
+    sample id) and ``response``; an item id that is not a known sample raises ``KeyError`` naming it.
     """
+    from earnest import fidelity as F
+
+    from .parsing import as_text
+    from .reference import AS_EARNEST, as_stored, hierarchy_for, score_reference
+
+    F.check_mode(fidelity, "fidelity")
+    hierarchy = hierarchy_for(taxonomy)
+    limit = int(max_chars) if max_chars is not None else None
     by_id = {s.sample_id: s for s in samples}
     rows = []
     for rec in generations.to_dict(orient="records"):
@@ -175,9 +196,26 @@ def score_generations(generations: pd.DataFrame, samples: Sequence[Sample], taxo
             raise KeyError(f"generation for item_id {sid!r}: no such StatFormBench sample")
         s = by_id[sid]
         row = {"source": s.source, "category_cg": s.category_cg, "category_fg": s.category_fg}
-        row.update(score_response(rec.get("response"), s, taxonomy))
+        response = rec.get("response")
+        row.update(score_response(response, s, taxonomy, limit))
+        text, _ = as_text(response)
+        if row["parse_status"] == "too_long":   # the cap holds in both modes (theirs has none: labelled)
+            ref = {"error_type": "too_long", **{m: 0 for m in AS_EARNEST}}
+        else:
+            ref = score_reference(response if text is None else as_stored(text), s, hierarchy)
+        row["reference_error_type"] = ref["error_type"]
+        for m, col in AS_EARNEST.items():
+            row[f"reference_{col}"] = float(ref[m])
+            row[f"earnest_{col}"] = float(row[col])
+        row["scoring_fidelity"] = fidelity
+        row["hit_max_tokens"] = str(rec.get("stop_reason", "")) == "max_new_tokens"
+        for m in METRICS:
+            col = METRIC_COLUMNS[m]
+            row[col] = row[f"{fidelity}_{col}"]
         rows.append(row)
-    scored = pd.DataFrame(rows, columns=SCORE_COLUMNS, index=generations.index)
+    scored = pd.DataFrame(rows, columns=SCORED_COLUMNS, index=generations.index)
+    for col in ("correct_cg", "correct_fg"):
+        scored[col] = scored[col].astype(float) > 0.5
     return pd.concat([generations, scored], axis=1)
 
 

@@ -39,12 +39,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..backends.base import valid_text
+from ..schema import schema_default
 from .data import normalize_role
 
-UNPARSEABLE = ("empty", "no_json", "too_long")
-#: the longest answer read, in characters (1 MB of ASCII text; a 512-token answer is ~2,000): longer
-#: ones are ``too_long``. The one place this limit is decided.
-MAX_ANSWER_CHARS = 1_000_000
+UNPARSEABLE = ("empty", "no_json", "too_long", "not_text")
+#: the longest answer read by default, in characters (config/schema.yaml statform.max_answer_chars,
+#: 1,000,000: a 512-token answer is ~2,000): longer ones are ``too_long``; a run sets its own
+#: limit through that key, passed to :func:`parse_response` as ``max_chars``
+MAX_ANSWER_CHARS = schema_default("statform.max_answer_chars")
 #: failed decodes may re-read the text this many times over (a failed object nested in a failed
 #: object is read again from each level); past that the scan ends with a note
 RESCAN_FACTOR = 16
@@ -182,7 +184,7 @@ def extract_json_object(text: str, notes: list[str] | None = None) -> dict | Non
         objs = [o for chunk in pool for o in json_objects_in(chunk, notes)]
         if not objs:
             continue
-        keyed = [o for o in objs if "category" in o or "variables" in o]
+        keyed = [o for o in objs if "category" in o or "variables" in o or "variable" in o]
         return (keyed or objs)[-1]
     return None
 
@@ -207,13 +209,41 @@ def _variables_from(raw: Any) -> tuple[list[PredictedVariable], int]:
     return out, malformed
 
 
-def parse_response(text: str | None) -> ParsedAnswer:
-    """Read category and variables from a response (see module doc for the statuses)."""
+def _case_layout(obj: dict) -> bool:
+    """``variable`` and ``role`` objects with the same files, each a list of strings of one length."""
+    var, role = obj.get("variable"), obj.get("role")
+    if not isinstance(var, dict) or not isinstance(role, dict) or var.keys() != role.keys():
+        return False
+    return all(isinstance(var[f], list) and isinstance(role[f], list) and len(var[f]) == len(role[f])
+               and all(isinstance(x, str) for x in var[f] + role[f]) for f in var)
+
+
+def as_text(response: Any) -> tuple[str | None, str | None]:
+    """(the response as text, why it is not text): ``bytes`` are decoded as UTF-8; bytes that are not
+    UTF-8, or a value of another type, give (None, a note). The one place a response's type is decided."""
+    if response is None or isinstance(response, str):
+        return response, None
+    if isinstance(response, (bytes, bytearray)):
+        try:
+            return bytes(response).decode("utf-8"), None
+        except UnicodeDecodeError as exc:
+            return None, f"the answer is {len(response):,} bytes that are not UTF-8 ({exc.reason} at byte {exc.start})"
+    return None, f"the answer is a {type(response).__name__}, not text"
+
+
+def parse_response(text: Any, max_chars: int | None = None) -> ParsedAnswer:
+    """Read category and variables from a response (see module doc for the statuses). ``bytes`` are
+    decoded (:func:`as_text`); anything else that is not text is ``not_text`` (unparseable), for that
+    answer only. ``max_chars``: the longest answer read (default :data:`MAX_ANSWER_CHARS`)."""
+    limit = MAX_ANSWER_CHARS if max_chars is None else int(max_chars)
+    text, why = as_text(text)
+    if why is not None:
+        return ParsedAnswer(status="not_text", notes=[why])
     if text is None or not text.strip():
         return ParsedAnswer(status="empty")
-    if len(text) > MAX_ANSWER_CHARS:
+    if len(text) > limit:
         return ParsedAnswer(status="too_long", notes=[f"an answer of {len(text):,} characters, longer than the "
-                                                      f"{MAX_ANSWER_CHARS:,} read (parsing.MAX_ANSWER_CHARS)"])
+                                                      f"{limit:,} read (statform.max_answer_chars)"])
     notes: list[str] = []
     obj = extract_json_object(text, notes)
     if obj is None:
@@ -226,6 +256,14 @@ def parse_response(text: str | None) -> ParsedAnswer:
         notes.append("category given as an object")
     category = _clean(cat.strip()) if isinstance(cat, str) and cat.strip() else None
 
+    if "variables" not in obj and _case_layout(obj):
+        # the case-library layout of the authors' prompt: {file: [columns]} with {file: [roles]}
+        variables = [PredictedVariable(id=_clean(f"{f}:{c}"), value={"file": f, "column": c},
+                                       role=normalize_role(r), raw_role=r)
+                     for f, cols in obj["variable"].items() for c, r in zip(cols, obj["role"][f])]
+        status = "ok" if category else "no_category"
+        return ParsedAnswer(status=status, category=category, variables=variables,
+                            notes=notes + ["case layout (variable/role by file)"])
     if "variables" in obj:
         raw = obj["variables"]
         if raw is None:

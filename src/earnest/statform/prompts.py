@@ -85,26 +85,62 @@ def build_messages(sample: Sample, prompt: str, examples: Sequence[Sample] = (),
     return turns
 
 
+def definitions_text(taxonomy: Taxonomy) -> str:
+    """What the definitions strategy adds to the authors' prompt (reference mode; ours, the release has
+    no such prompt): the taxonomy with its one-line definitions."""
+    if not any(c.definition or any(f.definition for f in c.children) for c in taxonomy.categories):
+        raise ValueError(f"the definitions strategy needs a taxonomy with definitions; {taxonomy.origin or 'this one'} "
+                         "has none (statform.taxonomy)")
+    return "\n\nDefinitions of the categories:\n" + taxonomy.render(definitions=True) + "\n"
+
+
 def build_requests(samples: Sequence[Sample], taxonomy: Taxonomy, kind: str = "zero_shot", *,
                    k: int = 0, pool: Sequence[Sample] = (), seed: int = 0, layout: str = "system",
-                   template: str | None = None) -> list[GenerationRequest]:
+                   template: str | None = None, fidelity: str = "earnest") -> list[GenerationRequest]:
     """One :class:`GenerationRequest` (``key`` = sample id) per sample under a prompting strategy.
 
     ``kind`` is one of ``zero_shot``, ``definitions``, ``few_shot``; ``few_shot`` needs ``k`` >= 1
-    and a ``pool`` that shares no sample id or question with ``samples``.
+    and a ``pool`` that shares no sample id or question with ``samples``. ``fidelity`` ``reference``
+    sends the authors' prompts (:func:`earnest.statform.reference.reference_messages`; ``layout`` and
+    ``template`` are then not used), ``earnest`` this project's template.
     """
+    from earnest import fidelity as F
+
+    F.check_mode(fidelity, "fidelity")
     if kind not in STRATEGY_KINDS:
         raise ValueError(f"prompting strategy kind must be one of {STRATEGY_KINDS}, got {kind!r}")
-    template = template if template is not None else load_prompt_template()
-    prompt = render_prompt(template, taxonomy, definitions=(kind == "definitions"))
+    if fidelity == F.REFERENCE:
+        from .reference import reference_messages
+
+        extra = definitions_text(taxonomy) if kind == "definitions" else ""
+    else:
+        template = template if template is not None else load_prompt_template()
+        prompt = render_prompt(template, taxonomy, definitions=(kind == "definitions"))
     if kind == "few_shot":
         if k < 1:
             raise ValueError("few_shot needs k >= 1")
+        if k > len(pool):
+            raise ValueError(f"few_shot k={k} exceeds the few-shot pool's {len(pool)} samples")
         check_disjoint(samples, pool)
+    pools = {None: list(pool)}
+    if fidelity == F.REFERENCE and kind == "few_shot":
+        # their two prompts ask for two answer layouts: a case question gets case examples, a book one book examples
+        from .release import release_source
+
+        pools = {src: [p for p in pool if release_source(p) == src] for src in ("case", "book")}
+        for src, members in pools.items():
+            if k > len(members) and any(release_source(x) == src for x in samples):
+                raise ValueError(f"few_shot k={k} exceeds the few-shot pool's {len(members)} {src} samples "
+                                 "(reference prompts take examples of the sample's own source)")
     requests = []
     for s in samples:
-        examples = draw_examples(s.sample_id, pool, k, seed) if kind == "few_shot" else []
-        requests.append(GenerationRequest(key=s.sample_id, messages=build_messages(s, prompt, examples, layout)))
+        if kind == "few_shot" and fidelity == F.REFERENCE:
+            examples = draw_examples(s.sample_id, pools[release_source(s)], k, seed)
+        else:
+            examples = draw_examples(s.sample_id, pool, k, seed) if kind == "few_shot" else []
+        msgs = (reference_messages(s, examples, extra=extra) if fidelity == F.REFERENCE
+                else build_messages(s, prompt, examples, layout))
+        requests.append(GenerationRequest(key=s.sample_id, messages=msgs))
     return requests
 
 

@@ -38,7 +38,8 @@ from earnest.stats import glmm as G
 from earnest.stats.diagnostics import DIVERGED_LOG_OR, fit_problems
 from earnest.stats.summary import (bootstrap_p, check_alpha, clean_mask, diverged_order_statistics, holm,
                                    percentile_interval, separation_sides, significant, with_separated)
-from earnest.wording import DEGENERATE_MARK, format_or_interval, format_p, VARIANT
+from earnest.stats.verdict import decide, fit_p
+from earnest.wording import DEGENERATE_MARK, VARIANT, format_fit_p, format_or_interval, format_p, unresolved_text
 from earnest.stats.defaults import AGQ, ALPHA, ENGINE, ITEM_EFFECTS
 
 COMPARE_INPUT_COLUMNS = ("model", "prompt", "template", "item", "correct")
@@ -47,7 +48,9 @@ MAX_AGQ = 25                # lme4's limit on quadrature points
 PAIR_COLUMNS = ("family", "fixed", "a", "b", "n_items", "n_templates", "acc_a", "acc_b", "odds_ratio",
                 "median_log_or", "ci_low", "ci_high", "ci_low_log", "ci_high_log", "n_diverged", "diverged", "n_separated", "p_boot", "n_resamples", "n_clean", "item_effects", "agq",
                 "n_ab", "n_ba", "mcnemar_or", "p_mcnemar", "p_holm", "p_mcnemar_holm", "fit_verdict",
-                "fit_problems", "degenerate", "significant_holm", "p_mcnemar_holm_below_alpha")
+                "fit_problems", "degenerate", "significant_holm", "p_mcnemar_holm_below_alpha", "p_bound", "p_lr",
+                "p_value", "p_source", "ci_low_unbounded", "ci_high_unbounded", "prior", "not_estimable_reason",
+                "holm_m", "unresolved", "resolving_resamples", "verdict", "verdict_reason")
 
 
 class CompareInputError(ValueError):
@@ -170,7 +173,7 @@ def check_agq(agq, item_effects: bool = ITEM_EFFECTS) -> int:
 
 
 def bootstrap_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effects: bool = ITEM_EFFECTS,
-                   cores: int = 1, engine: E.Engine | str = ENGINE, agq: int = AGQ) -> pd.DataFrame:
+                   cores: int = 1, engine: E.Engine | str = ENGINE, agq: int = AGQ, prior=None) -> pd.DataFrame:
     """Bootstrap shard table (``SHARD_COLUMNS``) of one pair; term "variant" is the condition.
     ``engine`` (an :class:`earnest.stats.engines.Engine`, or its name) fits the template-only model
     (GLMM 1's code, :meth:`~earnest.stats.engines.Engine.bootstrap`) or, with item intercepts, the
@@ -182,7 +185,7 @@ def bootstrap_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_eff
     eng = E.get_engine(engine)
     if not item_effects:
         agg = frame.groupby(["template", "variant"], as_index=False)[["succ", "fail"]].sum()
-        return E.run_bootstrap(agg, 1, resamples, seed, cores, eng)
+        return E.run_bootstrap(agg, 1, resamples, seed, cores, eng, prior=prior)
     if not eng.fits_item_effects:
         raise CompareInputError(f"item random intercepts need the lme4 engine (the {eng.name} engine fits one "
                                 f"random intercept); use item_effects=False (--no-item-effects) with it")
@@ -201,14 +204,25 @@ def compare_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effec
     row.update(mcnemar(pairs["correct_a"], pairs["correct_b"]))
     theta = np.array([])
     n_separated = 0
+    # the template-intercept model is GLMM 1's, penalised as earnest mode's fits are; the item-intercept
+    # model (lme4's R/compare.R) is not, and keeps its separated resamples at their bound
+    prior = None if item_effects else G.prior_for("earnest")
+    prof = {}
     if len(pairs) and row["n_templates"] >= 2:
-        shards = bootstrap_pair(pairs, n_resamples, seed, item_effects=item_effects, cores=cores, engine=engine,
-                                agq=agq)
-        # separated resamples at their bound on their side, as in the GLMM summaries (one rule)
+        eng = E.get_engine(engine)
+        shards = bootstrap_pair(pairs, n_resamples, seed, item_effects=item_effects, cores=cores, engine=eng,
+                                agq=agq, prior=prior)
         per = shards.drop_duplicates("resample")
         sides = pd.Series(separation_sides(compare_frame(pairs), per["seed"].to_numpy()),
                           index=per["resample"].to_numpy())
-        theta, n_separated = with_separated(shards[clean_mask(shards) & (shards["term"] == VARIANT)], sides)
+        kept = shards[clean_mask(shards) & (shards["term"] == VARIANT)]
+        if prior is None:
+            # separated resamples at their bound on their side, as in the GLMM summaries (one rule)
+            theta, n_separated = with_separated(kept, sides)
+        else:
+            theta = kept["estimate"].astype(float).to_numpy()
+            n_separated = int(sides.isin((-1.0, 1.0)).sum())
+            prof = _pair_profile(pairs, eng, prior)
     med = float(np.median(theta)) if theta.size else float("nan")
     lo, hi = percentile_interval(theta)
     with np.errstate(over="ignore"):  # a separated pair's log ORs run to +-thousands: exp gives 0 or inf
@@ -216,8 +230,29 @@ def compare_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effec
     row.update(median_log_or=med, odds_ratio=odds[0], ci_low=odds[1], ci_high=odds[2], ci_low_log=lo, ci_high_log=hi,
                n_diverged=int(np.sum(np.abs(theta) > DIVERGED_LOG_OR)), diverged=diverged_order_statistics(theta),
                p_boot=bootstrap_p(theta), n_clean=int(theta.size), n_separated=n_separated)
+    # the verdict's P value and interval (earnest.stats.verdict.fit_p: with the penalised profile likelihood
+    # where the pair's model is penalised)
+    rec = fit_p(theta, fidelity="earnest", p_lr=prof.get("p_lr", float("nan")),
+                pl_low=prof.get("pl_low_log", float("nan")), pl_high=prof.get("pl_high_log", float("nan")))
+    row.update({k: rec[k] for k in ("p_bound", "p_lr", "p_value", "p_source", "ci_low_log", "ci_high_log",
+                                    "ci_low", "ci_high", "ci_low_unbounded", "ci_high_unbounded")})
+    row["prior"] = prior.label() if prior is not None else ""
     row.update(pair_verdict(row, a, b))
     return row
+
+
+def _pair_profile(pairs: pd.DataFrame, eng, prior) -> dict:
+    """The penalised likelihood-ratio test and profile interval of a pair's template-intercept model
+    (GLMM 1 on the pair: variant 1 = condition a), :mod:`earnest.stats.profile`."""
+    from earnest.stats.profile import profile_term
+
+    f = compare_frame(pairs)
+    data = pd.DataFrame({"model": "pair", "prompt": "pair", "template": f["template"], "variant": f["variant"],
+                         "correct": f["succ"]})
+    full = eng.fixed_deviance(data, 1, prior)
+    wald = eng.full_fit(data, 1, prior=prior)
+    est = float(wald.coefs.set_index("term").loc[VARIANT, "estimate"])
+    return profile_term(eng, data, 1, prior, VARIANT, est, full=full)
 
 
 def pair_verdict(row: dict, a: str = "a", b: str = "b") -> dict:
@@ -231,10 +266,12 @@ def pair_verdict(row: dict, a: str = "a", b: str = "b") -> dict:
     verdict, statements = fit_problems({
         "n_base": n, "n_variants": n, "acc_base": row["acc_b"] if n else 0.0, "acc_variants": row["acc_a"] if n else 0.0,
         "term": "variant", "n_resamples": row["n_resamples"], "n_clean": row["n_clean"],
-        "item_effects": row["item_effects"], "n_ab": row["n_ab"], "n_ba": row["n_ba"],
+        "item_effects": row["item_effects"], "n_ab": row["n_ab"], "n_ba": row["n_ba"], "prior": row.get("prior", ""),
         **{k: row[k] for k in ("median_log_or", "ci_low_log", "ci_high_log", "diverged", "n_diverged") if k in row}},
         labels=(b, a))
-    return {"fit_verdict": verdict, "fit_problems": "; ".join(statements), "degenerate": verdict == "degenerate"}
+    reason = "; ".join(statements) if verdict == "degenerate" else ""
+    return {"fit_verdict": verdict, "fit_problems": "; ".join(statements), "degenerate": verdict == "degenerate",
+            "not_estimable_reason": reason}
 
 
 def family_conditions(data: pd.DataFrame, family: str) -> dict[str, list[str]]:
@@ -266,11 +303,13 @@ def compare_family(data: pd.DataFrame, family: str, fixed: str, conditions: Sequ
                 + (f"; DEGENERATE: {r['fit_problems']}" if r["degenerate"] else ""))
     out = pd.DataFrame(rows, columns=[c for c in PAIR_COLUMNS])
     if len(out):
-        out["p_holm"] = holm(out["p_boot"].to_numpy(dtype=float))
+        # the verdict's one rule (earnest.stats.verdict.decide): Holm across the pairs of the family, a pair
+        # that is not estimable tests nothing and is never significant (its McNemar test still stands)
+        decided = decide(out, None, alpha=alpha, fidelity="earnest")
+        for col in ("p_holm", "holm_m", "significant_holm", "unresolved", "resolving_resamples", "verdict",
+                    "verdict_reason"):
+            out[col] = decided[col].to_numpy()
         out["p_mcnemar_holm"] = holm(out["p_mcnemar"].to_numpy(dtype=float))
-        # as in the GLMM summaries: a degenerate pair is never significant (its McNemar test still stands)
-        out["significant_holm"] = (significant(out["p_holm"].to_numpy(dtype=float), alpha)
-                                   & ~out["degenerate"].astype(bool).to_numpy())
         out["p_mcnemar_holm_below_alpha"] = significant(out["p_mcnemar_holm"].to_numpy(dtype=float), alpha)
     return out
 
@@ -296,14 +335,17 @@ def write_pairs_table(pairs: pd.DataFrame, stem, *, alpha: float = ALPHA, labels
         "OR [95% CI]": [format_or_interval(o, lo, hi, bool(d))
                         for o, lo, hi, d in zip(pairs["odds_ratio"], pairs["ci_low"], pairs["ci_high"],
                                                 pairs["degenerate"])],
-        "p_boot / Holm": [f"{fp(p)} / {fp(h)}" for p, h in zip(pairs["p_boot"], pairs["p_holm"])],
+        # a pair that is not estimable shows the mark alone, no P (the display rule)
+        "p / Holm": [DEGENERATE_MARK if bool(r["degenerate"]) else
+                     f"{format_fit_p(r, alpha, missing='n/a')} / {format_fit_p(r, alpha, corrected=True, missing='n/a')}"
+                     f"{unresolved_text(r)}" for _, r in pairs.iterrows()],
         "clean": [f"{c}/{n}" for c, n in zip(pairs["n_clean"], pairs["n_resamples"])],
         "McNemar n_ab:n_ba": [f"{x}:{y}" for x, y in zip(pairs["n_ab"], pairs["n_ba"])],
         "McNemar p / Holm": [f"{fp(p)} / {fp(h)}" for p, h in zip(pairs["p_mcnemar"], pairs["p_mcnemar_holm"])],
     })
     bold = pd.DataFrame(False, index=shown.index, columns=shown.columns)
     if len(pairs):
-        bold["p_boot / Holm"] = pairs["significant_holm"].astype(bool).to_numpy()
+        bold["p / Holm"] = pairs["significant_holm"].astype(bool).to_numpy()
         bold["McNemar p / Holm"] = pairs["p_mcnemar_holm_below_alpha"].astype(bool).to_numpy()
     item = "template and item" if len(pairs) and bool(pairs["item_effects"].iloc[0]) else "template"
     agq = int(pairs["agq"].iloc[0]) if len(pairs) and "agq" in pairs else 1
@@ -314,7 +356,9 @@ def write_pairs_table(pairs: pd.DataFrame, stem, *, alpha: float = ALPHA, labels
     return write_table(shown, stem,
                        f"Paired comparisons on the items both answered: OR of a correct answer under a vs b from "
                        f"the GLMM correct ~ condition + {item}, bootstrapped over templates "
-                       f"(median, 2.5-97.5th percentiles, Eq. 4 P value); McNemar's exact test beside it. Holm "
+                       f"(median, 2.5-97.5th percentiles; without item intercepts the fits are penalised by a weak "
+                       f"normal prior and the interval and P include the penalised profile likelihood's, "
+                       f"earnest.stats.verdict); McNemar's exact test beside it. Holm "
                        f"across the pairs of each family; bold: Holm-adjusted p < {alpha:g}. {DEGENERATE_MARK}: degenerate pair "
                        f"(a condition answered every item alike, or with item intercepts every discordant item "
                        f"favours one side: the OR diverges, its estimate, interval and bootstrap p carry no "

@@ -27,6 +27,8 @@ from earnest import fidelity as F
 from earnest.stats.diagnostics import diverged_statement
 from earnest.stats.summary import (SEPARATED_LOG_OR, bootstrap_p, check_shards, clean_mask, diverged_order_statistics,
                                    glmm_frame, p_bound, percentile_interval, separation_sides)
+from earnest.stats.glmm import prior_for
+from earnest.stats.verdict import fit_p
 from earnest.wording import VARIANT
 
 
@@ -40,7 +42,8 @@ def resample_estimates(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, term
     out = pd.Series(np.nan, index=per.index.astype(int), dtype=float)
     rows = shards[(shards["term"] == term) & clean_mask(shards, fidelity)]
     out.loc[rows["resample"].astype(int).to_numpy()] = rows["estimate"].astype(float).to_numpy()
-    if fidelity != F.REFERENCE and term == VARIANT:
+    if fidelity != F.REFERENCE and term == VARIANT and prior_for(fidelity) is None:
+        # unpenalised fits in earnest mode (never made now; kept for the rule's sake): separated resamples at their bound
         sides = pd.Series(separation_sides(glmm_frame(data, glmm), per["seed"].to_numpy()), index=out.index)
         out[sides.isna()] = np.nan                       # no information on the effect
         separated = sides.isin((-1.0, 1.0))
@@ -87,21 +90,22 @@ def paired_contrast(shards_a: pd.DataFrame, data_a: pd.DataFrame, shards_b: pd.D
     same = bound_a & bound_b & (np.sign(a) == np.sign(b))
     diff[bound_a & bound_b & ~same] = np.sign(a[bound_a & bound_b & ~same]) * SEPARATED_LOG_OR
     diff = diff[~same]
-    lo, hi = percentile_interval(diff, level)
+    rec = fit_p(diff, fidelity=fidelity, level=level)      # the verdict's P and interval (bootstrap alone here)
+    lo, hi = rec["ci_low_log"], rec["ci_high_log"]
     med = float(np.median(diff)) if diff.size else float("nan")
-    p = bootstrap_p(diff)
-    reasons = [f"{name}: degenerate fit" for name, bad in zip(names, (degenerate_a, degenerate_b)) if bad]
+    p = rec["p_boot"]
+    reasons = [f"{name}: not estimable" for name, bad in zip(names, (degenerate_a, degenerate_b)) if bad]
     if diff.size == 0:
         reasons.append("no resample has both estimates")
     n_bounds = int(np.sum(np.abs(diff) >= SEPARATED_LOG_OR))
     built = diverged_order_statistics(diff, level)
     diverged = diverged_statement(med, lo, hi, built_from=built, n_diverged=n_bounds)
-    if diverged:
+    if diverged and prior_for(fidelity) is None:
         reasons.append(diverged)
     with np.errstate(over="ignore"):
         ratio, ci_low, ci_high = (float(np.exp(x)) for x in (med, lo, hi))
     return {"n_resamples": int(len(ea.index.union(eb.index))), "n_pairs": int(diff.size),
             "n_separated": n_bounds, "n_uninformative": int(same.sum()),
             "median_log_diff": med, "ci_low_log": lo, "ci_high_log": hi, "ratio": ratio, "ci_low": ci_low,
-            "ci_high": ci_high, "p_boot": p, "p_bound": p_bound(p, diff.size, fidelity),
-            "degenerate": bool(reasons), "problems": "; ".join(reasons)}
+            "ci_high": ci_high, "p_boot": p, "p_bound": rec["p_bound"], "p_value": rec["p_value"],
+            "p_source": rec["p_source"], "degenerate": bool(reasons), "problems": "; ".join(reasons)}

@@ -135,9 +135,12 @@ def fit_problems(row, labels: tuple[str, str] = ("GSM-Base", "GSM-Variants")) ->
         verdict = "degenerate"
         out.append(f"every answer correct ({nb + nv}): no effect can be estimated")
     elif row["term"] == VARIANT and (cb in (0, nb) or cv in (0, nv)):
-        verdict = "degenerate"
-        out.append(f"complete separation: {l0} {cb}/{nb} correct, {l1} {cv}/{nv}; the odds "
-                   f"ratio diverges, so its estimate, interval and p value carry no information")
+        verdict = "caution"
+        penalised = bool(str(row.get("prior", "") or ""))
+        out.append(f"complete separation: {l0} {cb}/{nb} correct, {l1} {cv}/{nv}; "
+                   + ("the penalised fit's estimate is finite, and the P value and interval include the "
+                      "likelihood-ratio test's, which carries the zero count" if penalised else
+                      "the unpenalised odds ratio diverges (the reference's procedure reports it as it comes)"))
     elif row["term"] == VARIANT and bool(row.get("item_effects", False)) and "n_ab" in row:
         # a paired comparison with item intercepts: its OR is conditional on the item, and only the
         # discordant items (n_ab: right under variant 1 and wrong under 0; n_ba: the reverse) inform it
@@ -153,13 +156,19 @@ def fit_problems(row, labels: tuple[str, str] = ("GSM-Base", "GSM-Variants")) ->
     diverged = diverged_statement(row.get("median_log_or"), row.get("ci_low_log"), row.get("ci_high_log"),
                                   built_from=bool(built) if built is not None and not pd.isna(built) else False,
                                   n_diverged=row.get("n_diverged"))
-    if diverged:
-        verdict = "degenerate"
+    if diverged and not str(row.get("prior", "") or ""):
+        # unpenalised fits only (a penalised fit stays finite): a note, the verdict is the procedure's
+        verdict = "caution" if verdict == "ok" else verdict
         out.append(diverged)
+    reason = str(row.get("not_estimable_reason", "") or "")
+    if reason and verdict != "degenerate":
+        verdict = "degenerate"
+        out.append(reason)
     B, clean = int(row["n_resamples"]), int(row["n_clean"])
     if clean == 0:
+        if verdict != "degenerate":
+            out.append(f"none of the {B} bootstrap resamples converged cleanly")
         verdict = "degenerate"
-        out.append(f"none of the {B} bootstrap resamples converged cleanly")
     elif clean < MIN_CLEAN_SHARE * B:
         verdict = "caution" if verdict == "ok" else verdict
         out.append(f"only {clean} of {B} bootstrap resamples converged cleanly; the summary rests on that subset")
@@ -182,15 +191,29 @@ def fit_problems(row, labels: tuple[str, str] = ("GSM-Base", "GSM-Variants")) ->
     return verdict, out
 
 
-def judge_effect(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, term: str) -> tuple[pd.Series, bool]:
-    """(the summary row of ``term``, whether it is degenerate) of one simulated model x prompt, as
-    the workflow's summaries judge a real one (:func:`earnest.stats.summary.summarise` in earnest
-    mode, :func:`fit_problems`): what the power study and the validity studies count."""
-    from earnest.stats.summary import summarise
+def judge_effect(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, term: str, *, engine=None,
+                 fidelity: str = "earnest", alpha: float | None = None) -> tuple[pd.Series, bool]:
+    """(the summary row of ``term`` with the verdict's columns, whether it is not estimable) of one
+    simulated model x prompt, as the workflow judges a real one: the full-data fit, earnest mode's
+    profile likelihood and the summary (:func:`earnest.stats.run.summarise_group`, fitted by ``engine``:
+    the shards' own by default), then the verdict of a family of one
+    (:func:`earnest.stats.verdict.decide`; ``significant_uncorrected`` is its call): what the power
+    study and the validity studies count. ``shards`` should be fitted with the mode's prior
+    (:func:`earnest.stats.glmm.prior_for`)."""
+    from earnest.stats.defaults import ALPHA
+    from earnest.stats.run import summarise_group
+    from earnest.stats.summaries import _with_p_columns
+    from earnest.stats.verdict import NOT_ESTIMABLE, decide
 
-    rows = summarise(shards, data, glmm, model="sim", prompt="sim")
-    row = rows[rows["term"] == term].iloc[0]
-    return row, fit_problems(row)[0] == "degenerate"
+    if engine is None:
+        engine = str(shards["engine"].iloc[0]) if "engine" in shards.columns and len(shards) else "laplace"
+        engine = "lme4" if engine.startswith("lme4") else engine
+    rows, _ = summarise_group(data, shards, glmm, fidelity=fidelity, engine=engine, refit_nonconvergent=False,
+                              model="sim", prompt="sim")
+    rows = _with_p_columns(rows, fidelity)
+    row = decide(rows[rows["term"] == term], None, alpha=ALPHA if alpha is None else alpha,
+                 fidelity=fidelity).iloc[0]
+    return row, row["verdict"] == NOT_ESTIMABLE
 
 
 def fit_problems_table(summaries: pd.DataFrame) -> pd.DataFrame:

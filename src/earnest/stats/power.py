@@ -1,9 +1,11 @@
 """Power of the project's test and the minimum detectable odds ratio (MDE) of a design.
 
 The test is the one the project runs on real results (section 3.5 of the GSM-Symbolic
-re-evaluation): B bootstrap resamples of templates, each fitted with the GLMM; the bootstrap P
-value of Eq. 4 over the clean estimates; significant when :func:`earnest.stats.summary.significant`
-says so at ``alpha``. Its power is estimated by simulation:
+re-evaluation) as earnest mode decides it: B bootstrap resamples of templates, each fitted with the
+GLMM penalised by earnest mode's prior; Eq. 4 over the clean estimates together with the penalised
+likelihood-ratio test on the full data; significant when the verdict
+(:func:`earnest.stats.verdict.decide`, one test: no Holm) says so at ``alpha``. Its power is estimated
+by simulation:
 
 1. Draw a data set from a binomial GLMM with template intercepts: ``n_templates`` templates, each
    with one GSM-Base item and ``n_variants`` GSM-Variants items;
@@ -52,7 +54,6 @@ import pandas as pd
 
 from earnest.stats import engines as E
 from earnest.stats import glmm as G
-from earnest.stats.summary import significant
 from earnest.stats.defaults import ALPHA, POWER_ENGINE
 from earnest.wording import GAMMA_C, VARIANT
 
@@ -204,18 +205,21 @@ def resolve_engine(engine: E.Engine | str) -> E.Engine:
 def bootstrap_table(df: pd.DataFrame, glmm: int, n_resamples: int, seed: int, *, engine: E.Engine | str = POWER_ENGINE,
                     cores: int = 1) -> pd.DataFrame:
     """The bootstrap shard table (``SHARD_COLUMNS``) of one model x prompt, by ``engine``."""
-    return E.run_shard(df, glmm, n_resamples, seed, cores=cores, engine=resolve_engine(engine))
+    return E.run_shard(df, glmm, n_resamples, seed, cores=cores, engine=resolve_engine(engine),
+                       prior=G.prior_for("earnest"))
 
 
-def test_p(shards: pd.DataFrame, term: str, df: pd.DataFrame, glmm: int) -> tuple[float, int, bool]:
-    """(Eq. 4 bootstrap P value of ``term``, the estimates it stands on, whether the fit is
-    degenerate) as the GLMM summaries judge a real model x prompt (:func:`earnest.stats.summary.summarise`:
-    separated resamples at their bound; :func:`earnest.stats.diagnostics.fit_problems`), so that a
-    simulated rejection is what the workflow's tables would call significant."""
+def test_p(shards: pd.DataFrame, term: str, df: pd.DataFrame, glmm: int, alpha: float = ALPHA,
+           engine=None) -> tuple[float, int, bool, bool]:
+    """(the verdict's P value of ``term``, the bootstrap estimates it stands on, whether the fit is not
+    estimable, whether the verdict calls it significant) as the workflow judges a real model x prompt
+    (:func:`earnest.stats.diagnostics.judge_effect`: earnest mode's penalised fits, the template
+    bootstrap with the profile likelihood, :func:`earnest.stats.verdict.decide`), so that a simulated
+    rejection is what the workflow's tables would call significant."""
     from earnest.stats.diagnostics import judge_effect
 
-    row, degenerate = judge_effect(shards, df, glmm, term)
-    return float(row["p_boot"]), int(row["n_clean"]), degenerate
+    row, not_estimable = judge_effect(shards, df, glmm, term, engine=engine, alpha=alpha)
+    return float(row["p_value"]), int(row["n_clean"]), not_estimable, bool(row["significant_uncorrected"])
 
 
 def _seed(base_seed: int, *key: int) -> np.random.SeedSequence:
@@ -485,11 +489,11 @@ def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: 
             logging.getLogger("earnest.stats.power").warning(
                 "%s engine failed on a simulated data set (%s); refitted with %s", eng.name, exc, fallback)
             table = bootstrap_table(df, glmm, n_resamples, s, engine=fallback, cores=cores)
-        p, n_clean, degenerate = test_p(table, term, df, glmm)
+        p, n_clean, degenerate, called = test_p(table, term, df, glmm, alpha)
         clean += n_clean
         if math.isnan(p):
             n_no_p += 1
-        n_sig += int(significant([p], alpha)[0] and not degenerate)
+        n_sig += int(called)
     seconds = time.perf_counter() - t0
     power = n_sig / n_sims
     wp = wald_power(n_templates, n_variants, odds_ratio=odds_ratio, baseline_acc=scenario.baseline_acc,

@@ -29,7 +29,7 @@ from earnest.stats import engines as E
 from earnest.stats import glmm as G
 from earnest.stats.glmm import safe_name
 from earnest.stats.summary import check_shards, clean_mask, summarise
-from earnest.wording import VARIANT
+from earnest.wording import EFFECTS, VARIANT
 from earnest.stats.defaults import CHECK_RESAMPLES, COVARIATE, SHARDS
 
 
@@ -67,7 +67,7 @@ def read_shards(paths) -> pd.DataFrame:
 
 
 def _shard_is_current(path: Path, resamples: np.ndarray, base_seed: int, rows: str, eng: E.Engine,
-                      labels: str = "draw") -> bool:
+                      labels: str = "draw", prior: str = "") -> bool:
     # a finished shard is reused only if it holds exactly the resamples and seeds asked for now,
     # fitted on the same rows (recorded in the file's metadata) with today's columns, by the engine
     # asked for now and, for an engine whose cluster labels matter (lme4), with the same labels
@@ -79,6 +79,8 @@ def _shard_is_current(path: Path, resamples: np.ndarray, base_seed: int, rows: s
     if old.attrs.get("rows") != rows or any(c not in old.columns for c in G.SHARD_COLUMNS):
         return False
     if eng.uses_cluster_labels and old.attrs.get("cluster_labels", "draw") != labels:
+        return False
+    if old.attrs.get("prior", "") != prior:              # fitted with another prior (or none)
         return False
     done_by = set(old["engine"].astype(str)) if "engine" in old.columns else {G.LME4}
     if {G.engine_name(e) for e in done_by} != {eng.name}:
@@ -111,7 +113,7 @@ class Shard:
 
 def bootstrap_shard(data: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, *, shard: int = 0,
                     n_shards: int = SHARDS, cores: int = 1, rows: str, fidelity: str, engine: E.Engine | str,
-                    check_resamples: int) -> Shard:
+                    check_resamples: int, prior=None) -> Shard:
     """Shard ``shard`` of ``n_shards`` of a B=``n_resamples`` bootstrap of ``glmm`` for one model x
     prompt (validated GLMM input ``data``; no rows: every resample an error, see
     :func:`earnest.stats.engines.run_shard`), fitted by ``engine`` on ``rows`` (answers |
@@ -121,32 +123,36 @@ def bootstrap_shard(data: pd.DataFrame, glmm: int, n_resamples: int, base_seed: 
     (``base_seed``, b), so the shard count does not change results."""
     eng = E.get_engine(engine)
     labels = G.cluster_labels(fidelity)
+    prior = G.prior_for(fidelity, prior)
     t0 = time.perf_counter()
     table = E.run_shard(data, glmm, n_resamples, base_seed, shard=shard, n_shards=n_shards, cores=cores,
-                        aggregate=rows == "aggregated", engine=eng, labels=labels)
+                        aggregate=rows == "aggregated", engine=eng, labels=labels, prior=prior)
     seconds = time.perf_counter() - t0
     table.attrs["rows"] = rows
     table.attrs["cluster_labels"] = labels
+    table.attrs["prior"] = prior.label() if prior is not None else ""
     fallback = int((table.drop_duplicates("resample")["engine"] == G.GLMER_FALLBACK).sum())
     check, no_check = E.empty_check(), ""
     if eng.has_cross_check and check_resamples > 0:
-        check = eng.cross_check(data, glmm, table, int(check_resamples), base_seed)
+        check = eng.cross_check(data, glmm, table, int(check_resamples), base_seed, prior=prior)
         if not len(check) and len(data):
             no_check = (f"no lme4 check of this shard: lme4's model frame would have more than "
                         f"{E.CHECK_MAX_ROWS} rows (minutes per glmer() fit)")
     return Shard(table, check, seconds, fallback, no_check)
 
 
-def full_fit(data: pd.DataFrame, glmm: int, *, engine: E.Engine | str = G.LME4) -> G.WaldFit:
+def full_fit(data: pd.DataFrame, glmm: int, *, engine: E.Engine | str = G.LME4, prior=None) -> G.WaldFit:
     """The full-data fit of ``glmm`` on validated GLMM input of one model x prompt, by ``engine``
-    (lme4: glmer on one row per answer, as the paper; laplace: its own, with the same checks)."""
-    return E.get_engine(engine).full_fit(data, glmm)
+    (lme4: glmer on one row per answer, as the paper; laplace: its own, with the same checks),
+    penalised by ``prior`` (earnest mode's, :func:`earnest.stats.glmm.prior_for`)."""
+    return E.get_engine(engine).full_fit(data, glmm, prior=prior)
 
 
 def summarise_group(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, analysis: str = "all",
                     wald: bool = True, refit_nonconvergent: bool = True, model: str | None = None,
                     prompt: str | None = None, fidelity: str = F.DEFAULT,
-                    rows: str = "", engine: E.Engine | str = G.LME4) -> tuple[pd.DataFrame, pd.DataFrame]:
+                    rows: str = "", engine: E.Engine | str = G.LME4, prior=None,
+                    level: float = 0.95) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Summary rows of one model x prompt plus, if its full-data fit did not converge, the
     optimiser refits (Listing 6; empty frame otherwise). ``data``: validated GLMM input; ``model``
     and ``prompt`` name the group when ``data`` has no rows (nothing is fitted then);
@@ -159,9 +165,16 @@ def summarise_group(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, anal
         model, prompt = str(data["model"].iloc[0]), str(data["prompt"].iloc[0])
     elif model is None or prompt is None:
         raise ValueError("summarise_group: no rows, so model and prompt must be given")
-    wf = full_fit(data, glmm, engine=eng) if wald and len(data) else None
+    prior = G.prior_for(fidelity, prior)
+    wf = full_fit(data, glmm, engine=eng, prior=prior) if wald and len(data) else None
+    profile = None
+    if prior is not None and wf is not None and not wf.error:
+        # earnest mode: the penalised likelihood-ratio test and profile interval of each effect
+        from earnest.stats.profile import profile_terms
+        est = dict(zip(wf.coefs["term"], wf.coefs["estimate"].astype(float)))
+        profile = profile_terms(eng, data, glmm, prior, est, EFFECTS[glmm], level=level)
     summary = summarise(shards, data, glmm, model=model, prompt=prompt, wald=wf, analysis=analysis,
-                        fidelity=fidelity, rows=rows)
+                        fidelity=fidelity, rows=rows, profile=profile, prior=prior, level=level)
     refits = pd.DataFrame()
     if wf is not None and not bool(summary["wald_converged"].iloc[0]):
         extra, refits = eng.diagnose(data, glmm, wf, fidelity, refit=refit_nonconvergent)
@@ -180,7 +193,7 @@ def summarise_shards(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, che
                      fidelity: str = F.DEFAULT, rows: str = "", engine: E.Engine | str = G.LME4,
                      covariate: str = COVARIATE,
                      model: str | None = None, prompt: str | None = None,
-                     refit_nonconvergent: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, dict | None]:
+                     refit_nonconvergent: bool = True, prior=None) -> tuple[pd.DataFrame, pd.DataFrame, dict | None]:
     """The summary of one model x prompt x GLMM from its bootstrap ``shards``: (summary rows, one
     per effect; optimiser refits; the cross-checks' verdict or None).
 
@@ -193,7 +206,7 @@ def summarise_shards(data: pd.DataFrame, shards: pd.DataFrame, glmm: int, *, che
         check_shards(shards, int(n_resamples), source=source)
     summary, refits = summarise_group(data, shards, glmm, analysis=analysis, model=model, prompt=prompt,
                                       fidelity=fidelity, rows=rows, engine=engine,
-                                      refit_nonconvergent=refit_nonconvergent)
+                                      refit_nonconvergent=refit_nonconvergent, prior=prior)
     checks = [c for c in checks if len(c)]
     verdict = None
     if checks:
@@ -225,7 +238,7 @@ def check_path(shard: str | Path) -> Path:
 def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_dir: str | Path, *,
              n_shards: int = SHARDS, cores: int | None = None, rows: str | None = None, analysis: str = "all",
              fidelity: str = F.DEFAULT, engine: E.Engine | str = G.LME4, check_resamples: int = CHECK_RESAMPLES,
-             covariate: str = COVARIATE,
+             covariate: str = COVARIATE, prior=None,
              log: Callable[[str], None] = print,
              on_step: Callable[[str, bool], None] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Bootstrap ``glmm`` for every model x prompt of validated GLMM input ``df``: the steps the
@@ -263,12 +276,14 @@ def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_
         for shard in range(n_shards):
             path = shard_path(out_dir, glmm, model, prompt, shard)
             resamples = G.shard_resamples(n_resamples, shard, n_shards)
-            if path.exists() and _shard_is_current(path, resamples, base_seed, rows, eng, labels):
+            prior_now = G.prior_for(fidelity, prior)
+            if path.exists() and _shard_is_current(path, resamples, base_seed, rows, eng, labels,
+                                                   prior_now.label() if prior_now is not None else ""):
                 step(f"{model} / {prompt}: shard {shard + 1}/{n_shards} already done ({path})", False)
             else:
                 done = bootstrap_shard(sub, glmm, n_resamples, base_seed, shard=shard, n_shards=n_shards,
                                        cores=cores, rows=rows, fidelity=fidelity, engine=eng,
-                                       check_resamples=check_resamples)
+                                       check_resamples=check_resamples, prior=prior)
                 write_shard(done.table, path)
                 n_clean = int(clean_mask(done.table, fidelity)[done.table["term"] == VARIANT].sum())
                 if eng.has_cross_check and check_resamples > 0:
@@ -290,7 +305,7 @@ def run_glmm(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, out_
             paths.append(path)
         t0 = time.perf_counter()
         s, r, _ = summarise_shards(sub, read_shards(paths), glmm, checks=group_checks, analysis=analysis,
-                                   fidelity=fidelity, rows=rows, engine=eng, covariate=covariate)
+                                   fidelity=fidelity, rows=rows, engine=eng, covariate=covariate, prior=prior)
         step(f"{model} / {prompt}: GLMM {glmm} summarised (full-data fit{' and optimiser refits' if len(r) else ''}) "
              f"in {time.perf_counter() - t0:.1f} s")
         summaries.append(s)

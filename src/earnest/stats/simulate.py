@@ -48,7 +48,7 @@ def coverage_study(n_datasets: int, variant_effect: float, *, n_resamples: int, 
     """
     from earnest.stats.diagnostics import judge_effect
     from earnest.stats.engines import run_shard
-    from earnest.stats.glmm import validate_glmm_input
+    from earnest.stats.glmm import prior_for, validate_glmm_input
     from earnest.stats.summary import bootstrap_p, clean_mask
 
     rows = []
@@ -56,15 +56,16 @@ def coverage_study(n_datasets: int, variant_effect: float, *, n_resamples: int, 
         df = validate_glmm_input(simulate_glmm_input(n_templates, n_variants, variant_effect=variant_effect,
                                                      gamma_effect=gamma_effect, intercept=intercept,
                                                      seed=seed + k), glmm)
-        shards = run_shard(df, glmm, n_resamples, base_seed=seed + 1000 + k, cores=cores, engine=engine)
-        s, degenerate = judge_effect(shards, df, glmm, "variant")
+        shards = run_shard(df, glmm, n_resamples, base_seed=seed + 1000 + k, cores=cores, engine=engine,
+                           prior=prior_for("earnest"))
+        s, degenerate = judge_effect(shards, df, glmm, "variant", engine=engine, alpha=alpha)
         clean_only = shards[clean_mask(shards) & (shards["term"] == VARIANT)]["estimate"].to_numpy()
         lo, hi = float(s["ci_low_log"]), float(s["ci_high_log"])
         rows.append({"dataset": k, "true_effect": variant_effect, "median": float(s["median_log_or"]),
                      "ci_low": lo, "ci_high": hi, "p_boot": float(s["p_boot"]), "n_clean": int(s["n_clean"]),
                      "n_separated": int(s["n_separated"]), "accuracy": float(df["correct"].mean()),
                      "degenerate": degenerate, "covered": bool(lo <= variant_effect <= hi),
-                     "p_below_alpha": bool(s["p_boot"] < alpha) and not degenerate,
+                     "p_below_alpha": bool(s["significant_uncorrected"]),
                      "p_clean_only": bootstrap_p(clean_only)})
     return pd.DataFrame(rows)
 

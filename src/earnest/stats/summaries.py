@@ -39,12 +39,15 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from earnest.stats.diagnostics import fit_problems
+from earnest.stats.diagnostics import diverged_statement, fit_problems
 from earnest import fidelity as F
-from earnest.stats.summary import ALPHA, add_holm, significant
+from earnest.stats.summary import ALPHA, HOLM_FAMILY, not_estimable_reason
+from earnest.stats.verdict import NOT_ESTIMABLE, VERDICT_COLUMNS, decide, fit_p, wald_significant
 
 #: Columns added to the per-group summary columns.
-DECISION_COLUMNS = ("prompt_label", "ex2", "alpha", "p_holm", "fit_verdict", "fit_problems", "degenerate",
+DECISION_COLUMNS = ("prompt_label", "ex2", "alpha", "p_value", "p_source", "not_estimable_reason", "p_holm", "holm_m",
+                    "verdict", "verdict_reason", "unresolved", "resolving_resamples",
+                    "fit_verdict", "fit_problems", "degenerate",
                     "significant_uncorrected", "significant_holm", "wald_significant", "wald_mismatch")
 #: Columns every reader of the table may rely on (the per-group columns readers use, and the decisions).
 SUMMARIES_COLUMNS = ("analysis", "glmm", "model", "prompt", "term", "n_resamples", "n_clean", "n_errors",
@@ -83,19 +86,65 @@ def build_summaries(rows: pd.DataFrame, prompt_labels: Mapping[str, str] | None 
     s["prompt_label"] = [labels.get(p) or p for p in s["prompt"]]
     s["ex2"] = s["model"].isin([str(m) for m in ex2_models])
     s["alpha"] = float(alpha)
-    s = add_holm(s, fidelity=table_fidelity(s, source))
-    verdicts = [fit_problems(r) for _, r in s.iterrows()]
-    s["fit_verdict"] = [v for v, _ in verdicts]
-    s["fit_problems"] = ["; ".join(st) for _, st in verdicts]
-    s["degenerate"] = s["fit_verdict"] == "degenerate"
-    ok = ~s["degenerate"].to_numpy()
-    s["significant_uncorrected"] = significant(s["p_boot"], alpha) & ok
-    s["significant_holm"] = significant(s["p_holm"], alpha) & ok
-    s["wald_significant"] = significant(s["wald_p"], alpha) & ok
-    both = s["p_boot"].notna() & s["wald_p"].notna()
+    mode = table_fidelity(s, source)
+    s = _with_p_columns(s, mode)
+    # the verdict, decided once (earnest.stats.verdict.decide) within the published tables' Holm families
+    for c in VERDICT_COLUMNS:
+        s[c] = None
+    for glmm, keys in HOLM_FAMILY.items():
+        part = s[s["glmm"].astype(int) == glmm]
+        if len(part):
+            decided = decide(part, list(keys), alpha=alpha, fidelity=mode)
+            for c in VERDICT_COLUMNS:
+                s.loc[part.index, c] = decided[c].to_numpy()
+    problems = [fit_problems(r) for _, r in s.iterrows()]
+    s["fit_verdict"] = [v for v, _ in problems]
+    s["fit_problems"] = ["; ".join(st) for _, st in problems]
+    s["degenerate"] = s["verdict"] == NOT_ESTIMABLE
+    for c in ("significant_uncorrected", "significant_holm", "unresolved"):
+        s[c] = s[c].astype(bool)
+    s["p_holm"] = s["p_holm"].astype(float)
+    s["wald_significant"] = wald_significant(s["wald_p"], s["degenerate"], alpha)
+    both = s["p_value"].notna() & s["wald_p"].notna()
     s["wald_mismatch"] = both & (s["significant_uncorrected"] != s["wald_significant"])
     extra = [c for c in s.columns if c not in SUMMARIES_COLUMNS]
     return s[list(SUMMARIES_COLUMNS) + extra].reset_index(drop=True)
+
+
+def _with_p_columns(s: pd.DataFrame, mode: str) -> pd.DataFrame:
+    """Per-group summaries written before the verdict's columns existed (p_value, not_estimable_reason):
+    the same columns from their P value and interval, unpenalised (:func:`earnest.stats.verdict.fit_p`
+    needs the estimates; here the bootstrap P and its bound stand)."""
+    s = s.copy()
+    if "p_value" not in s.columns:
+        bound = s["p_bound"].astype(float) if "p_bound" in s.columns else pd.Series(float("nan"), index=s.index)
+        p = s["p_boot"].astype(float)
+        s["p_value"] = p.where(~((p == 0) & bound.notna()) | (mode == F.REFERENCE), bound)
+        s["p_source"] = "bootstrap"
+    if "not_estimable_reason" not in s.columns:
+        s["not_estimable_reason"] = ""
+    # from the rows' own counts too (rows of an older summary, or of another writer)
+    s["not_estimable_reason"] = [
+        str(r or "") or not_estimable_reason({"n_base": nb, "n_variants": nv, "acc_base": ab, "acc_variants": av})
+        for r, nb, nv, ab, av in zip(s["not_estimable_reason"].fillna(""), s["n_base"], s["n_variants"],
+                                     s["acc_base"], s["acc_variants"])]
+    if "p_bound" not in s.columns:
+        s["p_bound"] = float("nan")
+    if mode != F.REFERENCE:
+        # earnest mode on unpenalised fits (shards without a prior: written before it, or by another
+        # tool): estimates beyond +-10 are fits of separated resamples running off to infinity, which
+        # say nothing; the penalised fits earnest makes now never do (the reference reports them as its
+        # procedure does: a note, fit_problems, not a verdict)
+        prior = s["prior"].fillna("").astype(str) if "prior" in s.columns else pd.Series("", index=s.index)
+        for i in s.index[(prior == "") & (s["not_estimable_reason"] == "")]:
+            r = s.loc[i]
+            built = r.get("diverged")
+            why = diverged_statement(r.get("median_log_or"), r.get("ci_low_log"), r.get("ci_high_log"),
+                                     built_from=bool(built) if built is not None and not pd.isna(built) else False,
+                                     n_diverged=r.get("n_diverged"))
+            if why:
+                s.loc[i, "not_estimable_reason"] = why
+    return s
 
 
 def table_fidelity(rows: pd.DataFrame, source: str = "summaries") -> str:
@@ -118,19 +167,16 @@ def table_fidelity(rows: pd.DataFrame, source: str = "summaries") -> str:
 
 #: The fields of one fit in the JSON summary (:func:`summary_records`), in order.
 JSON_FIELDS = ("analysis", "glmm", "model", "prompt", "prompt_label", "effect", "odds_ratio", "ci_low", "ci_high",
-               "median_log_or", "p_boot", "p_holm", "alpha", "verdict", "significant_uncorrected", "significant_holm",
-               "fit_verdict", "fit_problems", "engine", "n_resamples", "n_clean", "n_base", "n_variants",
+               "median_log_or", "p_boot", "p_lr", "p_value", "p_source", "p_holm", "alpha", "verdict",
+               "verdict_reason", "significant_uncorrected", "significant_holm", "ci_low_unbounded", "ci_high_unbounded",
+               "prior", "fit_verdict", "fit_problems", "engine", "n_resamples", "n_clean", "n_base", "n_variants",
                "acc_base", "acc_variants")
 
 
 def verdict(row) -> str:
-    """The call of one summary row in words: degenerate, significant (after Holm / before Holm only)
-    or not significant, from the table's own decision columns."""
-    if bool(row["degenerate"]):
-        return "degenerate"
-    if bool(row["significant_holm"]):
-        return "significant"
-    return "significant before Holm only" if bool(row["significant_uncorrected"]) else "not significant"
+    """The call of one summary row in words (:data:`earnest.stats.verdict.VERDICTS`), as the table's
+    ``verdict`` column holds it (decided by :func:`earnest.stats.verdict.decide`)."""
+    return str(row["verdict"])
 
 
 def summary_records(table: pd.DataFrame) -> list[dict]:

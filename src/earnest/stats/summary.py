@@ -18,6 +18,7 @@ import pandas as pd
 from earnest import fidelity as F
 from earnest.stats.defaults import ALPHA  # re-exported: the significance level (stats.alpha)
 from earnest.stats.glmm import GLMER_FALLBACK, LME4, SHARD_COLUMNS, WaldFit, engine_name
+from earnest.stats.verdict import fit_p
 from earnest.wording import EFFECTS, VARIANT
 
 
@@ -82,33 +83,8 @@ def wald_clean(wald: WaldFit, fidelity: str = F.DEFAULT) -> bool:
     return bool(clean_mask(row, fidelity).iloc[0])
 
 
-def bootstrap_p(estimates) -> float:
-    """Eq. 4: 2 * min(share of estimates <= 0, share >= 0), capped at 1; NaN when there are none."""
-    theta = np.asarray(estimates, dtype=float)
-    theta = theta[~np.isnan(theta)]
-    if theta.size == 0:
-        return float("nan")
-    return float(min(1.0, 2.0 * min(np.mean(theta <= 0), np.mean(theta >= 0))))
-
-
-def p_bound(p_boot: float, n_estimates: int, fidelity: str = F.DEFAULT) -> float:
-    """Earnest mode: where Eq. 4 gives 0 (no estimate on one side of 0), the smallest P that
-    ``n_estimates`` estimates can show, 1/n: the P value is below it, not 0 (displayed "<1/n",
-    and Holm-corrected as 1/n); NaN otherwise, and always in reference mode (the authors keep 0)."""
-    F.check_mode(fidelity)
-    if fidelity == F.REFERENCE or n_estimates <= 0 or not (p_boot == 0):
-        return float("nan")
-    return 1.0 / float(n_estimates)
-
-
-def percentile_interval(estimates, level: float = 0.95) -> tuple[float, float]:
-    """The (1-level)/2 and (1+level)/2 percentiles (linear interpolation, R's type 7)."""
-    theta = np.asarray(estimates, dtype=float)
-    theta = theta[~np.isnan(theta)]
-    if theta.size == 0:
-        return float("nan"), float("nan")
-    lo, hi = np.percentile(theta, [50 * (1 - level), 50 * (1 + level)])
-    return float(lo), float(hi)
+# the P value, its bound and the percentile interval are the verdict's (earnest.stats.verdict)
+from earnest.stats.verdict import bootstrap_p, p_bound, percentile_interval  # noqa: E402,F401
 
 
 #: Estimates beyond this on the log-odds scale (an odds ratio beyond e^10 ~ 22,000) are diverging
@@ -230,14 +206,21 @@ def check_shards(shards: pd.DataFrame, n_resamples: int | None = None, source: s
 
 def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str, prompt: str,
               wald: WaldFit | None = None, analysis: str = "all", level: float = 0.95,
-              fidelity: str = F.DEFAULT, rows: str = "") -> pd.DataFrame:
+              fidelity: str = F.DEFAULT, rows: str = "", profile: dict | None = None,
+              prior=None, extra_reasons: dict | None = None) -> pd.DataFrame:
     """One row per effect of ``glmm`` (variant; and gamma_c for GLMM 2) for one model x prompt.
 
     ``shards`` is the concatenated bootstrap shard table, ``data`` the validated GLMM input of the
     same model x prompt (for accuracies), ``wald`` the optional full-data fit. ``fidelity``
     decides which fits are clean (:func:`clean_mask`); ``rows`` (answers | aggregated) only
-    records what the shards were fitted on.
+    records what the shards were fitted on. ``profile``: term -> the penalised profile likelihood's
+    record (:func:`earnest.stats.profile.profile_term`; earnest mode); ``prior``: the prior the fits
+    used (:func:`earnest.stats.glmm.prior_for`; None: unpenalised, whose separated resamples are then
+    placed at their bound); ``extra_reasons``: term -> why it is not estimable (e.g. collinearity).
+    The P value and interval are :func:`earnest.stats.verdict.fit_p`'s.
     """
+    penalised = prior is not None
+    prior_label = prior.label() if penalised else ""
     check_shards(shards)
     fitted_rows = rows
     n_resamples = int(shards["resample"].nunique())
@@ -259,27 +242,36 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str
         sides = pd.Series(separation_sides(glmm_frame(data, glmm), per["seed"].to_numpy()),
                           index=per["resample"].to_numpy())
     rows = []
+    reason_all = not_estimable_reason(acc, glmm)
     for term in EFFECTS[glmm]:
         kept = clean[clean["term"] == term]
         n_separated = 0
         if term == VARIANT and sides is not None:
-            theta, n_separated = with_separated(kept, sides)
+            n_separated = int(sides.isin((-1.0, 1.0)).sum())
+            if not penalised:
+                # unpenalised fits of separated resamples diverge: each placed at its bound, on its side
+                theta, n_separated = with_separated(kept, sides)
+            else:
+                theta = kept["estimate"].astype(float).to_numpy()
         else:
             theta = kept["estimate"].astype(float).to_numpy()
-        lo, hi = percentile_interval(theta, level)
+        prof = (profile or {}).get(term, {})
+        rec = fit_p(theta, fidelity=fidelity, level=level, p_lr=prof.get("p_lr", float("nan")),
+                    pl_low=prof.get("pl_low_log", float("nan")), pl_high=prof.get("pl_high_log", float("nan")))
         med = float(np.median(theta)) if theta.size else float("nan")
-        p = bootstrap_p(theta)
+        reason = reason_all or (extra_reasons or {}).get(term, "") or (
+            "" if theta.size else f"none of the {n_resamples} bootstrap resamples gave a clean fit")
         row = {
             "analysis": analysis, "glmm": int(glmm), "model": model, "prompt": prompt, "term": term,
-            "fidelity": fidelity, "rows": fitted_rows,
+            "fidelity": fidelity, "rows": fitted_rows, "prior": prior_label,
             "n_resamples": n_resamples, "n_clean": int(theta.size),
             "n_errors": int((shards.drop_duplicates("resample")["error"].fillna("") != "").sum()),
             "n_singular": int(shards.drop_duplicates("resample")["singular"].fillna(False).astype(bool).sum()),
-            "median_log_or": med, "odds_ratio": _exp(med),
-            "ci_low_log": lo, "ci_high_log": hi, "ci_low": _exp(lo), "ci_high": _exp(hi),
-            "p_boot": p, "p_bound": p_bound(p, theta.size, fidelity), **by_rule, "n_not_converged": n_not_converged,
+            "median_log_or": med, "odds_ratio": _exp(med), **rec,
+            **by_rule, "n_not_converged": n_not_converged,
             "n_diverged": int(np.sum(np.abs(theta) > DIVERGED_LOG_OR)), "n_separated": n_separated,
             "diverged": diverged_order_statistics(theta, level),
+            "not_estimable_reason": reason,
             "ranef_var_mean": float(rv.mean()) if len(rv) else float("nan"),
             "ranef_var_sd": float(rv.std(ddof=1)) if len(rv) > 1 else float("nan"),
             **acc, **engines,
@@ -287,6 +279,23 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str
         row.update(wald_columns(wald, term, fidelity))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def not_estimable_reason(acc: dict, glmm: int = 1) -> str:
+    """Why no effect of a model x prompt can be estimated at all ('' when it can), from its accuracies
+    (:func:`accuracies`): no rows, no correct answer, or every answer correct. (Separation of the
+    variant effect alone, e.g. no wrong GSM-Base answer, is estimable in earnest mode: the penalised
+    fit stays finite and the likelihood-ratio test carries the zero count.)"""
+    nb, nv = int(acc["n_base"]), int(acc["n_variants"])
+    if nb + nv == 0:
+        return "no items left to fit (in a reasoning-only analysis: every item was excluded as a code error)"
+    cb = round(acc["acc_base"] * nb / 100) if nb else 0
+    cv = round(acc["acc_variants"] * nv / 100) if nv else 0
+    if cb + cv == 0:
+        return f"no correct answer at all ({cb}/{nb} GSM-Base, {cv}/{nv} GSM-Variants): no effect can be estimated"
+    if cb + cv == nb + nv:
+        return f"every answer correct ({nb + nv}): no effect can be estimated"
+    return ""
 
 
 def shard_engines(shards: pd.DataFrame) -> dict:
@@ -323,29 +332,8 @@ def ranef_column(summaries: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     return var, np.sqrt(var.where(var >= 0))
 
 
-def holm(pvalues, fidelity: str = F.DEFAULT) -> np.ndarray:
-    """Holm-Bonferroni adjusted P values (step-down, monotone, capped at 1) of one family. A missing
-    P value (NaN: no clean resample) stays NaN; whether it counts towards the family's size m
-    depends on the mode:
-
-    * ``earnest``: it does not. A fit without a P value tests nothing, so the family is the tests
-      made; counting it would make the other corrections stricter for a test that never happened.
-    * ``reference``: it does, as the authors' code corrects (statsmodels ``multipletests(...,
-      method="holm")``: m is the length of the family, the missing values sort last and stay NaN),
-      so [0.01, 0.02, 0.03, NaN] gives 0.04, 0.06, 0.06, NaN where earnest mode gives 0.03, 0.04,
-      0.04, NaN.
-    """
-    F.check_mode(fidelity)
-    p = np.asarray(pvalues, dtype=float)
-    out = np.full(p.shape, np.nan)
-    ok = np.flatnonzero(~np.isnan(p))
-    if ok.size == 0:
-        return out
-    m = p.size if fidelity == F.REFERENCE else ok.size
-    order = ok[np.argsort(p[ok], kind="stable")]
-    adj = np.minimum(1.0, (m - np.arange(ok.size)) * p[order])
-    out[order] = np.maximum.accumulate(adj)
-    return out
+# Holm-Bonferroni is the verdict's (earnest.stats.verdict.holm)
+from earnest.stats.verdict import holm  # noqa: E402,F401
 
 
 #: The Holm-Bonferroni family of each GLMM's tables, as the published tables correct (each one's
@@ -358,17 +346,14 @@ HOLM_FAMILY = {1: ("analysis", "glmm", "prompt", "term"), 2: ("analysis", "glmm"
 #: (In words, for captions: earnest.wording.holm_family_text(HOLM_FAMILY[glmm]).)
 
 
-def add_holm(summaries: pd.DataFrame, column: str = "p_boot", out: str = "p_holm",
+def add_holm(summaries: pd.DataFrame, column: str = "p_value", out: str = "p_holm",
              fidelity: str = F.DEFAULT) -> pd.DataFrame:
-    """``summaries`` with ``out``: Holm-corrected ``column`` within each family of :data:`HOLM_FAMILY`,
-    missing P values counted as ``fidelity`` counts them (:func:`holm`). In earnest mode a P value
-    of 0 with a bound (column ``p_bound``, :func:`p_bound`) is corrected as its bound, so twenty
-    models at P "0" from 200 resamples are not all significant after Holm."""
+    """``summaries`` with ``out``: Holm-corrected ``column`` within each family of :data:`HOLM_FAMILY`
+    (the verdict's rule, :func:`earnest.stats.verdict.holm`; a P of 0 corrected as its bound)."""
     res = summaries.copy()
     res[out] = np.nan
-    values = res[column].astype(float)
-    bound = (res["p_bound"].astype(float) if column == "p_boot" and "p_bound" in res.columns
-             else pd.Series(np.nan, index=res.index))
+    values = res[column].astype(float) if column in res.columns else res["p_boot"].astype(float)
+    bound = res["p_bound"].astype(float) if "p_bound" in res.columns else pd.Series(np.nan, index=res.index)
     for glmm, keys in HOLM_FAMILY.items():
         part = res[res["glmm"].astype(int) == glmm]
         for _, idx in part.groupby(list(keys), sort=False).groups.items():
@@ -378,27 +363,13 @@ def add_holm(summaries: pd.DataFrame, column: str = "p_boot", out: str = "p_holm
 
 def holm_bounded(p, bound, fidelity: str = F.DEFAULT) -> np.ndarray:
     """:func:`holm` of one family's bootstrap P values, where (earnest mode) a P of 0 with a bound
-    (``p_bound``, :func:`p_bound`: 1/n) is corrected as its bound: the one rule for every family
-    (the summaries, Ex4's contrasts, the cross-lingual model's)."""
+    (``p_bound``: 2/n) is corrected as its bound."""
     p = np.asarray(p, dtype=float)
     bound = np.asarray(bound, dtype=float)
     if fidelity != F.REFERENCE:
-        p = np.where(np.isnan(bound), p, bound)
+        p = np.where(np.isnan(bound) | (p != 0), p, bound)
     return holm(p, fidelity)
 
 
-def check_alpha(alpha, what: str = "alpha") -> float:
-    """``alpha`` as a float in (0, 1); ValueError naming ``what`` (an option or config key) otherwise."""
-    try:
-        a = float(alpha)
-    except (TypeError, ValueError):
-        raise ValueError(f"{what} must be a number in (0, 1), not {alpha!r}") from None
-    if isinstance(alpha, bool) or not 0 < a < 1:
-        raise ValueError(f"{what} must lie in (0, 1), not {alpha!r}")
-    return a
-
-
-def significant(p, alpha: float = ALPHA) -> np.ndarray:
-    """p < alpha, False for NaN."""
-    p = np.asarray(p, dtype=float)
-    return np.where(np.isnan(p), False, p < alpha)
+# the one comparison of a P value with alpha, and alpha's check, are the verdict's
+from earnest.stats.verdict import below as significant, check_alpha  # noqa: E402,F401

@@ -20,6 +20,14 @@ others (a column of infinities only has no statistics and a preview of ``null``)
 
 The seed of each column is the SHA-256 of (seed, project, file, column), so adding a file or a
 column changes no other column's preview.
+
+The paper has the model write the preview rows; so does the induction stage
+(:func:`model_previews`): before it asks for questions, the configured model (the induce stage's)
+writes each table's rows from its summary (``build_prompts/preview.txt``; it never sees the data),
+checked: five rows, exactly the table's columns, numbers within each column's [min, max]. A table
+whose answer fails the check after the retries keeps the seeded simulation, labelled in its
+``preview_source`` with the reason. The dictionary file itself (this module's
+:func:`project_dictionary`) stays deterministic.
 """
 
 from __future__ import annotations
@@ -172,3 +180,64 @@ def project_dictionary(project: str, project_dir: str | Path, files: list[str], 
             continue
         tables.append(table_dictionary(df, label, project, seed))
     return {"project": project, "tables": tables, "skipped": skipped}
+
+
+def _preview_checker(table: dict):
+    """The validator of one table's model-written preview (see module doc)."""
+    from .llm import InvalidAnswer
+
+    columns = table["columns"]
+    bounds = {}
+    for c in columns:
+        st = table["statistics"].get(c, {})
+        lo, hi = st.get("min"), st.get("max")
+        if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and not isinstance(lo, bool):
+            bounds[c] = (float(lo), float(hi))
+
+    def check(obj: dict) -> list[dict]:
+        rows = obj.get("rows")
+        if not isinstance(rows, list) or len(rows) != PREVIEW_ROWS:
+            raise InvalidAnswer(f"'rows' must be a list of exactly {PREVIEW_ROWS} row objects")
+        out = []
+        for i, row in enumerate(rows):
+            if not isinstance(row, dict) or set(row) != set(columns):
+                raise InvalidAnswer(f"row {i + 1} must have exactly the columns {columns}")
+            for c in columns:
+                v = row[c]
+                if v is not None and not isinstance(v, (str, int, float, bool)):
+                    raise InvalidAnswer(f"row {i + 1}, column {c!r}: a value must be a number, text, true/false or null")
+                if c in bounds and v is not None:
+                    lo, hi = bounds[c]
+                    if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
+                        raise InvalidAnswer(f"row {i + 1}, column {c!r}: {v!r} is not a number in [{lo:g}, {hi:g}]")
+            out.append({c: row[c] for c in columns})
+        return out
+
+    return check
+
+
+def model_previews(dictionary: dict, cfg) -> dict:
+    """``dictionary`` with each table's ``preview`` written by the model of ``cfg`` (a
+    :class:`~earnest.statform.build.stages.StageConfig`), or the seeded simulation where the model's
+    answer stayed unusable, and ``preview_source`` saying which (module doc)."""
+    from .llm import JsonTask, raise_transport_errors
+
+    out = json.loads(json.dumps(dictionary))
+    tasks = []
+    for t in out["tables"]:
+        summary = {k: t[k] for k in ("file", "shape", "columns", "dtypes", "statistics", "missing")}
+        tasks.append(JsonTask(f"{out['project']}/preview/{t['file']}",
+                              [{"role": "system", "content": cfg.prompts.render("preview", n_rows=PREVIEW_ROWS)},
+                               {"role": "user", "content": json.dumps(summary, ensure_ascii=False, indent=1)}],
+                              _preview_checker(t)))
+    outcomes = cfg.ask(tasks) if tasks else {}
+    raise_transport_errors(outcomes, "preview", f"project {out['project']}")
+    for t, task in zip(out["tables"], tasks):
+        oc = outcomes[task.key]
+        simulated = t.pop("preview_simulated")
+        if oc.ok:
+            t["preview"], t["preview_source"] = oc.value, "written by the model from the table's summary"
+        else:
+            t["preview"] = simulated
+            t["preview_source"] = f"simulated (seeded fallback; the model's rows were unusable: {oc.error})"
+    return out

@@ -27,7 +27,7 @@ from pathlib import Path
 from earnest.jsonl import iter_jsonl
 
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}$")
-REPORT_SUFFIXES = (".html", ".htm", ".md", ".markdown", ".txt")
+REPORT_SUFFIXES = (".html", ".htm", ".md", ".markdown", ".txt", ".pdf")
 TABLE_SUFFIXES = (".csv", ".tsv", ".json", ".jsonl", ".parquet", ".xlsx", ".xls")
 
 
@@ -66,11 +66,48 @@ def normalize_entry(rec, where: str) -> dict:
     return {"entry_id": eid, "source": source, "question": q, "answer": a, "data": data, "metadata": meta}
 
 
+def pdf_pages(path: str | Path) -> list[str]:
+    """The text of every page of a PDF, through pypdf (a PyPI package: requirements.txt). An encrypted
+    or unreadable file is an :class:`EntryError` naming it."""
+    try:
+        from pypdf import PdfReader
+        from pypdf.errors import PdfReadError
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise EntryError(f"{path}: reading a PDF needs the pypdf package (pip install -r requirements.txt)") from exc
+    try:
+        reader = PdfReader(str(path))
+        if reader.is_encrypted:
+            raise EntryError(f"{path}: the PDF is encrypted; decrypt it first")
+        return [(page.extract_text() or "") for page in reader.pages]
+    except (PdfReadError, OSError, ValueError) as exc:
+        raise EntryError(f"{path}: not a readable PDF ({type(exc).__name__}: {exc})") from None
+
+
+def pdf_entries(path: str | Path) -> list[dict]:
+    """Textbook entries from a PDF: one entry per page that holds text (``<file stem>-p<page>``, the
+    page's text as the question, no answer), for the split stage to cut into exercises. Pages
+    without text (scans: run OCR first) are left out; a PDF with no text at all is an error."""
+    path = Path(path)
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", path.stem).strip("-") or "book"
+    out = []
+    for i, text in enumerate(pdf_pages(path), start=1):
+        text = re.sub(r"[ \t]+", " ", text).strip()
+        if text:
+            out.append(normalize_entry({"entry_id": f"{stem}-p{i:04d}", "question": text, "answer": "",
+                                        "metadata": {"pdf": path.name, "page": i}}, f"{path}: page {i}"))
+    if not out:
+        raise EntryError(f"{path}: no page holds text (a scanned book needs OCR before it is read)")
+    return out
+
+
 def read_entries(path: str | Path) -> list[dict]:
-    """Every entry of a JSONL file, checked; duplicate ids are an error naming both lines."""
+    """Every entry of a JSONL file, checked (duplicate ids are an error naming both lines), or of a PDF
+    textbook (:func:`pdf_entries`)."""
     path = Path(path)
     if not path.is_file():
         raise EntryError(f"{path}: no such file")
+    if path.suffix.lower() == ".pdf":
+        return pdf_entries(path)
     out, seen = [], {}
     for where, _, rec in iter_jsonl(path, objects_only=False, error=EntryError):
         entry = normalize_entry(rec, where)
@@ -125,7 +162,10 @@ def report_text(path: str | Path, max_chars: int = 12000) -> str:
     """A report as plain text (HTML tags, scripts and styles removed; whitespace collapsed), cut at ``max_chars``."""
     import html
 
-    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    if Path(path).suffix.lower() == ".pdf":
+        text = "\n\n".join(pdf_pages(path))
+    else:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
     if Path(path).suffix.lower() in (".html", ".htm"):
         text = html.unescape(_TAG.sub(" ", _DROP.sub(" ", text)))
     text = re.sub(r"[ \t]+", " ", text)

@@ -25,7 +25,7 @@ from earnest.backends.cache import cached_backend
 
 from ..taxonomy import load_taxonomy
 from . import stages
-from .datadict import project_dictionary
+from .datadict import model_previews, project_dictionary
 from .entries import report_text
 from .final import build_statistics, finalize, write_statistics
 from .prompts import PromptSet
@@ -91,9 +91,14 @@ def run_induce(project: str, report, datadict_json, out, llm: dict, max_question
                report_chars: int) -> dict:
     dictionary = json.loads(Path(datadict_json).read_text(encoding="utf-8"))
     text = report_text(report, max_chars=int(report_chars))
-    recs, calls = _with_llm(llm, lambda cfg: stages.induce_project(
-        project, text, dictionary, cfg, max_questions=int(max_questions), max_rounds=int(max_rounds),
-        source_meta={"report": Path(report).name}))
+    def induce(cfg):
+        shown = model_previews(dictionary, cfg)   # the model writes the preview rows (the paper's way)
+        sources = {t["file"]: t["preview_source"] for t in shown["tables"]}
+        return stages.induce_project(project, text, shown, cfg, max_questions=int(max_questions),
+                                     max_rounds=int(max_rounds),
+                                     source_meta={"report": Path(report).name, "preview": sources})
+
+    recs, calls = _with_llm(llm, induce)
     write_records(recs, out)
     return {"samples": len(recs), **calls}
 
@@ -142,10 +147,14 @@ def run_finalize(rewrite_files: Sequence, decisions: Sequence, taxonomy, require
     samples = collect(rewrite_files)
     known = {r["sample_id"] for r in samples}
     dec = read_decisions(decisions, known) if decisions else {}
-    counts = finalize(samples, dec, load_taxonomy(taxonomy), bool(require_review), out_samples, out_status,
-                      out_taxonomy)
-    tables = build_statistics(samples, pd.read_parquet(out_status), dict(units), list(excluded_projects))
-    write_statistics(tables, stats_dir, list(excluded_projects))
+    try:
+        counts = finalize(samples, dec, load_taxonomy(taxonomy), bool(require_review), out_samples, out_status,
+                          out_taxonomy)
+    finally:
+        # the statistics say why, also of a build that holds no sample (finalize refuses to write it empty)
+        if Path(out_status).exists():
+            tables = build_statistics(samples, pd.read_parquet(out_status), dict(units), list(excluded_projects))
+            write_statistics(tables, stats_dir, list(excluded_projects))
     return counts
 
 

@@ -71,18 +71,27 @@ def finalize(samples: list[dict], decisions: dict[str, dict], taxonomy: Taxonomy
                      "decision": (d or {}).get("decision", ""), "note": (d or {}).get("note", ""), "outcome": outcome})
     for path in (out_samples, out_status, out_taxonomy):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(out_samples).with_name(f".{Path(out_samples).stem}.tmp.jsonl")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for rec in final:
-            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    if final:
-        load_samples(tmp)
-    tmp.replace(out_samples)
     pd.DataFrame(rows, columns=["sample_id", "unit", "entry_id", "source", "status", "stage", "reason", "flags",
                                 "category", "decision", "note", "outcome"]).to_parquet(out_status, index=False)
     adopted = [parse_record(rec, "final") for rec in final]
     tax = taxonomy.merged(derive_taxonomy(adopted, origin="categories adopted in review")) if adopted else taxonomy
     Path(out_taxonomy).write_text(yaml.safe_dump(tax.to_dict(), sort_keys=False, allow_unicode=True), encoding="utf-8")
+    if not final:  # the outcome table is written; the benchmark is not
+        # an empty benchmark is no result: say why each sample stayed out instead of writing one
+        outcomes = dict(Counter(row["outcome"] for row in rows))
+        reasons = Counter(f"{row['stage']}: {row['reason']}" if row["reason"] else row["outcome"] for row in rows
+                          if row["outcome"] != "final")
+        hint = (" Samples wait for review (statform_build.review.require is true): fill the sheets under "
+                "results/statform_build/review/ and list them in statform_build.review.decisions."
+                if outcomes.get("pending_review") else "")
+        raise ValueError(f"the build holds no sample for the benchmark ({len(rows)} created; outcomes {outcomes}; "
+                         f"most common reasons {reasons.most_common(3)}).{hint}")
+    tmp = Path(out_samples).with_name(f".{Path(out_samples).stem}.tmp.jsonl")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for rec in final:
+            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    load_samples(tmp)
+    tmp.replace(out_samples)
     return dict(Counter(row["outcome"] for row in rows))
 
 

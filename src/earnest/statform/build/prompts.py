@@ -11,10 +11,10 @@ import re
 from pathlib import Path
 
 PROMPT_NAMES = ("split", "quality_filter", "category", "variables", "rewrite", "rewrite_check", "rewrite_correct",
-                "induce", "induce_check", "induce_revise", "retry")
+                "induce", "induce_check", "induce_revise", "preview", "retry")
 # placeholders each prompt must hold (and no others)
 PLACEHOLDERS = {"category": {"taxonomy"}, "rewrite": {"taxonomy"}, "rewrite_correct": {"feedback"},
-                "induce": {"max_questions"}, "induce_revise": {"feedback"}, "retry": {"error"}}
+                "induce": {"max_questions"}, "induce_revise": {"feedback"}, "preview": {"n_rows"}, "retry": {"error"}}
 _PLACEHOLDER = re.compile(r"\{\{([a-z_]+)\}\}")
 
 

@@ -14,7 +14,7 @@ earnest_cross_formula <- function(random) {
     stop(sprintf("unknown random effects '%s'", random)))
 }
 
-earnest_cross_bootstrap <- function(d, languages, random, resamples, seeds, full = FALSE) {
+earnest_cross_bootstrap <- function(d, languages, random, resamples, seeds, full = FALSE, prior_sd = NULL) {
   d$language <- factor(d$language, levels = languages)
   tmpl <- sort(unique(d$template))
   rows_of <- split(seq_len(nrow(d)), factor(d$template, levels = tmpl))
@@ -29,7 +29,15 @@ earnest_cross_bootstrap <- function(d, languages, random, resamples, seeds, full
     }
     rd <- d[unlist(take, use.names = FALSE), , drop = FALSE]
     rd$cluster <- factor(rep.int(seq_along(take), lengths(take)))
-    res <- earnest_capture(glmer(f, data = rd, family = binomial))
+    res <- if (is.null(prior_sd)) {
+      earnest_capture(glmer(f, data = rd, family = binomial))
+    } else {
+      # earnest mode's penalised fit (R/glmm.R's earnest_fit): the prior's covariance as a value in the call
+      suppressWarnings(suppressPackageStartupMessages(library(blme)))
+      V <- diag(as.numeric(prior_sd)^2, length(prior_sd))
+      earnest_capture(eval(bquote(blme::bglmer(f, data = rd, family = binomial, fixef.prior = normal(cov = .(V)),
+                                               cov.prior = NULL))))
+    }
     fit <- res$value
     warns <- res$warnings
     terms <- NULL

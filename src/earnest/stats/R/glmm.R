@@ -44,8 +44,21 @@ earnest_capture <- function(expr) {
 # with lme4's own convergence messages, those messages alone (fit@optinfo$conv$lme4$messages: what
 # the paper authors' code reads to call a fit non-convergent; a singular fit's "boundary (singular)
 # fit" is one of them) and the error text.
-earnest_fit <- function(d, glmm, control = glmerControl()) {
-  res <- earnest_capture(glmer(earnest_formula(glmm), data = d, family = binomial, control = control))
+# prior_sd: NULL (glmer, the paper's fit) or the normal prior's standard deviation per fixed effect,
+# intercept first (earnest mode's penalised fit: blme::bglmer with fixef.prior = normal(sd), no prior on
+# the random-intercept variance, so its objective is glmer's deviance + sum((beta / sd)^2) + a constant).
+# formula: another formula than the GLMM's (the profile likelihood's, with an offset)
+earnest_fit <- function(d, glmm, control = glmerControl(), prior_sd = NULL, formula = earnest_formula(glmm)) {
+  res <- if (is.null(prior_sd)) {
+    earnest_capture(glmer(formula, data = d, family = binomial, control = control))
+  } else {
+    suppressWarnings(suppressPackageStartupMessages(library(blme)))
+    # the prior's covariance as a value in the call: blme evaluates the prior's expression in an
+    # environment of its own, where a variable of this function is not found (or is another object)
+    V <- diag(as.numeric(prior_sd)^2, length(prior_sd))
+    earnest_capture(eval(bquote(blme::bglmer(formula, data = d, family = binomial, control = control,
+                                             fixef.prior = normal(cov = .(V)), cov.prior = NULL))))
+  }
   fit <- res$value
   warns <- res$warnings
   conv <- character(0)
@@ -273,13 +286,22 @@ earnest_parent_alive <- function(parent) {
 # `cores` forked workers. The result does not depend on `cores` or on how resamples are split
 # into shards, because each resample draws only from its own seed. `labels`: the clusters' labels and
 # level order (earnest_cluster).
-earnest_bootstrap <- function(d, glmm, resamples, seeds, cores = 1L, labels = "draw") {
+earnest_bootstrap <- function(d, glmm, resamples, seeds, cores = 1L, labels = "draw", prior_sd = NULL) {
   glmm <- as.integer(glmm)
   if (!labels %in% c("draw", "reference")) stop(sprintf("unknown cluster labels '%s' (draw or reference)", labels))
   key <- paste0("glmm", glmm)
   des <- earnest_design(d, glmm)
   by_glmer <- function(k) {
-    earnest_fit_outcome(earnest_fit(earnest_resample(d, des$index, seeds[k], labels), glmm), glmm)
+    earnest_fit_outcome(earnest_fit(earnest_resample(d, des$index, seeds[k], labels), glmm, prior_sd = prior_sd), glmm)
+  }
+  if (!is.null(prior_sd)) {
+    # the penalised fit (earnest mode): bglmer on every resample, no fast path
+    ks <- seq_along(resamples)
+    one_b <- function(k) earnest_record(by_glmer(k), glmm, resamples[k], seeds[k])
+    parts <- if (cores <= 1L || length(ks) <= 1L) lapply(ks, one_b) else earnest_claim_apply(ks, function(k) one_b(k), min(cores, length(ks)))
+    out <- do.call(rbind, parts)
+    out$path <- rep("bglmer", nrow(out))
+    return(out)
   }
   by_design <- function(k) earnest_design_fit(des, earnest_draw(des$index, seeds[k]), labels)
   known <- earnest_fast_path_checked[[key]]
@@ -315,20 +337,20 @@ earnest_bootstrap <- function(d, glmm, resamples, seeds, cores = 1L, labels = "d
 
 # Resamples refitted with glmer() itself, to check another engine: with glmer's defaults
 # (tol_pwrss = 0) or with the inner PIRLS iterated to a tighter relative tolerance.
-earnest_check_fits <- function(d, glmm, resamples, seeds, tol_pwrss = 0) {
+earnest_check_fits <- function(d, glmm, resamples, seeds, tol_pwrss = 0, prior_sd = NULL) {
   glmm <- as.integer(glmm)
   control <- if (tol_pwrss > 0) glmerControl(tolPwrss = tol_pwrss) else glmerControl()
   index <- earnest_template_rows(d)
   do.call(rbind, lapply(seq_along(resamples), function(k) earnest_record(
-    earnest_fit_outcome(earnest_fit(earnest_resample(d, index, seeds[k]), glmm, control), glmm),
+    earnest_fit_outcome(earnest_fit(earnest_resample(d, index, seeds[k]), glmm, control, prior_sd = prior_sd), glmm),
     glmm, resamples[k], seeds[k])))
 }
 
 # The full-data fit: Wald statistics per term plus the fit's diagnostics.
-earnest_wald <- function(d, glmm, control = glmerControl()) {
+earnest_wald <- function(d, glmm, control = glmerControl(), prior_sd = NULL) {
   glmm <- as.integer(glmm)
   d$cluster <- factor(d$template)
-  res <- earnest_fit(d, glmm, control)
+  res <- earnest_fit(d, glmm, control, prior_sd = prior_sd)
   terms <- earnest_terms(glmm)
   fit <- res$fit
   if (is.null(fit)) {
@@ -376,4 +398,40 @@ earnest_refit_optimisers <- function(d, glmm) {
                error = earnest_error_text(out), stringsAsFactors = FALSE)
   })
   do.call(rbind, rows)
+}
+
+# The profile likelihood's deviance: the Laplace deviance (-2 log-likelihood) of the GLMM with fixed
+# effect `term` held at `value` (its column moved into an offset), plus the prior's sum((beta / sd)^2)
+# over every fixed effect (the held one included) when prior_sd is given; `term` NA: the full fit's.
+# Constants that do not depend on the parameters cancel in the differences taken (the likelihood-ratio
+# statistic). NA when the fit fails.
+earnest_fixed_deviance <- function(d, glmm, term = "", value = 0, prior_sd = NULL) {
+  glmm <- as.integer(glmm)
+  d$cluster <- factor(d$template)
+  terms <- earnest_terms(glmm)
+  sd <- if (is.null(prior_sd)) NULL else setNames(as.numeric(prior_sd), terms)
+  if (is.na(term) || term == "") {
+    form <- earnest_formula(glmm)
+    keep <- terms
+  } else {
+    keep <- setdiff(terms, term)
+    d$earnest_offset <- value * d[[term]]
+    rhs <- c(if (length(keep) > 1L) keep[-1] else "1", "offset(earnest_offset)", "(1 | cluster)")
+    form <- as.formula(paste("cbind(succ, fail) ~", paste(rhs, collapse = " + ")))
+  }
+  # blme 1.0-5 refuses a normal prior on a single fixed effect ("normal prior covariance of improper
+  # length"): the intercept-only fit is glmer's, and the intercept's prior term is added at its optimum
+  # (the penalised optimum moves the intercept by ~beta0 / (sd^2 * information): a deviance change
+  # below 1e-4 at any design with a few hundred answers)
+  one <- length(keep) == 1L
+  res <- earnest_fit(d, glmm, prior_sd = if (is.null(sd) || one) NULL else unname(sd[keep]), formula = form)
+  fit <- res$fit
+  if (is.null(fit)) return(NA_real_)
+  beta <- fixef(fit)
+  dev <- -2 * as.numeric(lme4:::logLik.merMod(fit))
+  if (!is.null(sd)) {
+    dev <- dev + sum((beta / sd[names(beta)])^2)
+    if (!is.na(term) && term != "") dev <- dev + (value / sd[[term]])^2
+  }
+  dev
 }

@@ -66,12 +66,20 @@ class Engine:
     slow_rows: int | None = None
 
     def bootstrap(self, frame: pd.DataFrame, glmm: int, resamples: list[int], base_seed: int, cores: int = 1,
-                  labels: str = "draw") -> pd.DataFrame:
-        """Shard records (:data:`earnest.stats.glmm.SHARD_COLUMNS` plus ``engine``) of the listed resamples."""
+                  labels: str = "draw", prior=None) -> pd.DataFrame:
+        """Shard records (:data:`earnest.stats.glmm.SHARD_COLUMNS` plus ``engine``) of the listed resamples;
+        ``prior``: the fixed effects' prior (:func:`earnest.stats.glmm.prior_for`; None: unpenalised)."""
         raise NotImplementedError
 
-    def full_fit(self, data: pd.DataFrame, glmm: int) -> G.WaldFit:
-        """The full-data fit of validated GLMM input of one model x prompt."""
+    def full_fit(self, data: pd.DataFrame, glmm: int, prior=None) -> G.WaldFit:
+        """The full-data fit of validated GLMM input of one model x prompt (penalised by ``prior``)."""
+        raise NotImplementedError
+
+    def fixed_deviance(self, data: pd.DataFrame, glmm: int, prior, term: str | None = None,
+                       value: float = 0.0) -> float:
+        """The profile likelihood's deviance (:mod:`earnest.stats.profile`): the Laplace deviance plus
+        ``prior``'s penalty, minimised with fixed effect ``term`` held at ``value`` (None: the full
+        fit's minimum); NaN when the fit fails. Both engines compute the same number (to ~1e-5)."""
         raise NotImplementedError
 
     def diagnose(self, data: pd.DataFrame, glmm: int, wald: G.WaldFit, fidelity_mode: str, *,
@@ -81,7 +89,7 @@ class Engine:
         return {}, pd.DataFrame()
 
     def cross_check(self, data: pd.DataFrame, glmm: int, shard: pd.DataFrame, n_check: int,
-                    base_seed: int) -> pd.DataFrame:
+                    base_seed: int, prior=None) -> pd.DataFrame:
         """The check of a shard against lme4 (:data:`CHECK_COLUMNS`; no rows when it has none)."""
         return empty_check()
 
@@ -95,7 +103,7 @@ class Engine:
         raise NotImplementedError(f"the {self.name} engine fits no item random intercepts")
 
     def cross_bootstrap(self, cross, resamples, base_seed: int, *, full: bool = False,
-                        workers: int = 1) -> pd.DataFrame:
+                        workers: int = 1, prior=None) -> pd.DataFrame:
         """The cross-lingual model ``correct ~ variant * language + random intercepts`` on the listed
         template resamples of one model x prompt (:mod:`earnest.stats.crosslingual`), one row per
         resample and term (:data:`earnest.stats.glmm.SHARD_COLUMNS` plus ``engine``); ``full``: one
@@ -108,7 +116,7 @@ class Engine:
         names them or as R names them (the caller maps them)."""
         raise NotImplementedError(f"the {self.name} engine fits no cross-lingual model")
 
-    def cross_full_fit(self, cross) -> G.WaldFit:
+    def cross_full_fit(self, cross, prior=None) -> G.WaldFit:
         """The cross-lingual model's full-data fit with Wald statistics (``cross`` as in
         :meth:`cross_bootstrap`)."""
         raise NotImplementedError(f"the {self.name} engine fits no cross-lingual model")
@@ -205,7 +213,7 @@ def resolve_rows(rows: str | None, fidelity_mode: str = fidelity.DEFAULT, *, eng
 
 
 def run_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, cores: int = 1,
-                  engine: Engine | str = G.LME4, labels: str = "draw") -> pd.DataFrame:
+                  engine: Engine | str = G.LME4, labels: str = "draw", prior=None) -> pd.DataFrame:
     """Fit ``glmm`` on each listed resample of ``frame`` (from :func:`earnest.stats.glmm.model_frame`)
     with ``engine``: the bootstrap shard table, one row per resample and term
     (:data:`earnest.stats.glmm.SHARD_COLUMNS` plus ``engine``). ``cores``: R workers (lme4) or
@@ -217,12 +225,12 @@ def run_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, cor
     resamples = [int(b) for b in resamples]
     if not resamples:
         return pd.DataFrame({c: [] for c in G.SHARD_COLUMNS + ("engine",)})
-    return eng.bootstrap(frame, glmm, resamples, base_seed, cores, labels)
+    return eng.bootstrap(frame, glmm, resamples, base_seed, cores, labels, prior=prior)
 
 
 def run_shard(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, shard: int = 0,
               n_shards: int = SHARDS, cores: int = 1, aggregate: bool = True, engine: Engine | str = G.LME4,
-              labels: str = "draw") -> pd.DataFrame:
+              labels: str = "draw", prior=None) -> pd.DataFrame:
     """Shard ``shard`` of ``n_shards`` of a B=``n_resamples`` bootstrap for one model x prompt.
 
     ``df`` is validated GLMM input (see :func:`earnest.stats.glmm.validate_glmm_input`) for a single
@@ -244,7 +252,7 @@ def run_shard(df: pd.DataFrame, glmm: int, n_resamples: int, base_seed: int, sha
             columns=list(G.SHARD_COLUMNS) + ["engine"])
     frame = G.model_frame(df, glmm, aggregate=aggregate or "answers" not in eng.rows)
     return run_bootstrap(frame, glmm, G.shard_resamples(n_resamples, shard, n_shards), base_seed, cores, eng,
-                         labels)
+                         labels, prior)
 
 
 # ---------------------------------------------------------------------------- the check against lme4

@@ -131,6 +131,13 @@ class Design:
     lchoose: np.ndarray = field(repr=False, default=None)
     binary1: bool = field(repr=False, default=False)
     cell: np.ndarray = field(repr=False, default=None)
+    #: the normal prior's standard deviation per fixed-effect column (earnest mode's penalised fit,
+    #: :class:`earnest.stats.glmm.Prior`): the deviance gains sum_j (beta_j / sd_j)^2, -2 log of the
+    #: prior's density up to a constant, as blme's ``bglmer(fixef.prior = normal(...))`` adds it;
+    #: None: no penalty (the paper's glmer fit)
+    prior_sd: np.ndarray = field(repr=False, default=None)
+    #: a fixed part of the linear predictor per row (the profile likelihood's fixed coefficient), or None
+    offset: np.ndarray = field(repr=False, default=None)
 
     @classmethod
     def from_input(cls, df: pd.DataFrame, glmm: int) -> "Design":
@@ -156,6 +163,24 @@ class Design:
         if d.binary1:
             d.cell = d.tix + len(templates) * d.X[:, 1].astype(np.int64)
         return d
+
+    def with_prior(self, prior) -> "Design":
+        """This design fitted with ``prior`` (:class:`earnest.stats.glmm.Prior`, or None: unpenalised)."""
+        from dataclasses import replace
+        sd = None if prior is None else np.asarray(prior.sd(self.X.shape[1]), dtype=float)
+        return replace(self, prior_sd=sd)
+
+    def fixing(self, j: int, value: float) -> "Design":
+        """This design with fixed-effect column ``j`` (1..p-1) held at ``value``: the column leaves X
+        and enters the offset (its prior term is then the caller's: (value / sd_j)^2)."""
+        from dataclasses import replace
+        keep = [c for c in range(self.X.shape[1]) if c != j]
+        off = value * self.X[:, j] + (0.0 if self.offset is None else self.offset)
+        X = self.X[:, keep]
+        binary1 = X.shape[1] > 1 and bool(np.all(np.isin(X[:, 1], (0.0, 1.0))))
+        return replace(self, X=X, terms=tuple(t for c, t in enumerate(self.terms) if c != j), offset=off,
+                       prior_sd=None if self.prior_sd is None else self.prior_sd[keep], binary1=binary1,
+                       cell=(self.tix + self.n_templates * X[:, 1].astype(np.int64)) if binary1 else None)
 
     @property
     def n_templates(self) -> int:
@@ -230,6 +255,8 @@ class _Batch:
             rest = range(1, des.X.shape[1])
         for j in rest:
             eta += P[:, 1 + j: 2 + j] * des.X[:, j]
+        if des.offset is not None:
+            eta += des.offset
         return eta
 
     def light(self, P, U):
@@ -424,15 +451,31 @@ class Fits:
         return self.par[:, 0] ** 2
 
 
+def _penalty(des, P):
+    """The prior's part of the deviance at the parameter rows P (N, q): sum_j (beta_j / sd_j)^2 (N,),
+    or None without a prior (:attr:`Design.prior_sd`)."""
+    if des.prior_sd is None:
+        return None
+    return np.einsum("nj,j->n", P[:, 1:] ** 2, 1.0 / des.prior_sd ** 2)
+
+
 def _evaluate(des, y, P, U0, K, derivs: bool = True):
-    """Deviance (N,), gradient (N, q), Hessian (N, q, q), modes U and dU/dP at P."""
+    """Deviance (N,), gradient (N, q), Hessian (N, q, q), modes U and dU/dP at P (with the prior's
+    penalty where the design has one)."""
     b = _Batch(des, y)
     U = _solve_modes(b, P, U0)
     dev_t, M = b.full(P, U)
     D = np.einsum("nt,nt->n", K, dev_t)
+    pen = _penalty(des, P)
+    if pen is not None:
+        D = D + pen
     if not derivs:
         return D, U, None, None, None
     G, H, dU = _derivatives(M, P, U, K)
+    if pen is not None:
+        w = 2.0 / des.prior_sd ** 2
+        G[:, 1:] += P[:, 1:] * w
+        H[:, np.arange(1, P.shape[1]), np.arange(1, P.shape[1])] += w
     return D, U, G, H, dU
 
 
@@ -687,10 +730,12 @@ def _glm_start(des: Design, y=None):
     """Logistic-regression estimates on all rows (the start of the full-data fit)."""
     yy = des.y if y is None else y
     beta = np.zeros(des.X.shape[1])
+    off = 0.0 if des.offset is None else des.offset
     p = np.clip((yy.sum() + 0.5) / (des.trials.sum() + 1.0), 1e-6, 1 - 1e-6)
-    beta[0] = np.log(p / (1 - p))
+    beta[0] = np.log(p / (1 - p)) - float(np.mean(off))
     for _ in range(25):
-        mu = 1.0 / (1.0 + np.exp(-(des.X @ beta)))
+        with np.errstate(over="ignore"):
+            mu = 1.0 / (1.0 + np.exp(-(des.X @ beta + off)))
         w = des.trials * mu * (1 - mu) + 1e-10
         g = des.X.T @ (yy - des.trials * mu)
         H = des.X.T @ (des.X * w[:, None]) + 1e-8 * np.eye(des.X.shape[1])
@@ -951,6 +996,9 @@ def _fit_serial(des: Design, weights, *, y=None, chunk=None, start=None, deriv_c
             if worst > 1e-6:                              # prediction not close enough: solve fully
                 dev_t, _ = _deviance_near(batch, Pp[sl], _solve_modes(batch, Pp[sl], Up[sl]))
             f[sl] = np.einsum("nt,nt->n", Kp[sl], dev_t)
+            pen = _penalty(des, Pp[sl])
+            if pen is not None:
+                f[sl] += pen
         f = f.reshape(-1, m)
         g, H = _deriv12_combine(f[:, 0], f[:, 1:], q)
         for k, j in enumerate(todo):
@@ -1025,6 +1073,24 @@ def bootstrap(data, glmm: int, resamples, base_seed: int, *, chunk: int | None =
     return records(fit_arrays(des, K, chunk=chunk, workers=workers, checks=checks), des.terms, resamples, seeds)
 
 
+def fixed_deviance(des: Design, term: str | None = None, value: float = 0.0) -> float:
+    """The profile likelihood's deviance: the (penalised, where ``des`` has a prior) Laplace deviance
+    minimised with fixed effect ``term`` held at ``value`` (None: the full fit's minimum). NaN when
+    the fit fails. Differences of two such values are likelihood-ratio statistics."""
+    if term is None:
+        fits = fit_arrays(des, np.ones((1, des.n_templates)), deriv_checks=False)
+        return float(fits.deviance[0]) if not fits.errors[0] else float("nan")
+    j = list(des.terms).index(term)
+    if j == 0:
+        raise ValueError("the intercept is not profiled")
+    fixed = des.fixing(j, float(value))
+    fits = fit_arrays(fixed, np.ones((1, des.n_templates)), deriv_checks=False)
+    if fits.errors[0]:
+        return float("nan")
+    extra = 0.0 if des.prior_sd is None else (float(value) / des.prior_sd[j]) ** 2
+    return float(fits.deviance[0]) + extra
+
+
 def _norm_sf2(z: float) -> float:
     return float(2.0 * (1.0 - 0.5 * (1.0 + erf(abs(z) / sqrt(2.0)))))
 
@@ -1079,28 +1145,35 @@ class LaplaceEngine(Engine):
     fits_cross_language = True
     fallback = G.LME4
 
-    def bootstrap(self, frame, glmm, resamples, base_seed, cores=1, labels="draw"):
-        table = bootstrap(Design.from_frame(frame, glmm), glmm, resamples, base_seed, workers=max(1, int(cores)))
+    def bootstrap(self, frame, glmm, resamples, base_seed, cores=1, labels="draw", prior=None):
+        des = Design.from_frame(frame, glmm).with_prior(prior)
+        table = bootstrap(des, glmm, resamples, base_seed, workers=max(1, int(cores)))
         table["engine"] = self.name
         return table
 
-    def full_fit(self, data, glmm):
-        return full_fit(data, glmm)
+    def full_fit(self, data, glmm, prior=None):
+        return full_fit(Design.from_input(data, glmm).with_prior(prior), glmm)
 
-    def cross_check(self, data, glmm, shard, n_check, base_seed):
-        return cross_check(data, glmm, shard, n_check, base_seed)
+    def fixed_deviance(self, data, glmm, prior, term=None, value=0.0):
+        return fixed_deviance(Design.from_input(data, glmm).with_prior(prior), term, value)
 
-    def cross_bootstrap(self, cross, resamples, base_seed, *, full=False, workers=1):
+    def cross_check(self, data, glmm, shard, n_check, base_seed, prior=None):
+        return cross_check(data, glmm, shard, n_check, base_seed, prior=prior)
+
+    def cross_bootstrap(self, cross, resamples, base_seed, *, full=False, workers=1, prior=None):
         if full:
             raise ValueError("the laplace engine's full-data fit is cross_full_fit")
         seeds, K = cross.resample_weights(resamples, base_seed)
         cd = cross.design()
-        out = records(fit_arrays(cd.design, K, workers=workers), cd.terms, resamples, seeds)
+        out = records(fit_arrays(cd.design.with_prior(prior), K, workers=workers), cd.terms, resamples, seeds)
         out["engine"] = self.name
         return out
 
-    def cross_full_fit(self, cross):
-        return full_fit(cross.design().design, 1)
+    def cross_full_fit(self, cross, prior=None):
+        return full_fit(cross.design().design.with_prior(prior), 1)
+
+    def cross_fixed_deviance(self, cross, prior, term=None, value=0.0):
+        return fixed_deviance(cross.design().design.with_prior(prior), term, value)
 
     def unfaithful_note(self, rows, fidelity_mode):
         return (f"fidelity {fidelity_mode!r} with stats.engine laplace is not the reference's fit: the reference fits "
@@ -1121,7 +1194,8 @@ LAPLACE_ENGINE = register(LaplaceEngine())
 
 
 # ---------------------------------------------------------------------------- the check against lme4
-def cross_check(df: pd.DataFrame, glmm: int, shard: pd.DataFrame, n_check: int, base_seed: int) -> pd.DataFrame:
+def cross_check(df: pd.DataFrame, glmm: int, shard: pd.DataFrame, n_check: int, base_seed: int,
+                prior=None) -> pd.DataFrame:
     """Refit the first ``n_check`` resamples of a laplace ``shard`` with lme4, twice: as the lme4
     engine fits them (glmer's defaults) and with lme4's inner PIRLS iterated to convergence
     (``tolPwrss = 1e-12``: the same Laplace deviance evaluated exactly, as the laplace engine does).
@@ -1146,7 +1220,7 @@ def cross_check(df: pd.DataFrame, glmm: int, shard: pd.DataFrame, n_check: int, 
 
     outs = {}
     for name, tol in (("default", 0.0), ("tight", 1e-12)):
-        res = check_fits(frame, glmm, resamples, seeds, tol)
+        res = check_fits(frame, glmm, resamples, seeds, tol, prior=prior)
         res["converged"] = res["converged"].astype(bool)
         res = by_rule(res, f"{name}_")
         outs[name] = res.drop(columns="lme4_messages", errors="ignore").rename(columns={
@@ -1163,7 +1237,7 @@ def cross_check(df: pd.DataFrame, glmm: int, shard: pd.DataFrame, n_check: int, 
     out["abs_diff"] = np.where(both, (out["estimate"] - out["tight_estimate"]).abs(), np.nan)
     # the Laplace deviance at lme4's optimum minus at laplace's: >= 0 means lme4's optimiser stopped
     # at a point no better than laplace's (its Nelder-Mead tolerance), not at another optimum
-    des = Design.from_frame(frame, glmm)
+    des = Design.from_frame(frame, glmm).with_prior(prior)
     _, K = resample_weights(des.n_templates, resamples, base_seed)
     gaps = {}
     for k, b in enumerate(resamples):

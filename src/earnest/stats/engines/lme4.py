@@ -24,8 +24,14 @@ from earnest.stats.engines.base import Engine, EngineUnavailable, register
 from earnest.stats.summary import wald_clean
 
 
+def _prior_sd(prior, n: int):
+    """The R value of a prior's standard deviations for ``n`` fixed effects (R's NULL without a prior)."""
+    ro = rbridge.r()
+    return ro.NULL if prior is None else ro.FloatVector(prior.sd(n))
+
+
 def lme4_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, cores: int = 1,
-                   labels: str = "draw") -> pd.DataFrame:
+                   labels: str = "draw", prior=None) -> pd.DataFrame:
     """The lme4 engine's fits of each listed resample of ``frame`` (from
     :func:`earnest.stats.glmm.model_frame`), in one R call over ``cores`` forked R workers.
 
@@ -44,7 +50,8 @@ def lme4_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, co
     seeds = [G.resample_seed(base_seed, b) for b in resamples]
     ro = rbridge.r()
     out = rbridge.call("earnest_bootstrap", rbridge.to_r_frame(frame), glmm,
-                       ro.IntVector(resamples), ro.IntVector(seeds), int(max(1, cores)), labels)
+                       ro.IntVector(resamples), ro.IntVector(seeds), int(max(1, cores)), labels,
+                       _prior_sd(prior, len(G.TERMS[glmm])))
     table = rbridge.from_r_frame(out)
     table["converged"] = table["converged"].astype(bool)
     fallback = table["path"] == "glmer"
@@ -62,14 +69,15 @@ def lme4_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, co
 TIGHT_PWRSS = 1e-12
 
 
-def wald_fit(df: pd.DataFrame, glmm: int, *, tol_pwrss: float = 0.0) -> G.WaldFit:
+def wald_fit(df: pd.DataFrame, glmm: int, *, tol_pwrss: float = 0.0, prior=None) -> G.WaldFit:
     """Fit ``glmm`` once on all rows of one model x prompt (row level, as the paper did); with
     ``tol_pwrss`` > 0 lme4's PIRLS iterates to that relative tolerance (e.g. :data:`TIGHT_PWRSS`)."""
     glmm = G._check_glmm(glmm)
     frame = G.model_frame(df, glmm, aggregate=False)
     ro = rbridge.r()
     control = ro.r(f"glmerControl(tolPwrss = {float(tol_pwrss)!r})") if tol_pwrss > 0 else ro.r("glmerControl()")
-    res = rbridge.from_r_list(rbridge.call("earnest_wald", rbridge.to_r_frame(frame), glmm, control))
+    res = rbridge.from_r_list(rbridge.call("earnest_wald", rbridge.to_r_frame(frame), glmm, control,
+                                           _prior_sd(prior, len(G.TERMS[glmm]))))
     err = res["error"]
     err = err[0] if isinstance(err, list) and err else (err or "")
     singular = res["singular"]
@@ -98,14 +106,14 @@ def refit_optimisers(df: pd.DataFrame, glmm: int) -> pd.DataFrame:
     return out
 
 
-def check_fits(frame: pd.DataFrame, glmm: int, resamples, seeds, tol_pwrss: float = 0.0) -> pd.DataFrame:
+def check_fits(frame: pd.DataFrame, glmm: int, resamples, seeds, tol_pwrss: float = 0.0, prior=None) -> pd.DataFrame:
     """lme4's fits of the listed resamples (and their seeds) of ``frame`` (aggregated rows), with
     glmer's defaults (``tol_pwrss`` 0) or its PIRLS iterated to ``tol_pwrss``: what checks another
     engine (:func:`earnest.stats.engines.laplace.cross_check`)."""
     ro = rbridge.r()
     return rbridge.from_r_frame(rbridge.call("earnest_check_fits", rbridge.to_r_frame(frame), glmm,
                                              ro.IntVector([int(b) for b in resamples]), ro.IntVector(seeds),
-                                             float(tol_pwrss)))
+                                             float(tol_pwrss), _prior_sd(prior, len(G.TERMS[glmm]))))
 
 
 class Lme4Engine(Engine):
@@ -121,18 +129,27 @@ class Lme4Engine(Engine):
     fits_cross_language = True
     slow_rows = 100_000
 
-    def bootstrap(self, frame, glmm, resamples, base_seed, cores=1, labels="draw"):
-        return lme4_bootstrap(frame, glmm, resamples, base_seed, cores, labels)
+    def bootstrap(self, frame, glmm, resamples, base_seed, cores=1, labels="draw", prior=None):
+        return lme4_bootstrap(frame, glmm, resamples, base_seed, cores, labels, prior)
 
-    def full_fit(self, data, glmm):
-        return wald_fit(data, glmm)
+    def full_fit(self, data, glmm, prior=None):
+        return wald_fit(data, glmm, prior=prior)
+
+    def fixed_deviance(self, data, glmm, prior, term=None, value=0.0):
+        frame = G.model_frame(data, glmm, aggregate=True)
+        ro = rbridge.r()
+        out = rbridge.call("earnest_fixed_deviance", rbridge.to_r_frame(frame), int(glmm),
+                           "" if term is None else str(term), float(value),
+                           _prior_sd(prior, len(G.TERMS[glmm])))
+        v = float(out[0])
+        return v if np.isfinite(v) else float("nan")
 
     def diagnose(self, data, glmm, wald, fidelity_mode, *, refit=True):
         extra, refits = {}, pd.DataFrame()
         if not wald.error:
             # is the message lme4's own noise? The same fit with its PIRLS converged says (the paper's
             # "Convergent" column stays lme4's default verdict)
-            tight = wald_fit(data, glmm, tol_pwrss=TIGHT_PWRSS)
+            tight = wald_fit(data, glmm, tol_pwrss=TIGHT_PWRSS, prior=G.prior_for(fidelity_mode))
             extra = {"wald_tight_converged": wald_clean(tight, fidelity_mode),
                      "wald_tight_messages": " | ".join(tight.messages) or tight.error}
         if refit:
@@ -148,7 +165,7 @@ class Lme4Engine(Engine):
         table["converged"] = table["converged"].astype(bool)
         return table[list(G.SHARD_COLUMNS)]
 
-    def cross_bootstrap(self, cross, resamples, base_seed, *, full=False, workers=1):
+    def cross_bootstrap(self, cross, resamples, base_seed, *, full=False, workers=1, prior=None):
         rbridge.check_lme4()
         ro = rbridge.r()           # sources R/crosslingual.R with the other R files
         seeds = [0] if full else [G.resample_seed(base_seed, int(b)) for b in resamples]
@@ -156,13 +173,14 @@ class Lme4Engine(Engine):
         rframe = rbridge.to_r_frame(frame.assign(language=frame["language"].astype(str)))
         out = rbridge.from_r_frame(rbridge.call("earnest_cross_bootstrap", rframe, ro.StrVector(cross.languages),
                                                 cross.random, ro.IntVector([int(b) for b in resamples]),
-                                                ro.IntVector(seeds), bool(full)))
+                                                ro.IntVector(seeds), bool(full),
+                                                _prior_sd(prior, 2 * len(cross.languages))))
         out["converged"] = out["converged"].astype(bool)
         out["engine"] = self.name
         return out
 
-    def cross_full_fit(self, cross):
-        shards = self.cross_bootstrap(cross, [-1], 0, full=True)
+    def cross_full_fit(self, cross, prior=None):
+        shards = self.cross_bootstrap(cross, [-1], 0, full=True, prior=prior)
         ok = shards["error"].fillna("") == ""
         return G.WaldFit(glmm=1, coefs=shards[["term", "estimate", "se", "z", "p"]].reset_index(drop=True),
                          converged=bool(shards["converged"].all()),

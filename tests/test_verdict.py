@@ -1,0 +1,135 @@
+"""The verdict, decided once (issue 50): earnest.stats.verdict is the only module that compares a P
+value with alpha; its rules on small simulated data sets with known truth, both engines."""
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from earnest.stats import verdict as V
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "earnest"
+
+
+def _alpha_operand(node) -> bool:
+    return (isinstance(node, ast.Name) and node.id in ("alpha", "ALPHA")) or \
+        (isinstance(node, ast.Attribute) and node.attr == "alpha")
+
+
+def comparisons_with_alpha(source: str) -> list[int]:
+    """Lines of comparisons of alpha with anything but a literal number (a range check such as
+    0 < alpha < 1 compares alpha with constants only)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any(_alpha_operand(o) for o in operands) and any(
+                    not _alpha_operand(o) and not isinstance(o, ast.Constant) for o in operands):
+                out.append(node.lineno)
+    return out
+
+
+def test_the_scan_finds_a_comparison_and_leaves_a_range_check():
+    assert comparisons_with_alpha("x = p < alpha\n") == [1]
+    assert comparisons_with_alpha("y = 1\nif row['p_holm'] >= cfg.alpha:\n    pass\n") == [2]
+    assert comparisons_with_alpha("ok = 0 < alpha < 1\n") == []
+
+
+def test_no_module_but_the_verdict_compares_a_p_value_with_alpha():
+    offenders = {}
+    for path in sorted(SRC.rglob("*.py")):
+        if path == SRC / "stats" / "verdict.py":
+            continue
+        lines = comparisons_with_alpha(path.read_text(encoding="utf-8"))
+        if lines:
+            offenders[str(path.relative_to(SRC))] = lines
+    assert offenders == {}, f"compare P with alpha through earnest.stats.verdict.below / decide: {offenders}"
+
+
+def test_the_bootstrap_resolution_is_two_over_n():
+    # one estimate on the far side of 0 of n gives Eq. 4 = 2/n: the smallest non-zero value
+    assert V.bootstrap_p(np.r_[np.full(99, -1.0), 0.5]) == pytest.approx(0.02)
+    assert V.p_resolution(100) == pytest.approx(0.02)
+    rec = V.fit_p(np.full(100, -1.0), fidelity="earnest", p_lr=1e-6)
+    assert rec["p_boot"] == 0 and rec["p_value"] == pytest.approx(0.02) and rec["p_source"] == "bootstrap bound"
+    ref = V.fit_p(np.full(100, -1.0), fidelity="reference", p_lr=1e-6)
+    assert ref["p_value"] == 0 and ref["p_source"] == "bootstrap"          # the authors keep 0
+
+
+def test_earnest_p_is_the_larger_of_bootstrap_and_likelihood_ratio_and_the_interval_their_hull():
+    theta = np.random.default_rng(1).normal(-1.0, 0.3, 200)              # bootstrap: P = 0 -> 0.01
+    rec = V.fit_p(theta, fidelity="earnest", p_lr=0.3, pl_low=-2.5, pl_high=0.4)
+    assert rec["p_value"] == pytest.approx(0.3) and rec["p_source"] == "likelihood ratio"
+    assert rec["ci_low_log"] == pytest.approx(-2.5) and rec["ci_high_log"] == pytest.approx(0.4)
+    assert rec["ci_low_log"] < 0 < rec["ci_high_log"]                     # consistent with P >= 0.05
+    # an unbounded end is written as unbounded, never as an odds ratio of 0
+    rec = V.fit_p(theta, fidelity="earnest", p_lr=0.3, pl_low=-np.inf, pl_high=0.4)
+    assert rec["ci_low_unbounded"] and rec["ci_low"] == 0.0 and not rec["ci_high_unbounded"]
+
+
+def _records(ps, bounds=None, reasons=None):
+    n = len(ps)
+    bounds = bounds or [np.nan] * n
+    return pd.DataFrame({"p_value": ps, "p_bound": bounds,
+                         "p_source": ["bootstrap bound" if not np.isnan(b) else "bootstrap" for b in bounds],
+                         "not_estimable_reason": reasons or [""] * n})
+
+
+def test_unresolved_at_this_b_names_the_b_that_resolves_it():
+    # ten strong effects, every resample below 0, B = 200: 2/200 = 0.01 > 0.05/10; B >= 401 resolves it
+    d = V.decide(_records([0.01] * 10, [0.01] * 10), None, alpha=0.05)
+    assert set(d["verdict"]) == {V.UNRESOLVED} and set(d["resolving_resamples"]) == {401}
+    assert not d["significant_holm"].any()
+    # at B = 2000 (bound 0.001) Holm passes: significant
+    d = V.decide(_records([0.001] * 10, [0.001] * 10), None, alpha=0.05)
+    assert set(d["verdict"]) == {V.SIGNIFICANT}
+    assert V.resolving_resamples(10, 0.05) * 0.05 / 10 > 2       # 2/B < alpha/m
+
+
+def test_a_fit_that_is_not_estimable_has_no_p_and_no_place_in_its_family():
+    d = V.decide(_records([0.01, 0.02, 0.001], reasons=["", "", "every answer correct (60)"]), None, alpha=0.05)
+    assert d["verdict"].tolist() == [V.SIGNIFICANT, V.SIGNIFICANT, V.NOT_ESTIMABLE]
+    assert d["holm_m"].tolist() == [2, 2, 2] and np.isnan(d["p_holm"].iloc[2])
+    assert d["verdict_reason"].iloc[2] == "every answer correct (60)"
+
+
+def _ceiling(seed, pb, pv, templates=60, variants=20):
+    rng = np.random.default_rng(seed)
+    u = rng.normal(0, 0.5, templates)
+    t = np.repeat(np.arange(templates), 1 + variants)
+    v = np.tile(np.r_[0, np.ones(variants, dtype=int)], templates)
+    lo = lambda p: np.log(p / (1 - p))  # noqa: E731
+    eta = np.where(v == 0, lo(pb), lo(pv)) + u[t]
+    y = (rng.random(t.size) < 1 / (1 + np.exp(-eta))).astype(int)
+    y[v == 0] = 1                                   # no wrong GSM-Base answer
+    return pd.DataFrame({"model": "m", "prompt": "p", "template": t, "variant": v, "correct": y})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["laplace", "lme4"])
+def test_at_the_ceiling_a_real_drop_is_found_and_no_wrong_base_answer_is_no_finding(engine):
+    """No wrong GSM-Base answer at all: a real drop to 85% is significant (Fisher's exact test agrees);
+    99.5% on both sides with no wrong GSM-Base answer is not (the old rule called the first degenerate
+    and the bootstrap alone calls the second significant: every resample is separated the same way)."""
+    from scipy.stats import fisher_exact
+
+    from earnest.stats.diagnostics import judge_effect
+    from earnest.stats.engines import run_shard
+    from earnest.stats.glmm import prior_for
+
+    for pv, want in ((0.85, True), (0.995, False)):
+        df = _ceiling(11, 0.995, pv)
+        assert df.loc[df["variant"] == 0, "correct"].all()                 # no wrong GSM-Base answer
+        shards = run_shard(df, 1, 60, 5, engine=engine, prior=prior_for("earnest"))
+        row, not_estimable = judge_effect(shards, df, 1, "variant", engine=engine)
+        assert not not_estimable and np.isfinite(row["median_log_or"])
+        tab = df.groupby("variant")["correct"].agg(["sum", "count"])
+        fisher = fisher_exact([[tab.loc[0, "sum"], tab.loc[0, "count"] - tab.loc[0, "sum"]],
+                               [tab.loc[1, "sum"], tab.loc[1, "count"] - tab.loc[1, "sum"]]])[1]
+        assert bool(row["significant_uncorrected"]) is want and bool(fisher < 0.05) is want
+        if want:
+            assert row["p_boot"] == 0 and row["p_source"] == "bootstrap bound"   # every resample below 0
+        else:
+            assert row["p_value"] >= row["p_lr"] > 0.05                  # the zero count's uncertainty
