@@ -3,8 +3,8 @@
 A script and character-set check, not a language identifier: an answer is in language L when most
 of its letters are in L's script (:attr:`earnest.gsm.locales.Locale.script`; Japanese needs kana
 besides the Han characters, Chinese none), and, for the Latin-script languages, when L's frequent
-words (:attr:`earnest.gsm.locales.Locale.markers`) outnumber English's (a French answer that
-switched to English is in Latin script too). The text read is the answer up to the next few-shot
+words (:attr:`earnest.gsm.locales.Locale.markers`) are not outnumbered by English's (a French
+answer that switched to English is in Latin script too). The text read is the answer up to the next few-shot
 question (:func:`earnest.gsm.extraction.trim_next_question_locale`); an answer with no letter at all
 (numbers only) is not counted either way.
 """
@@ -52,7 +52,7 @@ def answer_language(text: str, language: str) -> bool | None:
     words = [w.casefold() for w in _WORD.findall(text)]
     mine = sum(w in loc.markers for w in words)
     english = sum(w in LOCALES[ENGLISH].markers for w in words)
-    return mine > english
+    return mine >= english          # more English words than the language's: an English answer
 
 
 def answer_language_rate(responses: Iterable[str], language: str) -> float:
