@@ -18,6 +18,7 @@ if OTHER_LANGUAGES:
         output:
             variants=f"{LANG_DIR}/{{language}}/data/{{dataset}}.parquet",
             report=f"{LANG_DIR}/{{language}}/data/{{dataset}}.report.tsv",
+            excluded=f"{LANG_DIR}/{{language}}/data/{{dataset}}.excluded.tsv",
         log:
             "logs/language_items/{language}/{dataset}.log",
         wildcard_constraints:
@@ -33,40 +34,41 @@ if OTHER_LANGUAGES:
             templates=TEMPLATES,
             variants=GSM["variants"],
             seed=GSM["seed"],
+            keep_invalid=GSM["keep_invalid_items"],
         script:
             "../workflow/scripts/language_items.py"
 
-    rule language_generate:
+    # generation and scoring are the English study's rules on the language's files (their scripts read
+    # the language wildcard: the language's prompt in its mode, checked against the model's context
+    # first; its extraction locale)
+    use rule generate as language_generate with:
         input:
             dataset_items=f"{LANG_DIR}/{{language}}/data/{{dataset}}.parquet",
             model=model_inputs,
             prompt=language_prompt_file,
         output:
             f"{LANG_DIR}/{{language}}/generations/{{model}}/{{prompt}}/{{dataset}}.parquet",
+            context=f"{LANG_DIR}/{{language}}/generations/{{model}}/{{prompt}}/{{dataset}}.context.tsv",
         log:
             "logs/language_generate/{language}/{model}/{prompt}/{dataset}.log",
+        benchmark:
+            "logs/benchmarks/language_generate/{language}/{model}/{prompt}/{dataset}.tsv"
         wildcard_constraints:
             language=_alternatives(OTHER_LANGUAGES),
             prompt=re.escape(EX1_PROMPT),
-        conda:
-            "../envs/generate.yaml"
-        threads: config["generation"]["threads"]
-        resources:
-            **GENERATION_JOB,
         params:
             model=lambda wc: wc.model,
             model_cfg=lambda wc: model_cfg(wc.model),
-            language=lambda wc: wc.language,
             prompt=lambda wc: wc.prompt,
             prompt_entry=language_prompt_entry,
+            prompt_mode=lambda wc: language_mode(wc.language),
+            context_policy=config["generation"]["context_policy"],
             prompts_dir=_repo_path(config["prompts_dir"]),
             fidelity=FIDELITY,
             max_new_tokens=config["generation"]["max_new_tokens"],
             checkpoint_every=config["generation"]["checkpoint_every"],
-        script:
-            "../workflow/scripts/language_generate.py"
 
-    rule language_score:
+    use rule score as language_score with:
         input:
             generations=f"{LANG_DIR}/{{language}}/generations/{{model}}/{{prompt}}/{{dataset}}.parquet",
             dataset_items=f"{LANG_DIR}/{{language}}/data/{{dataset}}.parquet",
@@ -77,18 +79,11 @@ if OTHER_LANGUAGES:
         wildcard_constraints:
             language=_alternatives(OTHER_LANGUAGES),
             prompt=re.escape(EX1_PROMPT),
-        group:
-            "post"
-        conda:
-            "../envs/score.yaml"
-        resources:
-            **CPU_JOB,
         params:
-            language=lambda wc: wc.language,
             style=lambda wc: LANGUAGE_FORMATS[wc.language].style,
             fidelity=FIDELITY,
-        script:
-            "../workflow/scripts/language_score.py"
+            sandbox_python="",
+            english_rules=lambda wc: wc.language in ENGLISH_RULES,
 
     rule language_glmm1:
         input:
@@ -119,10 +114,13 @@ if OTHER_LANGUAGES:
         input:
             scored=[language_scored(m, x, d) for m in GSM_MODELS for x in LANGUAGES for d in DATASETS],
             glmm1=[language_glmm1_path(x, m, EX1_PROMPT) for m in GSM_MODELS for x in LANGUAGES],
+            excluded=[f"{LANG_DIR}/{x}/data/{d}.excluded.tsv" for x in OTHER_LANGUAGES for d in DATASETS],
+            english_items=[f"results/data/{d}.parquet" for d in DATASETS],
         output:
             table=report(f"{LANG_TABLES}/cross_lingual.md", category="Tables"),
             csv=f"{LANG_TABLES}/cross_lingual.csv",
             glmm1=f"{LANG_TABLES}/glmm1_by_language.csv",
+            excluded=f"{LANG_TABLES}/excluded_items.csv",
             tex=f"{LANG_TABLES}/cross_lingual.tex",
             figure=report(f"{LANG_FIGURES}/variant_effect_by_language.png", category="Figures"),
             pdf=f"{LANG_FIGURES}/variant_effect_by_language.pdf",
@@ -143,5 +141,7 @@ if OTHER_LANGUAGES:
             seed=config["stats"]["seed"],
             alpha=config["stats"]["alpha"],
             fidelity=FIDELITY,
+            keep_invalid=GSM["keep_invalid_items"],
+            modes={x: language_mode(x) for x in LANGUAGES},
         script:
             "../workflow/scripts/cross_lingual.py"

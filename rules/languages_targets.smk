@@ -2,7 +2,7 @@
 
 import json
 
-from earnest.gsm.prompts import language_format
+from earnest.gsm.context_fit import mode_format, prompt_mode
 
 LANGUAGES = list(GSM.get("languages") or ["eng"])
 OTHER_LANGUAGES = [x for x in LANGUAGES if x != "eng"]
@@ -28,9 +28,20 @@ def language_targets(wildcards=None):
     return targets
 
 
-# each language's Ex1 prompt, checked by earnest.config before any job
+# languages read with English rules (no locale row of their own), and each language's prompt mode
+ENGLISH_RULES = set(GSM["english_rules"])
+
+
+def language_mode(language):
+    return prompt_mode(GSM["prompt_mode"], language)
+
+
+# each language's Ex1 prompt in its mode, checked by earnest.config before any job
 LANGUAGE_FORMATS = (
-    {x: language_format(x, EX1_PROMPT, _repo_path(config["prompts_dir"]), fidelity=FIDELITY) for x in OTHER_LANGUAGES}
+    {
+        x: mode_format(x, language_mode(x), _repo_path(config["prompts_dir"]), fidelity=FIDELITY, name=EX1_PROMPT)
+        for x in OTHER_LANGUAGES
+    }
     if OTHER_LANGUAGES
     else {}
 )

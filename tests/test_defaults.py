@@ -68,6 +68,9 @@ CLI_ONLY = {
     ("compare", "input"), ("compare", "by"), ("compare", "out"),
     # the task folder to write and the release file it reads
     ("lm-eval-task", "out"), ("lm-eval-task", "release"),
+    # the answers' language, and reading one without a locale row by English rules (the workflow's
+    # gsm_symbolic.english_rules lists languages; the command reads one file of one language)
+    ("extract", "language"), ("extract", "english_rules"),
     # StatFormBench: the release or samples file, the CSVs, the one sample and how it is shown; --taxonomy
     # defaults to the release's taxonomy (statform.taxonomy's null means labels from the data)
     ("statform-score", "release"), ("statform-score", "input"), ("statform-score", "output"),

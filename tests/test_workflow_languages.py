@@ -65,6 +65,16 @@ def test_french_end_to_end(french_run):
     assert "French" in md and "English" in md
     note = (wd / "results/tables/languages/published_fra.md").read_text(encoding="utf-8")
     assert "No published GSM-Symbolic numbers exist for language 'fra'" in note
+    # issue 51: the exclusion table (French and English items pass their checks), the columns of the
+    # table, the provenance note, and each answer's prompt checked against the context
+    excluded = pd.read_csv(wd / "results/tables/languages/excluded_items.csv")
+    assert list(excluded.columns) == ["language", "dataset", "item_id", "template_id", "reason", "detail", "kept"]
+    assert excluded.empty
+    assert "Items left out" in md and "Answers in the language (%)" in md and "Prompt mode" in md
+    assert "French from the package's dan templates" in md
+    context = pd.read_csv(wd / "results/languages/fra/generations/tiny/gsm/gsm_base.context.tsv", sep="\t")
+    assert list(context["item_id"]) == list(scored["item_id"]) and (context["shots"] == 8).all()
+    assert (context["prompt_tokens"] + context["max_new_tokens"] <= context["context"]).all()
 
 
 def test_per_language_glmm1_jobs_give_the_one_job_table(french_run):

@@ -464,16 +464,48 @@ def _check_languages(config: dict, base_dir, templates: list[int]) -> None:
     from earnest.gsm.datasets import DatasetError, check_languages, language_templates
     from earnest.gsm.prompts import built_languages
 
+    from earnest.gsm.context_fit import MODES
+    from earnest.gsm.locales import LOCALES, LocaleError, check_code
+
     gsm = config["gsm_symbolic"]
     languages = gsm.get("languages") or ["eng"]
     others = [x for x in languages if x != "eng"]
-    if not others:
-        return
     problems = []
+    english_rules = list(gsm.get("english_rules") or [])
+    modes = gsm.get("prompt_mode", "native")
+    for code in english_rules + (list(modes) if isinstance(modes, dict) else []):
+        try:
+            check_code(code, "gsm_symbolic.english_rules" if code in english_rules else "gsm_symbolic.prompt_mode")
+        except LocaleError as exc:
+            problems.append(str(exc))
+    for code in english_rules:
+        if code in LOCALES:
+            problems.append(f"gsm_symbolic.english_rules: {code!r} has a locale row of its own "
+                            "(earnest.gsm.locales.LOCALES); English rules are only for a language without one")
+    if isinstance(modes, dict):
+        stray = [x for x in modes if x not in languages]
+        if stray:
+            problems.append(f"gsm_symbolic.prompt_mode: {', '.join(stray)} not in gsm_symbolic.languages "
+                            f"({', '.join(languages)})")
+        if modes.get("eng", "native") != "native":
+            problems.append(f"gsm_symbolic.prompt_mode: English runs the English study's prompt (native), not "
+                            f"{modes['eng']!r}")
+    elif modes not in MODES:
+        problems.append(f"gsm_symbolic.prompt_mode: {modes!r} is not one of {', '.join(MODES)}")
+    if not others:
+        if problems:
+            raise ConfigError.collect(problems)
+        return
     try:
         check_languages(languages)
     except DatasetError as exc:
         raise ConfigError(str(exc)) from None
+    for lang in others:
+        if lang not in LOCALES and lang not in english_rules:
+            problems.append(f"gsm_symbolic.languages: {lang!r} has no extractor locale (earnest.gsm.locales.LOCALES: "
+                            f"{', '.join(LOCALES)}): its answer cue and number style are unknown (\"6,5\" would be "
+                            f"read as 5); add its row, or name it in gsm_symbolic.english_rules to read it with "
+                            "English rules")
     if gsm["source"] != "package":
         problems.append(f"gsm_symbolic.languages: {', '.join(others)} need source package (the official release "
                         f"{gsm['source']} is English only)")

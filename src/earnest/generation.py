@@ -22,7 +22,7 @@ import shutil
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Mapping, Protocol, Sequence
 
 import pandas as pd
 
@@ -270,14 +270,18 @@ def run_requests(requests: Sequence[GenerationRequest], backend: Backend, *, mod
 
 
 def generate_dataset(items: pd.DataFrame, fmt: PromptFormat, backend: Backend, *, model: str, dataset: str,
-                     output: str | Path, max_new_tokens: int, checkpoint_every: int = CHECKPOINT_EVERY) -> pd.DataFrame:
+                     output: str | Path, max_new_tokens: int, checkpoint_every: int = CHECKPOINT_EVERY,
+                     formats: Mapping[str, PromptFormat] | None = None) -> pd.DataFrame:
     """Generate an answer for every item not yet checkpointed, then write ``output``.
 
     Each request carries the format's stop strings and fidelity mode (``fmt.stop``,
-    ``fmt.fidelity``: the mode ``load_formats`` loaded it for). Returns the final table (one row
-    per item, in the items' order).
+    ``fmt.fidelity``: the mode ``load_formats`` loaded it for). ``formats``: an item's own format
+    where it has one (fewer exemplars where the full prompt does not fit the model's context,
+    earnest.gsm.context_fit). Returns the final table (one row per item, in the items' order).
     """
-    requests = [GenerationRequest(key=row.item_id, prompt=fmt.render(row.question), stop=fmt.stop,
-                                  fidelity=fmt.fidelity) for row in items.itertuples()]
+    formats = formats or {}
+    requests = [GenerationRequest(key=row.item_id, prompt=formats.get(row.item_id, fmt).render(row.question),
+                                  stop=formats.get(row.item_id, fmt).stop, fidelity=fmt.fidelity)
+                for row in items.itertuples()]
     return run_requests(requests, backend, model=model, prompt=fmt.name, dataset=dataset, output=output,
                         max_new_tokens=max_new_tokens, checkpoint_every=checkpoint_every)

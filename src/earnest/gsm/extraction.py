@@ -41,7 +41,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Sequence
 
 from earnest.gsm.failure_classes import (EMPTY_AFTER_TRIMMING, EMPTY_RESPONSE, NO_FUNCTION, NO_NUMBER_FOUND,
-                                     RESOURCE_LIMIT, UNCLASSIFIED)
+                                         NUMBER_IN_WORDS, RESOURCE_LIMIT, UNCLASSIFIED)
 from earnest.gsm.failure_classes import TEXT_ERROR_CLASSES  # noqa: F401 - re-exported
 from earnest.fidelity import EARNEST, REFERENCE, check_mode
 
@@ -169,12 +169,14 @@ def _last_number(text: str) -> tuple[float, Fraction | None, str] | None:
     return value, exact, last.group(0)
 
 
-def extract_text(response: str, *, fidelity: str = EARNEST, language: str = "eng") -> Extraction:
+def extract_text(response: str, *, fidelity: str = EARNEST, language: str = "eng",
+                 english_rules: bool = False) -> Extraction:
     """Extract the numerical answer from a text-prompt response as fidelity mode ``fidelity``
     does (see module docstring). ``language`` other than ``eng``: :func:`extract_text_locale` (the
-    language's cue and number style); English is read exactly as before."""
+    language's cue and number style; an unknown code, or a language without a locale row unless
+    ``english_rules``, is a :class:`earnest.gsm.locales.LocaleError`); English is read exactly as before."""
     if language != "eng":
-        return extract_text_locale(response, language, fidelity=fidelity)
+        return extract_text_locale(response, language, fidelity=fidelity, english_rules=english_rules)
     if check_mode(fidelity) == REFERENCE:
         return _extract_text_reference(response)
     if response is None or response == "":
@@ -200,56 +202,54 @@ def extract_text(response: str, *, fidelity: str = EARNEST, language: str = "eng
 #: around numbers; they are invisible and never part of a number.
 _BIDI = dict.fromkeys(map(ord, "\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"))
 _DECORATION = (r"[\s:=：]*(?:\*\*|__|\*|_)?\s*(?:\\\(|\\\[|\$\$?)?\s*(?:\\boxed\{|\\text\{)?\s*"
-               rf"(?P<sign1>[{_MINUS}])?\s*(?:\\?\$|US\$|USD\s*|€|£|₹|¥|￥|₩|₽|฿|Rs\.?\s*|रु\.?\s*)?\s*"
+               rf"(?P<sign1>[{_MINUS}])?\s*(?:\\?\$|US\$|USD\s*|€|£|₹|¥|￥|₩|₽|฿|Rs\.?\s*|रु\.?\s*|[KT]?Sh\.?\s*)?\s*"
                rf"(?P<sign2>[{_MINUS}])?")
 _LOCALE_CUES: dict = {}
 
 
-def _locale_cues(loc) -> list:
-    """The compiled cue patterns of a locale: its own phrases, then the English one (a model that
-    answers a French question with "The final answer is 6" has still given its final answer)."""
+def _locale_cues(loc) -> tuple[list, list]:
+    """The compiled cue patterns of a locale, in two tiers: its final-answer phrases and the English
+    one (a model that answers a French question with "The final answer is 6" has still given its final
+    answer); then its plainer "the answer is" phrases (MGSM's) and the English one."""
     from earnest.gsm.locales import LOCALES, number_regex
 
     if loc not in _LOCALE_CUES:
         num = rf"(?P<num>{number_regex(loc)})(?:\s*/\s*(?P<den>\d+)(?!\d))?"
-        phrases = list(loc.cues) + [c for c in LOCALES["eng"].cues if c not in loc.cues]
-        pats = [re.compile(rf"(?:{c}){_DECORATION}{num}", re.IGNORECASE) for c in phrases]
-        pats += [re.compile(c.replace("{num}", rf"(?P<sign1>[{_MINUS}])?\s*{num}"), re.IGNORECASE)
-                 for c in loc.cues_around]
-        _LOCALE_CUES[loc] = pats
+        eng = LOCALES["eng"]
+
+        def compiled(phrases, around=()):
+            pats = [re.compile(rf"(?:{c}){_DECORATION}{num}", re.IGNORECASE) for c in phrases]
+            return pats + [re.compile(c.replace("{num}", rf"(?P<sign1>[{_MINUS}])?\s*{num}"), re.IGNORECASE)
+                           for c in around]
+        first = list(loc.cues) + [c for c in eng.cues if c not in loc.cues]
+        second = list(loc.answer_cues) + [c for c in eng.answer_cues if c not in loc.answer_cues]
+        words = [re.compile(rf"(?:{c})[\s:：=*_]*(?P<rest>[^\n]{{0,40}})", re.IGNORECASE) for c in first + second]
+        _LOCALE_CUES[loc] = (compiled(first, loc.cues_around), compiled(second), words)
     return _LOCALE_CUES[loc]
 
 
-def trim_next_question_locale(response: str, loc) -> str:
-    """``response`` up to the first line that starts a new few-shot question in the locale's labels."""
+def trim_next_question_locale(response: str, loc, answers=None) -> str:
+    """``response`` up to the first line that starts a new few-shot question in the locale's labels.
+    ``answers`` (a function of a text: whether it holds a final answer): a label line before which
+    the response has said no number, and after which (up to the next label) a final answer stands, is
+    not a new question (an Arabic answer may write "س:", also the letter of x, before its answer)."""
     labels = "|".join(re.escape(q) for q in loc.question_labels)
-    m = re.search(rf"^[ \t]*(?:{labels})", response, re.MULTILINE)
-    return response if m is None else response[: m.start()]
+    starts = [m.start() for m in re.finditer(rf"^[ \t]*(?:{labels})", response, re.MULTILINE)]
+    for k, at in enumerate(starts):
+        nxt = starts[k + 1] if k + 1 < len(starts) else len(response)
+        if (answers is not None and not re.search(r"\d", response[:at])
+                and answers(response[at:nxt].split("\n", 1)[-1])):
+            continue
+        return response[:at]
+    return response
 
 
-def extract_text_locale(response: str | None, language: str, *, fidelity: str = EARNEST) -> Extraction:
-    """The numerical answer of a text-prompt response in ``language`` (earnest mode only: the
-    reference, the authors' code, reads English alone).
+def _cue_match(patterns, text, loc):
+    """(match, value, exact) of the earliest cue of ``patterns`` followed by a number, or None."""
+    from earnest.gsm.locales import parse_number_text
 
-    The response is cut at the first line that starts a new question (the locale's labels, e.g.
-    "Q :", "प्रश्न:", "س:", and "Q:"); then the number after the earliest answer cue (the
-    language's, e.g. "La réponse finale est", or the English "The final answer is") is taken,
-    else the last number; numbers are read as the language writes them (decimal commas, thousands
-    by space, dot, apostrophe, no-break spaces, digits of any script: :mod:`earnest.gsm.locales`)."""
-    from earnest.gsm.locales import get_locale, numbers_in, parse_number_text
-
-    if check_mode(fidelity) == REFERENCE:
-        raise ValueError(f"fidelity 'reference' reproduces the authors' English-only extraction; language "
-                         f"{language!r} has none (use fidelity 'earnest')")
-    loc = get_locale(language)
-    if response is None or response == "":
-        return Extraction(None, "none", EMPTY_RESPONSE, "zero-length response")
-    text = trim_next_question_locale(response.translate(_BIDI), loc)
-    if not text.strip():
-        return Extraction(None, "none", EMPTY_AFTER_TRIMMING,
-                          "only whitespace before the next question" if response.strip() else "only whitespace")
     best = None
-    for pat in _locale_cues(loc):
+    for pat in patterns:
         for m in pat.finditer(text):
             try:
                 value, exact = parse_number_text(m.group("num"), loc)
@@ -260,6 +260,42 @@ def extract_text_locale(response: str | None, language: str, *, fidelity: str = 
             if best is None or m.start() < best[0].start():
                 best = (m, value, exact)
             break
+    return best
+
+
+def extract_text_locale(response: str | None, language: str, *, fidelity: str = EARNEST,
+                        english_rules: bool = False) -> Extraction:
+    """The numerical answer of a text-prompt response in ``language`` (earnest mode only: the
+    reference, the authors' code, reads English alone).
+
+    The response is cut at the first line that starts a new question (the locale's labels, e.g. "Q :",
+    "प्रश्न:", "س:", and "Q:"; not where nothing numeric precedes it and a final answer follows it before
+    the next label: :func:`trim_next_question_locale`); then the number after the earliest
+    final-answer cue (the language's, e.g. "La réponse finale est", or the English "The final answer
+    is") is taken, else after the earliest plainer answer cue (MGSM's "La réponse est", "Ответ:",
+    "答案是", or "The answer is"), else the last number; numbers are read as the language writes them
+    (decimal commas, thousands by space, dot, apostrophe, no-break spaces, digits of any script,
+    fullwidth digits and separators, multiplier words such as 万 or lakh: :mod:`earnest.gsm.locales`).
+    A cue followed by words and no digit is ``number_in_words`` (earnest does not read numbers
+    written in words)."""
+    from earnest.gsm.locales import fullwidth_numbers, multiplier_after, numbers_in, require_locale
+
+    if check_mode(fidelity) == REFERENCE:
+        raise ValueError(f"fidelity 'reference' reproduces the authors' English-only extraction; language "
+                         f"{language!r} has none (use fidelity 'earnest')")
+    loc = require_locale(language, english_rules=english_rules)
+    if response is None or response == "":
+        return Extraction(None, "none", EMPTY_RESPONSE, "zero-length response")
+    first, second, words = _locale_cues(loc)
+
+    def answers(part: str) -> bool:
+        part = fullwidth_numbers(part)
+        return _cue_match(first, part, loc) is not None or _cue_match(second, part, loc) is not None
+    text = fullwidth_numbers(trim_next_question_locale(response.translate(_BIDI), loc, answers))
+    if not text.strip():
+        return Extraction(None, "none", EMPTY_AFTER_TRIMMING,
+                          "only whitespace before the next question" if response.strip() else "only whitespace")
+    best = _cue_match(first, text, loc) or _cue_match(second, text, loc)
     if best is not None:
         m, value, exact = best
         groups = m.groupdict()
@@ -269,10 +305,23 @@ def extract_text_locale(response: str | None, language: str, *, fidelity: str = 
             den = int(m.group("den"))
             exact = None if exact is None else exact / den
             value = float(exact) if exact is not None else value / den
+        else:
+            factor, end = multiplier_after(text, m.end("num"), loc)
+            if factor != 1:
+                value, exact = value * factor, (None if exact is None else exact * factor)
+                return Extraction(value, "final_answer", "", _clip(text[m.start():end]), exact)
         return Extraction(value, "final_answer", "", _clip(m.group(0)), exact)
+    for pat in words:
+        w = pat.search(text)
+        if w and re.search(r"[^\W\d_]", w.group("rest")) and not re.search(r"\d", w.group("rest")):
+            return Extraction(None, "none", NUMBER_IN_WORDS, _clip(w.group(0)))
     found = numbers_in(text, loc)
     if found:
         last = found[-1]
+        factor, end = multiplier_after(text, last.end, loc)
+        if factor != 1:
+            return Extraction(last.value * factor, "last_number", "", _clip(text[last.start:end]),
+                              None if last.exact is None else last.exact * factor)
         return Extraction(last.value, "last_number", "", _clip(last.text), last.exact)
     return Extraction(None, "none", NO_NUMBER_FOUND, "no final-answer phrase and no number at all")
 

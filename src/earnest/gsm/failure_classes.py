@@ -35,6 +35,7 @@ WRONG_ANSWER_LAST_NUMBER = "wrong_answer_last_number"
 EMPTY_RESPONSE = "empty_response"
 EMPTY_AFTER_TRIMMING = "empty_after_trimming"
 NO_NUMBER_FOUND = "no_number_found"
+NUMBER_IN_WORDS = "number_in_words"
 # code extraction: the classes a run of generated code ends in are named by the sandbox that runs
 # it (generic, it imports no benchmark): NO_FUNCTION ... RESOURCE_LIMIT, imported above
 
@@ -74,6 +75,10 @@ FAILURE_CLASSES: dict[str, FailureClass] = {c.name: c for c in (
                  reference_name="EMPTY_AFTER_TRIM"),
     FailureClass(NO_NUMBER_FOUND, "No number found", "every numerical extraction method failed",
                  ("text",), reference_name="NO_NUMBER"),
+    FailureClass(NUMBER_IN_WORDS, "Number in words",
+                 "another language's answer phrase is followed by a number written in words, which earnest "
+                 "does not read (a class of its own, not a wrong number)", ("text",), modes=(EARNEST,),
+                 paper=False),
     FailureClass(NO_FUNCTION, "No function", "no function definition could be found in the answer",
                  ("code",), reference_name="NO_FUNCTION"),
     FailureClass(FORBIDDEN_STRING, "Forbidden string",

@@ -69,9 +69,28 @@ def language_glmm1_from_scored(frames: Iterable[pd.DataFrame], language: str, re
     return pd.concat(parts, ignore_index=True)
 
 
+def exclusions(problems: Iterable[pd.DataFrame]) -> tuple[pd.DataFrame, list[int]]:
+    """(every language's failing items together, results/tables/languages/excluded_items.csv; the
+    templates the comparison leaves out of every language: those with a failing item not kept)."""
+    from earnest.gsm.item_validation import PROBLEM_COLUMNS, excluded_templates
+
+    frames = [p for p in problems if p is not None and len(p)]
+    table = (pd.concat(frames, ignore_index=True)[PROBLEM_COLUMNS] if frames else pd.DataFrame(columns=PROBLEM_COLUMNS))
+    table = table.sort_values(["language", "template_id", "item_id"]).reset_index(drop=True)
+    return table, excluded_templates(table)
+
+
+def answer_language_rates(scored: Mapping[str, Iterable[pd.DataFrame]]) -> dict[str, float]:
+    """Per language, the share of its answers written in it (:mod:`earnest.gsm.answer_language`)."""
+    from earnest.gsm.answer_language import answer_language_rate
+
+    return {x: answer_language_rate([r for f in frames for r in f["response"]], x) for x, frames in scored.items()}
+
+
 def run_cross_lingual(data: pd.DataFrame, resamples: int, seed: int, *, random: str = C.DEFAULT_RANDOM,
                       reference: str | None = None, alpha: float = ALPHA, fidelity: str = F.EARNEST,
                       workers: int = 1, glmm1: pd.DataFrame | None = None, engine=None,
+                      exclude: Iterable[int] = (),
                       log=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(cross-lingual summaries, per-language GLMM 1 summaries) of every model x prompt in ``data``,
     bootstrapped over the templates every language has (``resamples`` resamples from ``seed``,
@@ -80,7 +99,14 @@ def run_cross_lingual(data: pd.DataFrame, resamples: int, seed: int, *, random: 
     ``glmm1``: the per-language GLMM 1s already fitted (:func:`language_glmm1_from_scored`, one job per
     language); a language's fit is used where it was fitted on the templates common to every
     language (then it is the fit this function would make), else refitted here (said in ``log``).
-    Without it every language is fitted here (:func:`earnest.stats.crosslingual.per_language_glmm1`)."""
+    Without it every language is fitted here (:func:`earnest.stats.crosslingual.per_language_glmm1`).
+    ``exclude``: templates left out of every language (:func:`exclusions`: a language's item of them
+    failed its check), so that every language is compared on the same templates."""
+    exclude = {int(t) for t in exclude}
+    if exclude:
+        data = data[~data["template"].astype(int).isin(exclude)]
+        if log is not None:
+            log.info("templates left out of every language (an item failed its check): %s", sorted(exclude))
     from earnest.stats.glmm import prior_for
 
     data = C.validate_cross_input(data, common_only=True)
@@ -117,17 +143,75 @@ def run_cross_lingual(data: pd.DataFrame, resamples: int, seed: int, *, random: 
     return pd.concat(summaries, ignore_index=True), per_language
 
 
+def provenance_notes(languages: Iterable[str], templates: Iterable[int] | None = None) -> list[str]:
+    """What the package records of each language's translation, for the table's caption: the
+    languages whose (selected) templates nobody reviewed (machine translations), and those translated
+    from another language than English (French, German, Russian and part of Italian come from the
+    Danish, whose GSM8K originals were localised: other prices, so their GSM-Base is not the English
+    GSM-Base translated)."""
+    from earnest.gsm.template_reading import provenance
+
+    names = language_names(languages)
+    machine, other = [], []
+    for x in languages:
+        if x == "eng":
+            continue
+        rows = provenance(x)
+        rows = {t: p for t, p in rows.items() if templates is None or t in set(templates)}
+        if rows and not any(p.human_validated for p in rows.values()):
+            model = sorted({p.translation_model for p in rows.values()})
+            machine.append(f"{names[x]} ({', '.join(model)})")
+        via = [p.source_language for p in rows.values() if p.source_language not in ("", "eng")]
+        if via:
+            share = "" if len(via) == len(rows) else f" ({len(via)} of {len(rows)} templates)"
+            other.append(f"{names[x]}{share} from the package's {', '.join(sorted(set(via)))} templates")
+    notes = []
+    if machine:
+        notes.append(f"Machine translations nobody reviewed (the package's record): {'; '.join(machine)}.")
+    if other:
+        notes.append(f"Translated from another language than English, whose originals have other prices (their "
+                     f"GSM-Base is not the English GSM-Base translated): {'; '.join(other)}.")
+    return notes
+
+
 def write_cross_lingual(summary: pd.DataFrame, glmm1: pd.DataFrame, tables: str | Path, figures: str | Path,
-                        languages: Iterable[str]) -> dict[str, Path]:
+                        languages: Iterable[str], *, excluded: pd.DataFrame | None = None,
+                        rates: Mapping[str, float] | None = None,
+                        summary_templates: Iterable[int] | None = None,
+                        modes: Mapping[str, str] | None = None) -> dict[str, Path]:
     """``tables``/cross_lingual.{csv,md,tex}, ``tables``/glmm1_by_language.csv, one published-number
-    note per language other than English (``tables``/published_<language>.md), and
-    ``figures``/variant_effect_by_language.{png,pdf}."""
+    note per language other than English (``tables``/published_<language>.md),
+    ``figures``/variant_effect_by_language.{png,pdf} and, with ``excluded`` (:func:`exclusions`),
+    ``tables``/excluded_items.csv; the table counts each language's items left out and, with
+    ``rates`` (:func:`answer_language_rates`), the share of answers written in the language; the
+    caption says which languages are machine translations and which come from another source
+    (:func:`provenance_notes`, on ``summary_templates``, the templates compared)."""
     from earnest.gsm.published import write_comparison
 
     tables, figures = Path(tables), Path(figures)
+    languages = list(languages)
     names = language_names(languages)
-    out = dict(C.write_cross_table(summary, tables / "cross_lingual", names=names))
+    extra, notes = {}, []
+    if excluded is not None:
+        left = excluded[~excluded["kept"].astype(bool)]
+        extra["Items left out"] = {x: str(int((left["language"] == x).sum())) for x in languages}
+        dropped = sorted({int(t) for t in left["template_id"]})
+        kept = int(excluded["kept"].astype(bool).sum())
+        notes.append(f"Items left out: those failing their check (wrong gold answer or placeholder, "
+                     f"excluded_items.csv); their templates ({len(dropped)}: {', '.join(map(str, dropped)) or 'none'}) "
+                     "are left out of every language." + (f" {kept} failing items kept by the config." if kept else ""))
+    if rates is not None:
+        # n/a: no answer of the language has a letter (only digits and punctuation)
+        extra["Answers in the language (%)"] = {x: ("n/a" if rates.get(x) != rates.get(x) else f"{100 * rates[x]:.1f}")
+                                                for x in languages if x in rates}
+    if modes:
+        extra["Prompt mode"] = {x: modes.get(x, "native") for x in languages}
+    notes += provenance_notes(languages, sorted(set(summary_templates)) if summary_templates else None)
+    out = dict(C.write_cross_table(summary, tables / "cross_lingual", names=names, extra=extra, note=" ".join(notes)))
     tables.mkdir(parents=True, exist_ok=True)
+    if excluded is not None:
+        excluded.to_csv(tables / "excluded_items.csv", index=False)
+        out["excluded"] = tables / "excluded_items.csv"
     glmm1.to_csv(tables / "glmm1_by_language.csv", index=False)
     out["glmm1"] = tables / "glmm1_by_language.csv"
     for x in languages:

@@ -131,7 +131,7 @@ def final_error_class(extraction: Extraction, correct: bool) -> str:
 
 
 def extract_many(responses: list[str], style: str, sandbox: "Sandbox | None" = None, *,
-                 fidelity: str = EARNEST, language: str = "eng") -> list[Extraction]:
+                 fidelity: str = EARNEST, language: str = "eng", english_rules: bool = False) -> list[Extraction]:
     """Extract every response with the text rules or by running code (``style``: text|code), as
     fidelity mode ``fidelity`` extracts (``earnest.fidelity``); ``language`` other than ``eng``:
     the text rules of that language (:func:`earnest.gsm.extraction.extract_text_locale`)."""
@@ -140,9 +140,13 @@ def extract_many(responses: list[str], style: str, sandbox: "Sandbox | None" = N
     check_mode(fidelity)
     responses = [r if isinstance(r, str) else "" for r in responses]
     if language != "eng":
+        from earnest.gsm.locales import require_locale
+
+        require_locale(language, english_rules=english_rules)     # refused before any answer is read
         if style != "text":
             raise ValueError(f"language {language!r}: only the text prompts are built in other languages")
-        return [extract_text(r, fidelity=fidelity, language=language) for r in responses]
+        return [extract_text(r, fidelity=fidelity, language=language, english_rules=english_rules)
+                for r in responses]
     if style == "text":
         if fidelity == EARNEST:
             return [extract_text(r) for r in responses]
@@ -164,7 +168,7 @@ def _examples(values, n: int = 5) -> str:
 
 def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str,
                 sandbox: "Sandbox | None" = None, *, fidelity: str = EARNEST,
-                language: str = "eng") -> "pd.DataFrame":
+                language: str = "eng", english_rules: bool = False) -> "pd.DataFrame":
     """Score one generations table against its items: one row per item, columns SCORED_COLUMNS.
 
     ``language``: the items' language (answers read by its locale, :mod:`earnest.gsm.locales`;
@@ -214,7 +218,8 @@ def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str,
 
         sandbox = sandbox if sandbox is not None else default_sandbox()
         code_python, layers = sandbox_record(sandbox, fidelity)
-    extractions = extract_many(merged["response"].tolist(), style, sandbox, fidelity=fidelity, language=language)
+    extractions = extract_many(merged["response"].tolist(), style, sandbox, fidelity=fidelity, language=language,
+                               english_rules=english_rules)
     extracted, patterns, classes, correct = [], [], [], []
     for item_id, ex in zip(merged["item_id"], extractions):
         ok = numbers_match(ex.value, ex.exact, golds[item_id], fidelity=fidelity)
@@ -235,7 +240,8 @@ def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str,
 
 
 def score_generations(generations: "pd.DataFrame", items: "pd.DataFrame", style: str, *,
-                      fidelity: str = EARNEST, python: str | None = None) -> "pd.DataFrame":
+                      fidelity: str = EARNEST, python: str | None = None, language: str = "eng",
+                      english_rules: bool = False) -> "pd.DataFrame":
     """:func:`score_table` with the sandbox scoring decides on: for code answers one of this call's
     own on the interpreter ``python`` (config ``sandbox.python``; "" or None: this one), its layers
     logged before any answer runs and the sandbox closed when scoring ends, however it ends; text
@@ -249,7 +255,8 @@ def score_generations(generations: "pd.DataFrame", items: "pd.DataFrame", style:
         sandbox = Sandbox(python=python or None)
         logging.getLogger("earnest.gsm.scoring").info("sandbox: %s", sandbox.describe())
     try:
-        return score_table(generations, items, style, sandbox, fidelity=fidelity)
+        return score_table(generations, items, style, sandbox, fidelity=fidelity, language=language,
+                           english_rules=english_rules)
     finally:
         if sandbox is not None:
             sandbox.close()
@@ -332,7 +339,8 @@ class WrongPython(ValueError):
 
 
 def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox | None" = None, *,
-                fidelity: str = EARNEST, python: str | None = None, any_python: bool = True) -> int:
+                fidelity: str = EARNEST, python: str | None = None, any_python: bool = True,
+                language: str = "eng", english_rules: bool = False) -> int:
     """Extract every line of ``input_path`` into ``output_path``; returns the number of lines.
 
     Code answers run in ``sandbox``, or in a sandbox on the interpreter ``python`` (default: this
@@ -343,6 +351,13 @@ def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox
     problem = output_problem(input_path, output_path)
     if problem:
         raise InputError(problem)
+    if language != "eng":
+        from earnest.gsm.locales import LocaleError, require_locale
+
+        try:
+            require_locale(language, english_rules=english_rules)
+        except LocaleError as exc:
+            raise InputError(f"--language: {exc}") from None
     rows = _read_jsonl(input_path)
     own = None
     code_python = layers = None
@@ -366,7 +381,8 @@ def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox
                     "to run it on this one anyway")
         code_python, layers = sandbox_record(sandbox, fidelity)
     try:
-        extractions = extract_many([row["response"] for _, row in rows], style, sandbox, fidelity=fidelity)
+        extractions = extract_many([row["response"] for _, row in rows], style, sandbox, fidelity=fidelity,
+                                   language=language, english_rules=english_rules)
     finally:
         if own is not None:
             own.close()
@@ -401,7 +417,7 @@ def _cmd_extract(args: argparse.Namespace) -> int:
 
     try:
         n = run_extract(args.input, args.output, args.style, fidelity=args.fidelity, python=args.python or None,
-                        any_python=args.any_python)
+                        any_python=args.any_python, language=args.language, english_rules=args.english_rules)
     except WrongPython as exc:
         print(f"earnest extract: {exc}", file=sys.stderr)
         return 2
@@ -446,6 +462,12 @@ def add_parser(subparsers) -> None:
     p.add_argument("--any-python", action="store_true",
                    help="--fidelity reference --style code: run model code on another Python than the authors' 3.12 "
                         "(warned, and recorded in each line's code_python)")
+    p.add_argument("--language", default="eng", metavar="CODE",
+                   help="the answers' language (multilingual-gsm-symbolic's code, e.g. fra, hin; default eng): read "
+                        "by its locale (cue, decimal and grouping rules; earnest.gsm.locales); an unknown code, or a "
+                        "language without a locale row, is refused")
+    p.add_argument("--english-rules", action="store_true",
+                   help="--language without a locale row: read its answers with English rules anyway")
     p.add_argument("input", help="input JSON lines file")
     p.add_argument("output", help="output JSON lines file")
     p.set_defaults(func=_cmd_extract)

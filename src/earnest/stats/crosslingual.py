@@ -530,13 +530,15 @@ def _wald_text(j) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{float(x):.2f}"
 
 
-def write_cross_table(summary: pd.DataFrame, stem, *, names: dict[str, str] | None = None) -> dict:
+def write_cross_table(summary: pd.DataFrame, stem, *, names: dict[str, str] | None = None,
+                      extra: dict[str, dict] | None = None, note: str = "") -> dict:
     """The cross-lingual table (CSV raw; Markdown and LaTeX for reading): per language its
     accuracies, its variant effect (odds ratio, 95% interval, P, Holm across languages) and its
-    interaction with the reference, then the joint test."""
+    interaction with the reference, then the joint test. ``extra``: more columns, {column: {language:
+    value}} (shown per language, in the CSV too); ``note``: appended to the caption."""
     from earnest.tables import write_table
 
-    names = names or {}
+    names, extra = names or {}, extra or {}
     rows = []
     for (model, prompt), g in summary.groupby(["model", "prompt"], sort=False):
         lv = g[g["kind"] == "language_variant"]
@@ -552,6 +554,7 @@ def write_cross_table(summary: pd.DataFrame, stem, *, names: dict[str, str] | No
                 "Ratio of ORs vs reference [95% CI]": "reference" if i is None else _or_text(i),
                 "P (interaction)": "" if i is None else format_fit_p(i),
                 "P Holm (interaction)": "" if i is None else format_fit_p(i, corrected=True) + unresolved_text(i),
+                **{col: values.get(lang, "") for col, values in extra.items()},
             })
         j = g[g["kind"] == "joint"]
         if len(j):
@@ -560,7 +563,7 @@ def write_cross_table(summary: pd.DataFrame, stem, *, names: dict[str, str] | No
                          "Variants (%)": "", "Variant OR [95% CI]": f"Wald {_wald_text(j)}", "P": "",
                          "P Holm": "", "Ratio of ORs vs reference [95% CI]": "variant x language = 0",
                          "P (interaction)": format_fit_p(j),
-                         "P Holm (interaction)": f"chi2 {_p(j['p_chi2'])}"})
+                         "P Holm (interaction)": f"chi2 {_p(j['p_chi2'])}", **{col: "" for col in extra}})
     display = pd.DataFrame(rows)
     random = summary["random"].iloc[0] if len(summary) else DEFAULT_RANDOM
     ref = summary["reference"].iloc[0] if len(summary) else ""
@@ -575,8 +578,9 @@ def write_cross_table(summary: pd.DataFrame, stem, *, names: dict[str, str] | No
                "language's variant OR over the reference's (the interaction), Holm across languages. The last row "
                "tests that the variant effect is the same in every language (all interactions 0: bootstrap P, and "
                "the chi-square P of the Wald statistic with the bootstrap covariance). "
-               f"{DEGENERATE_MARK}: {DEGENERATE_TEXT}; never a finding.")
-    return write_table(display, stem, caption, csv=summary)
+               f"{DEGENERATE_MARK}: {DEGENERATE_TEXT}; never a finding." + (f" {note}" if note else ""))
+    csv = summary.assign(**{col: summary["language"].map(values) for col, values in extra.items()})
+    return write_table(display, stem, caption, csv=csv)
 
 
 def plot_language_effects(summary: pd.DataFrame, stem, *, names: dict[str, str] | None = None,
