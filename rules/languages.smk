@@ -141,6 +141,7 @@ if OTHER_LANGUAGES:
             seed=config["stats"]["seed"],
             alpha=config["stats"]["alpha"],
             fidelity=FIDELITY,
+            engine=config["stats"]["engine"],
             keep_invalid=GSM["keep_invalid_items"],
             modes={x: language_mode(x) for x in LANGUAGES},
         script:

@@ -231,6 +231,7 @@ LIBRARY_PARAMS = {
     "n_shards": "stats.shards",
     "n_boot": "statform.resamples",
     "source": None,          # what an error message names (a file, "GLMM input"), not statform.source
+    "english_rules": None,   # whether this one language is read by English rules (a bool), not the config's list
 }
 #: (module, function, parameter) -> the config key it stands for where the name alone says another
 #: or none (the power study's engine is power.engine), or None where the parameter is no config key

@@ -34,7 +34,8 @@ try:
     fitted = pd.concat([pd.read_parquet(p) for p in sm.input.glmm1], ignore_index=True)
     summary, glmm1 = run_cross_lingual(data, int(sm.params.resamples), int(sm.params.seed),
                                        alpha=float(sm.params.alpha), fidelity=sm.params.fidelity,
-                                       workers=int(sm.threads), glmm1=fitted, exclude=drop, log=log)
+                                       workers=int(sm.threads), glmm1=fitted, exclude=drop, log=log,
+                                       engine=str(sm.params.engine))
     compared = sorted(set(data["template"].astype(int)) - set(drop))
     out = write_cross_lingual(summary, glmm1, Path(sm.output.table).parent, Path(sm.output.figure).parent,
                               list(sm.params.languages), excluded=excluded, rates=answer_language_rates(by_language),

@@ -20,6 +20,8 @@ recorded, :data:`CONTEXT_COLUMNS`; refused where even no exemplar fits).
 
 from __future__ import annotations
 
+from earnest import fidelity as F
+
 import re
 from dataclasses import replace
 
@@ -71,7 +73,7 @@ def _label(line: str) -> str:
     return m.group(1)
 
 
-def mode_format(language: str, mode: str = "native", resources_dir=None, *, fidelity: str = "earnest",
+def mode_format(language: str, mode: str = "native", resources_dir=None, *, fidelity: str = F.DEFAULT,
                 name: str = "gsm") -> PromptFormat:
     """The ``name`` prompt of ``language`` in ``mode`` (see the module docstring)."""
     if mode not in MODES:
