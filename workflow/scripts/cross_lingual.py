@@ -5,7 +5,7 @@ snakemake.input.glmm1: each language's GLMM 1 of each model (workflow/scripts/la
 snakemake.input.excluded: each other language's failing items (<dataset>.excluded.tsv of
 language_items); snakemake.input.english_items: the English study's items (checked here);
 snakemake.params: languages (the reference first: English), resamples, seed, alpha, fidelity,
-keep_invalid; snakemake.output: table (Markdown; CSV and LaTeX beside it), csv, glmm1, excluded,
+keep_invalid, engine (stats.engine: a language GLMM 1 refitted here uses the run's engine); snakemake.output: table (Markdown; CSV and LaTeX beside it), csv, glmm1, excluded,
 figure; snakemake.log[0].
 """
 
