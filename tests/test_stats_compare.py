@@ -57,11 +57,15 @@ def test_paired_glmm_recovers_a_known_difference_and_holm_runs_across_pairs():
     assert ab["n_items"] == 180 and ab["n_clean"] >= 40
     assert ab["ci_low"] < math.exp(-1.5) < ab["ci_high"]
     assert abs(ab["median_log_or"] + 1.5) < 0.5
-    assert bool(ab["significant_holm"]) and not bool(t.iloc[2]["significant_holm"])
+    # every resample below 0, but 60 resamples cannot resolve a P below 0.05 / 3 (2/60 = 0.033 per test):
+    # the verdict says so and names the B that would (issue 50.4), never "not significant"
+    assert ab["p_boot"] == 0 and ab["p_value"] == pytest.approx(2 / ab["n_clean"])
+    assert ab["verdict"] == "unresolved" and ab["resolving_resamples"] == 121
+    assert not bool(ab["significant_holm"]) and t.iloc[2]["verdict"] == "not significant"
     # Holm: adjusted p never below the raw p, and the smallest is multiplied by the number of pairs
-    assert (t["p_holm"] >= t["p_boot"] - 1e-12).all()
-    i = int(np.argmin(t["p_boot"]))
-    assert t["p_holm"].iloc[i] == pytest.approx(min(1.0, 3 * t["p_boot"].iloc[i]))
+    assert (t["p_holm"] >= t["p_value"] - 1e-12).all()
+    i = int(np.argmin(t["p_value"]))
+    assert t["p_holm"].iloc[i] == pytest.approx(min(1.0, 3 * t["p_value"].iloc[i]))
 
 
 def test_a_boundary_item_variance_is_a_clean_fit_of_the_paired_glmm():
@@ -144,23 +148,28 @@ def _separated(n_templates=10, per=6, correct_b=(0, 1)):
 
 @pytest.mark.parametrize("item_effects,engine", [(True, "lme4"), (False, "laplace")])
 def test_a_separated_pair_is_degenerate_never_significant_and_does_not_overflow(tmp_path, item_effects, engine):
-    """0/60 against 2/60 (10 templates x 6 items, 40 resamples): the bootstrap log ORs run to minus
-    thousands (median about -3500 with item intercepts), which once gave OR 0 [0, 0], p_boot 0 and
-    'significant_holm', or an OverflowError in exp. The GLMM summaries' rule (fit_problems) calls it
-    complete separation: degenerate, never significant, not bold; McNemar (0:2, p = 0.5) stands."""
+    """0/60 against 2/60 (10 templates x 6 items, 40 resamples). With item intercepts (lme4, unpenalised)
+    the bootstrap log ORs run to minus thousands (median about -3500), which once gave OR 0 [0, 0],
+    p_boot 0 and 'significant_holm', or an OverflowError in exp: complete separation, not estimable,
+    never significant, not bold. With template intercepts the pair's fits are penalised (issue 50): a
+    finite estimate, and the zero count's uncertainty carried by the likelihood-ratio test: not
+    significant either. McNemar (0:2, p = 0.5) stands."""
     data = _separated()
     t = C.compare_family(data, "prompts", "m", n_resamples=40, seed=1, item_effects=item_effects, engine=engine)
     r = t.iloc[0]
     assert (r["a"], r["b"], r["n_items"], r["n_ab"], r["n_ba"]) == ("p1", "p2", 60, 0, 2)
     assert r["p_mcnemar"] == pytest.approx(0.5)
-    assert r["fit_verdict"] == "degenerate" and bool(r["degenerate"])
     assert "complete separation: p2 2/60 correct, p1 0/60" in r["fit_problems"]
     assert not bool(r["significant_holm"]) and not bool(r["p_mcnemar_holm_below_alpha"])
     if item_effects:  # lme4 counts most resamples clean, at log ORs of minus thousands
+        assert r["fit_verdict"] == "degenerate" and bool(r["degenerate"]) and r["verdict"] == "not estimable"
         assert r["n_clean"] > 0 and r["median_log_or"] < -50 and r["odds_ratio"] < 1e-20
+    else:
+        assert r["fit_verdict"] == "caution" and not bool(r["degenerate"])
+        assert -10 < r["median_log_or"] < 0 and r["p_source"] == "likelihood ratio" and r["p_value"] > 0.05
     C.write_pairs_table(t, tmp_path / "pairs")
     md = (tmp_path / "pairs.md").read_text()
-    assert "§" in md and "**" not in md
+    assert ("§" in md) is bool(item_effects) and "**" not in md
     # the summaries' rule itself, on the GLMM layout: the same counts are separation there too
     from earnest.stats.diagnostics import fit_problems
     assert fit_problems({"n_base": 60, "n_variants": 60, "acc_base": 100 * 2 / 60, "acc_variants": 0.0,
@@ -264,10 +273,11 @@ def test_a_pair_built_from_diverged_estimates_is_degenerate():
     assert not C.pair_verdict({**r, "ci_low_log": -2.9, "diverged": False, "n_diverged": 0}, "a", "b")["degenerate"]
 
 
-def test_the_issue_40_pair_counts_its_separated_resamples_and_is_degenerate():
+def test_the_issue_40_pair_is_estimable_and_not_significant():
     """30 templates x 2 items, model a right on 1 of 60, b on 6 of 60 (issue 40.2): resamples that draw
-    no item a got right are separated; they count at their bound (as in the GLMM summaries), the
-    interval reaches it, and the pair is degenerate, never significant."""
+    no item a got right are separated. Once they counted at their bound and made the pair degenerate;
+    now the pair's fits are penalised (issue 50): every resample has a finite estimate, and the pair is
+    not significant (Fisher's exact test on the 2x2: P = 0.11)."""
     rows = []
     for t in range(30):
         for i in range(2):
@@ -276,7 +286,7 @@ def test_the_issue_40_pair_counts_its_separated_resamples_and_is_degenerate():
                      {"model": "b", "prompt": "p", "template": t, "item": f"x{k}", "correct": int(k % 10 == 1)}]
     data = C.validate_compare_input(pd.DataFrame(rows))
     r = C.compare_pair(C.paired_rows(data, "models", "p", "a", "b"), 60, 3, item_effects=False, engine="laplace")
-    assert r["n_separated"] > 0 and r["ci_low_log"] <= -10
-    assert r["degenerate"]
+    assert r["n_separated"] > 0 and -10 < r["ci_low_log"] < r["median_log_or"] < 0
+    assert not r["degenerate"] and r["n_clean"] == 60
     t = C.compare_family(data, "models", "p", n_resamples=60, seed=3, item_effects=False, engine="laplace")
-    assert not t["significant_holm"].any() and t["degenerate"].all()
+    assert not t["significant_holm"].any() and set(t["verdict"]) == {"not significant"}

@@ -126,7 +126,7 @@ def test_fit_problems_in_words():
     assert verdict == "caution" and "complete separation" in words[0] and "0/10" in words[0] and "2/40" in words[0]
     assert "penalised fit's estimate is finite" in words[0]
     verdict, words = fit_problems(_summary_row(acc_base=0.0, acc_variants=5.0))
-    assert verdict == "caution" and "unpenalised odds ratio diverges" in words[0]
+    assert verdict == "degenerate" and "unpenalised odds ratio diverges" in words[0]
     # separation in the variant indicator does not make the gamma_c effect degenerate by itself
     assert fit_problems(_summary_row(acc_base=0.0, acc_variants=5.0, term="gamma_c"))[0] == "ok"
     verdict, words = fit_problems(_summary_row(n_clean=30, n_singular=4, wald_converged=False,

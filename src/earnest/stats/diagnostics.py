@@ -136,8 +136,10 @@ def fit_problems(row, labels: tuple[str, str] = ("GSM-Base", "GSM-Variants")) ->
         verdict = "degenerate"
         out.append(f"every answer correct ({nb + nv}): no effect can be estimated")
     elif row["term"] == VARIANT and (cb in (0, nb) or cv in (0, nv)):
-        verdict = "caution"
         penalised = bool(str(row.get("prior", "") or ""))
+        # a penalised fit estimates it (a caution); an unpenalised one diverges (the reference's
+        # verdict is its procedure's whatever this says: earnest.stats.verdict)
+        verdict = "caution" if penalised else "degenerate"
         out.append(f"complete separation: {l0} {cb}/{nb} correct, {l1} {cv}/{nv}; "
                    + ("the penalised fit's estimate is finite, and the P value and interval include the "
                       "likelihood-ratio test's, which carries the zero count" if penalised else
@@ -158,8 +160,9 @@ def fit_problems(row, labels: tuple[str, str] = ("GSM-Base", "GSM-Variants")) ->
                                   built_from=bool(built) if built is not None and not pd.isna(built) else False,
                                   n_diverged=row.get("n_diverged"))
     if diverged and not str(row.get("prior", "") or ""):
-        # unpenalised fits only (a penalised fit stays finite): a note, the verdict is the procedure's
-        verdict = "caution" if verdict == "ok" else verdict
+        # unpenalised fits only (a penalised fit stays finite); in reference mode a note beside the
+        # authors' verdict, which earnest.stats.verdict decides by their procedure alone
+        verdict = "degenerate"
         out.append(diverged)
     reason = str(row.get("not_estimable_reason", "") or "")
     if reason and verdict != "degenerate":

@@ -29,7 +29,7 @@ import pandas as pd
 from earnest import fidelity
 from earnest.jsonl import read_utf8
 from earnest.stats.defaults import COLLINEARITY_THRESHOLD, COVARIATE
-from earnest.wording import EFFECTS, GAMMA_C, TERMS  # noqa: F401 (EFFECTS re-exported with the engine)
+from earnest.wording import EFFECTS, GAMMA_C, INTERCEPT, TERMS, VARIANT  # noqa: F401 (EFFECTS re-exported)
 from earnest.stats.defaults import PRIOR_EFFECT_SD, PRIOR_INTERCEPT_SD
 
 GLMM_INPUT_COLUMNS = ("model", "prompt", "template", "variant", "correct")
@@ -454,7 +454,7 @@ def _design_columns(df: pd.DataFrame, glmm: int) -> tuple[np.ndarray, list[str],
     if glmm == 2 and "gamma" in df.columns:
         df = df[df["gamma"].notna()]
     cols = [np.ones(len(df)), df["variant"].to_numpy(float)]
-    names = ["(Intercept)", "variant"]
+    names = [INTERCEPT, VARIANT]
     if glmm == 2:
         g = df[GAMMA_C] if GAMMA_C in df.columns else df["gamma"]
         cols.append(g.to_numpy(float))
@@ -470,7 +470,7 @@ def _rank_problem(X: np.ndarray, names: list[str], covariate: str) -> str:
     """'' when the columns of X (intercept, variant[, gamma_c]) have full rank, else why not: which
     column is a linear function of the ones before it (lme4 drops that column and its coefficient
     has no estimate)."""
-    shown = {"(Intercept)": "the intercept", "variant": "variant", GAMMA_C: str(covariate)}
+    shown = {INTERCEPT: "the intercept", VARIANT: "variant", GAMMA_C: str(covariate)}
     if X.shape[0] == 0:
         return ""
     for k in range(1, X.shape[1]):

@@ -357,13 +357,13 @@ HOLM_FAMILY = {1: ("analysis", "glmm", "prompt", "term"), 2: ("analysis", "glmm"
 #: (In words, for captions: earnest.wording.holm_family_text(HOLM_FAMILY[glmm]).)
 
 
-def add_holm(summaries: pd.DataFrame, column: str = "p_value", out: str = "p_holm",
+def add_holm(summaries: pd.DataFrame, column: str = "p_boot", out: str = "p_holm",
              fidelity: str = F.DEFAULT) -> pd.DataFrame:
     """``summaries`` with ``out``: Holm-corrected ``column`` within each family of :data:`HOLM_FAMILY`
     (the verdict's rule, :func:`earnest.stats.verdict.holm`; a P of 0 corrected as its bound)."""
     res = summaries.copy()
     res[out] = np.nan
-    values = res[column].astype(float) if column in res.columns else res["p_boot"].astype(float)
+    values = res[column].astype(float)
     bound = res["p_bound"].astype(float) if "p_bound" in res.columns else pd.Series(np.nan, index=res.index)
     for glmm, keys in HOLM_FAMILY.items():
         part = res[res["glmm"].astype(int) == glmm]
