@@ -169,7 +169,8 @@ def test_a_separated_pair_is_degenerate_never_significant_and_does_not_overflow(
         assert -10 < r["median_log_or"] < 0 and r["p_source"] == "likelihood ratio" and r["p_value"] > 0.05
     C.write_pairs_table(t, tmp_path / "pairs")
     md = (tmp_path / "pairs.md").read_text()
-    assert ("§" in md) is bool(item_effects) and "**" not in md
+    rows = [x for x in md.splitlines() if x.startswith("| m |")]
+    assert any("§" in x for x in rows) is bool(item_effects) and "**" not in md
     # the summaries' rule itself, on the GLMM layout: the same counts are separation there too
     from earnest.stats.diagnostics import fit_problems
     assert fit_problems({"n_base": 60, "n_variants": 60, "acc_base": 100 * 2 / 60, "acc_variants": 0.0,
@@ -287,6 +288,6 @@ def test_the_issue_40_pair_is_estimable_and_not_significant():
     data = C.validate_compare_input(pd.DataFrame(rows))
     r = C.compare_pair(C.paired_rows(data, "models", "p", "a", "b"), 60, 3, item_effects=False, engine="laplace")
     assert r["n_separated"] > 0 and -10 < r["ci_low_log"] < r["median_log_or"] < 0
-    assert not r["degenerate"] and r["n_clean"] == 60
+    assert not r["degenerate"] and r["n_clean"] > 30      # singular resamples are not clean in earnest mode
     t = C.compare_family(data, "models", "p", n_resamples=60, seed=3, item_effects=False, engine="laplace")
     assert not t["significant_holm"].any() and set(t["verdict"]) == {"not significant"}

@@ -92,7 +92,7 @@ def test_simulated_power_agrees_with_the_wald_approximation_at_a_large_design(ef
     sc = P.Scenario("s", 0.5, 2.0)
     orr = P.wald_mde(60, 20, baseline_acc=0.5, ranef_var=2.0, effect=effect, target=0.5)
     n = 80
-    row = P.power_point(60, 20, orr, sc, effect=effect, n_sims=n, n_resamples=40, seed=11, engine="laplace")
+    row = P.power_point(60, 20, orr, sc, effect=effect, n_sims=n, n_resamples=50, seed=11, engine="laplace")
     assert row["wald_power"] == pytest.approx(0.5, abs=1e-6)
     assert row["clean_share"] > 0.99
     assert abs(row["power"] - 0.5) < 3 * math.sqrt(0.25 / n)
@@ -102,10 +102,10 @@ def test_number_effect_known_answers_strong_effect_and_no_effect():
     """A strong number effect (OR 2 per unit of gamma, Wald power ~1) is detected in every data
     set; with no effect the rejection rate is compatible with alpha."""
     sc = P.Scenario("s", 0.5, 2.0)
-    strong = P.power_point(30, 10, 2.0, sc, effect="gamma", n_sims=20, n_resamples=40, seed=4, engine="laplace")
+    strong = P.power_point(30, 10, 2.0, sc, effect="gamma", n_sims=20, n_resamples=50, seed=4, engine="laplace")
     assert strong["wald_power"] > 0.999 and strong["power"] == 1.0 and strong["gamma_sd"] == 1.5
     n = 150
-    null = P.power_point(30, 10, 1.0, sc, effect="gamma", n_sims=n, n_resamples=40, seed=4, engine="laplace")
+    null = P.power_point(30, 10, 1.0, sc, effect="gamma", n_sims=n, n_resamples=50, seed=4, engine="laplace")
     from scipy import stats
     assert null["n_no_p"] == 0
     assert stats.binomtest(null["n_p_below_alpha"], n, 0.05).pvalue > 0.01, null["n_p_below_alpha"]
@@ -183,9 +183,9 @@ def test_a_strong_effect_is_always_detected_and_no_effect_rarely():
     sc = P.Scenario("s", 0.5, 2.0)
     # (an odds ratio of 0.05 on 20 x 5 items leaves resamples without a correct GSM-Variants answer: the
     # summaries call such fits degenerate, never significant, and so does the power study)
-    strong = P.power_point(20, 5, 0.15, sc, n_sims=4, n_resamples=40, seed=2, engine="lme4")
-    assert strong["power"] == 1.0 and strong["n_no_p"] == 0 and strong["fits"] == 160
-    null = P.power_point(20, 5, 1.0, sc, n_sims=4, n_resamples=40, seed=2, engine="lme4")
+    strong = P.power_point(20, 5, 0.15, sc, n_sims=4, n_resamples=50, seed=2, engine="lme4")
+    assert strong["power"] == 1.0 and strong["n_no_p"] == 0 and strong["fits"] == 200
+    null = P.power_point(20, 5, 1.0, sc, n_sims=4, n_resamples=50, seed=2, engine="lme4")
     assert null["n_p_below_alpha"] <= 1
 
 

@@ -149,6 +149,6 @@ def test_a_bootstrap_p_of_zero_is_below_two_over_n_not_zero():
     assert "801" in s["verdict_reason"].iloc[0]
     display, _, _ = variant_effect_table(s, "gsm")
     assert set(display["P value"]) == {"<0.010"}
-    assert set(display["Corrected P value"]) == {"<0.200"}          # the Holm value of a bound is a bound
+    assert set(display["Corrected P value"]) == {"<0.200 (unresolved: B ≥ 801)"}   # and the table says why          # the Holm value of a bound is a bound
     ref = build_summaries(rows.assign(fidelity="reference", p_bound=np.nan))
     assert (ref["p_holm"] == 0).all() and ref["significant_holm"].all()

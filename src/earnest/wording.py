@@ -171,6 +171,8 @@ DEGENERATE_NOTE = f"{DEGENERATE_MARK} not estimable ({DEGENERATE_TEXT})."
 
 #: decimals of an odds ratio and its interval bounds in every table
 OR_DECIMALS = 2
+#: an odds ratio beyond this (or below its inverse) is shown as ">1000000" ("<0.000001")
+OR_DISPLAY_LIMIT = 1e6
 
 
 def format_estimate(x, degenerate: bool = False, digits: int = OR_DECIMALS, missing: str = "") -> str:
@@ -185,6 +187,12 @@ def format_estimate(x, degenerate: bool = False, digits: int = OR_DECIMALS, miss
         return missing
     if degenerate:
         return DEGENERATE_MARK
+    # an unpenalised separated fit (the reference's) can reach e^400: shown as beyond a bound, never as
+    # hundreds of digits or as 0
+    if x >= OR_DISPLAY_LIMIT:
+        return f">{OR_DISPLAY_LIMIT:.0f}"
+    if 0 <= x <= 1 / OR_DISPLAY_LIMIT:
+        return f"<{1 / OR_DISPLAY_LIMIT:.{len(str(int(OR_DISPLAY_LIMIT))) - 1}f}"
     return f"{x:.{digits}f}"
 
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from earnest.stats.diagnostics import diverged_statement, fit_problems
@@ -119,8 +120,9 @@ def _with_p_columns(s: pd.DataFrame, mode: str) -> pd.DataFrame:
     if "p_value" not in s.columns:
         bound = s["p_bound"].astype(float) if "p_bound" in s.columns else pd.Series(float("nan"), index=s.index)
         p = s["p_boot"].astype(float)
-        s["p_value"] = p.where(~((p == 0) & bound.notna()) | (mode == F.REFERENCE), bound)
-        s["p_source"] = "bootstrap"
+        at_bound = (p == 0) & bound.notna() & (mode != F.REFERENCE)
+        s["p_value"] = p.where(~at_bound, bound)
+        s["p_source"] = np.where(at_bound, "bootstrap bound", "bootstrap")
     if "not_estimable_reason" not in s.columns:
         s["not_estimable_reason"] = ""
     # from the rows' own counts too (rows of an older summary, or of another writer)
