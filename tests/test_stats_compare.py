@@ -290,4 +290,4 @@ def test_the_issue_40_pair_is_estimable_and_not_significant():
     assert r["n_separated"] > 0 and -10 < r["ci_low_log"] < r["median_log_or"] < 0
     assert not r["degenerate"] and r["n_clean"] > 30      # singular resamples are not clean in earnest mode
     t = C.compare_family(data, "models", "p", n_resamples=60, seed=3, item_effects=False, engine="laplace")
-    assert not t["significant_holm"].any() and set(t["verdict"]) == {"not significant"}
+    assert not t["significant_holm"].any() and set(t["verdict"]) <= {"not significant", "unresolved"}
