@@ -183,9 +183,9 @@ def test_a_strong_effect_is_always_detected_and_no_effect_rarely():
     sc = P.Scenario("s", 0.5, 2.0)
     # (an odds ratio of 0.05 on 20 x 5 items leaves resamples without a correct GSM-Variants answer: the
     # summaries call such fits degenerate, never significant, and so does the power study)
-    strong = P.power_point(20, 5, 0.15, sc, n_sims=4, n_resamples=50, seed=2, engine="lme4")
-    assert strong["power"] == 1.0 and strong["n_no_p"] == 0 and strong["fits"] == 200
-    null = P.power_point(20, 5, 1.0, sc, n_sims=4, n_resamples=50, seed=2, engine="lme4")
+    strong = P.power_point(20, 5, 0.15, sc, n_sims=4, n_resamples=80, seed=2, engine="lme4")
+    assert strong["power"] == 1.0 and strong["n_no_p"] == 0 and strong["fits"] == 320
+    null = P.power_point(20, 5, 1.0, sc, n_sims=4, n_resamples=80, seed=2, engine="lme4")
     assert null["n_p_below_alpha"] <= 1
 
 

@@ -477,6 +477,7 @@ def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: 
     # (fitting every data set's resamples in one laplace batch was measured no faster: the fits dominate)
     n_sig = n_no_p = clean = n_fallback = 0
     for df, s in zip(data, boot_seeds):
+        used = eng
         try:
             table = bootstrap_table(df, glmm, n_resamples, s, engine=eng, cores=cores)
         except (FloatingPointError, np.linalg.LinAlgError) as exc:
@@ -489,8 +490,9 @@ def power_point(n_templates: int, n_variants: int, odds_ratio: float, scenario: 
             import logging
             logging.getLogger("earnest.stats.power").warning(
                 "%s engine failed on a simulated data set (%s); refitted with %s", eng.name, exc, fallback)
-            table = bootstrap_table(df, glmm, n_resamples, s, engine=fallback, cores=cores)
-        p, n_clean, degenerate, called = test_p(table, term, df, glmm, alpha)
+            used = resolve_engine(fallback)
+            table = bootstrap_table(df, glmm, n_resamples, s, engine=used, cores=cores)
+        p, n_clean, degenerate, called = test_p(table, term, df, glmm, alpha, engine=used)
         clean += n_clean
         if math.isnan(p):
             n_no_p += 1
