@@ -355,13 +355,13 @@ class TransformersBackend(Backend):
         self.attention = cfg.get("attention", STANDARD_ATTENTION)
         if self.attention not in ATTENTION_MODES:
             raise ValueError(f"models.{model_name}.attention: {self.attention!r} is not one of {', '.join(ATTENTION_MODES)}")
+        # earnest's attention reads the shared prefix in place (prefills; shared_prefix decoding steps) and
+        # hands every other call to the model's own implementation (sdpa; eager for Gemma 2's soft-capping)
+        own = slots.use_earnest_attention(self.model)
+        # sdpa and earnest's attention take a boolean mask; eager adds a float one
+        self._additive_mask = own not in ("sdpa", "flash_attention_2", "flash_attention_3")
         if self.attention == SHARED_PREFIX_ATTENTION:
-            if self.model.config._attn_implementation != "sdpa":
-                raise ValueError(f"models.{model_name}.attention: shared_prefix needs the model's sdpa attention "
-                                 f"(this model uses {self.model.config._attn_implementation!r}); use standard")
-            self.model.set_attn_implementation(slots.register_shared_prefix_attention())
-        # sdpa and earnest's attention take a boolean mask; eager (e.g. Gemma-2's soft-capping) adds a float one
-        self._additive_mask = self.model.config._attn_implementation not in ("sdpa", "earnest_shared_prefix")
+            self._additive_mask = False
         self.eos_ids = self._eos_ids()
         # the reference passes eos_token_id=tokenizer.eos_token_id to generate(), which replaces
         # the generation config's EOS list (e.g. Llama-3-Instruct's <|eot_id|>)
@@ -644,29 +644,33 @@ class TransformersBackend(Backend):
 
     def _prefill(self, cache, step, chosen: list[int], owns: list[list[int]], prefix: tuple[int, ...]) -> list[int]:
         """Run the requests' own tokens against the prefix (left-padded, together) and write their
-        keys/values into the slots ``chosen``; returns each request's first generated token."""
+        keys/values into the slots ``chosen``; returns each request's first generated token. The prefix's
+        cache is read in place by every row (``slots.PrefillCache``), never copied per row."""
         torch = self.torch
         dev = self.device
         P, k = len(prefix), len(chosen)
         Lc = max(len(o) for o in owns)
         ids = torch.full((k, Lc), self.pad_id, dtype=torch.long, device=dev)
-        mask = torch.zeros((k, P + Lc), dtype=torch.long, device=dev)
-        mask[:, :P] = 1
+        pad = torch.tensor([Lc - len(o) for o in owns], device=dev)
         for j, own in enumerate(owns):
             ids[j, Lc - len(own):] = torch.tensor(own, device=dev)
-            mask[j, P + Lc - len(own):] = 1
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, P:]
-        pc = None
+        q = torch.arange(Lc, device=dev)
+        # each own token attends to the row's earlier own tokens (and a padding query to itself); the prefix
+        # is attended in full by every row
+        mask = ((q[None, :] <= q[:, None])[None] & (q[None, None, :] >= pad[:, None, None])) | torch.eye(
+            Lc, dtype=torch.bool, device=dev)[None]
+        positions = (P + q[None, :] - pad[:, None]).clamp(min=P)
+        prefix_layers = []
         if P:
-            pc = copy.deepcopy(self._prefix_cache(prefix))
-            if k > 1:
-                pc.batch_repeat_interleave(k)
-        logits, pc = self._forward(pc, input_ids=ids, attention_mask=mask, position_ids=positions)
+            prefix_layers = [(layer.keys, layer.values) for layer in self._prefix_cache(prefix).layers]
+        pc = slots.prefill_cache_class()(prefix_layers, len(cache.k))
+        logits, _ = self._forward(pc, input_ids=ids, attention_mask=mask[:, None], position_ids=positions)
         first = logits.argmax(-1)
-        for li, layer in enumerate(pc.layers):
+        for li in range(len(pc.k)):
             for j, (s, own) in enumerate(zip(chosen, owns)):
                 n = len(own)
-                cache.write_slot(s, li, layer.keys[j, :, P + Lc - n:P + Lc], layer.values[j, :, P + Lc - n:P + Lc], n)
+                cache.write_slot(s, li, pc.k[li][j, :, Lc - n:], pc.v[li][j, :, Lc - n:], n)
+        del pc
         idx = torch.tensor(chosen, device=dev)
         lengths = torch.tensor([len(o) for o in owns], device=dev)
         step.tok[idx, 0] = first

@@ -21,6 +21,7 @@ SUBCOMMAND_MODULES = [
     "earnest.cli.power",            # earnest power
     "earnest.cli.compare",          # earnest compare
     "earnest.config",           # earnest check-config
+    "earnest.cli.plan_gpu",     # earnest plan-gpu
 ]
 
 
