@@ -21,7 +21,6 @@ reference's extractor cuts it). The speed paths (shared-prefix cache, batching) 
 
 from __future__ import annotations
 
-import collections
 import copy
 import importlib.util
 import logging
@@ -34,7 +33,9 @@ from typing import Sequence
 from earnest.fidelity import REFERENCE
 from earnest.schema import schema_default
 
-from . import slots
+from . import attention, memplan, slots
+from .rope import LongRopePerRow
+from .schedule import SlotScheduler
 from .base import EOS, MAX_NEW_TOKENS, STOP_STRING, Backend, GenerationRequest, GenerationResult, cut_at_stop
 
 log = logging.getLogger(__name__)
@@ -267,42 +268,15 @@ def convert_gguf(spec: str, out_dir: str | Path, dtype: str = DEFAULT_DTYPE) -> 
     return {"gguf": str(path), "tensors": len(state), "probes": len(_TOKENIZER_PROBES), "seconds": round(seconds, 1)}
 
 
-#: ``batch_size: auto`` on a CPU (no card to size it by), and the most slots ``auto`` gives on a GPU
+#: ``batch_size: auto`` on a CPU (no card to size it by)
 AUTO_CPU_BATCH = 8
-AUTO_MAX_BATCH = 512
-#: requests prefilled together when slots are refilled (bounds the prefill's temporary memory)
-PREFILL_ROWS = 32
-#: device memory ``batch_size: auto`` leaves free besides the slots and one prefill (allocator, workspaces)
-AUTO_RESERVE_BYTES = 2 << 30
+#: device memory a running job leaves free besides its plan (the allocator's slack; the CUDA context is
+#: not in the free memory it measures)
+RUNTIME_RESERVE_BYTES = 1 << 30
 
 
 class DecodeMemoryError(MemoryError):
     """A job's decoding slots do not fit the device (the message names model, memory asked and free)."""
-
-
-def fit_batch(model: str, device: str, free: int, per_slot: int, overhead: int, n_requests: int,
-              wanted: int | None, slot_columns: int) -> int:
-    """Slots of ``per_slot`` bytes a job decodes with on a device with ``free`` bytes, ``overhead``
-    of them kept for a prefill and workspaces: ``wanted`` (at most one per request) if they fit, or
-    with ``wanted=None`` (``batch_size: auto``) as many as fit, at most ``AUTO_MAX_BATCH``.
-    Raises :class:`DecodeMemoryError` naming the model, the memory asked and the memory free."""
-    mib = 1 << 20
-    room = free - overhead
-    if wanted is None:
-        fits = room // per_slot
-        if fits < 1:
-            raise DecodeMemoryError(
-                f"models.{model}: one decoding slot needs {per_slot / mib:.0f} MiB ({slot_columns} key/value "
-                f"columns) plus {overhead / mib:.0f} MiB for a prefill and workspace; {device} has "
-                f"{free / mib:.0f} MiB free after the weights")
-        return int(max(1, min(fits, AUTO_MAX_BATCH, n_requests)))
-    batch = max(1, min(int(wanted), n_requests))
-    if batch * per_slot > room:
-        raise DecodeMemoryError(
-            f"models.{model}: batch_size {batch} needs {batch * per_slot / mib:.0f} MiB of decoding slots "
-            f"({slot_columns} key/value columns each) plus {overhead / mib:.0f} MiB for a prefill and workspace; "
-            f"{device} has {free / mib:.0f} MiB free after the weights (batch_size: auto takes what fits)")
-    return batch
 
 
 class TransformersBackend(Backend):
@@ -357,7 +331,7 @@ class TransformersBackend(Backend):
             raise ValueError(f"models.{model_name}.attention: {self.attention!r} is not one of {', '.join(ATTENTION_MODES)}")
         # earnest's attention reads the shared prefix in place (prefills; shared_prefix decoding steps) and
         # hands every other call to the model's own implementation (sdpa; eager for Gemma 2's soft-capping)
-        own = slots.use_earnest_attention(self.model)
+        own = attention.use_earnest_attention(self.model)
         # sdpa and earnest's attention take a boolean mask; eager adds a float one
         self._additive_mask = own not in ("sdpa", "flash_attention_2", "flash_attention_3")
         if self.attention == SHARED_PREFIX_ATTENTION:
@@ -368,7 +342,9 @@ class TransformersBackend(Backend):
         tok_eos = self.tokenizer.eos_token_id
         self.reference_eos_ids = [tok_eos] if tok_eos is not None else self.eos_ids
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_ids[0]
-        self._prefix: tuple[tuple[int, ...], object] | None = None  # (prefix ids, their KV cache)
+        self._prefix: dict = {}      # (prefix ids, long factors) -> every layer's (keys, values) of the prefix
+        # Phi-3's LongRoPE: factors chosen per row (earnest.backends.rope)
+        self._rope = LongRopePerRow.attach(self.model)
         self._layout = None          # (layers, (kv heads, key dim, value dim), sliding window or None)
         #: what the last ``generate`` call decoded with: batch, columns per slot, cache bytes, graphs
         self.last_decode: dict = {}
@@ -427,15 +403,25 @@ class TransformersBackend(Backend):
         new_cache = getattr(out, "cache", None)
         return out.logits[:, -1, :], new_cache if new_cache is not None else out.past_key_values
 
-    def _prefix_cache(self, prefix: tuple[int, ...]):
-        """KV cache of the shared prefix (computed once per prefix)."""
-        if self._prefix is None or self._prefix[0] != prefix:
+    def _prefix_layers(self, prefix: tuple[int, ...], long: bool = False) -> list:
+        """(keys, values) of every layer of the shared prefix, each ``(1, heads, P, dim)``, computed once per
+        prefix (and per LongRoPE factor set: ``long`` computes it alone with the long factors)."""
+        key = (prefix, long)
+        if key not in self._prefix:
             torch = self.torch
             ids = torch.tensor([prefix], device=self.device)
-            with torch.inference_mode():
-                _, cache = self._forward(None, input_ids=ids)
-            self._prefix = (prefix, cache)
-        return self._prefix[1]
+            if any(k[0] != prefix for k in self._prefix):      # another job's prefix: freed
+                self._prefix.clear()
+            if self._rope is not None:
+                self._rope.force_long = long
+            try:
+                with torch.inference_mode():
+                    _, cache = self._forward(None, input_ids=ids)
+            finally:
+                if self._rope is not None:
+                    self._rope.force_long = False
+            self._prefix[key] = [(layer.keys, layer.values) for layer in cache.layers]
+        return self._prefix[key]
 
     def _kv_layout(self):
         """(layers, (kv heads, key dim, value dim), sliding window or None), read off a one-token forward."""
@@ -482,170 +468,81 @@ class TransformersBackend(Backend):
         self._decode(encoded, order, prefix, int(max_new_tokens), done)
         return [results[i] for i in range(len(requests))]
 
-    def plan_batch(self, n_requests: int, slot_columns: int, prefill_columns: int) -> int:
-        """How many slots a job decodes with: ``batch_size`` (at most one per request), or for
-        ``auto`` as many slots of ``slot_columns`` key/value columns as the GPU's free memory holds
-        beside one prefill of ``prefill_columns`` columns. On a GPU a job whose slots cannot fit
-        raises :class:`DecodeMemoryError` before anything is decoded."""
-        layers, kv_shape, _ = self._kv_layout()
+    def plan_batch(self, n_requests: int, prefix_tokens: int, own_tokens: int, max_new_tokens: int,
+                   shared: bool) -> memplan.Plan:
+        """The memory plan of a job (``earnest.backends.memplan``, the arithmetic ``earnest plan-gpu`` uses,
+        here with the exact prompt lengths): its ``slots`` are ``batch_size`` (at most one per request), or
+        for ``auto`` as many as the GPU's free memory holds; ``prefill_rows`` the requests prefilled
+        together. On a GPU a job whose slots cannot fit raises :class:`DecodeMemoryError` before anything
+        is decoded, naming the numbers."""
+        shape = memplan.ModelShape.from_config(self.model.config.to_dict(), f"models.{self.name}")
         itemsize = self.model.dtype.itemsize
-        per_slot = slots.slot_cache_class().bytes_per_slot(layers, kv_shape, slot_columns, itemsize)
-        per_slot += self.model.config.vocab_size * 4          # the step's logits row
-        prefill = slots.slot_cache_class().bytes_per_slot(layers, kv_shape, prefill_columns, itemsize)
-        prefill *= 2 * min(PREFILL_ROWS, n_requests) + 1       # the prefix, its copies and their concatenation
         wanted = None if self.batch_size == AUTO_BATCH else int(self.batch_size)
+        kw = dict(itemsize=itemsize, prefix_tokens=prefix_tokens, own_tokens=own_tokens,
+                  max_new_tokens=max_new_tokens, shared_prefix=shared, n_requests=n_requests)
         if self.device.type != "cuda":
-            return max(1, min(wanted or AUTO_CPU_BATCH, n_requests))
-        self.torch.cuda.empty_cache()         # memory this process freed counts as free
-        free, _ = self.torch.cuda.mem_get_info(self.device)
-        return fit_batch(self.name, str(self.device), free, per_slot, prefill + AUTO_RESERVE_BYTES, n_requests,
-                         wanted, slot_columns)
+            batch = max(1, min(wanted or AUTO_CPU_BATCH, n_requests))
+            return memplan.plan_job(shape, card_bytes=1 << 62, reserve=0, batch=batch, **kw)
+        torch = self.torch
+        torch.cuda.empty_cache()         # memory this process freed counts as free
+        free, _ = torch.cuda.mem_get_info(self.device)
+        held = sum(t.numel() * t.element_size() for t in (*self.model.parameters(), *self.model.buffers()))
+        # the weights are on the card already: the card the plan sees is what is free plus what they hold
+        plan = memplan.plan_job(shape, card_bytes=free + held, reserve=RUNTIME_RESERVE_BYTES, batch=wanted, **kw)
+        if plan.slots < 1:
+            asked = f"batch_size {wanted}" if wanted else "one decoding slot"
+            raise DecodeMemoryError(
+                f"models.{self.name}: {asked} needs {(plan.peak(wanted or 1) - plan.weights) / 2**20:.0f} MiB beside "
+                f"the weights ({plan.describe()}); {self.device} has {free / 2**20:.0f} MiB free after the weights"
+                + ("" if wanted is None else " (batch_size: auto takes what fits)"))
+        return plan
 
     def _decode(self, rows: list[list[int]], order: list[int], prefix: tuple[int, ...], max_new_tokens: int,
                 done) -> None:
-        """Continuous batching over slots of a fixed size (``earnest.backends.slots``).
-
-        Each slot holds one request: its own prompt tokens, run against the prefix cache when it
-        enters (several entering requests are prefilled together), then one generated token per
-        step at the next column with positions continuing from its prompt, so each row computes
-        what it would alone. A slot whose answer ends takes the next waiting request (on a GPU,
-        once an eighth of the slots are free, so that prefills come in groups); when none is
-        waiting, the live rows move to the front and the step runs on fewer rows.
-        """
+        """Continuous batching over slots of a fixed size (``earnest.backends.slots``), scheduled by
+        ``earnest.backends.schedule.SlotScheduler``; the slots and the prefill rows are the job's memory
+        plan (:meth:`plan_batch`)."""
         torch = self.torch
         P = len(prefix)
         L = max(len(rows[i]) - P for i in order)
         shared = self.attention == SHARED_PREFIX_ATTENTION and P > 0
         layers, kv_shape, window = self._kv_layout()
-        own_columns = L + max_new_tokens             # the last one is a scratch column nobody attends to
-        if window is not None and P + own_columns > window:
+        longest = P + L + max_new_tokens
+        if window is not None and longest > window:
             raise ValueError(f"models.{self.name}: prompts of up to {P + L} tokens plus max_new_tokens "
                              f"{max_new_tokens} exceed the model's sliding attention window of {window} tokens; "
                              "earnest's decoder attends over whole sequences only")
-        B = self.plan_batch(len(order), (0 if shared else P) + own_columns, P + L)
+        rope = self._rope if self._rope is not None and longest > self._rope.original else None
+        if rope is not None and shared:
+            raise ValueError(f"models.{self.name}.attention: shared_prefix cannot hold LongRoPE rows past "
+                             f"original_max_position_embeddings ({rope.original}; this job reaches {longest} "
+                             "tokens): their prefix is computed with the long factors; use attention: standard")
+        plan = self.plan_batch(len(order), P, L, max_new_tokens, shared)
         graphs = self.cuda_graphs and self.device.type == "cuda"
         with torch.inference_mode():
-            prefix_layers = []
-            if P:
-                prefix_layers = [(layer.keys, layer.values) for layer in self._prefix_cache(prefix).layers]
-            cache = slots.slot_cache_class()(prefix_layers, layers, B, own_columns, shared, kv_shape,
-                                             self.model.dtype, self.device)
+            cache = slots.slot_cache_class()(self._prefix_layers(prefix) if P else [], layers, plan.slots,
+                                             L + max_new_tokens, shared, kv_shape, self.model.dtype, self.device)
             step = slots.SlotStep(self.model, cache, cache_kw=self._cache_kw, keep_kw=self._keep_kw,
                                   additive_mask=self._additive_mask, graphs=graphs)
+            # refills in groups, the tail on fewer rows and the next step launched before the current one's
+            # tokens are checked: the CUDA-graph policies (tests force them on a CPU); not with LongRoPE crossings
             grouped = graphs if self._grouped is None else self._grouped
-            sizes = slots.graph_sizes(B) if grouped else None
-            refill_at = max(1, B // 8) if grouped else 1
-            scratch = cache.columns - 1
-            slot_req: list[int | None] = [None] * B
-            states: dict[int, dict] = {}
-            col = [scratch] * B                      # the column each slot writes next (host copy)
-            queue = collections.deque(order)
-            n_rows = B
-            self.last_decode = {"batch": B, "columns": cache.columns, "cache_bytes": cache.nbytes(),
+            pipelined = (graphs if self._pipelined is None else self._pipelined) and rope is None
+            sched = SlotScheduler(self, cache, step, rows, order, prefix, max_new_tokens, done,
+                                  prefill_rows=plan.prefill_rows, grouped=grouped, pipelined=pipelined, rope=rope)
+            self.last_decode = {"batch": plan.slots, "columns": cache.columns, "cache_bytes": cache.nbytes(),
                                 "shared_prefix": shared, "graphs": step.graph_note, "requests": len(order),
+                                "plan_bytes": plan.peak(plan.slots), "prefill_rows": plan.prefill_rows,
                                 "prefills": 0, "steps": 0}
+            sched.run()
+            self.last_decode.update(prefills=sched.prefills, steps=sched.launched, graphs=step.graph_note)
 
-            def retire(ended: list[int]) -> None:
-                """Slots whose answer ended: their rows step on the scratch column until refilled."""
-                if not ended:
-                    return
-                idx = torch.tensor(ended, device=self.device)
-                cache.write_pos[idx] = scratch
-                step.pos[idx] = 0
-                for s in ended:
-                    slot_req[s] = None
-                    col[s] = scratch
-
-            def take(pairs: list[tuple[int, int]]) -> list[int]:
-                """Feed each slot its new token; finish the answers that ended; the slots freed."""
-                ended = []
-                for s, reason in self._feed([(s, states[slot_req[s]], tok) for s, tok in pairs], max_new_tokens):
-                    i = slot_req[s]
-                    done(i, self._result(rows[i], states.pop(i), reason))
-                    ended.append(s)
-                retire(ended)
-                return ended
-
-            def fill() -> None:
-                while queue:
-                    free = [s for s in range(n_rows) if slot_req[s] is None]
-                    if not free:
-                        return
-                    chosen = free[: min(len(free), len(queue), PREFILL_ROWS)]
-                    reqs = [queue.popleft() for _ in chosen]
-                    first = self._prefill(cache, step, chosen, [rows[i][P:] for i in reqs], prefix)
-                    self.last_decode["prefills"] += 1
-                    for s, i in zip(chosen, reqs):
-                        slot_req[s] = i
-                        states[i] = self._new_state(i)
-                        col[s] = cache.base + len(rows[i]) - P
-                    take(list(zip(chosen, first)))
-
-            # With graphs the step after the current one is launched before the current one's tokens
-            # are read back and checked, so the host's work (stop strings, refills) overlaps the
-            # device's; a token computed for a slot whose answer ended meanwhile is dropped.
-            pipelined = graphs if self._pipelined is None else self._pipelined
-            depth = 2 if pipelined else 1
-            inflight: collections.deque = collections.deque()
-            pinned = self.device.type == "cuda"
-            ring = [torch.empty(B, dtype=torch.long, pin_memory=pinned) for _ in range(depth + 1)]
-            launched = 0
-
-            def launch() -> None:
-                nonlocal launched
-                live = [s for s in range(n_rows) if slot_req[s] is not None]
-                out = step.run(n_rows, max(col[s] for s in live) + 1)
-                host = ring[launched % len(ring)][:n_rows]
-                host.copy_(out, non_blocking=pinned)
-                event = None
-                if pinned:
-                    event = torch.cuda.Event()
-                    event.record()
-                launched += 1
-                for s in live:
-                    col[s] += 1
-                inflight.append((host, event, [(s, slot_req[s]) for s in live]))
-
-            def land() -> list[int]:
-                host, event, launched_with = inflight.popleft()
-                if event is not None:
-                    event.synchronize()
-                toks = host.tolist()
-                # only the slots that still hold the request the step was launched for
-                return take([(s, toks[s]) for s, i in launched_with if slot_req[s] == i])
-
-            fill()
-            compact = False
-            while True:
-                if not compact and len(inflight) < depth and any(r is not None for r in slot_req[:n_rows]):
-                    launch()
-                    if len(inflight) < depth:
-                        continue
-                if not inflight:
-                    break
-                ended = land()
-                if queue:
-                    if ended and sum(r is None for r in slot_req[:n_rows]) >= min(refill_at, len(queue)):
-                        fill()
-                    continue
-                # nothing waits: run the step on as few rows as hold the live answers (once no step is in flight)
-                live = [s for s in range(n_rows) if slot_req[s] is not None]
-                target = len(live) if sizes is None else next((z for z in sizes if z >= len(live)), n_rows)
-                compact = bool(live) and target < n_rows
-                if compact and not inflight:
-                    keep = live + [s for s in range(n_rows) if slot_req[s] is None][: target - len(live)]
-                    step.gather_rows(torch.tensor(keep, device=self.device))
-                    slot_req[:target] = [slot_req[s] for s in keep]
-                    col[:target] = [col[s] for s in keep]
-                    n_rows = target
-                    compact = False
-            self.last_decode["steps"] = launched
-            self.last_decode["graphs"] = step.graph_note
-
-    def _prefill(self, cache, step, chosen: list[int], owns: list[list[int]], prefix: tuple[int, ...]) -> list[int]:
+    def _prefill(self, cache, step, chosen: list[int], owns: list[list[int]], prefix: tuple[int, ...],
+                 long: bool = False) -> list[int]:
         """Run the requests' own tokens against the prefix (left-padded, together) and write their
         keys/values into the slots ``chosen``; returns each request's first generated token. The prefix's
-        cache is read in place by every row (``slots.PrefillCache``), never copied per row."""
+        cache is read in place by every row (``slots.PrefillCache``), never copied per row; ``long``:
+        the prefix computed with LongRoPE's long factors (``earnest.backends.rope``)."""
         torch = self.torch
         dev = self.device
         P, k = len(prefix), len(chosen)
@@ -660,10 +557,7 @@ class TransformersBackend(Backend):
         mask = ((q[None, :] <= q[:, None])[None] & (q[None, None, :] >= pad[:, None, None])) | torch.eye(
             Lc, dtype=torch.bool, device=dev)[None]
         positions = (P + q[None, :] - pad[:, None]).clamp(min=P)
-        prefix_layers = []
-        if P:
-            prefix_layers = [(layer.keys, layer.values) for layer in self._prefix_cache(prefix).layers]
-        pc = slots.prefill_cache_class()(prefix_layers, len(cache.k))
+        pc = slots.prefill_cache_class()(self._prefix_layers(prefix, long) if P else [], len(cache.k))
         logits, _ = self._forward(pc, input_ids=ids, attention_mask=mask[:, None], position_ids=positions)
         first = logits.argmax(-1)
         for li in range(len(pc.k)):
@@ -785,7 +679,7 @@ class TransformersBackend(Backend):
                                 stop_reason=stop, seconds=time.time() - st["t0"])
 
     def close(self) -> None:
-        self._prefix = None
+        self._prefix = {}
         del self.model
 
 
