@@ -168,3 +168,17 @@ def test_plan_gpu_command(capsys):
     out = capsys.readouterr().out
     assert "| Meta-Llama-3-8B | gsm | eng | 40000 MiB (resources.gpu_mem_mb) |" in out
     assert "slots H100 80GB" in out and "slots H200 141GB" in out
+
+
+def test_one_transformers_pin_for_every_environment():
+    """requirements.txt and every conda environment that installs transformers pin the same release."""
+    import re
+
+    pins = {}
+    for path in [ROOT / "requirements.txt", *sorted((ROOT / "envs").glob("*.yaml"))]:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            m = re.match(r"\s*-?\s*transformers(\[[^\]]*\])?\s*([=<>!~]=?[^\s#]*)?", line)
+            if m and not line.lstrip().startswith("#"):
+                pins[path.name] = m.group(2)
+    assert "requirements.txt" in pins and "generate.yaml" in pins, pins
+    assert len(set(pins.values())) == 1 and next(iter(pins.values())).startswith("=="), pins

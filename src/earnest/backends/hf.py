@@ -1,49 +1,45 @@
 """Hugging Face transformers backend: greedy decoding over fixed slots that share a prefix cache.
 
 Every few-shot prompt repeats the same ~800-token prefix. We run the model over the longest token
-prefix shared by all prompts of a job once and feed only each question's own tokens behind it. The
-job's requests go through ``batch_size`` slots of a decoding cache whose size is fixed by the batch
-and the longest request (``earnest.backends.slots``): an answer that ends (EOS, one of the
-request's stop strings, the token cap) frees its slot for the next request at once (on a GPU once
-an eighth of the slots are free, so that prefills come in groups), so a runaway answer costs only
-itself and the cache never grows with the job. On CUDA each decoding step is a replayed CUDA graph.
-Stop strings are looked for once per step for all rows with one batched decode of each row's last
-tokens, never by decoding whole answers.
+prefix shared by all prompts of a job once and feed only each question's own tokens behind it, the
+prefix read in place by every row. The job's requests go through slots of a decoding cache whose size
+is fixed by the batch and the longest request (``earnest.backends.slots``), as many as the job's
+memory plan gives (``earnest.backends.memplan``, the arithmetic ``earnest plan-gpu`` checks before any
+job): an answer that ends (EOS, one of the request's stop strings, the token cap) frees its slot for
+the next request at once, so a runaway answer costs only itself and the cache never grows with the
+job. On CUDA each decoding step is a replayed CUDA graph.
 
-Requests with ``fidelity="reference"`` are decoded as the authors' ``HFModelWrapper.ask`` decodes
-(the-mysh/gsm-symbolic-benchmarking @ d063998; resources/FIDELITY.md, point 2): the prompt is
-tokenized with truncation to ``REFERENCE_MAX_LENGTH`` tokens; only the tokenizer's EOS token ends
-the answer; after every token the last ``REFERENCE_STOP_WINDOW`` tokens of prompt + answer are
-decoded and the answer ends when a stop string occurs in that text; the answer is decoded with
-``skip_special_tokens`` and ``clean_up_tokenization_spaces`` and keeps the stop string (the
-reference's extractor cuts it). The speed paths (shared-prefix cache, batching) are the same.
+The trades, one module each: loading (``loading``: files, dtype, device, GGUF conversion), the stop
+rule of each fidelity mode (``stoprule``), the scheduling of slots, refills and steps (``schedule``),
+the cache and the step (``slots``), attention over a shared prefix (``attention``), LongRoPE per row
+(``rope``); this module holds the backend that joins them (encoding, the prefix, the prefill, a job).
+
+Identical answers: in float32 every answer is the one a per-question ``generate`` gives (tests:
+test_decoding.py, test_parity.py, every paper architecture, both fidelity modes). In bfloat16 (or
+float16) a batch rounds its matrix products differently from one question alone, so near-ties can go
+the other way and answers can differ (benchmarks/README.md measures how often and what it does to
+accuracy).
 """
 
 from __future__ import annotations
 
-import copy
-import importlib.util
 import logging
-import os
-import re
 import time
-from pathlib import Path
 from typing import Sequence
 
 from earnest.fidelity import REFERENCE
-from earnest.schema import schema_default
 
 from . import attention, memplan, slots
 from .rope import LongRopePerRow
 from .schedule import SlotScheduler
-from .base import EOS, MAX_NEW_TOKENS, STOP_STRING, Backend, GenerationRequest, GenerationResult, cut_at_stop
+from .base import Backend, GenerationRequest, GenerationResult
+from .loading import (  # noqa: F401 -- the names earnest and the workflow import from here
+    AUTO_BATCH, DEFAULT_BATCH_SIZE, DEFAULT_DEVICE, DEFAULT_DTYPE, DEVICES, convert_gguf, load_tokenizer,
+    model_device, model_dir_problem, model_dtype, model_source, resolve_gguf, torch_dtype)
+from .stoprule import (  # noqa: F401
+    REFERENCE_MAX_LENGTH, REFERENCE_STOP_WINDOW, StopRule, reference_clean_up)
 
 log = logging.getLogger(__name__)
-
-# The reference's HF wrapper: BenchmarkConfig.max_length (prompt truncation) and the number of
-# trailing tokens its stopping criterion decodes.
-REFERENCE_MAX_LENGTH = 2048
-REFERENCE_STOP_WINDOW = 10
 
 # How the decoding batch attends to the few-shot prefix every prompt of a job shares (a model
 # entry's ``attention``). standard: each row keeps its own copy of the prefix's keys and values
@@ -57,217 +53,6 @@ STANDARD_ATTENTION = "standard"
 SHARED_PREFIX_ATTENTION = "shared_prefix"
 ATTENTION_MODES = (STANDARD_ATTENTION, SHARED_PREFIX_ATTENTION)
 
-# transformers 4.x (the reference used 4.57.1) applied this clean-up to every decode of a
-# tokenizer loaded with clean_up_tokenization_spaces=True, as the reference's was; transformers 5
-# skips it for BPE tokenizers, so reference decoding applies it itself.
-_CLEAN_UP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
-             (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
-
-
-def reference_clean_up(text: str) -> str:
-    """transformers 4.x ``clean_up_tokenization``: drop the space before punctuation and contractions."""
-    for old, new in _CLEAN_UP:
-        text = text.replace(old, new)
-    return text
-
-#: a transformers model's dtype, device and batch size where its config entry names none (the batch
-#: size config/schema.yaml's models.*.batch_size)
-DEFAULT_BATCH_SIZE = schema_default("models.*.batch_size")
-AUTO_BATCH = "auto"
-DEFAULT_DTYPE = "float32"
-DEFAULT_DEVICE = "cpu"
-
-_DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
-           "float16": "float16", "fp16": "float16", "auto": "auto"}
-
-
-def model_dtype(cfg: dict) -> str:
-    """The dtype a model entry asks for (config ``models.<name>.dtype``), :data:`DEFAULT_DTYPE` if none."""
-    return cfg.get("dtype") or DEFAULT_DTYPE
-
-
-#: the devices a transformers model runs on (``models.<name>.device``): torch's names of a CPU, a CUDA
-#: GPU (cuda = the first visible one, cuda:N the N-th) and Apple's GPU, and auto (cuda when a GPU is
-#: visible, else cpu)
-DEVICES = ("cpu", "cuda", "cuda:N", "mps", "auto")
-_DEVICE_RE = re.compile(r"(cpu|cuda|cuda:\d+|mps|auto)")
-
-
-def model_device(cfg: dict, model_name: str | None = None) -> str:
-    """The device a model entry asks for (``models.<name>.device``: one of :data:`DEVICES`),
-    :data:`DEFAULT_DEVICE` if none. ValueError naming the field for any other value (a typo such
-    as ``gpu`` would otherwise pass until torch refuses it inside the generation job)."""
-    value = cfg.get("device") or DEFAULT_DEVICE
-    if isinstance(value, str) and _DEVICE_RE.fullmatch(value):
-        return value
-    hint = ""
-    if isinstance(value, str):
-        low = value.strip().lower()
-        guess = re.sub(r"^(gpu|cuda)\s*:?\s*(\d+)$", r"cuda:\2", low)
-        guess = {"gpu": "cuda", "nvidia": "cuda", "cuda0": "cuda:0", "metal": "mps", "cpu0": "cpu"}.get(guess, guess)
-        if _DEVICE_RE.fullmatch(guess):
-            hint = f" (did you mean {guess}?)"
-    raise ValueError(f"models.{model_name or '<model>'}.device: {value!r} is not a device the transformers backend "
-                     f"runs on: {', '.join(DEVICES)} (N = the GPU's index){hint}")
-
-
-def torch_dtype(value, where: str):
-    """The ``dtype`` argument of ``from_pretrained`` for a config value: a torch dtype, or "auto"."""
-    import torch
-
-    name = _DTYPES.get(str(value))
-    if name is None:
-        raise ValueError(f"{where}: unknown dtype {value!r}")
-    return name if name == "auto" else getattr(torch, name)
-
-
-def resolve_gguf(spec: str) -> Path:
-    """A GGUF file path; ``pkg:<python package>/<file>`` points inside an installed package."""
-    if spec.startswith("pkg:"):
-        package, _, fname = spec[4:].partition("/")
-        found = importlib.util.find_spec(package)  # does not import the package
-        if found is None or not found.submodule_search_locations:
-            raise FileNotFoundError(f"gguf: Python package {package!r} is not installed (spec {spec!r})")
-        path = Path(list(found.submodule_search_locations)[0]) / fname
-    else:
-        path = Path(spec).expanduser()
-    if not path.is_file():
-        raise FileNotFoundError(f"gguf: file not found: {path}")
-    return path
-
-
-# what from_pretrained reads from a checkpoint directory: its config, its weights (one file, or
-# shards with their index) and its tokenizer (the first of these it finds)
-_WEIGHTS = ("*.safetensors", "pytorch_model*.bin", "*.safetensors.index.json", "pytorch_model*.bin.index.json")
-_TOKENIZER = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model", "sentencepiece*.model",
-              "*.tiktoken", "tokenizer.tiktoken")
-
-
-def model_dir_problem(path: Path) -> str | None:
-    """Why ``path`` is not a directory ``from_pretrained`` loads a model and its tokenizer from (as
-    the backend loads a ``path`` entry: AutoTokenizer and AutoModelForCausalLM on the directory), as
-    the end of a sentence that starts with the path; None when it has a config.json, weights and
-    tokenizer files."""
-    def has(patterns):
-        return any(next(path.glob(p), None) is not None for p in patterns)
-
-    if not (path / "config.json").is_file():
-        gguf = sorted(path.glob("*.gguf"))
-        if gguf:
-            return (f"holds a GGUF file ({gguf[0].name}) but no config.json: a GGUF model is given with "
-                    f"gguf: {gguf[0]} (converted once into a checkpoint by the workflow), not path")
-        return ("is not a model checkpoint directory: it has no config.json (give the folder that "
-                "save_pretrained or a hub download wrote, or hub: <id>)")
-    if not has(_WEIGHTS):
-        return "has a config.json but no weights (model.safetensors, model-*-of-*.safetensors or pytorch_model*.bin)"
-    if not has(_TOKENIZER):
-        return ("has a model but no tokenizer files (tokenizer.json, tokenizer.model, vocab.json, ...; "
-                "save the tokenizer into the folder with tokenizer.save_pretrained)")
-    return None
-
-
-def model_source(model_name: str, cfg: dict) -> tuple[str, dict]:
-    """What ``from_pretrained`` gets for a model config entry: (name_or_path, keyword arguments).
-
-    Exactly one of ``gguf``, ``path`` or ``hub`` names the weights. Hub models load from
-    ``cache_dir`` when set (fetched there beforehand by the workflow's fetch rule) and never touch
-    the network when ``offline`` is true or HF_HUB_OFFLINE is set.
-    """
-    given = [k for k in ("gguf", "path", "hub") if cfg.get(k)]
-    if len(given) != 1:
-        raise ValueError(f"models.{model_name}: give exactly one of gguf, path or hub (got {given or 'none'})")
-    if cfg.get("gguf"):
-        path = resolve_gguf(cfg["gguf"])
-        return str(path.parent), {"gguf_file": path.name}
-    if cfg.get("path"):
-        path = Path(cfg["path"]).expanduser()
-        if not path.is_dir():
-            raise FileNotFoundError(f"models.{model_name}.path: directory not found: {path}")
-        problem = model_dir_problem(path)
-        if problem:
-            raise FileNotFoundError(f"models.{model_name}.path: {path} {problem}")
-        return str(path), {}
-    kwargs: dict = {"revision": cfg.get("revision")}
-    if cfg.get("cache_dir"):
-        kwargs["cache_dir"] = cfg["cache_dir"]
-    if cfg.get("offline") or os.environ.get("HF_HUB_OFFLINE") == "1":
-        kwargs["local_files_only"] = True
-    return cfg["hub"], kwargs
-
-
-def load_tokenizer(model_name: str, cfg: dict):
-    """The model's tokenizer alone (what ``earnest.gsm.covariates.number_tokens`` counts with): a
-    function from text to token ids, without special tokens."""
-    from transformers import AutoTokenizer
-
-    if cfg.get("backend", "transformers") != "transformers":
-        raise ValueError(f"models.{model_name}: backend {cfg.get('backend')!r} has no local tokenizer to count "
-                         "number tokens with (stats.covariate: number_tokens needs a transformers model)")
-    source, kwargs = model_source(model_name, cfg)
-    tok = AutoTokenizer.from_pretrained(source, **kwargs)
-    return lambda text: tok(text, add_special_tokens=False)["input_ids"]
-
-
-# Strings the conversion check tokenizes with both tokenizers: digits, units, code, chat markers.
-_TOKENIZER_PROBES = (
-    "Q: Tom has 1,250 apples and gives away 3/4 of them. How many are left?\nA: The final answer is 312.5.",
-    "def solution():\n    total = 12 * 7  # $84\n    return total\n",
-    "<|im_start|>user\nHello, 2+2=?<|im_end|>\n",
-)
-
-
-def convert_gguf(spec: str, out_dir: str | Path, dtype: str = DEFAULT_DTYPE) -> dict:
-    """Dequantize a GGUF model once into a plain transformers checkpoint directory.
-
-    transformers reads a GGUF file by dequantizing every tensor and rebuilding the tokenizer from
-    the file's vocabulary, which takes longer than generating a few dozen answers with a small
-    model. The workflow converts each GGUF model once; generation jobs then load ``out_dir`` as a
-    ``path`` model. The saved weights, config, generation config and tokenizer are checked against
-    the GGUF load (identical tensors, identical token ids, same chat template) before returning;
-    a mismatch raises instead of leaving a checkpoint that would generate differently. ``dtype``
-    is the model's configured dtype: the weights are dequantized to it and saved in it (a 7B model
-    in float32 would take 28 GB). Returns what was checked (tensors, probes, seconds).
-    """
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    path = resolve_gguf(spec)
-    out = Path(out_dir)
-    load_dtype = torch_dtype(dtype, "convert_gguf")
-    t0 = time.time()
-    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    quantized = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=load_dtype)
-    config = copy.deepcopy(quantized.config)
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config
-    model = AutoModelForCausalLM.from_config(config, dtype=quantized.dtype)
-    state = quantized.state_dict()
-    model.load_state_dict(state)
-    model.generation_config = copy.deepcopy(quantized.generation_config)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(out))
-    tokenizer.save_pretrained(str(out))
-    seconds = time.time() - t0
-
-    saved_tok = AutoTokenizer.from_pretrained(str(out))
-    saved = AutoModelForCausalLM.from_pretrained(str(out), dtype=quantized.dtype)
-    saved_state = saved.state_dict()
-    if saved_state.keys() != state.keys():
-        raise RuntimeError(f"convert_gguf: {out} has tensors {sorted(set(saved_state) ^ set(state))} "
-                           f"that differ from {path}")
-    for name, tensor in state.items():
-        if not torch.equal(saved_state[name], tensor):
-            raise RuntimeError(f"convert_gguf: tensor {name} in {out} differs from {path}")
-    for probe in _TOKENIZER_PROBES:
-        if saved_tok(probe)["input_ids"] != tokenizer(probe)["input_ids"]:
-            raise RuntimeError(f"convert_gguf: the saved tokenizer in {out} tokenizes {probe[:40]!r} differently")
-    if saved_tok.chat_template != tokenizer.chat_template or saved_tok.eos_token_id != tokenizer.eos_token_id:
-        raise RuntimeError(f"convert_gguf: the saved tokenizer in {out} lost the chat template or EOS token")
-    if saved.generation_config.eos_token_id != quantized.generation_config.eos_token_id:
-        raise RuntimeError(f"convert_gguf: the generation config in {out} has another EOS token")
-    return {"gguf": str(path), "tensors": len(state), "probes": len(_TOKENIZER_PROBES), "seconds": round(seconds, 1)}
-
-
 #: ``batch_size: auto`` on a CPU (no card to size it by)
 AUTO_CPU_BATCH = 8
 #: device memory a running job leaves free besides its plan (the allocator's slack; the CUDA context is
@@ -279,7 +64,7 @@ class DecodeMemoryError(MemoryError):
     """A job's decoding slots do not fit the device (the message names model, memory asked and free)."""
 
 
-class TransformersBackend(Backend):
+class TransformersBackend(StopRule, Backend):
     """A causal LM from transformers, decoded greedily.
 
     Config keys (a model entry): gguf | path | hub (+ revision, cache_dir, offline), dtype,
@@ -571,112 +356,6 @@ class TransformersBackend(Backend):
         step.pos[idx, 0] = P + lengths
         cache.write_pos[idx] = cache.base + lengths
         return first.tolist()
-
-    def _reference_decode(self, ids: list[int]) -> str:
-        """Decode as the reference's tokenizer (clean_up_tokenization_spaces=True, transformers 4.x) did."""
-        text = self.tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
-        return reference_clean_up(text)
-
-    def _new_state(self, i: int) -> dict:
-        req = self._requests[i]
-        stop = req.stop
-        # earnest mode looks for its stop strings in the decoded last tokens of the answer: enough
-        # tokens for the longest stop string even at one byte per token, plus a margin
-        window = max((len(s.encode("utf-8")) for s in stop), default=0) + 3
-        return {"tokens": [], "t0": time.time(), "stop": stop, "reference": req.fidelity == REFERENCE,
-                "window": window, "i": i}
-
-    def _feed(self, items: list[tuple[int, dict, int]], max_new_tokens: int) -> list[tuple[int, str]]:
-        """Take one generated token per (slot, state, token); the (slot, stop reason) of the answers that ended.
-
-        The rule of each mode, as a whole-answer check would apply it: the EOS token ends the
-        answer (not kept); otherwise the token is kept, then the stop strings are looked for, then
-        the token cap. The stop strings of all rows are looked for with one batched decode:
-        reference mode in the last ``REFERENCE_STOP_WINDOW`` tokens of prompt + answer (the
-        authors' rule), earnest mode in the last tokens of the answer (``_new_state``'s window;
-        ``_settle`` makes the result exact where a window would not be).
-        """
-        ended: list[tuple[int, str]] = []
-        ref_rows, ref_windows, own_rows, own_windows = [], [], [], []
-        for s, st, tok in items:
-            if st["reference"]:
-                if tok in self.reference_eos_ids:
-                    ended.append((s, EOS))
-                    continue
-                st["tokens"].append(tok)
-                if st["stop"]:
-                    row = self._requests_rows[st["i"]]
-                    tail = (row[-REFERENCE_STOP_WINDOW:] + st["tokens"][-REFERENCE_STOP_WINDOW:])[-REFERENCE_STOP_WINDOW:]
-                    ref_rows.append((s, st))
-                    ref_windows.append(tail)
-                    continue
-            else:
-                if tok in self.eos_ids:
-                    ended.append((s, EOS))
-                    continue
-                st["tokens"].append(tok)
-                if st["stop"]:
-                    own_rows.append((s, st))
-                    own_windows.append(st["tokens"][-st["window"]:])
-                    continue
-            if len(st["tokens"]) >= max_new_tokens:
-                ended.append((s, MAX_NEW_TOKENS))
-        texts = []
-        if ref_windows:
-            texts += [reference_clean_up(t) for t in self.tokenizer.batch_decode(
-                ref_windows, skip_special_tokens=True, clean_up_tokenization_spaces=False)]
-        if own_windows:
-            texts += self.tokenizer.batch_decode(own_windows, skip_special_tokens=True)
-        for (s, st), text in zip(ref_rows + own_rows, texts):
-            if any(x in text for x in st["stop"]):
-                ended.append((s, STOP_STRING))
-            elif len(st["tokens"]) >= max_new_tokens:
-                ended.append((s, MAX_NEW_TOKENS))
-        return ended
-
-    def _decode_answer(self, tokens: list[int]) -> str:
-        return self.tokenizer.decode(tokens, skip_special_tokens=True)
-
-    def _settle(self, st: dict, stop: str) -> tuple[str, str]:
-        """Earnest mode: make the answer end exactly where a check of the whole decoded answer after
-        every token would have ended it (a window can miss a stop string spread over many tokens
-        that decode to nothing, or see one the whole text splits otherwise). Greedy decoding made
-        the same tokens up to that point, so cutting the tokens there gives that answer. Returns
-        (stop reason, the answer's whole decoded text)."""
-        tokens, strings = st["tokens"], st["stop"]
-        text = self._decode_answer(tokens)
-        n = len(tokens)
-        if not strings or n == 0:
-            return stop, text
-        found = any(x in text for x in strings)
-        if stop == STOP_STRING:
-            if not found:
-                log.warning("request %s: a stop string seen in the last tokens is not in the whole decoded "
-                            "answer; the answer ends there all the same", self._requests[st["i"]].key)
-                return stop, text
-            if n == 1 or not any(x in self._decode_answer(tokens[:n - 1]) for x in strings):
-                return stop, text
-        elif not found:
-            return stop, text
-        lo, hi = 1, n                        # the first length whose decoded text holds a stop string
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if any(x in self._decode_answer(tokens[:mid]) for x in strings):
-                hi = mid
-            else:
-                lo = mid + 1
-        del tokens[lo:]
-        return STOP_STRING, self._decode_answer(tokens)
-
-    def _result(self, row: list[int], st: dict, stop: str) -> GenerationResult:
-        if st["reference"]:
-            text = self._reference_decode(st["tokens"])
-        else:
-            stop, text = self._settle(st, stop)
-            if stop == STOP_STRING:
-                text = cut_at_stop(text, st["stop"])[0]
-        return GenerationResult(key="", response=text, prompt_tokens=len(row), new_tokens=len(st["tokens"]),
-                                stop_reason=stop, seconds=time.time() - st["t0"])
 
     def close(self) -> None:
         self._prefix = {}
