@@ -9,7 +9,7 @@ script measures how often, and what it does to accuracy, paired on the same ques
 per prompt to ``--out`` as it goes (a partial run still pairs what it finished) and prints the summary.
 
     OMP_NUM_THREADS=1 python benchmarks/bf16_agreement.py [--n 100] [--formats gsm simple_nl]
-        [--max-new-tokens 128] [--batch-size 16] [--attention standard] [--out /tmp/bf16.jsonl]
+        [--max-new-tokens 128] [--batch-size 16] [--attention standard] [--shots K] [--out /tmp/bf16.jsonl]
     python benchmarks/bf16_agreement.py --summary /tmp/bf16.jsonl
 """
 
@@ -75,6 +75,7 @@ def main() -> int:
     ap.add_argument("--attention", default="standard")
     ap.add_argument("--dtype", default="bfloat16")
     ap.add_argument("--chunk", type=int, default=50)
+    ap.add_argument("--shots", type=int, default=None, help="keep the first K worked examples of each prompt (all: 8)")
     ap.add_argument("--out", default="/tmp/bf16_agreement.jsonl")
     ap.add_argument("--summary", default=None, help="only summarise a finished (or partial) --out file")
     args = ap.parse_args()
@@ -91,6 +92,12 @@ def main() -> int:
 
     items = package_base_items(list(range(args.n)))
     formats = load_formats()
+    if args.shots is not None:        # the instruction, the first K examples, the question
+        import dataclasses
+
+        for name in args.formats:
+            parts = formats[name].template.split("\nQ: ")
+            formats[name] = dataclasses.replace(formats[name], template="\nQ: ".join(parts[:1 + args.shots] + parts[-1:]))
     reqs, golds = [], []
     for name in args.formats:
         fmt = formats[name]
@@ -115,6 +122,7 @@ def main() -> int:
                 fh.flush()
             print(f"{len(rows)}/{len(reqs)} in {time.time() - t0:.0f} s: {json.dumps(summary(rows))}", flush=True)
     print(json.dumps({"dtype": args.dtype, "attention": args.attention, "max_new_tokens": args.max_new_tokens,
+                      "shots": args.shots if args.shots is not None else "all",
                       "batch_size": args.batch_size, **summary(rows)}))
     return 0
 
