@@ -66,7 +66,7 @@ QUESTION_BYTES = 1200
 
 _DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2}
 _GATED = {"llama", "mistral", "gemma", "gemma2", "phi3", "qwen2", "qwen3", "mixtral", "smollm3", "olmo", "olmo2",
-          "granite", "cohere", "starcoder2_gated"}
+          "granite", "cohere"}
 _EAGER_ONLY = {"gemma2"}            # attention soft-capping: transformers runs these models' attention eagerly
 
 
@@ -89,6 +89,7 @@ class ModelShape:
     tied: bool
     gated_mlp: bool
     biases: bool                    # phi-2: every linear layer, the layer norms and the output layer
+    qkv_bias: bool                  # Qwen2, or attention_bias: true (Llama-style configs)
     norms_per_layer: int
     sliding_window: int | None
     longrope_original: int | None  # LongRoPE's original_max_position_embeddings
@@ -122,6 +123,7 @@ class ModelShape:
                    heads=heads, kv_heads=int(kv), head_dim=int(head_dim), intermediate=int(need("intermediate_size")),
                    tied=bool(cfg.get("tie_word_embeddings", mt in ("gemma", "gemma2"))),
                    gated_mlp=mt in _GATED, biases=mt == "phi",
+                   qkv_bias=mt == "qwen2" or bool(cfg.get("attention_bias")),
                    norms_per_layer={"gemma2": 4, "phi": 1}.get(mt, 2), sliding_window=int(window) if window else None,
                    longrope_original=longrope, softcap=cfg.get("attn_logit_softcapping"),
                    config_dtype=str(cfg.get("torch_dtype") or cfg.get("dtype") or "float32"))
@@ -133,6 +135,8 @@ class ModelShape:
         attn = h * q + 2 * h * kv + q * h
         mlp = (3 if self.gated_mlp else 2) * h * self.intermediate
         norms = self.norms_per_layer * h
+        if self.qkv_bias and not self.biases:
+            attn += q + 2 * kv + (h if self.model_type != "qwen2" else 0)
         if self.biases:              # q, k, v, dense, fc1, fc2 biases; LayerNorm weight and bias
             attn += q + 2 * kv + h
             mlp += self.intermediate + h
