@@ -129,7 +129,9 @@ def test_paper_config_fits_its_declared_cards():
     8 slots with the GSM prompt (Ex1)."""
     config = merge_config_files([PAPER])
     check_workflow_config(config, [PAPER], ROOT)            # the workflow's checks, the plan's included
-    plans, notes = memplan.plan_config(config, ROOT / "resources" / "prompts")
+    from earnest.config import prompt_texts
+
+    plans, notes = memplan.plan_config(config, prompt_texts(config, ROOT))
     assert not notes and not [p.problem for p in plans if p.refused]
     gsm = {p.model: p.plan.slots for p in plans if p.prompt == "gsm"}
     assert len(gsm) == 20 and min(gsm.values()) >= 8, gsm

@@ -366,13 +366,29 @@ def _check_models(config: dict, base_dir) -> None:
         raise ConfigError.collect(problems)
 
 
+def prompt_texts(config: Mapping, base_dir):
+    """For the GPU memory plan: ``(format, language) -> (text before the question, text after it)`` of the
+    config's prompt formats (earnest.backends.memplan.plan_config)."""
+    from earnest.gsm.prompts import QUESTION_PLACEHOLDER, language_format
+
+    prompts_dir = resolve_path(config["prompts_dir"], base_dir)
+
+    def text(name: str, language: str) -> tuple[str, str]:
+        fidelity = config.get("fidelity", "earnest") if language == "eng" else "earnest"
+        head, _, tail = language_format(language, name, prompts_dir, fidelity=fidelity).template.partition(
+            QUESTION_PLACEHOLDER)
+        return head, tail
+
+    return text
+
+
 def _check_gpu_plan(config: dict, base_dir) -> None:
     """Every GPU generation job's memory plan on the card its model declares (earnest.backends.memplan):
     a job that would not fit, or whose prompts pass a sliding window, is refused before any job runs."""
     from earnest.backends.memplan import PlanError, plan_problems
 
     try:
-        problems = plan_problems(config, resolve_path(config["prompts_dir"], base_dir))
+        problems = plan_problems(config, prompt_texts(config, base_dir))
     except PlanError as exc:
         problems = [str(exc)]
     if problems:

@@ -328,13 +328,11 @@ class JobPlan:
         return self.problem is not None
 
 
-def plan_model_prompt(name: str, entry: Mapping, shape: ModelShape, prompt_name: str, template: str,
+def plan_model_prompt(name: str, entry: Mapping, shape: ModelShape, prompt_name: str, head: str, tail: str,
                       max_new_tokens: int, card: int, card_name: str, language: str = "eng",
                       question_bytes: int = QUESTION_BYTES) -> JobPlan:
-    """The plan of a model × prompt format on one card, with the prompt's length estimated from its bytes."""
-    from earnest.gsm.prompts import QUESTION_PLACEHOLDER
-
-    head, _, tail = template.partition(QUESTION_PLACEHOLDER)
+    """The plan of a model × prompt format on one card, with the prompt's length estimated from its bytes:
+    ``head`` and ``tail`` are the format's text before and after the question."""
     prefix = estimate_tokens(head) - 2
     own = estimate_tokens(tail) + math.ceil(question_bytes / ASCII_BYTES_PER_TOKEN) + (
         question_bytes if language != "eng" else 0)
@@ -387,17 +385,15 @@ def config_jobs(config: Mapping) -> list[tuple[str, str, str]]:
     return jobs
 
 
-def plan_config(config: Mapping, prompts_dir: str | Path, cards: list[tuple[str, int]] | None = None,
+def plan_config(config: Mapping, prompt_text, cards: list[tuple[str, int]] | None = None,
                 cache_dir: str | None = None) -> tuple[list[JobPlan], list[str]]:
     """Plans of every GPU job of a (schema-validated) config on the card each model declares
     (``resources.gpu_mem_mb``), or on each of ``cards`` ((name, bytes)); and notes on the models that
-    could not be planned (no config at hand, no card declared)."""
-    from earnest.gsm.prompts import language_format
-
+    could not be planned (no config at hand, no card declared). ``prompt_text(format, language)``: the
+    format's text before and after the question (``earnest.config.prompt_texts``)."""
     out, notes = [], []
     shapes: dict[str, ModelShape | None] = {}
     new = int(config["generation"]["max_new_tokens"])
-    fidelity = config.get("fidelity", "earnest")
     cache_dir = cache_dir or (config.get("fetch") or {}).get("cache_dir")
     for name, prompt, lang in config_jobs(config):
         entry = config["models"][name]
@@ -421,9 +417,9 @@ def plan_config(config: Mapping, prompts_dir: str | Path, cards: list[tuple[str,
                                  "card it gets when it starts")
                 continue
             targets = [(f"{declared // MIB} MiB (resources.gpu_mem_mb)", declared)]
-        fmt = language_format(lang, prompt, prompts_dir, fidelity=fidelity if lang == "eng" else "earnest")
+        head, tail = prompt_text(prompt, lang)
         for card_name, card in targets:
-            jp = plan_model_prompt(name, entry, shape, prompt, fmt.template, new, card, card_name, language=lang)
+            jp = plan_model_prompt(name, entry, shape, prompt, head, tail, new, card, card_name, language=lang)
             if jp.problem is None and shape.longrope_original and entry.get("attention") == "shared_prefix":
                 total = jp.plan.prefix_tokens + jp.plan.own_tokens + new
                 if total > shape.longrope_original:
@@ -435,9 +431,9 @@ def plan_config(config: Mapping, prompts_dir: str | Path, cards: list[tuple[str,
     return out, notes
 
 
-def plan_problems(config: Mapping, prompts_dir: str | Path) -> list[str]:
+def plan_problems(config: Mapping, prompt_text) -> list[str]:
     """The refusals of :func:`plan_config` on the declared cards (what the workflow checks before any job)."""
-    plans, _ = plan_config(config, prompts_dir)
+    plans, _ = plan_config(config, prompt_text)
     seen, problems = set(), []
     for jp in plans:
         if jp.problem and jp.problem not in seen:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 def _cmd(args) -> int:
     from earnest.backends import memplan
-    from earnest.config import ConfigError, _workflow_dir, merge_config_files, resolve_path, validate_schema
+    from earnest.config import ConfigError, _workflow_dir, merge_config_files, prompt_texts, validate_schema
     from earnest.gsm.prompts import PromptFormatError
 
     try:
@@ -16,7 +16,7 @@ def _cmd(args) -> int:
         paths = list(args.configfile) or [base / "config" / "config.yaml"]
         config = merge_config_files(paths)
         validate_schema(config, base / "config" / "schema.yaml")
-        prompts = resolve_path(config["prompts_dir"], base)
+        prompts = prompt_texts(config, base)
         cards = None
         if args.cards:
             cards = [memplan.H100, memplan.H200]
