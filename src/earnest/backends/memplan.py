@@ -56,12 +56,14 @@ CARDS = (("16 GB (V100-16GB)", 16384), ("24 GB (A10, L4)", 23028), ("32 GB (V100
          ("192 GB (B200)", 183359))
 H100 = ("H100 80GB", 81559 * MIB)
 H200 = ("H200 141GB", 143771 * MIB)
-#: prompt length estimated from bytes: at most one token per ``ASCII_BYTES_PER_TOKEN`` ASCII bytes
-#: (the paper models' tokenizers give 3.5-4.5 on the English prompts; SmolLM2's 3.7) and one token
-#: per byte of anything else (byte-fallback tokenizers never give more)
+#: prompt length estimated from bytes: one token per ``ASCII_BYTES_PER_TOKEN`` ASCII bytes (SmolLM2's
+#: tokenizer gives ~3.7 bytes per token on the structured_code prompt; English BPE tokenizers 3.5-4.5,
+#: fewer where digits are single tokens: 3 is meant as a margin, not measured on the paper models'
+#: tokenizers, which were not at hand) and one token per byte of anything else (a byte-fallback
+#: tokenizer never gives more)
 ASCII_BYTES_PER_TOKEN = 3.0
-#: the longest question a GSM-Symbolic job's prompt carries, in bytes (the longest English question of
-#: the 100 templates' originals and 50 variants each is under half of it)
+#: the longest question a GSM-Symbolic job's prompt carries, in bytes: twice the longest English
+#: original of the 100 templates (593 bytes); variants keep a template's words with other numbers
 QUESTION_BYTES = 1200
 
 _DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2}
