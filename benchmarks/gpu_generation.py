@@ -20,7 +20,9 @@ per-job graph capture is); then one timed run between torch.cuda.synchronize() c
 generated tokens / seconds (prefill included). Printed per model: tokens/s, peak GPU memory
 (torch.cuda.max_memory_allocated, weights included; generate_batch sizes its cache to the free
 memory by design), the ratios to both transformers baselines, earnest's ``last_decode`` (batch,
-columns, cache bytes, CUDA graphs, steps, prefills), and the step-time bound: the bytes a decoding
+columns, cache bytes, CUDA graphs, steps, prefills), earnest's memory plan of the job against the
+measured peak ("plan (x peak)": ``last_decode["plan_bytes"]``, earnest.backends.memplan, over
+max_memory_allocated; it should lie in [1, 1.3], and a line outside says so), and the step-time bound: the bytes a decoding
 step must read (the weights, less the input embedding table when untied, plus the key/value
 columns attended: standard B*(P+O+g), shared_prefix P + B*(O+g), for the shared prefix P, the
 average own prompt tokens O and the average answer so far g = max_new_tokens/2) over the memory
@@ -587,16 +589,26 @@ def bench_model(shape: str, n: int, max_new: int, args, device, dtype, bandwidth
     return rows_out
 
 
+def plan_vs_peak(ld: dict, peak) -> str:
+    """earnest's memory plan of the job (``last_decode["plan_bytes"]``, earnest.backends.memplan) over the
+    measured peak (max_memory_allocated); the plan should be >= the peak and <= 1.3x it."""
+    plan = (ld or {}).get("plan_bytes")
+    if not plan or not peak:
+        return "n/a"
+    ratio = plan / peak
+    return f"{plan / 2**30:.2f} GiB, x{ratio:.2f}{'' if 1.0 <= ratio <= 1.3 else ' OUTSIDE [1, 1.3]'}"
+
+
 def print_table(rows: list[dict]) -> None:
     say("\n| model | method | batch | requests x tokens | s | tokens/s | peak GiB | % bound | % bound (copy bw) "
-        "| x generate | x generate_batch | graphs |")
-    say("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        "| x generate | x generate_batch | graphs | plan (x peak) |")
+    say("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         ld = r.get("last_decode") or {}
         say(f"| {r['model']} | {r['method']} | {r['batch'] if r['batch'] else 'n/a'} | {r['requests']} x "
             f"{r['max_new_tokens']} | {r['seconds']:.2f} | {r['tokens_per_s']:,.0f} | {fmt_gib(r['peak_bytes'])} | "
             f"{fmt_pct(r['pct_bound'])} | {fmt_pct(r['pct_bound_copy'])} | {fmt_ratio(r['x_generate'])} | "
-            f"{fmt_ratio(r['x_generate_batch'])} | {ld.get('graphs', 'n/a')} |")
+            f"{fmt_ratio(r['x_generate_batch'])} | {ld.get('graphs', 'n/a')} | {plan_vs_peak(ld, r['peak_bytes'])} |")
 
 
 def scaling(shape: str, counts: list[int], max_new: int, batch: int, args, device, dtype) -> list[dict]:
@@ -608,8 +620,8 @@ def scaling(shape: str, counts: list[int], max_new: int, batch: int, args, devic
         all_reqs = requests_for(max(counts))
         be.generate(requests_for(min(8, max(counts)), prefix="Warm-up.\n\n"), 4)
         say("| requests | s | ms/request | tokens/s | peak GiB | cache bytes | columns | batch | steps | prefills "
-            "| graphs |")
-        say("|---|---|---|---|---|---|---|---|---|---|---|")
+            "| graphs | plan (x peak) |")
+        say("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for n in counts:
             reqs = all_reqs[:n]
             with Timer(device) as tm:
@@ -623,7 +635,7 @@ def scaling(shape: str, counts: list[int], max_new: int, batch: int, args, devic
             out.append(row)
             say(f"| {n} | {tm.seconds:.2f} | {1e3 * tm.seconds / n:.2f} | {row['tokens_per_s']:,.0f} | "
                 f"{fmt_gib(tm.peak)} | {ld.get('cache_bytes'):,} | {ld.get('columns')} | {ld.get('batch')} | "
-                f"{ld.get('steps')} | {ld.get('prefills')} | {ld.get('graphs')} |")
+                f"{ld.get('steps')} | {ld.get('prefills')} | {ld.get('graphs')} | {plan_vs_peak(ld, tm.peak)} |")
         be.close()
         del be
         free_device()

@@ -17,6 +17,7 @@ FRONT_ENDS = {
     "earnest.cli.common",          # what the stats subcommands share: the lm-eval / Inspect input options
     "earnest.cli.compare",         # `earnest compare`: reads lm-eval / Inspect files
     "earnest.cli.power",           # `earnest power`: reads lm-eval / Inspect files, the paper's design (earnest.gsm)
+    "earnest.cli.plan_gpu",        # `earnest plan-gpu`: the config's prompt formats (through earnest.config)
 }
 
 

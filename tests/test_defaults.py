@@ -58,7 +58,8 @@ CONFIG_KEYS = {
 }
 #: options that are no config key (what to read, where to write, command-line-only choices)
 CLI_ONLY = {
-    ("prompt", "format"), ("check-config", "configfile"), ("check-config", "workflow"), ("prompt", "question"), ("extract", "style"), ("extract", "input"),
+    ("prompt", "format"), ("check-config", "configfile"), ("check-config", "workflow"),
+    ("plan-gpu", "configfile"), ("plan-gpu", "workflow"), ("plan-gpu", "cards"), ("prompt", "question"), ("extract", "style"), ("extract", "input"),
     ("extract", "output"), ("extract", "any_python"), ("glmm", "input"), ("glmm", "glmm"), ("glmm", "out"), ("glmm", "row_level"),
     # all usable cores (the workflow gives each job stats.threads)
     ("glmm", "cores"),

@@ -72,25 +72,27 @@ def test_shared_prefix_attention_gives_the_standard_answers(tiny_model_dir):
     assert [r.stop_reason for r in shared] == [r.stop_reason for r in standard]
     # rows ended before max_new_tokens with requests still waiting: slots were refilled mid-flight
     assert {r.stop_reason for r in standard} == {"stop_string"} and len(reqs) > 3
-    # the decoding steps really took the shared path: the layers hold the prefix once
-    from earnest.backends import hf, slots
+    # the decoding steps really took the shared path: the layers hold the prefix once; and the prefills
+    # (several own tokens per row) read the prefix in place too
+    from earnest.backends import attention
 
     calls = []
-    real = slots.shared_prefix_attention
+    real = attention.shared_prefix_attention
 
     def spy(module, query, key, *a, **k):
-        calls.append((query.shape[2], getattr(key, slots.SHARED_PREFIX_ATTR, None) is not None))
+        calls.append((query.shape[2], getattr(key, attention.SHARED_PREFIX_ATTR, None) is not None))
         return real(module, query, key, *a, **k)
 
     from transformers import AttentionInterface
 
-    AttentionInterface.register(slots.register_shared_prefix_attention(), spy)
+    AttentionInterface.register(attention.register_shared_prefix_attention(), spy)
     try:
         again = shared_be.generate(reqs[:3], max_new_tokens=8)
     finally:
-        AttentionInterface.register(slots.register_shared_prefix_attention(), real)
+        AttentionInterface.register(attention.register_shared_prefix_attention(), real)
     assert [r.response for r in again] == [r.response[:len(again[i].response)] for i, r in enumerate(standard[:3])]
     assert any(q == 1 and shared_layer for q, shared_layer in calls)
+    assert any(q > 1 and shared_layer for q, shared_layer in calls)
 
 
 def test_unknown_attention_mode_is_refused(tiny_model_dir):

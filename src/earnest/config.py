@@ -385,6 +385,35 @@ def _check_models(config: dict, base_dir) -> None:
         raise ConfigError.collect(problems)
 
 
+def prompt_texts(config: Mapping, base_dir):
+    """For the GPU memory plan: ``(format, language) -> (text before the question, text after it)`` of the
+    config's prompt formats (earnest.backends.memplan.plan_config)."""
+    from earnest.gsm.prompts import QUESTION_PLACEHOLDER, language_format
+
+    prompts_dir = resolve_path(config["prompts_dir"], base_dir)
+
+    def text(name: str, language: str) -> tuple[str, str]:
+        fidelity = config.get("fidelity", "earnest") if language == "eng" else "earnest"
+        head, _, tail = language_format(language, name, prompts_dir, fidelity=fidelity).template.partition(
+            QUESTION_PLACEHOLDER)
+        return head, tail
+
+    return text
+
+
+def _check_gpu_plan(config: dict, base_dir) -> None:
+    """Every GPU generation job's memory plan on the card its model declares (earnest.backends.memplan):
+    a job that would not fit, or whose prompts pass a sliding window, is refused before any job runs."""
+    from earnest.backends.memplan import PlanError, plan_problems
+
+    try:
+        problems = plan_problems(config, prompt_texts(config, base_dir))
+    except PlanError as exc:
+        problems = [str(exc)]
+    if problems:
+        raise ConfigError.collect(problems)
+
+
 def _gsm_templates(config: dict, base_dir) -> list[int]:
     from earnest.gsm.datasets import RELEASE_TEMPLATES, DatasetError, read_release_jsonl, release_path, release_shortfall
 
@@ -698,6 +727,8 @@ def check_config(config: dict, formats: Mapping[str, PromptFormat], *,
     run(_check_names, config, formats)
     run(_check_prompts, config, formats)
     run(_check_models, config, base_dir)
+    if not problems:
+        run(_check_gpu_plan, config, base_dir)
     templates = run(_gsm_templates, config, base_dir, default=[])
     run(_check_sandbox, config)
     run(_check_languages, config, base_dir, templates)

@@ -1,48 +1,45 @@
 """Hugging Face transformers backend: greedy decoding over fixed slots that share a prefix cache.
 
 Every few-shot prompt repeats the same ~800-token prefix. We run the model over the longest token
-prefix shared by all prompts of a job once and feed only each question's own tokens behind it. The
-job's requests go through ``batch_size`` slots of a decoding cache whose size is fixed by the batch
-and the longest request (``earnest.backends.slots``): an answer that ends (EOS, one of the
-request's stop strings, the token cap) frees its slot for the next request at once (on a GPU once
-an eighth of the slots are free, so that prefills come in groups), so a runaway answer costs only
-itself and the cache never grows with the job. On CUDA each decoding step is a replayed CUDA graph.
-Stop strings are looked for once per step for all rows with one batched decode of each row's last
-tokens, never by decoding whole answers.
+prefix shared by all prompts of a job once and feed only each question's own tokens behind it, the
+prefix read in place by every row. The job's requests go through slots of a decoding cache whose size
+is fixed by the batch and the longest request (``earnest.backends.slots``), as many as the job's
+memory plan gives (``earnest.backends.memplan``, the arithmetic ``earnest plan-gpu`` checks before any
+job): an answer that ends (EOS, one of the request's stop strings, the token cap) frees its slot for
+the next request at once, so a runaway answer costs only itself and the cache never grows with the
+job. On CUDA each decoding step is a replayed CUDA graph.
 
-Requests with ``fidelity="reference"`` are decoded as the authors' ``HFModelWrapper.ask`` decodes
-(the-mysh/gsm-symbolic-benchmarking @ d063998; resources/FIDELITY.md, point 2): the prompt is
-tokenized with truncation to ``REFERENCE_MAX_LENGTH`` tokens; only the tokenizer's EOS token ends
-the answer; after every token the last ``REFERENCE_STOP_WINDOW`` tokens of prompt + answer are
-decoded and the answer ends when a stop string occurs in that text; the answer is decoded with
-``skip_special_tokens`` and ``clean_up_tokenization_spaces`` and keeps the stop string (the
-reference's extractor cuts it). The speed paths (shared-prefix cache, batching) are the same.
+The trades, one module each: loading (``loading``: files, dtype, device, GGUF conversion), the stop
+rule of each fidelity mode (``stoprule``), the scheduling of slots, refills and steps (``schedule``),
+the cache and the step (``slots``), attention over a shared prefix (``attention``), LongRoPE per row
+(``rope``); this module holds the backend that joins them (encoding, the prefix, the prefill, a job).
+
+Identical answers: in float32 every answer is the one a per-question ``generate`` gives (tests:
+test_decoding.py, test_parity.py, every paper architecture, both fidelity modes). In bfloat16 (or
+float16) a batch rounds its matrix products differently from one question alone, so near-ties can go
+the other way and answers can differ (benchmarks/README.md measures how often and what it does to
+accuracy).
 """
 
 from __future__ import annotations
 
-import collections
-import copy
-import importlib.util
 import logging
-import os
-import re
 import time
-from pathlib import Path
 from typing import Sequence
 
 from earnest.fidelity import REFERENCE
-from earnest.schema import schema_default
 
-from . import slots
-from .base import EOS, MAX_NEW_TOKENS, STOP_STRING, Backend, GenerationRequest, GenerationResult, cut_at_stop
+from . import attention, memplan, slots
+from .rope import LongRopePerRow
+from .schedule import SlotScheduler
+from .base import Backend, GenerationRequest, GenerationResult
+from .loading import (  # noqa: F401 -- the names earnest and the workflow import from here
+    AUTO_BATCH, DEFAULT_BATCH_SIZE, DEFAULT_DEVICE, DEFAULT_DTYPE, DEVICES, convert_gguf, load_tokenizer,
+    model_device, model_dir_problem, model_dtype, model_source, resolve_gguf, torch_dtype)
+from .stoprule import (  # noqa: F401
+    REFERENCE_MAX_LENGTH, REFERENCE_STOP_WINDOW, StopRule, reference_clean_up)
 
 log = logging.getLogger(__name__)
-
-# The reference's HF wrapper: BenchmarkConfig.max_length (prompt truncation) and the number of
-# trailing tokens its stopping criterion decodes.
-REFERENCE_MAX_LENGTH = 2048
-REFERENCE_STOP_WINDOW = 10
 
 # How the decoding batch attends to the few-shot prefix every prompt of a job shares (a model
 # entry's ``attention``). standard: each row keeps its own copy of the prefix's keys and values
@@ -56,256 +53,18 @@ STANDARD_ATTENTION = "standard"
 SHARED_PREFIX_ATTENTION = "shared_prefix"
 ATTENTION_MODES = (STANDARD_ATTENTION, SHARED_PREFIX_ATTENTION)
 
-# transformers 4.x (the reference used 4.57.1) applied this clean-up to every decode of a
-# tokenizer loaded with clean_up_tokenization_spaces=True, as the reference's was; transformers 5
-# skips it for BPE tokenizers, so reference decoding applies it itself.
-_CLEAN_UP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
-             (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
-
-
-def reference_clean_up(text: str) -> str:
-    """transformers 4.x ``clean_up_tokenization``: drop the space before punctuation and contractions."""
-    for old, new in _CLEAN_UP:
-        text = text.replace(old, new)
-    return text
-
-#: a transformers model's dtype, device and batch size where its config entry names none (the batch
-#: size config/schema.yaml's models.*.batch_size)
-DEFAULT_BATCH_SIZE = schema_default("models.*.batch_size")
-AUTO_BATCH = "auto"
-DEFAULT_DTYPE = "float32"
-DEFAULT_DEVICE = "cpu"
-
-_DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
-           "float16": "float16", "fp16": "float16", "auto": "auto"}
-
-
-def model_dtype(cfg: dict) -> str:
-    """The dtype a model entry asks for (config ``models.<name>.dtype``), :data:`DEFAULT_DTYPE` if none."""
-    return cfg.get("dtype") or DEFAULT_DTYPE
-
-
-#: the devices a transformers model runs on (``models.<name>.device``): torch's names of a CPU, a CUDA
-#: GPU (cuda = the first visible one, cuda:N the N-th) and Apple's GPU, and auto (cuda when a GPU is
-#: visible, else cpu)
-DEVICES = ("cpu", "cuda", "cuda:N", "mps", "auto")
-_DEVICE_RE = re.compile(r"(cpu|cuda|cuda:\d+|mps|auto)")
-
-
-def model_device(cfg: dict, model_name: str | None = None) -> str:
-    """The device a model entry asks for (``models.<name>.device``: one of :data:`DEVICES`),
-    :data:`DEFAULT_DEVICE` if none. ValueError naming the field for any other value (a typo such
-    as ``gpu`` would otherwise pass until torch refuses it inside the generation job)."""
-    value = cfg.get("device") or DEFAULT_DEVICE
-    if isinstance(value, str) and _DEVICE_RE.fullmatch(value):
-        return value
-    hint = ""
-    if isinstance(value, str):
-        low = value.strip().lower()
-        guess = re.sub(r"^(gpu|cuda)\s*:?\s*(\d+)$", r"cuda:\2", low)
-        guess = {"gpu": "cuda", "nvidia": "cuda", "cuda0": "cuda:0", "metal": "mps", "cpu0": "cpu"}.get(guess, guess)
-        if _DEVICE_RE.fullmatch(guess):
-            hint = f" (did you mean {guess}?)"
-    raise ValueError(f"models.{model_name or '<model>'}.device: {value!r} is not a device the transformers backend "
-                     f"runs on: {', '.join(DEVICES)} (N = the GPU's index){hint}")
-
-
-def torch_dtype(value, where: str):
-    """The ``dtype`` argument of ``from_pretrained`` for a config value: a torch dtype, or "auto"."""
-    import torch
-
-    name = _DTYPES.get(str(value))
-    if name is None:
-        raise ValueError(f"{where}: unknown dtype {value!r}")
-    return name if name == "auto" else getattr(torch, name)
-
-
-def resolve_gguf(spec: str) -> Path:
-    """A GGUF file path; ``pkg:<python package>/<file>`` points inside an installed package."""
-    if spec.startswith("pkg:"):
-        package, _, fname = spec[4:].partition("/")
-        found = importlib.util.find_spec(package)  # does not import the package
-        if found is None or not found.submodule_search_locations:
-            raise FileNotFoundError(f"gguf: Python package {package!r} is not installed (spec {spec!r})")
-        path = Path(list(found.submodule_search_locations)[0]) / fname
-    else:
-        path = Path(spec).expanduser()
-    if not path.is_file():
-        raise FileNotFoundError(f"gguf: file not found: {path}")
-    return path
-
-
-# what from_pretrained reads from a checkpoint directory: its config, its weights (one file, or
-# shards with their index) and its tokenizer (the first of these it finds)
-_WEIGHTS = ("*.safetensors", "pytorch_model*.bin", "*.safetensors.index.json", "pytorch_model*.bin.index.json")
-_TOKENIZER = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model", "sentencepiece*.model",
-              "*.tiktoken", "tokenizer.tiktoken")
-
-
-def model_dir_problem(path: Path) -> str | None:
-    """Why ``path`` is not a directory ``from_pretrained`` loads a model and its tokenizer from (as
-    the backend loads a ``path`` entry: AutoTokenizer and AutoModelForCausalLM on the directory), as
-    the end of a sentence that starts with the path; None when it has a config.json, weights and
-    tokenizer files."""
-    def has(patterns):
-        return any(next(path.glob(p), None) is not None for p in patterns)
-
-    if not (path / "config.json").is_file():
-        gguf = sorted(path.glob("*.gguf"))
-        if gguf:
-            return (f"holds a GGUF file ({gguf[0].name}) but no config.json: a GGUF model is given with "
-                    f"gguf: {gguf[0]} (converted once into a checkpoint by the workflow), not path")
-        return ("is not a model checkpoint directory: it has no config.json (give the folder that "
-                "save_pretrained or a hub download wrote, or hub: <id>)")
-    if not has(_WEIGHTS):
-        return "has a config.json but no weights (model.safetensors, model-*-of-*.safetensors or pytorch_model*.bin)"
-    if not has(_TOKENIZER):
-        return ("has a model but no tokenizer files (tokenizer.json, tokenizer.model, vocab.json, ...; "
-                "save the tokenizer into the folder with tokenizer.save_pretrained)")
-    return None
-
-
-def model_source(model_name: str, cfg: dict) -> tuple[str, dict]:
-    """What ``from_pretrained`` gets for a model config entry: (name_or_path, keyword arguments).
-
-    Exactly one of ``gguf``, ``path`` or ``hub`` names the weights. Hub models load from
-    ``cache_dir`` when set (fetched there beforehand by the workflow's fetch rule) and never touch
-    the network when ``offline`` is true or HF_HUB_OFFLINE is set.
-    """
-    given = [k for k in ("gguf", "path", "hub") if cfg.get(k)]
-    if len(given) != 1:
-        raise ValueError(f"models.{model_name}: give exactly one of gguf, path or hub (got {given or 'none'})")
-    if cfg.get("gguf"):
-        path = resolve_gguf(cfg["gguf"])
-        return str(path.parent), {"gguf_file": path.name}
-    if cfg.get("path"):
-        path = Path(cfg["path"]).expanduser()
-        if not path.is_dir():
-            raise FileNotFoundError(f"models.{model_name}.path: directory not found: {path}")
-        problem = model_dir_problem(path)
-        if problem:
-            raise FileNotFoundError(f"models.{model_name}.path: {path} {problem}")
-        return str(path), {}
-    kwargs: dict = {"revision": cfg.get("revision")}
-    if cfg.get("cache_dir"):
-        kwargs["cache_dir"] = cfg["cache_dir"]
-    if cfg.get("offline") or os.environ.get("HF_HUB_OFFLINE") == "1":
-        kwargs["local_files_only"] = True
-    return cfg["hub"], kwargs
-
-
-def load_tokenizer(model_name: str, cfg: dict):
-    """The model's tokenizer alone (what ``earnest.gsm.covariates.number_tokens`` counts with): a
-    function from text to token ids, without special tokens."""
-    from transformers import AutoTokenizer
-
-    if cfg.get("backend", "transformers") != "transformers":
-        raise ValueError(f"models.{model_name}: backend {cfg.get('backend')!r} has no local tokenizer to count "
-                         "number tokens with (stats.covariate: number_tokens needs a transformers model)")
-    source, kwargs = model_source(model_name, cfg)
-    tok = AutoTokenizer.from_pretrained(source, **kwargs)
-    return lambda text: tok(text, add_special_tokens=False)["input_ids"]
-
-
-# Strings the conversion check tokenizes with both tokenizers: digits, units, code, chat markers.
-_TOKENIZER_PROBES = (
-    "Q: Tom has 1,250 apples and gives away 3/4 of them. How many are left?\nA: The final answer is 312.5.",
-    "def solution():\n    total = 12 * 7  # $84\n    return total\n",
-    "<|im_start|>user\nHello, 2+2=?<|im_end|>\n",
-)
-
-
-def convert_gguf(spec: str, out_dir: str | Path, dtype: str = DEFAULT_DTYPE) -> dict:
-    """Dequantize a GGUF model once into a plain transformers checkpoint directory.
-
-    transformers reads a GGUF file by dequantizing every tensor and rebuilding the tokenizer from
-    the file's vocabulary, which takes longer than generating a few dozen answers with a small
-    model. The workflow converts each GGUF model once; generation jobs then load ``out_dir`` as a
-    ``path`` model. The saved weights, config, generation config and tokenizer are checked against
-    the GGUF load (identical tensors, identical token ids, same chat template) before returning;
-    a mismatch raises instead of leaving a checkpoint that would generate differently. ``dtype``
-    is the model's configured dtype: the weights are dequantized to it and saved in it (a 7B model
-    in float32 would take 28 GB). Returns what was checked (tensors, probes, seconds).
-    """
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    path = resolve_gguf(spec)
-    out = Path(out_dir)
-    load_dtype = torch_dtype(dtype, "convert_gguf")
-    t0 = time.time()
-    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    quantized = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=load_dtype)
-    config = copy.deepcopy(quantized.config)
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config
-    model = AutoModelForCausalLM.from_config(config, dtype=quantized.dtype)
-    state = quantized.state_dict()
-    model.load_state_dict(state)
-    model.generation_config = copy.deepcopy(quantized.generation_config)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(out))
-    tokenizer.save_pretrained(str(out))
-    seconds = time.time() - t0
-
-    saved_tok = AutoTokenizer.from_pretrained(str(out))
-    saved = AutoModelForCausalLM.from_pretrained(str(out), dtype=quantized.dtype)
-    saved_state = saved.state_dict()
-    if saved_state.keys() != state.keys():
-        raise RuntimeError(f"convert_gguf: {out} has tensors {sorted(set(saved_state) ^ set(state))} "
-                           f"that differ from {path}")
-    for name, tensor in state.items():
-        if not torch.equal(saved_state[name], tensor):
-            raise RuntimeError(f"convert_gguf: tensor {name} in {out} differs from {path}")
-    for probe in _TOKENIZER_PROBES:
-        if saved_tok(probe)["input_ids"] != tokenizer(probe)["input_ids"]:
-            raise RuntimeError(f"convert_gguf: the saved tokenizer in {out} tokenizes {probe[:40]!r} differently")
-    if saved_tok.chat_template != tokenizer.chat_template or saved_tok.eos_token_id != tokenizer.eos_token_id:
-        raise RuntimeError(f"convert_gguf: the saved tokenizer in {out} lost the chat template or EOS token")
-    if saved.generation_config.eos_token_id != quantized.generation_config.eos_token_id:
-        raise RuntimeError(f"convert_gguf: the generation config in {out} has another EOS token")
-    return {"gguf": str(path), "tensors": len(state), "probes": len(_TOKENIZER_PROBES), "seconds": round(seconds, 1)}
-
-
-#: ``batch_size: auto`` on a CPU (no card to size it by), and the most slots ``auto`` gives on a GPU
+#: ``batch_size: auto`` on a CPU (no card to size it by)
 AUTO_CPU_BATCH = 8
-AUTO_MAX_BATCH = 512
-#: requests prefilled together when slots are refilled (bounds the prefill's temporary memory)
-PREFILL_ROWS = 32
-#: device memory ``batch_size: auto`` leaves free besides the slots and one prefill (allocator, workspaces)
-AUTO_RESERVE_BYTES = 2 << 30
+#: device memory a running job leaves free besides its plan (the allocator's slack; the CUDA context is
+#: not in the free memory it measures)
+RUNTIME_RESERVE_BYTES = 1 << 30
 
 
 class DecodeMemoryError(MemoryError):
     """A job's decoding slots do not fit the device (the message names model, memory asked and free)."""
 
 
-def fit_batch(model: str, device: str, free: int, per_slot: int, overhead: int, n_requests: int,
-              wanted: int | None, slot_columns: int) -> int:
-    """Slots of ``per_slot`` bytes a job decodes with on a device with ``free`` bytes, ``overhead``
-    of them kept for a prefill and workspaces: ``wanted`` (at most one per request) if they fit, or
-    with ``wanted=None`` (``batch_size: auto``) as many as fit, at most ``AUTO_MAX_BATCH``.
-    Raises :class:`DecodeMemoryError` naming the model, the memory asked and the memory free."""
-    mib = 1 << 20
-    room = free - overhead
-    if wanted is None:
-        fits = room // per_slot
-        if fits < 1:
-            raise DecodeMemoryError(
-                f"models.{model}: one decoding slot needs {per_slot / mib:.0f} MiB ({slot_columns} key/value "
-                f"columns) plus {overhead / mib:.0f} MiB for a prefill and workspace; {device} has "
-                f"{free / mib:.0f} MiB free after the weights")
-        return int(max(1, min(fits, AUTO_MAX_BATCH, n_requests)))
-    batch = max(1, min(int(wanted), n_requests))
-    if batch * per_slot > room:
-        raise DecodeMemoryError(
-            f"models.{model}: batch_size {batch} needs {batch * per_slot / mib:.0f} MiB of decoding slots "
-            f"({slot_columns} key/value columns each) plus {overhead / mib:.0f} MiB for a prefill and workspace; "
-            f"{device} has {free / mib:.0f} MiB free after the weights (batch_size: auto takes what fits)")
-    return batch
-
-
-class TransformersBackend(Backend):
+class TransformersBackend(StopRule, Backend):
     """A causal LM from transformers, decoded greedily.
 
     Config keys (a model entry): gguf | path | hub (+ revision, cache_dir, offline), dtype,
@@ -355,20 +114,22 @@ class TransformersBackend(Backend):
         self.attention = cfg.get("attention", STANDARD_ATTENTION)
         if self.attention not in ATTENTION_MODES:
             raise ValueError(f"models.{model_name}.attention: {self.attention!r} is not one of {', '.join(ATTENTION_MODES)}")
+        # earnest's attention reads the shared prefix in place (prefills; shared_prefix decoding steps) and
+        # hands every other call to the model's own implementation (sdpa; eager for Gemma 2's soft-capping)
+        own = attention.use_earnest_attention(self.model)
+        # sdpa and earnest's attention take a boolean mask; eager adds a float one
+        self._additive_mask = own not in ("sdpa", "flash_attention_2", "flash_attention_3")
         if self.attention == SHARED_PREFIX_ATTENTION:
-            if self.model.config._attn_implementation != "sdpa":
-                raise ValueError(f"models.{model_name}.attention: shared_prefix needs the model's sdpa attention "
-                                 f"(this model uses {self.model.config._attn_implementation!r}); use standard")
-            self.model.set_attn_implementation(slots.register_shared_prefix_attention())
-        # sdpa and earnest's attention take a boolean mask; eager (e.g. Gemma-2's soft-capping) adds a float one
-        self._additive_mask = self.model.config._attn_implementation not in ("sdpa", "earnest_shared_prefix")
+            self._additive_mask = False
         self.eos_ids = self._eos_ids()
         # the reference passes eos_token_id=tokenizer.eos_token_id to generate(), which replaces
         # the generation config's EOS list (e.g. Llama-3-Instruct's <|eot_id|>)
         tok_eos = self.tokenizer.eos_token_id
         self.reference_eos_ids = [tok_eos] if tok_eos is not None else self.eos_ids
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_ids[0]
-        self._prefix: tuple[tuple[int, ...], object] | None = None  # (prefix ids, their KV cache)
+        self._prefix: dict = {}      # (prefix ids, long factors) -> every layer's (keys, values) of the prefix
+        # Phi-3's LongRoPE: factors chosen per row (earnest.backends.rope)
+        self._rope = LongRopePerRow.attach(self.model)
         self._layout = None          # (layers, (kv heads, key dim, value dim), sliding window or None)
         #: what the last ``generate`` call decoded with: batch, columns per slot, cache bytes, graphs
         self.last_decode: dict = {}
@@ -427,15 +188,25 @@ class TransformersBackend(Backend):
         new_cache = getattr(out, "cache", None)
         return out.logits[:, -1, :], new_cache if new_cache is not None else out.past_key_values
 
-    def _prefix_cache(self, prefix: tuple[int, ...]):
-        """KV cache of the shared prefix (computed once per prefix)."""
-        if self._prefix is None or self._prefix[0] != prefix:
+    def _prefix_layers(self, prefix: tuple[int, ...], long: bool = False) -> list:
+        """(keys, values) of every layer of the shared prefix, each ``(1, heads, P, dim)``, computed once per
+        prefix (and per LongRoPE factor set: ``long`` computes it alone with the long factors)."""
+        key = (prefix, long)
+        if key not in self._prefix:
             torch = self.torch
             ids = torch.tensor([prefix], device=self.device)
-            with torch.inference_mode():
-                _, cache = self._forward(None, input_ids=ids)
-            self._prefix = (prefix, cache)
-        return self._prefix[1]
+            if any(k[0] != prefix for k in self._prefix):      # another job's prefix: freed
+                self._prefix.clear()
+            if self._rope is not None:
+                self._rope.force_long = long
+            try:
+                with torch.inference_mode():
+                    _, cache = self._forward(None, input_ids=ids)
+            finally:
+                if self._rope is not None:
+                    self._rope.force_long = False
+            self._prefix[key] = [(layer.keys, layer.values) for layer in cache.layers]
+        return self._prefix[key]
 
     def _kv_layout(self):
         """(layers, (kv heads, key dim, value dim), sliding window or None), read off a one-token forward."""
@@ -482,191 +253,103 @@ class TransformersBackend(Backend):
         self._decode(encoded, order, prefix, int(max_new_tokens), done)
         return [results[i] for i in range(len(requests))]
 
-    def plan_batch(self, n_requests: int, slot_columns: int, prefill_columns: int) -> int:
-        """How many slots a job decodes with: ``batch_size`` (at most one per request), or for
-        ``auto`` as many slots of ``slot_columns`` key/value columns as the GPU's free memory holds
-        beside one prefill of ``prefill_columns`` columns. On a GPU a job whose slots cannot fit
-        raises :class:`DecodeMemoryError` before anything is decoded."""
-        layers, kv_shape, _ = self._kv_layout()
+    def plan_batch(self, n_requests: int, prefix_tokens: int, own_tokens: int, max_new_tokens: int,
+                   shared: bool) -> memplan.Plan:
+        """The memory plan of a job (``earnest.backends.memplan``, the arithmetic ``earnest plan-gpu`` uses,
+        here with the exact prompt lengths): its ``slots`` are ``batch_size`` (at most one per request), or
+        for ``auto`` as many as the GPU's free memory holds; ``prefill_rows`` the requests prefilled
+        together. On a GPU a job whose slots cannot fit raises :class:`DecodeMemoryError` before anything
+        is decoded, naming the numbers."""
+        shape = memplan.ModelShape.from_config(self.model.config.to_dict(), f"models.{self.name}")
         itemsize = self.model.dtype.itemsize
-        per_slot = slots.slot_cache_class().bytes_per_slot(layers, kv_shape, slot_columns, itemsize)
-        per_slot += self.model.config.vocab_size * 4          # the step's logits row
-        prefill = slots.slot_cache_class().bytes_per_slot(layers, kv_shape, prefill_columns, itemsize)
-        prefill *= 2 * min(PREFILL_ROWS, n_requests) + 1       # the prefix, its copies and their concatenation
         wanted = None if self.batch_size == AUTO_BATCH else int(self.batch_size)
+        kw = dict(itemsize=itemsize, prefix_tokens=prefix_tokens, own_tokens=own_tokens,
+                  max_new_tokens=max_new_tokens, shared_prefix=shared, n_requests=n_requests)
         if self.device.type != "cuda":
-            return max(1, min(wanted or AUTO_CPU_BATCH, n_requests))
-        self.torch.cuda.empty_cache()         # memory this process freed counts as free
-        free, _ = self.torch.cuda.mem_get_info(self.device)
-        return fit_batch(self.name, str(self.device), free, per_slot, prefill + AUTO_RESERVE_BYTES, n_requests,
-                         wanted, slot_columns)
+            batch = max(1, min(wanted or AUTO_CPU_BATCH, n_requests))
+            return memplan.plan_job(shape, card_bytes=1 << 62, reserve=0, batch=batch, **kw)
+        torch = self.torch
+        torch.cuda.empty_cache()         # memory this process freed counts as free
+        free, _ = torch.cuda.mem_get_info(self.device)
+        held = sum(t.numel() * t.element_size() for t in (*self.model.parameters(), *self.model.buffers()))
+        # the weights are on the card already: the card the plan sees is what is free plus what they hold
+        plan = memplan.plan_job(shape, card_bytes=free + held, reserve=RUNTIME_RESERVE_BYTES, batch=wanted, **kw)
+        if plan.slots < 1:
+            asked = f"batch_size {wanted}" if wanted else "one decoding slot"
+            raise DecodeMemoryError(
+                f"models.{self.name}: {asked} needs {(plan.peak(wanted or 1) - plan.weights) / 2**20:.0f} MiB beside "
+                f"the weights ({plan.describe()}); {self.device} has {free / 2**20:.0f} MiB free after the weights"
+                + ("" if wanted is None else " (batch_size: auto takes what fits)"))
+        return plan
 
     def _decode(self, rows: list[list[int]], order: list[int], prefix: tuple[int, ...], max_new_tokens: int,
                 done) -> None:
-        """Continuous batching over slots of a fixed size (``earnest.backends.slots``).
-
-        Each slot holds one request: its own prompt tokens, run against the prefix cache when it
-        enters (several entering requests are prefilled together), then one generated token per
-        step at the next column with positions continuing from its prompt, so each row computes
-        what it would alone. A slot whose answer ends takes the next waiting request (on a GPU,
-        once an eighth of the slots are free, so that prefills come in groups); when none is
-        waiting, the live rows move to the front and the step runs on fewer rows.
-        """
+        """Continuous batching over slots of a fixed size (``earnest.backends.slots``), scheduled by
+        ``earnest.backends.schedule.SlotScheduler``; the slots and the prefill rows are the job's memory
+        plan (:meth:`plan_batch`)."""
         torch = self.torch
         P = len(prefix)
         L = max(len(rows[i]) - P for i in order)
         shared = self.attention == SHARED_PREFIX_ATTENTION and P > 0
         layers, kv_shape, window = self._kv_layout()
-        own_columns = L + max_new_tokens             # the last one is a scratch column nobody attends to
-        if window is not None and P + own_columns > window:
+        longest = P + L + max_new_tokens
+        if window is not None and longest > window:
             raise ValueError(f"models.{self.name}: prompts of up to {P + L} tokens plus max_new_tokens "
                              f"{max_new_tokens} exceed the model's sliding attention window of {window} tokens; "
                              "earnest's decoder attends over whole sequences only")
-        B = self.plan_batch(len(order), (0 if shared else P) + own_columns, P + L)
+        rope = self._rope if self._rope is not None and longest > self._rope.original else None
+        if rope is not None and shared:
+            raise ValueError(f"models.{self.name}.attention: shared_prefix cannot hold LongRoPE rows past "
+                             f"original_max_position_embeddings ({rope.original}; this job reaches {longest} "
+                             "tokens): their prefix is computed with the long factors; use attention: standard")
+        plan = self.plan_batch(len(order), P, L, max_new_tokens, shared)
         graphs = self.cuda_graphs and self.device.type == "cuda"
         with torch.inference_mode():
-            prefix_layers = []
-            if P:
-                prefix_layers = [(layer.keys, layer.values) for layer in self._prefix_cache(prefix).layers]
-            cache = slots.slot_cache_class()(prefix_layers, layers, B, own_columns, shared, kv_shape,
-                                             self.model.dtype, self.device)
+            cache = slots.slot_cache_class()(self._prefix_layers(prefix) if P else [], layers, plan.slots,
+                                             L + max_new_tokens, shared, kv_shape, self.model.dtype, self.device)
             step = slots.SlotStep(self.model, cache, cache_kw=self._cache_kw, keep_kw=self._keep_kw,
                                   additive_mask=self._additive_mask, graphs=graphs)
+            # refills in groups, the tail on fewer rows and the next step launched before the current one's
+            # tokens are checked: the CUDA-graph policies (tests force them on a CPU); not with LongRoPE crossings
             grouped = graphs if self._grouped is None else self._grouped
-            sizes = slots.graph_sizes(B) if grouped else None
-            refill_at = max(1, B // 8) if grouped else 1
-            scratch = cache.columns - 1
-            slot_req: list[int | None] = [None] * B
-            states: dict[int, dict] = {}
-            col = [scratch] * B                      # the column each slot writes next (host copy)
-            queue = collections.deque(order)
-            n_rows = B
-            self.last_decode = {"batch": B, "columns": cache.columns, "cache_bytes": cache.nbytes(),
+            pipelined = (graphs if self._pipelined is None else self._pipelined) and rope is None
+            sched = SlotScheduler(self, cache, step, rows, order, prefix, max_new_tokens, done,
+                                  prefill_rows=plan.prefill_rows, grouped=grouped, pipelined=pipelined, rope=rope)
+            self.last_decode = {"batch": plan.slots, "columns": cache.columns, "cache_bytes": cache.nbytes(),
                                 "shared_prefix": shared, "graphs": step.graph_note, "requests": len(order),
+                                "plan_bytes": plan.peak(plan.slots), "prefill_rows": plan.prefill_rows,
                                 "prefills": 0, "steps": 0}
+            sched.run()
+            self.last_decode.update(prefills=sched.prefills, steps=sched.launched, graphs=step.graph_note)
 
-            def retire(ended: list[int]) -> None:
-                """Slots whose answer ended: their rows step on the scratch column until refilled."""
-                if not ended:
-                    return
-                idx = torch.tensor(ended, device=self.device)
-                cache.write_pos[idx] = scratch
-                step.pos[idx] = 0
-                for s in ended:
-                    slot_req[s] = None
-                    col[s] = scratch
-
-            def take(pairs: list[tuple[int, int]]) -> list[int]:
-                """Feed each slot its new token; finish the answers that ended; the slots freed."""
-                ended = []
-                for s, reason in self._feed([(s, states[slot_req[s]], tok) for s, tok in pairs], max_new_tokens):
-                    i = slot_req[s]
-                    done(i, self._result(rows[i], states.pop(i), reason))
-                    ended.append(s)
-                retire(ended)
-                return ended
-
-            def fill() -> None:
-                while queue:
-                    free = [s for s in range(n_rows) if slot_req[s] is None]
-                    if not free:
-                        return
-                    chosen = free[: min(len(free), len(queue), PREFILL_ROWS)]
-                    reqs = [queue.popleft() for _ in chosen]
-                    first = self._prefill(cache, step, chosen, [rows[i][P:] for i in reqs], prefix)
-                    self.last_decode["prefills"] += 1
-                    for s, i in zip(chosen, reqs):
-                        slot_req[s] = i
-                        states[i] = self._new_state(i)
-                        col[s] = cache.base + len(rows[i]) - P
-                    take(list(zip(chosen, first)))
-
-            # With graphs the step after the current one is launched before the current one's tokens
-            # are read back and checked, so the host's work (stop strings, refills) overlaps the
-            # device's; a token computed for a slot whose answer ended meanwhile is dropped.
-            pipelined = graphs if self._pipelined is None else self._pipelined
-            depth = 2 if pipelined else 1
-            inflight: collections.deque = collections.deque()
-            pinned = self.device.type == "cuda"
-            ring = [torch.empty(B, dtype=torch.long, pin_memory=pinned) for _ in range(depth + 1)]
-            launched = 0
-
-            def launch() -> None:
-                nonlocal launched
-                live = [s for s in range(n_rows) if slot_req[s] is not None]
-                out = step.run(n_rows, max(col[s] for s in live) + 1)
-                host = ring[launched % len(ring)][:n_rows]
-                host.copy_(out, non_blocking=pinned)
-                event = None
-                if pinned:
-                    event = torch.cuda.Event()
-                    event.record()
-                launched += 1
-                for s in live:
-                    col[s] += 1
-                inflight.append((host, event, [(s, slot_req[s]) for s in live]))
-
-            def land() -> list[int]:
-                host, event, launched_with = inflight.popleft()
-                if event is not None:
-                    event.synchronize()
-                toks = host.tolist()
-                # only the slots that still hold the request the step was launched for
-                return take([(s, toks[s]) for s, i in launched_with if slot_req[s] == i])
-
-            fill()
-            compact = False
-            while True:
-                if not compact and len(inflight) < depth and any(r is not None for r in slot_req[:n_rows]):
-                    launch()
-                    if len(inflight) < depth:
-                        continue
-                if not inflight:
-                    break
-                ended = land()
-                if queue:
-                    if ended and sum(r is None for r in slot_req[:n_rows]) >= min(refill_at, len(queue)):
-                        fill()
-                    continue
-                # nothing waits: run the step on as few rows as hold the live answers (once no step is in flight)
-                live = [s for s in range(n_rows) if slot_req[s] is not None]
-                target = len(live) if sizes is None else next((z for z in sizes if z >= len(live)), n_rows)
-                compact = bool(live) and target < n_rows
-                if compact and not inflight:
-                    keep = live + [s for s in range(n_rows) if slot_req[s] is None][: target - len(live)]
-                    step.gather_rows(torch.tensor(keep, device=self.device))
-                    slot_req[:target] = [slot_req[s] for s in keep]
-                    col[:target] = [col[s] for s in keep]
-                    n_rows = target
-                    compact = False
-            self.last_decode["steps"] = launched
-            self.last_decode["graphs"] = step.graph_note
-
-    def _prefill(self, cache, step, chosen: list[int], owns: list[list[int]], prefix: tuple[int, ...]) -> list[int]:
+    def _prefill(self, cache, step, chosen: list[int], owns: list[list[int]], prefix: tuple[int, ...],
+                 long: bool = False) -> list[int]:
         """Run the requests' own tokens against the prefix (left-padded, together) and write their
-        keys/values into the slots ``chosen``; returns each request's first generated token."""
+        keys/values into the slots ``chosen``; returns each request's first generated token. The prefix's
+        cache is read in place by every row (``slots.PrefillCache``), never copied per row; ``long``:
+        the prefix computed with LongRoPE's long factors (``earnest.backends.rope``)."""
         torch = self.torch
         dev = self.device
         P, k = len(prefix), len(chosen)
         Lc = max(len(o) for o in owns)
         ids = torch.full((k, Lc), self.pad_id, dtype=torch.long, device=dev)
-        mask = torch.zeros((k, P + Lc), dtype=torch.long, device=dev)
-        mask[:, :P] = 1
+        pad = torch.tensor([Lc - len(o) for o in owns], device=dev)
         for j, own in enumerate(owns):
             ids[j, Lc - len(own):] = torch.tensor(own, device=dev)
-            mask[j, P + Lc - len(own):] = 1
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, P:]
-        pc = None
-        if P:
-            pc = copy.deepcopy(self._prefix_cache(prefix))
-            if k > 1:
-                pc.batch_repeat_interleave(k)
-        logits, pc = self._forward(pc, input_ids=ids, attention_mask=mask, position_ids=positions)
+        q = torch.arange(Lc, device=dev)
+        # each own token attends to the row's earlier own tokens (and a padding query to itself); the prefix
+        # is attended in full by every row
+        mask = ((q[None, :] <= q[:, None])[None] & (q[None, None, :] >= pad[:, None, None])) | torch.eye(
+            Lc, dtype=torch.bool, device=dev)[None]
+        positions = (P + q[None, :] - pad[:, None]).clamp(min=P)
+        pc = slots.prefill_cache_class()(self._prefix_layers(prefix, long) if P else [], len(cache.k))
+        logits, _ = self._forward(pc, input_ids=ids, attention_mask=mask[:, None], position_ids=positions)
         first = logits.argmax(-1)
-        for li, layer in enumerate(pc.layers):
+        for li in range(len(pc.k)):
             for j, (s, own) in enumerate(zip(chosen, owns)):
                 n = len(own)
-                cache.write_slot(s, li, layer.keys[j, :, P + Lc - n:P + Lc], layer.values[j, :, P + Lc - n:P + Lc], n)
+                cache.write_slot(s, li, pc.k[li][j, :, Lc - n:], pc.v[li][j, :, Lc - n:], n)
+        del pc
         idx = torch.tensor(chosen, device=dev)
         lengths = torch.tensor([len(o) for o in owns], device=dev)
         step.tok[idx, 0] = first
@@ -674,114 +357,8 @@ class TransformersBackend(Backend):
         cache.write_pos[idx] = cache.base + lengths
         return first.tolist()
 
-    def _reference_decode(self, ids: list[int]) -> str:
-        """Decode as the reference's tokenizer (clean_up_tokenization_spaces=True, transformers 4.x) did."""
-        text = self.tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
-        return reference_clean_up(text)
-
-    def _new_state(self, i: int) -> dict:
-        req = self._requests[i]
-        stop = req.stop
-        # earnest mode looks for its stop strings in the decoded last tokens of the answer: enough
-        # tokens for the longest stop string even at one byte per token, plus a margin
-        window = max((len(s.encode("utf-8")) for s in stop), default=0) + 3
-        return {"tokens": [], "t0": time.time(), "stop": stop, "reference": req.fidelity == REFERENCE,
-                "window": window, "i": i}
-
-    def _feed(self, items: list[tuple[int, dict, int]], max_new_tokens: int) -> list[tuple[int, str]]:
-        """Take one generated token per (slot, state, token); the (slot, stop reason) of the answers that ended.
-
-        The rule of each mode, as a whole-answer check would apply it: the EOS token ends the
-        answer (not kept); otherwise the token is kept, then the stop strings are looked for, then
-        the token cap. The stop strings of all rows are looked for with one batched decode:
-        reference mode in the last ``REFERENCE_STOP_WINDOW`` tokens of prompt + answer (the
-        authors' rule), earnest mode in the last tokens of the answer (``_new_state``'s window;
-        ``_settle`` makes the result exact where a window would not be).
-        """
-        ended: list[tuple[int, str]] = []
-        ref_rows, ref_windows, own_rows, own_windows = [], [], [], []
-        for s, st, tok in items:
-            if st["reference"]:
-                if tok in self.reference_eos_ids:
-                    ended.append((s, EOS))
-                    continue
-                st["tokens"].append(tok)
-                if st["stop"]:
-                    row = self._requests_rows[st["i"]]
-                    tail = (row[-REFERENCE_STOP_WINDOW:] + st["tokens"][-REFERENCE_STOP_WINDOW:])[-REFERENCE_STOP_WINDOW:]
-                    ref_rows.append((s, st))
-                    ref_windows.append(tail)
-                    continue
-            else:
-                if tok in self.eos_ids:
-                    ended.append((s, EOS))
-                    continue
-                st["tokens"].append(tok)
-                if st["stop"]:
-                    own_rows.append((s, st))
-                    own_windows.append(st["tokens"][-st["window"]:])
-                    continue
-            if len(st["tokens"]) >= max_new_tokens:
-                ended.append((s, MAX_NEW_TOKENS))
-        texts = []
-        if ref_windows:
-            texts += [reference_clean_up(t) for t in self.tokenizer.batch_decode(
-                ref_windows, skip_special_tokens=True, clean_up_tokenization_spaces=False)]
-        if own_windows:
-            texts += self.tokenizer.batch_decode(own_windows, skip_special_tokens=True)
-        for (s, st), text in zip(ref_rows + own_rows, texts):
-            if any(x in text for x in st["stop"]):
-                ended.append((s, STOP_STRING))
-            elif len(st["tokens"]) >= max_new_tokens:
-                ended.append((s, MAX_NEW_TOKENS))
-        return ended
-
-    def _decode_answer(self, tokens: list[int]) -> str:
-        return self.tokenizer.decode(tokens, skip_special_tokens=True)
-
-    def _settle(self, st: dict, stop: str) -> tuple[str, str]:
-        """Earnest mode: make the answer end exactly where a check of the whole decoded answer after
-        every token would have ended it (a window can miss a stop string spread over many tokens
-        that decode to nothing, or see one the whole text splits otherwise). Greedy decoding made
-        the same tokens up to that point, so cutting the tokens there gives that answer. Returns
-        (stop reason, the answer's whole decoded text)."""
-        tokens, strings = st["tokens"], st["stop"]
-        text = self._decode_answer(tokens)
-        n = len(tokens)
-        if not strings or n == 0:
-            return stop, text
-        found = any(x in text for x in strings)
-        if stop == STOP_STRING:
-            if not found:
-                log.warning("request %s: a stop string seen in the last tokens is not in the whole decoded "
-                            "answer; the answer ends there all the same", self._requests[st["i"]].key)
-                return stop, text
-            if n == 1 or not any(x in self._decode_answer(tokens[:n - 1]) for x in strings):
-                return stop, text
-        elif not found:
-            return stop, text
-        lo, hi = 1, n                        # the first length whose decoded text holds a stop string
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if any(x in self._decode_answer(tokens[:mid]) for x in strings):
-                hi = mid
-            else:
-                lo = mid + 1
-        del tokens[lo:]
-        return STOP_STRING, self._decode_answer(tokens)
-
-    def _result(self, row: list[int], st: dict, stop: str) -> GenerationResult:
-        if st["reference"]:
-            text = self._reference_decode(st["tokens"])
-        else:
-            stop, text = self._settle(st, stop)
-            if stop == STOP_STRING:
-                text = cut_at_stop(text, st["stop"])[0]
-        return GenerationResult(key="", response=text, prompt_tokens=len(row), new_tokens=len(st["tokens"]),
-                                stop_reason=stop, seconds=time.time() - st["t0"])
-
     def close(self) -> None:
-        self._prefix = None
+        self._prefix = {}
         del self.model
 
 

@@ -10,8 +10,10 @@ step's cost depend on the batch and the longest request, never on how many reque
 Layouts (``shared``): standard keeps the prefix's columns in every row (``[prefix | own | answer]``,
 attended by the model's own attention implementation through a 4-D mask); shared_prefix keeps the
 prefix once (``(1, heads, P, dim)``) and the rows' own columns apart, and
-:func:`shared_prefix_attention` attends to the prefix once for the whole batch and merges the two
-softmax parts exactly (log-sum-exp).
+:func:`earnest.backends.attention.shared_prefix_attention` attends to the prefix once for the whole
+batch and merges the two softmax parts exactly (log-sum-exp). A request enters its slot through a
+prefill (:class:`PrefillCache`) that reads the prefix in place: no row holds a copy of it while its
+own tokens are computed.
 
 A step reads and writes only static buffers (the tokens to feed, their positions, the column each
 row writes, the mask), so the same step can be captured as a CUDA graph and replayed: one launch
@@ -26,7 +28,7 @@ import logging
 
 log = logging.getLogger(__name__)
 
-SHARED_PREFIX_ATTR = "_earnest_shared_prefix"   # attribute of the key tensor a shared-prefix cache returns
+from .attention import SHARED_PREFIX_ATTR
 #: a captured step attends over the live columns rounded up to a multiple of this (one graph per
 #: row count and span), so early steps of long-answer jobs do not read the unused end of every slot
 SPAN_BUCKET = 256
@@ -109,6 +111,12 @@ def slot_cache_class():
             self.k[layer][slot, :, self.base:self.base + length] = keys
             self.v[layer][slot, :, self.base:self.base + length] = values
 
+        def write_prefix(self, slot: int, layer: int, keys, values) -> None:
+            """Standard layout: put another prefix's keys/values ``(1, heads, P, dim)`` into ``slot``'s first
+            columns (LongRoPE rows past original_max_position_embeddings hold the long-factor prefix)."""
+            self.k[layer][slot, :, :self.prefix_len] = keys[0]
+            self.v[layer][slot, :, :self.prefix_len] = values[0]
+
         def gather_rows(self, src) -> None:
             """Move the rows ``src`` (a long tensor) to the front: row j gets row src[j]."""
             n = src.shape[0]
@@ -119,59 +127,37 @@ def slot_cache_class():
     return SlotCache
 
 
-def shared_prefix_attention(module, query, key, value, attention_mask, dropout: float = 0.0,
-                            scaling: float | None = None, **kwargs):
-    """Attention of one decoding step over a shared-prefix slot cache; plain SDPA for anything else.
-
-    ``key`` carries the prefix's keys/values (one copy, ``SHARED_PREFIX_ATTR``); every row's
-    queries attend to it together (one matrix product per key/value head), each row to its own
-    columns under ``attention_mask`` (boolean, True = attend), and the two softmax parts are merged.
-    No step of it reads a value back to the host, so it can be captured in a CUDA graph.
-    """
-    import torch
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
-    shared = getattr(key, SHARED_PREFIX_ATTR, None)
-    if shared is None:
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
-                                      **kwargs)
-    pk, pv = shared
-    B, H, S, d = query.shape
-    kvh = pk.shape[1]
-    g = H // kvh
-    scale = scaling if scaling is not None else d ** -0.5
-    work = torch.float32 if query.dtype in (torch.float16, torch.bfloat16) else query.dtype
-    q = query.reshape(B, kvh, g, d).to(work)
-    # the prefix: every row's queries of one key/value head against the one copy of the prefix
-    qp = q.permute(1, 0, 2, 3).reshape(kvh, B * g, d)
-    sp = torch.matmul(qp, pk[0].to(work).transpose(-1, -2)) * scale            # (kvh, B*g, P)
-    mp = sp.amax(-1, keepdim=True)
-    ep = torch.exp(sp - mp)
-    lp, op = ep.sum(-1, keepdim=True), torch.matmul(ep, pv[0].to(work))        # (kvh, B*g, 1|d)
-    mp, lp, op = (t.reshape(kvh, B, g, -1).permute(1, 0, 2, 3) for t in (mp, lp, op))
-    # each row's own columns (its prompt tokens, its answer so far; the rest masked)
-    ss = torch.matmul(q, key.to(work).transpose(-1, -2)) * scale                # (B, kvh, g, T)
-    if attention_mask is not None:
-        ss = ss.masked_fill(~attention_mask, float("-inf"))
-    ms = ss.amax(-1, keepdim=True)
-    es = torch.exp(ss - ms)
-    ls, os_ = es.sum(-1, keepdim=True), torch.matmul(es, value.to(work))
-    m = torch.maximum(mp, ms)
-    a, b = torch.exp(mp - m), torch.exp(ms - m)
-    out = (a * op + b * os_) / (a * lp + b * ls)                               # (B, kvh, g, d)
-    return out.reshape(B, 1, H, d).to(query.dtype).contiguous(), None
-
-
 @functools.lru_cache(maxsize=1)
-def register_shared_prefix_attention() -> str:
-    """Register :func:`shared_prefix_attention` (and SDPA's mask) with transformers; its name."""
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+def prefill_cache_class():
+    """The :class:`PrefillCache` class (built lazily, as :func:`slot_cache_class`)."""
 
-    name = "earnest_shared_prefix"
-    AttentionInterface.register(name, shared_prefix_attention)
-    AttentionMaskInterface.register(name, sdpa_mask)
-    return name
+    class PrefillCache(_cache_base()):
+        """The cache of one prefill call: the requests' own tokens run against the shared prefix, which is
+        read in place (one copy, ``(1, heads, P, dim)`` per layer, never repeated per row). Every layer's
+        new keys/values are kept (``k``, ``v``: ``(rows, heads, own tokens, dim)``) for the caller to
+        write into the slots; attention over prefix + own tokens is :func:`shared_prefix_attention`'s."""
+
+        def __init__(self, prefix_layers, n_layers: int):
+            super().__init__(layers=[])
+            self.prefix = list(prefix_layers or [])
+            self.prefix_len = self.prefix[0][0].shape[2] if self.prefix else 0
+            self.k = [None] * n_layers
+            self.v = [None] * n_layers
+
+        def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+            if self.k[layer_idx] is not None:
+                raise RuntimeError("a prefill cache takes one forward call")
+            self.k[layer_idx], self.v[layer_idx] = key_states, value_states
+            if not self.prefix:
+                return key_states, value_states
+            keys = key_states[...]                # a view to carry the prefix on (not the stored tensor)
+            setattr(keys, SHARED_PREFIX_ATTR, self.prefix[layer_idx])
+            return keys, value_states
+
+        def get_seq_length(self, layer_idx: int = 0) -> int:
+            return self.prefix_len
+
+    return PrefillCache
 
 
 class SlotStep:

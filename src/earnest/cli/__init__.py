@@ -22,6 +22,7 @@ SUBCOMMAND_MODULES = [
     "earnest.cli.compare",          # earnest compare
     "earnest.config",           # earnest check-config
     "earnest.statform.results_csv",  # earnest statform-score, earnest statform-prompt
+    "earnest.cli.plan_gpu",     # earnest plan-gpu
 ]
 
 
