@@ -254,6 +254,8 @@ LIBRARY_EXCEPTIONS = {
     # the degenerate-estimate bound (log-odds), not statform.limit (samples read)
     ("earnest.stats.summary", "diverged_order_statistics", "limit"): None,
     ("earnest.stats.diagnostics", "diverged_statement", "limit"): None,
+    # the paper models' config fields (resources/models/paper_configs.yaml), not statform.release.path
+    ("earnest.backends.memplan", "paper_configs", "path"): None,
     # the schema file read (config/schema.yaml), not statform.release.path
     **{("earnest.schema", f, "path"): None for f in ("load_schema", "schema_node", "schema_default", "check_option")},
     # '' = not given: install_release copies a local file or fetches what its caller (the rule) names

@@ -121,5 +121,6 @@ def test_multilingual_config_plans_the_study(tmp_path):
                            str(tmp_path), "--configfile", str(REPO / "config" / "multilingual.yaml"), "-n"],
                           capture_output=True, text=True, timeout=1800, env=child_env())
     jobs = planned(proc)
-    assert jobs["language_items"] == 24 and jobs["language_generate"] == 96 and jobs["language_score"] == 96
-    assert jobs["language_glmm1"] == 52 and jobs["cross_lingual"] == 1 and jobs["generate"] == 8
+    # three models: gemma-2-9b-it left out, its sliding window shorter than these prompts (issue 52's plan)
+    assert jobs["language_items"] == 24 and jobs["language_generate"] == 72 and jobs["language_score"] == 72
+    assert jobs["language_glmm1"] == 39 and jobs["cross_lingual"] == 1 and jobs["generate"] == 6
