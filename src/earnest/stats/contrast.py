@@ -25,8 +25,8 @@ import pandas as pd
 
 from earnest import fidelity as F
 from earnest.stats.diagnostics import diverged_statement
-from earnest.stats.summary import (SEPARATED_LOG_OR, bootstrap_p, check_shards, clean_mask, diverged_order_statistics,
-                                   glmm_frame, p_bound, percentile_interval, separation_sides)
+from earnest.stats.summary import (SEPARATED_LOG_OR, check_shards, clean_mask, diverged_order_statistics,
+                                   glmm_frame, separation_sides)
 from earnest.stats.glmm import prior_for
 from earnest.stats.verdict import fit_p
 from earnest.wording import VARIANT

@@ -59,7 +59,7 @@ from earnest.stats.defaults import ALPHA, ENGINE
 from earnest.stats.engines import laplace
 from earnest.stats.glmm import (LME4, GLMMInputError, WaldFit, check_unique_columns, text_column,
                                 validate_glmm_input)
-from earnest.stats.summary import clean_mask, diverged_order_statistics, holm_bounded, p_bound
+from earnest.stats.summary import clean_mask, diverged_order_statistics
 from earnest.stats.summary import not_estimable_reason as _reason, separates
 from earnest.stats.verdict import NOT_ESTIMABLE, decide, fit_p
 from earnest.wording import (DEGENERATE_MARK, DEGENERATE_TEXT, INTERCEPT, VARIANT, format_fit_p,
@@ -428,7 +428,8 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, *, model: str = "", prom
     stat, pj, pc = joint_test(wide[inter].to_numpy(), np.array([point.get(t, np.nan) for t in inter])
                               if point else None)
     joint = row("joint", "variant x language (all)", "", np.array([]))
-    jb = p_bound(pj, len(wide), fidelity) / 2.0            # the joint test's P: a share of resamples, 1/n apart
+    # the joint test's P is a share of the n resamples (1/n apart): a P of 0 is below 1/n (earnest mode)
+    jb = 1.0 / len(wide) if pj == 0 and len(wide) and fidelity != F.REFERENCE else float("nan")
     joint.update(estimate=stat, p_boot=pj, p_chi2=pc, p_bound=jb, n_clean=int(len(wide)), diverged=False,
                  median_log_or=float("nan"), p_value=jb if pj == 0 and not np.isnan(jb) else pj,
                  p_source="bootstrap (joint Wald statistic)", not_estimable_reason=everything or (
