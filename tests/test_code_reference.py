@@ -263,6 +263,29 @@ def test_earnest_extract_chooses_and_records_the_interpreter_of_model_code(tmp_p
     assert proc.returncode == 2 and "earnest extract: --python:" in proc.stderr
 
 
+def test_earnest_extract_refuses_a_python_that_prints_without_end(tmp_path):
+    """Issue 53.6: `earnest extract --python` given a program that prints without end (where a Python
+    was expected) died of MemoryError reading its output; its output is now bounded: refused by name,
+    exit 2, nothing written."""
+    import json
+    import subprocess
+    import sys
+
+    from helpers import child_env
+
+    flood = tmp_path / "flood-python"
+    flood.write_text("#!/bin/sh\nexec yes earnest-flood-line-of-text\n")
+    flood.chmod(0o755)
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text(json.dumps({"response": "def solution():\n    return 3\n", "answer": "3"}) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "earnest.cli", "extract", "--style", "code", "--python", str(flood),
+                           str(src), str(out)], capture_output=True, text=True, env=child_env(), timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "MemoryError" not in proc.stderr, proc.stderr
+    assert f"earnest extract: --python: '{flood}' does not run as a Python interpreter" in proc.stderr
+    assert "wrote more than 65536 bytes and was stopped" in proc.stderr
+    assert not out.exists()
+
+
 # ---------------------------------------------------------------- issue 41.3: the authors' print
 
 def _builtin_print_class(body: str) -> str:

@@ -260,6 +260,57 @@ class _Worker:
 MIN_PYTHON = (3, 9)
 
 
+class _ProbeFlood(Exception):
+    """A probed program wrote more than it may (its argument: the limit in bytes)."""
+
+
+_PROBE_LIMIT = 64 * 1024
+
+
+def _probe(argv: list[str], timeout: float) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of ``argv``, each stream kept to ``_PROBE_LIMIT`` bytes: a program
+    that writes more (one that prints without end where a Python was expected) is killed, with every
+    process of its session, and ``_ProbeFlood`` raised, instead of its output filling this process's
+    memory. ``subprocess.TimeoutExpired`` after ``timeout`` s."""
+    import selectors
+
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    out = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    flood = False
+    end = time.monotonic() + timeout
+    try:
+        with selectors.DefaultSelector() as sel:
+            for stream in out:
+                sel.register(stream, selectors.EVENT_READ)
+            while sel.get_map() and not flood:
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise subprocess.TimeoutExpired(argv, timeout)
+                for key, _ in sel.select(left):
+                    data = os.read(key.fd, 65536)
+                    if not data:
+                        sel.unregister(key.fileobj)
+                        continue
+                    buf = out[key.fileobj]
+                    buf += data
+                    if len(buf) > _PROBE_LIMIT:
+                        flood = True
+        if flood:
+            raise _ProbeFlood(_PROBE_LIMIT)
+        returncode = proc.wait(max(0.1, end - time.monotonic()))
+    finally:
+        if proc.returncode is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    return (returncode, out[proc.stdout].decode("utf-8", "replace"), out[proc.stderr].decode("utf-8", "replace"))
+
+
 def resolve_python(python: str) -> str:
     """The real executable behind ``python`` (a name on PATH, a pyenv shim, a path): the workers
     start it with an empty environment, in which wrappers that need one do not work."""
@@ -270,13 +321,17 @@ def resolve_python(python: str) -> str:
         raise SandboxUnavailable(f"sandbox.python: {python!r} is not on PATH (give a path to a Python "
                                  f"interpreter, or the name of one on PATH)")
     found = found or python
+    # (written so that any Python, 2.7 too, answers: its version is then refused by name)
+    code = "import sys; sys.stdout.write(sys.executable + '\\n' + '%d.%d' % tuple(sys.version_info[:2]) + '\\n')"
     try:
-        # (written so that any Python, 2.7 too, answers: its version is then refused by name)
-        proc = subprocess.run([found, "-c", "import sys; sys.stdout.write(sys.executable + '\\n' + "
-                                            "'%d.%d' % tuple(sys.version_info[:2]) + '\\n')"],
-                              capture_output=True, text=True, timeout=60)
+        returncode, stdout, stderr = _probe([found, "-c", code], timeout=60.0)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SandboxUnavailable(f"sandbox.python: {python!r} does not run: {exc}") from exc
+    except _ProbeFlood as exc:
+        raise SandboxUnavailable(f"sandbox.python: {python!r} does not run as a Python interpreter: asked for its "
+                                 f"version, it wrote more than {exc} bytes and was stopped (give a path to a "
+                                 "Python interpreter)") from None
+    proc = subprocess.CompletedProcess([found], returncode, stdout, stderr)
     lines = proc.stdout.splitlines()
     exe = lines[0].strip() if lines else ""
     if proc.returncode != 0 or not exe or not os.path.isfile(exe):
