@@ -272,11 +272,11 @@ PLANTED_KEY = "sk-planted-" + "Kq7" * 10
 
 @pytest.mark.slow
 def test_no_key_or_token_reaches_any_output_of_a_run(tmp_path):
-    """A workflow run (generations and scoring, both datasets) with a started server, the API key
-    (api_key_env) planted in the job's environment, which the server inherits and prints into its
-    log, and the token as its served model name: neither the key, nor any token, nor an
-    Authorization value is in any file the run wrote (results, logs, the server's log, the cache,
-    Snakemake's own logs)."""
+    """A workflow run (generations and scoring, both datasets, the sandbox table) with a started
+    server, the API key (api_key_env) planted in the job's environment, which the server inherits and
+    prints into its log, and the token as its served model name, then `snakemake --report`: neither
+    the key, nor any token, nor an Authorization value is in any file the run wrote (results, logs,
+    the server's log, the cache, Snakemake's own logs and metadata, report.html) or in what it printed."""
     import yaml
 
     tiny = yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text())
@@ -290,18 +290,28 @@ def test_no_key_or_token_reaches_any_output_of_a_run(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
     targets = [f"results/scored/api/gsm/{d}.parquet" for d in ("gsm_base", "gsm_variants")]
+    targets.append("results/tables/sandbox.md")                  # a file the report carries
     env = child_env(PLANTED_KEY=PLANTED_KEY, FAKE_KEY=PLANTED_KEY)
-    run = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory",
-                          str(tmp_path), "--configfile", str(path), "-c2", *targets],
-                         capture_output=True, text=True, timeout=1500, env=env)
+    snakemake = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(tmp_path),
+                 "--configfile", str(path), "-c2"]
+    run = subprocess.run([*snakemake, *targets], capture_output=True, text=True, timeout=1500, env=env)
     assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
+    report = subprocess.run([*snakemake, "--report", "report.html", *targets], capture_output=True, text=True,
+                            timeout=900, env=env)
+    assert report.returncode == 0, (report.stdout + report.stderr)[-4000:]
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "config.yaml"]
     server_logs = [p for p in written if p.name.endswith(".server.log")]
     assert server_logs and all("env key: [hidden]" in p.read_text() for p in server_logs)
     assert any(p.suffix == ".parquet" and "scored" in str(p) for p in written)
+    page = tmp_path / "report.html"
+    assert page in written and page.stat().st_size > 10_000     # the report itself, not an empty page
+    assert any(".snakemake" in p.parts for p in written)        # Snakemake's own logs and metadata too
     for p in written:
         data = p.read_bytes()
         assert PLANTED_KEY.encode() not in data, p
         assert b"Bearer " not in data and b"Authorization" not in data, p
         assert re.search(rb"earnest-[0-9a-f]{32}", data) is None, p     # a token of a start
-    assert PLANTED_KEY not in run.stdout + run.stderr
+    for proc in (run, report):
+        printed = proc.stdout + proc.stderr
+        assert PLANTED_KEY not in printed and "Bearer " not in printed
+        assert re.search(r"earnest-[0-9a-f]{32}", printed) is None

@@ -38,6 +38,9 @@ NO_NUMBER_FOUND = "no_number_found"
 NUMBER_IN_WORDS = "number_in_words"
 # code extraction: the classes a run of generated code ends in are named by the sandbox that runs
 # it (generic, it imports no benchmark): NO_FUNCTION ... RESOURCE_LIMIT, imported above
+# scoring (code): the answer never ran because the machine failed it (RunResult.infrastructure):
+# not the model's outcome, so never a wrong answer: left out of every count of right and wrong
+INFRASTRUCTURE_ERROR = "infrastructure_error"
 
 
 @dataclass(frozen=True)
@@ -114,17 +117,26 @@ FAILURE_CLASSES: dict[str, FailureClass] = {c.name: c for c in (
     FailureClass(RESOURCE_LIMIT, "Resource limit",
                  "memory, output, recursion or answer-size limit of the sandbox", ("code",),
                  modes=(EARNEST,), paper=False),
+    FailureClass(INFRASTRUCTURE_ERROR, "Not run (machine failure)",
+                 "the machine could not set up the process for this answer (its uid's key or namespace "
+                 "quota, say), so no model code ran: not the model's outcome. The row is kept and shown, "
+                 "but left out of accuracies, GLMMs and paired comparisons (:func:`judged`)", ("code",),
+                 paper=False),
 )}
 
 #: Classes that are wrong numbers, not failures to produce one (kept in Appendix G's
 #: reasoning-only analysis).
 WRONG_ANSWER_CLASSES = frozenset({CORRECT, WRONG_ANSWER, WRONG_ANSWER_LAST_NUMBER})
 
+#: Classes scoring gives, not an extraction or a run of the answer (the wrong-answer classes, and
+#: an answer the machine failed to run).
+SCORING_CLASSES = WRONG_ANSWER_CLASSES | {INFRASTRUCTURE_ERROR}
+
 #: Classes an extraction can end in, per style (all modes together; scoring classes excluded).
 TEXT_ERROR_CLASSES = tuple(n for n, c in FAILURE_CLASSES.items()
-                           if "text" in c.styles and n not in WRONG_ANSWER_CLASSES)
+                           if "text" in c.styles and n not in SCORING_CLASSES)
 CODE_ERROR_CLASSES = tuple(n for n, c in FAILURE_CLASSES.items()
-                           if "code" in c.styles and n not in WRONG_ANSWER_CLASSES)
+                           if "code" in c.styles and n not in SCORING_CLASSES)
 
 #: Reference ``ErrorType`` member name -> class name.
 FROM_REFERENCE = {c.reference_name: n for n, c in FAILURE_CLASSES.items() if c.reference_name}
@@ -141,7 +153,17 @@ def classes(style: str, mode: str = EARNEST, *, scoring: bool = True) -> tuple[s
     check_mode(mode)
     return tuple(n for n, c in FAILURE_CLASSES.items()
                  if style in c.styles and mode in c.modes
-                 and (scoring or n not in WRONG_ANSWER_CLASSES))
+                 and (scoring or n not in SCORING_CLASSES))
+
+
+def judged(scored):
+    """The rows of scored table(s) ``scored`` (a DataFrame with ``error_class``) whose answer was
+    judged right or wrong: every row but those the machine failed to run (:data:`INFRASTRUCTURE_ERROR`).
+    The one place that decides which answers count: accuracies, GLMM inputs and paired comparisons
+    read only these rows. A table without ``error_class`` is returned as it is."""
+    if "error_class" not in scored.columns:
+        return scored
+    return scored[scored["error_class"].astype(str) != INFRASTRUCTURE_ERROR]
 
 
 def label(name: str) -> str:

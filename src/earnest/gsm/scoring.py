@@ -13,7 +13,11 @@ integers too (so 123456790 is not 123456789, but 18.000001 is 18), the gold read
 Error classes in the scored table: "" for a correct answer; the extraction's class when nothing
 was extracted (``earnest.gsm.extraction``); otherwise ``wrong_answer_last_number`` when the wrong
 number came from the last-number fallback (Appendix F, "Wrong answer — last number") and
-``wrong_answer`` for any other wrong number.
+``wrong_answer`` for any other wrong number. A code answer the machine could not run (its process
+could not be set up: ``RunResult.infrastructure``) is ``infrastructure_error``: that answer's, never
+the batch's (the others are scored), and never a wrong answer (``failure_classes.judged`` leaves it
+out of every accuracy, GLMM input and paired comparison; its ``correct`` is False only because the
+column is boolean).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from earnest.gsm.extraction import Extraction, extract_code_many, extract_text, parse_number
-from earnest.gsm.failure_classes import CORRECT, WRONG_ANSWER, WRONG_ANSWER_LAST_NUMBER
+from earnest.gsm.failure_classes import CORRECT, INFRASTRUCTURE_ERROR, WRONG_ANSWER, WRONG_ANSWER_LAST_NUMBER
 from earnest.fidelity import DEFAULT, EARNEST, MODES, REFERENCE, check_mode
 from earnest.gsm.gamma import gamma
 from earnest.jsonl import iter_jsonl
@@ -227,6 +231,14 @@ def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str,
         patterns.append(ex.pattern)
         classes.append(final_error_class(ex, ok))
         correct.append(bool(ok))
+    not_run = [(item_id, ex.detail) for item_id, ex in zip(merged["item_id"], extractions)
+               if ex.error_class == INFRASTRUCTURE_ERROR]
+    if not_run:
+        import logging
+
+        logging.getLogger("earnest.gsm.scoring").warning(
+            "%d answer(s) not run, the machine's failure (error_class %s; left out of accuracies and fits, "
+            "the others scored): e.g. %s: %s", len(not_run), INFRASTRUCTURE_ERROR, not_run[0][0], not_run[0][1])
     merged["extracted"] = pd.Series(extracted, index=merged.index, dtype="float64")
     merged["extraction_pattern"] = patterns
     merged["error_class"] = classes
@@ -347,7 +359,9 @@ def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox
     one). Each line then records that interpreter's version (``code_python``) and the sandbox's
     layers (``sandbox``), and reference mode warns when it is not the authors' Python
     (:func:`sandbox_record`), as the workflow's scoring does. An output that is the input itself,
-    a directory or in a missing folder is refused first (:func:`output_problem`, InputError)."""
+    a directory or in a missing folder is refused first (:func:`output_problem`, InputError). A code
+    answer the machine could not run is that line's ``infrastructure_error`` (``correct`` null, the
+    cause in ``infrastructure``), said on stderr; the other lines are extracted as ever."""
     problem = output_problem(input_path, output_path)
     if problem:
         raise InputError(problem)
@@ -387,15 +401,22 @@ def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox
         if own is not None:
             own.close()
     tmp = output_path + ".tmp"
+    not_run: list[int] = []
     try:
         with open(tmp, "w", encoding="utf-8") as out:
-            for (_, row), ex in zip(rows, extractions):
+            for (lineno, row), ex in zip(rows, extractions):
                 record = dict(row)
                 record["extracted"] = _json_number(ex.value)
                 record["extraction_pattern"] = ex.pattern
                 if code_python is not None:
                     record["code_python"], record["sandbox"] = code_python, layers
-                if row.get("answer") is not None:
+                if ex.error_class == INFRASTRUCTURE_ERROR:   # never ran: neither right nor wrong
+                    record["error_class"] = ex.error_class
+                    record["infrastructure"] = ex.detail
+                    if row.get("answer") is not None:
+                        record["correct"] = None
+                    not_run.append(lineno)
+                elif row.get("answer") is not None:
                     ok = is_correct(ex, row["answer"], fidelity=fidelity)
                     record["error_class"] = final_error_class(ex, ok)
                     record["correct"] = ok
@@ -409,6 +430,10 @@ def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox
         except OSError:
             pass
         raise
+    if not_run:
+        print(f"earnest extract: {len(not_run)} answer(s) not run, the machine's failure (error_class "
+              f"{INFRASTRUCTURE_ERROR}, correct null, the cause in 'infrastructure'; the others extracted): input "
+              f"line(s) {_examples(not_run)}", file=sys.stderr)
     return len(rows)
 
 
