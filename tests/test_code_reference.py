@@ -286,6 +286,29 @@ def test_earnest_extract_refuses_a_python_that_prints_without_end(tmp_path):
     assert not out.exists()
 
 
+def test_earnest_extract_says_why_no_answer_can_run_without_a_python_prefix(tmp_path):
+    """Issue 53.4: a sandbox that cannot run any answer (here the job's hard address-space limit is
+    below the sandbox's memory limit) was reported as "--python: ..." though no --python was given;
+    the message now says what happened, exit 2, no traceback."""
+    import json
+    import resource
+    import subprocess
+    import sys
+
+    from helpers import child_env
+
+    def job_limit():
+        resource.setrlimit(resource.RLIMIT_AS, (480 * 1024 ** 2, 480 * 1024 ** 2))   # the sandbox's is 512 MiB
+
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text(json.dumps({"response": "def solution():\n    return 3\n", "answer": "3"}) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "earnest.cli", "extract", "--style", "code", str(src), str(out)],
+                          capture_output=True, text=True, env=child_env(), timeout=300, preexec_fn=job_limit)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("earnest extract: sandbox: no answer can run:") and "RLIMIT_AS" in proc.stderr
+    assert "--python" not in proc.stderr and not out.exists()
+
+
 # ---------------------------------------------------------------- issue 41.3: the authors' print
 
 def _builtin_print_class(body: str) -> str:

@@ -194,7 +194,8 @@ def test_a_server_that_cannot_bind_and_stays_is_not_waited_for(tmp_path):
 
 
 @pytest.mark.parametrize("flag, why", [(["--answer-model", "someone-else"], "names the model"),
-                                       (["--nan"], "NaN"), (["--choices", "3"], "3 choices")])
+                                       (["--nan"], "NaN"), (["--bad-number", "Infinity"], "Infinity"),
+                                       (["--bad-number", "1e999"], "1e999"), (["--choices", "3"], "3 choices")])
 def test_answers_that_are_not_the_models_are_refused_and_never_cached(tmp_path, flag, why):
     entry = _entry("--served-model-name", "{token}", *flag, identity="model", cache_dir=str(tmp_path / "cache"))
     with serving("m", entry, tmp_path / "job.log") as cfg:
@@ -203,15 +204,16 @@ def test_answers_that_are_not_the_models_are_refused_and_never_cached(tmp_path, 
     assert not list((tmp_path / "cache").rglob("*.json"))
 
 
-def test_the_cache_key_holds_every_input_of_the_server(tmp_path):
+def test_the_cache_key_holds_every_input_of_the_server(tmp_path, monkeypatch):
     """Same block: the second job reads the first's answers (no request); another env value, a
-    changed file the command names, another revision: asked again."""
+    changed file the command names, another revision, another argument of the command, another
+    engine version (the server's /version answer): asked again."""
     weights = tmp_path / "weights.bin"
     weights.write_bytes(b"1")
 
     def attempts(**change):
-        entry = _entry("--served-model-name", "{token}", "--say", str(weights), identity="model",
-                       cache_dir=str(tmp_path / "cache"))
+        entry = _entry("--served-model-name", "{token}", "--say", str(weights), *change.get("args", ()),
+                       identity="model", cache_dir=str(tmp_path / "cache"))
         entry["serve"]["env"] = change.get("env", {"A": "1"})
         if "revision" in change:
             entry["revision"] = change["revision"]
@@ -226,6 +228,10 @@ def test_the_cache_key_holds_every_input_of_the_server(tmp_path):
     os.utime(weights, ns=(1, 1))
     assert attempts(env={"A": "2"}) == 1        # a file the command names changed
     assert attempts(env={"A": "2"}, revision="abc") == 1
+    assert attempts(env={"A": "2"}, revision="abc") == 0
+    assert attempts(env={"A": "2"}, revision="abc", args=["--choices", "1"]) == 1   # the command alone
+    monkeypatch.setenv("FAKE_ENGINE_VERSION", "fake-2.0")                          # the same command, a new engine
+    assert attempts(env={"A": "2"}, revision="abc", args=["--choices", "1"]) == 1
     stored = "".join(p.read_text() for p in (tmp_path / "cache").rglob("*.json"))
     assert "earnest-" not in stored             # the token is stored nowhere
 
@@ -285,11 +291,13 @@ def test_no_key_or_token_reaches_any_output_of_a_run(tmp_path):
                    api_key_env="PLANTED_KEY", concurrency=2, cache_dir="results/cache/openai")
     entry["serve"]["command"][0] = sys.executable
     cfg["models"] = {"api": entry}
-    cfg["experiments"] = {"ex1_prompt": "gsm", "ex2_prompts": [], "ex2_models": []}
+    # a code prompt too: its answers are scored through the sandbox, whose table the report carries
+    cfg["experiments"] = {"ex1_prompt": "gsm", "ex2_prompts": ["simple_code"], "ex2_models": ["api"]}
     cfg["statform"] = {**cfg["statform"], "enabled": False}
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    targets = [f"results/scored/api/gsm/{d}.parquet" for d in ("gsm_base", "gsm_variants")]
+    targets = [f"results/scored/api/{p}/{d}.parquet" for p in ("gsm", "simple_code")
+               for d in ("gsm_base", "gsm_variants")]
     targets.append("results/tables/sandbox.md")                  # a file the report carries
     env = child_env(PLANTED_KEY=PLANTED_KEY, FAKE_KEY=PLANTED_KEY)
     snakemake = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(tmp_path),
