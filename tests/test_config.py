@@ -680,11 +680,15 @@ def test_the_token_and_a_key_from_the_environment_pass():
                     api_key_env="OPENAI_API_KEY"))
 
 
-def test_a_sandbox_python_too_old_for_the_worker_is_refused_at_check_time():
-    """Issue 53.6: sandbox.python 2.7 passed the check; the scoring job then failed."""
-    old = next((str(p) for p in Path.home().glob(".pyenv/versions/2.7*/bin/python2.7")), None)
-    if old is None:
-        pytest.skip("no Python 2.7 on this machine")
-    problems = _problems(lambda c: c.update(sandbox={"python": old}))
-    assert any(p.startswith("sandbox.python: ") and "is Python 2.7; the sandbox's worker needs Python 3.9" in p
-               for p in problems), problems
+def test_a_sandbox_python_too_old_for_the_worker_is_refused_at_check_time(tmp_path):
+    """Issue 53.6: sandbox.python 2.7 passed the check; the scoring job then failed. Checked with a
+    program that answers the version probe as Python 2.7 does (every machine), and with a real
+    Python 2.7 where there is one."""
+    fake = tmp_path / "python2.7"
+    fake.write_text('#!/bin/sh\nprintf "%s\\n2.7\\n" "$0"\n')     # sys.executable, then the version
+    fake.chmod(0o755)
+    olds = [str(fake), *(str(p) for p in Path.home().glob(".pyenv/versions/2.7*/bin/python2.7"))]
+    for old in olds:
+        problems = _problems(lambda c: c.update(sandbox={"python": old}))
+        assert any(p.startswith(f"sandbox.python: '{old}' is Python 2.7; the sandbox's worker needs Python 3.9")
+                   for p in problems), problems
