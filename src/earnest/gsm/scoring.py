@@ -473,7 +473,8 @@ def add_parser(subparsers) -> None:
             "Read JSON lines with 'response' (and optionally the gold 'answer'); write each line "
             "back with 'extracted' (a number, null when nothing was found, or \"inf\"/\"-inf\"/"
             "\"nan\"), 'extraction_pattern', 'error_class' and, when an answer is given, "
-            "'correct'. --style code runs the solution function in the sandbox."),
+            "'correct'. --style code runs the solution function in the sandbox; an answer the machine could "
+            "not run there is error_class 'infrastructure_error', 'correct' null, the cause in 'infrastructure'."),
     )
     p.add_argument("--style", choices=STYLES, required=True,
                    help="text: 'The final answer is' / last number; code: run solution()")
