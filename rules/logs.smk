@@ -9,6 +9,8 @@ include: "logs_targets.smk"
 rule inspect_log:
     input:
         scored="results/scored/{model}/{prompt}/{dataset}.parquet",
+        generations="results/generations/{model}/{prompt}/{dataset}.parquet",
+        dataset_items="results/data/{dataset}.parquet",
         prompt=prompt_files,
     output:
         "results/inspect/{model}/{prompt}/{dataset}.eval",

@@ -55,13 +55,21 @@ def finished(tmp_path_factory, tiny_model_dir):
     return tmp, config
 
 
+def _answers(tmp: Path) -> pd.DataFrame:
+    """The run's scored table with its items' questions and its answers' traces."""
+    from earnest.inspect_export import answers_table
+
+    return answers_table(*(pd.read_parquet(tmp / f"results/{t}/gsm_base.parquet")
+                           for t in ("scored/tiny/gsm", "generations/tiny/gsm", "data")), where="scored")
+
+
 def test_inspect_log_written_by_the_workflow_reads_back_in_inspect_ai_and_earnest(finished):
     from inspect_ai.log import read_eval_log
 
     from earnest.readers import inspect_log, lmeval
 
     tmp, _ = finished
-    scored = pd.read_parquet(tmp / "results/scored/tiny/gsm/gsm_base.parquet").set_index("item_id")
+    scored = _answers(tmp).set_index("item_id")
     log = read_eval_log(str(tmp / LOG))
     assert log.status == "success" and log.eval.model == "tiny" and log.eval.task == "gsm_gsm_base"
     assert sorted(s.id for s in log.samples) == sorted(scored.index) and len(scored) == 3
@@ -92,7 +100,7 @@ def test_inspect_log_refuses_a_prompt_the_model_was_not_sent(finished):
     from earnest.inspect_export import InspectExportError, write_inspect_log
 
     tmp, _ = finished
-    scored = pd.read_parquet(tmp / "results/scored/tiny/gsm/gsm_base.parquet")
+    scored = _answers(tmp)
     fmt = load_formats(REPO / "resources" / "prompts", fidelity=TINY.get("fidelity", "earnest"))["gsm"]
     with pytest.raises(InspectExportError, match=r"scored\.parquet: row 0 \(item t\d+-base\).*regenerate"):
         write_inspect_log(scored, lambda q: fmt.render(q) + " ", tmp / "x.eval", model="tiny", prompt="gsm",

@@ -53,8 +53,30 @@ def _plain(value):
     return value
 
 
+def answers_table(scored: pd.DataFrame, generations: pd.DataFrame, items: pd.DataFrame, *, where: str) -> pd.DataFrame:
+    """A scored table with its items' questions and its answers' traces (``prompt_sha256``, fidelity,
+    decoding: the generations table's, which the scored table does not carry), one row per scored row;
+    InspectExportError naming ``where`` for a scored item that either table lacks."""
+    from earnest.generation import TRACE_COLUMNS
+
+    out = scored.drop(columns=[c for c in ("question", *TRACE_COLUMNS) if c in scored.columns])
+    for name, table, cols in (("items", items, ["question"]), ("generations", generations, list(TRACE_COLUMNS))):
+        keys = ["item_id", "sample"] if "sample" in table.columns and "sample" in out.columns else ["item_id"]
+        lacking = [c for c in cols if c not in table.columns]
+        if lacking:
+            raise InspectExportError(f"{where}: the {name} table has no column(s) {', '.join(lacking)}")
+        merged = out.merge(table[keys + cols].drop_duplicates(keys), on=keys, how="left", validate="many_to_one")
+        absent = merged[cols[0]].isna()
+        if absent.any():
+            raise InspectExportError(f"{where}: {int(absent.sum())} scored answer(s) not in the {name} table (first: "
+                                     f"{merged.loc[absent, 'item_id'].iloc[0]}); rerun the workflow (snakemake) so that "
+                                     f"the tables are of one run")
+        out = merged
+    return out
+
+
 def inspect_samples(scored: pd.DataFrame, render: Callable[[str], str], *, model: str, where: str) -> list:
-    """inspect_ai ``EvalSample`` objects of a scored table (CONTRACTS.md, "scored").
+    """inspect_ai ``EvalSample`` objects of a scored table with its questions and traces (:func:`answers_table`).
 
     ``render``: the prompt format's ``render`` (question -> the exact prompt); each prompt is checked
     against its answer's ``prompt_sha256``, so a log never shows a prompt the model was not sent
