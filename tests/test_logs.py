@@ -106,6 +106,15 @@ def test_inspect_log_refuses_a_prompt_the_model_was_not_sent(finished):
         write_inspect_log(scored, lambda q: fmt.render(q) + " ", tmp / "x.eval", model="tiny", prompt="gsm",
                           dataset="gsm_base", where="scored.parquet")
     assert not (tmp / "x.eval").exists()
+    # answers of another run (an item the generations table does not have): refused, naming the item
+    from earnest.inspect_export import answers_table
+
+    tables = [pd.read_parquet(tmp / f"results/{t}/gsm_base.parquet")
+              for t in ("scored/tiny/gsm", "generations/tiny/gsm", "data")]
+    tables[1] = tables[1].iloc[1:]
+    with pytest.raises(InspectExportError, match=r"scored: 1 scored answer\(s\) not in the generations table "
+                                                 r"\(first: t\d+-base\)"):
+        answers_table(*tables, where="scored")
 
 
 def test_logging_plans_one_inspect_log_per_answers_table_and_one_mlflow_run(finished):
