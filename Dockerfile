@@ -5,7 +5,10 @@
 #   apptainer build earnest.sif docker-daemon://earnest:1
 # then set `containers: {all: /path/to/earnest.sif}` in the config.
 # Debian 12 (bookworm) gives R 4.2 and lme4 1.1-31, the pair envs/stats.yaml pins and the tests run against.
-FROM python:3.11-slim-bookworm
+# PYTHON: 3.11, the Python the tests run on; 3.12 for an image of envs/score-reference.yaml (the authors' Python):
+#   docker build --build-arg PYTHON=3.12 -t earnest-py312:1 .
+ARG PYTHON=3.11
+FROM python:${PYTHON}-slim-bookworm
 
 ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1
 # a compiler and R's headers for the packages pip may build from source (rpy2's API mode)
