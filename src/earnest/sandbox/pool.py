@@ -253,7 +253,7 @@ class _Worker:
             detail = report.get("detail") if isinstance(report.get("detail"), str) else ""
             kind = "job_limit" if report.get("setup") == "job_limit" else "setup"
             return _WorkerFailure(kind, _short(detail or "the process ended before it was set up", 200))
-        return _interpret(head[0], body, wall)
+        return _interpret(head[0], body, wall, fidelity)
 
 
 #: the oldest Python the worker runs on (os.waitstatus_to_exitcode, os.pidfd_open)

@@ -19,7 +19,7 @@ import struct
 import time
 from fractions import Fraction
 
-from earnest.sandbox.policy import (_EARNEST, _KNOWN_CLASSES, _REFERENCE, MAX_SOURCE_CHARS, RESOURCE_LIMIT, TIMEOUT,
+from earnest.sandbox.policy import (_EARNEST, _KNOWN_CLASSES, _REFERENCE, CRASHES_REFERENCE, MAX_SOURCE_CHARS, RESOURCE_LIMIT, TIMEOUT,
                                     UNCLASSIFIED, RunResult, _short)
 
 
@@ -135,7 +135,7 @@ def _receive_pair_head(fd: int, deadline: float | None = None) -> tuple[dict, in
     return None if control is None else (control, payload)
 
 
-def _interpret(status: dict, body: bytes, wall: float) -> dict:
+def _interpret(status: dict, body: bytes, wall: float, fidelity: str = _EARNEST) -> dict:
     """The worker's account of one child (its status and the raw bytes it reported) as a reply
     object; ``validate_reply`` then checks every field of it."""
     if status.get("timed_out"):
@@ -156,6 +156,10 @@ def _interpret(status: dict, body: bytes, wall: float) -> dict:
         if sig in (signal.SIGSEGV, signal.SIGBUS, signal.SIGXFSZ, signal.SIGABRT, signal.SIGSYS):
             return {"error": "resource_limit", "detail": f"killed by {signal.Signals(sig).name}"}
         return {"error": "unclassified", "detail": f"killed by signal {sig}"}
+    if fidelity == _REFERENCE and not status.get("setup_failed"):
+        # model code ended the process (os._exit): the authors' run ends with it (FIDELITY.md section 16)
+        return {"error": CRASHES_REFERENCE, "detail": "the process ended without a result (os._exit): "
+                "the authors' run ends here"}
     return {"error": "unclassified", "detail": "ended without a result"}
 
 

@@ -64,21 +64,68 @@ class _OutputLimit(BaseException):
     """Raised by the sandbox print once the output limit is passed (not an Exception on purpose)."""
 
 
-class _Discard(io.RawIOBase):
-    """A byte sink: the end of reference mode's standard output (nothing is kept)."""
+def _reference_stream(fd: int, name: str, errors: str, line_buffering: bool):
+    """A standard stream as Python builds it at start-up (``create_stdio``): a text stream over a
+    buffered ``FileIO`` of ``fd`` (not closed with it), its ``name`` "<stdout>" or "<stderr>", mode
+    "w", encoded as a UTF-8 locale's. In reference mode fds 1 and 2 are the worker's /dev/null, so
+    what the answer writes there goes nowhere: it is neither kept nor shown."""
+    raw = io.FileIO(fd, "w", closefd=False)
+    raw.name = name
+    stream = io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8", errors=errors,
+                              line_buffering=line_buffering)
+    stream.mode = "w"
+    return stream
 
-    def writable(self) -> bool:
-        return True
 
-    def write(self, data) -> int:
-        return len(data)
+def _reference_stdio() -> None:
+    """sys.stdout and sys.stderr as the authors' run has them, over fds 1 and 2 (/dev/null here):
+    stdout's errors ``strict`` (a UTF-8 locale: a lone surrogate raises UnicodeEncodeError when
+    printed), stderr's ``backslashreplace`` and line-buffered; ``fileno()`` 1 and 2, ``name``
+    "<stdout>" and "<stderr>", reached the same way through ``typing.sys`` or ``random._os.sys``."""
+    sys.stdout = sys.__stdout__ = _reference_stream(1, "<stdout>", "strict", False)
+    sys.stderr = sys.__stderr__ = _reference_stream(2, "<stderr>", "backslashreplace", True)
 
 
-def _reference_stdout():
-    """The standard output the authors' print writes to, without its bytes: a text stream that
-    encodes as a UTF-8 locale's stdout does (``errors="strict"``: a lone surrogate raises
-    UnicodeEncodeError when printed) and throws the bytes away."""
-    return io.TextIOWrapper(io.BufferedWriter(_Discard()), encoding="utf-8", errors="strict")
+def _crashes_reference(what: str) -> dict:
+    return {"error": "crashes_reference", "detail": what}
+
+
+def _reference_crash(exc: BaseException | None = None, value=None) -> dict | None:
+    """The authors' code would not score this outcome (FIDELITY.md section 16), or None.
+
+    ``exc``: what ran the answer raised. SystemExit ends their run (their ``except Exception`` lets
+    it through); every other exception is formatted by their handler (``f"...: {exc}"``), and when
+    that formatting raises (a KeyError whose key is an int of more than 4300 digits: ValueError) the
+    error escapes their extractor. ``value``: what solution() returned. Not a number: their message
+    formats it (``f"({res}, ...)"``), outside their ``try``. An int too large for a float: their
+    ``abs(predicted - gold)`` raises OverflowError."""
+    if exc is not None:
+        if isinstance(exc, SystemExit):
+            return _crashes_reference("SystemExit: the authors' run ends here (their except Exception "
+                                      "does not catch it)")
+        try:
+            f"{exc}"
+        except BaseException as inner:  # noqa: BLE001 - whatever formatting raises escapes theirs
+            return _crashes_reference(f"formatting the {_short(type(exc).__name__, 60)} raised "
+                                      f"{_short(type(inner).__name__, 60)}: their handler formats it, outside "
+                                      "their try (the evaluation set is dropped)")
+        return None
+    if value is None or isinstance(value, float):
+        return None
+    if isinstance(value, int):
+        try:
+            int.__float__(_plain_int(value))
+        except OverflowError:
+            return _crashes_reference(f"an integer of {_plain_int(value).bit_length()} bits: their correctness "
+                                      "check abs(predicted - gold) raises OverflowError (the evaluation set is "
+                                      "dropped)")
+        return None
+    try:
+        f"{value}"
+    except BaseException as inner:  # noqa: BLE001
+        return _crashes_reference(f"not a number, and formatting it raised {_short(type(inner).__name__, 60)}: "
+                                  "their message formats it, outside their try (the evaluation set is dropped)")
+    return None
 
 
 def _module_copy(module):
@@ -197,7 +244,7 @@ def _execute(source: str, limits: dict, modules: dict, full_builtins: bool = Fal
 
     written = [0]
     # earnest mode: output goes nowhere and counts against a limit. Reference mode: the builtin
-    # print itself, writing to a stdout of the authors' kind that keeps nothing (_reference_stdout):
+    # print itself, writing to a stdout of the authors' kind that keeps nothing (_reference_stdio):
     # it raises where theirs does (file=5, sep=5, end=0, a lone surrogate) and has no limit.
     cap = limits["out"] if mode != _REFERENCE else float("inf")
 
@@ -222,7 +269,7 @@ def _execute(source: str, limits: dict, modules: dict, full_builtins: bool = Fal
             # the authors' namespace: their 28 builtins (print the real one) and the real modules
             # (``modules`` holds them in reference mode: every attribute, private and module-valued
             # ones included, as in their process; the kernel layers contain what they reach)
-            sys.stdout = _reference_stdout()
+            # (sys.stdout and sys.stderr were set up by _child: _reference_stdio)
             # (random reseeds itself from the system in every fork: set the authors' starting state)
             modules["random"].seed(REFERENCE_RANDOM_SEED)
             safe = {name: getattr(builtins, name) for name in REFERENCE_BUILTINS}
@@ -233,6 +280,9 @@ def _execute(source: str, limits: dict, modules: dict, full_builtins: bool = Fal
             # as the reference's exec(str) compiles it
             exec(compile(source, "<solution>", "exec", dont_inherit=True), scope, local)
             value = local.get("ret")
+            crash = _reference_crash(value=value)
+            if crash is not None:
+                return crash
         else:
             if full_builtins:  # tests of the OS-level limits only; never set for model output
                 namespace = {"__builtins__": builtins, "__name__": "__sandbox__"}
@@ -256,6 +306,10 @@ def _execute(source: str, limits: dict, modules: dict, full_builtins: bool = Fal
     except BaseException as exc:  # noqa: BLE001 - every failure is a result here
         if written[0] > cap:
             return {"error": "resource_limit", "detail": "output limit exceeded"}
+        if mode == _REFERENCE:
+            crash = _reference_crash(exc)
+            if crash is not None:
+                return crash
         detail = "output limit exceeded" if isinstance(exc, _OutputLimit) else _describe(exc)
         return {"error": _classify(exc, mode), "detail": detail}
 
@@ -301,7 +355,15 @@ def _child(payload: memoryview, result_fd: int, setup: dict) -> None:
         source = None
     try:
         os.dup2(result_fd, 3)
-        os.closerange(0, 3)
+        if source is not None and mode == _REFERENCE:
+            # the authors' stdout and stderr are open: fds 1 and 2 become the worker's /dev/null (its
+            # fd 1 since start-up), the streams are built now, while fstat still works (not after the
+            # seccomp filter); writes to them go nowhere, with no limit but the time limit's
+            os.dup2(1, 2)
+            os.close(0)
+            _reference_stdio()
+        else:
+            os.closerange(0, 3)
         os.closerange(4, 1 << 16)
         if source is None:
             raise ValueError("malformed request")
