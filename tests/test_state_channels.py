@@ -64,21 +64,93 @@ def test_no_channel_in_ordinary_answers(body):
 
 
 def test_the_recorded_scan_of_the_answer_sets_in_this_repository(tmp_path):
-    """FIDELITY.md section 15 records this run: in the golden code answers one answer draws from
-    random (and seeds it first) and one escapes through ().__class__; no other channel."""
-    out = tmp_path / "report.json"
+    """FIDELITY.md section 15 records this run: in the golden code answers one answer changes state a
+    later answer sees (it seeds random, then draws); the search of the programs' text (--static) also
+    names one that escapes through ().__class__ but changes nothing."""
     golden = REPO / "tests" / "data" / "golden" / "reference"
-    proc = subprocess.run([sys.executable, str(SCRIPT), str(golden / "code_answers.jsonl"),
-                           str(golden / "code_answers_versions.jsonl"), "--json", str(out)],
-                          capture_output=True, text=True, env=child_env(), timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    report = json.loads(out.read_text())
-    src = report["sources"]
-    assert (src["code_answers.jsonl"]["answers"], src["code_answers.jsonl"]["with_channel"]) == (89, 1)
-    assert {c: n for c, n in src["code_answers.jsonl"]["by_channel"].items() if n} == {"random_state": 1}
-    assert {c: n for c, n in src["code_answers_versions.jsonl"]["by_channel"].items() if n} == {"escape": 1}
-    assert {h["answer"] for h in report["hits"]} == {"code_answers.jsonl:random_seeded",
-                                                     "code_answers_versions.jsonl:class_attribute_escape"}
+    reports = {}
+    for how in ("state", "static"):
+        out = tmp_path / f"{how}.json"
+        proc = subprocess.run([sys.executable, str(SCRIPT), str(golden / "code_answers.jsonl"),
+                               str(golden / "code_answers_versions.jsonl"), "--json", str(out)]
+                              + (["--static"] if how == "static" else []),
+                              capture_output=True, text=True, env=child_env(), timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        reports[how] = json.loads(out.read_text())
+    for how, versions in (("state", {}), ("static", {"escape": 1})):
+        src = reports[how]["sources"]
+        assert (src["code_answers.jsonl"]["answers"], src["code_answers.jsonl"]["with_channel"]) == (89, 1)
+        assert {c: n for c, n in src["code_answers.jsonl"]["by_channel"].items() if n} == {"random_state": 1}
+        assert {c: n for c, n in src["code_answers_versions.jsonl"]["by_channel"].items() if n} == versions
+    assert {h["answer"] for h in reports["state"]["hits"]} == {"code_answers.jsonl:random_seeded"}
+    assert [h["construct"] for h in reports["state"]["hits"]] == ["random.getstate()"]
+
+
+# ------------------------------------------ issue 54.4: the state before and after, against their run
+
+GOLDEN_RUN = [json.loads(line) for line in (REPO / "tests" / "data" / "golden" / "reference" /
+                                             "interpreter_cases.jsonl").read_text(encoding="utf-8").splitlines()]
+CHANNEL_CASES = [r for r in GOLDEN_RUN if r["kind"] == "channel"]
+#: per recorded channel: the category and the piece of state the scan names
+EXPECTED = {
+    "math_tau": ("module_attribute", "math.tau"),
+    "math_del_sqrt": ("module_attribute", "math.sqrt"),
+    "fraction_class_attribute": ("module_attribute", "fractions.Fraction.half"),
+    "decimal_precision": ("decimal_context", "decimal.getcontext()"),
+    "decimal_rounding": ("decimal_context", "decimal.getcontext()"),
+    "decimal_flags": ("decimal_context", "decimal.getcontext()"),
+    "decimal_traps": ("decimal_context", "decimal.getcontext()"),
+    "random_draw": ("random_state", "random.getstate()"),
+    "random_seed": ("random_state", "random.getstate()"),
+    "abc_register": ("abc_registry", "abc.get_cache_token()"),
+    "typing_all": ("module_attribute", "typing.__all__"),
+    "recursion_limit_via_typing_sys": ("interpreter", "sys.getrecursionlimit()"),
+    "int_max_str_digits": ("interpreter", "sys.get_int_max_str_digits()"),
+    "switch_interval": ("interpreter", "sys.getswitchinterval()"),
+    "environ": ("interpreter", "posix.environ"),
+    "working_directory": ("interpreter", "(a system call the sandbox refused)"),
+    "warnings_filters": ("interpreter", "warnings.filters"),
+}
+
+
+@pytest.fixture(scope="module")
+def box():
+    with Sandbox(workers=2) as sandbox:
+        yield sandbox
+
+
+def test_the_state_scan_finds_every_channel_of_the_authors_run(box):
+    """Issue 54.4: 17 channels, each shown real in the authors' code run as they run it (one process:
+    the reader's value alone differs from its value after the writer; interpreter_cases.jsonl), among
+    them math.tau reassigned, the recursion limit set through typing.sys, decimal's context flags and
+    typing.__all__. The scan (each answer run in reference mode, the process's state compared before
+    and after) names every writer's channel and the state it changed; a reader that only reads opens
+    none."""
+    assert sorted(r["id"] for r in CHANNEL_CASES) == sorted(EXPECTED) and len(EXPECTED) == 17
+    for r in CHANNEL_CASES:   # the channel is real in their run
+        alone, after = r["reader_alone"]["steps"][0], r["writer_then_reader"]["steps"][1]
+        assert (alone["value"], alone["result"]) != (after["value"], after["result"]), r["id"]
+    scans = sc.scan_responses([r["writer"] for r in CHANNEL_CASES], box)
+    for r, scan in zip(CHANNEL_CASES, scans):
+        channel, name = EXPECTED[r["id"]]
+        assert (channel, 0, name) in scan["channels"], (r["id"], scan)
+    readers = ["\n    return math.tau\n", "\n    return len(typing.__all__)\n",
+               "\n    return typing.sys.getrecursionlimit()\n", "\n    return decimal.getcontext().prec\n",
+               "\n    with decimal.localcontext() as ctx:\n        ctx.prec = 3\n        return float(decimal.Decimal(1) / 3)\n",
+               "\n    r = random.Random(3)\n    return r.randint(1, 6)\n"]
+    assert [s["changed"] for s in sc.scan_responses(readers, box)] == [[]] * len(readers)
+
+
+def test_the_state_scan_finds_channels_it_was_not_told_about(box):
+    """No list of channels: sys.path extended and an ABC of collections.abc registered through typing
+    are not among the constructs the text search knows (it finds nothing), but the state they change
+    is seen."""
+    bodies = ["\n    typing.sys.path.append('/x')\n    return 1\n",
+              "\n    typing.collections.abc.Sized.register(int)\n    return 1\n"]
+    assert [sc.scan_response(b)["channels"] for b in bodies] == [[], []]
+    scans = sc.scan_responses(bodies, box)
+    assert ("interpreter", 0, "sys.path") in scans[0]["channels"], scans[0]
+    assert ("abc_registry", 0, "abc.get_cache_token()") in scans[1]["channels"], scans[1]
 
 
 def test_earnest_carries_no_state_from_one_answer_to_the_next():

@@ -133,6 +133,10 @@ class RunResult:
     #: set up: the key or namespace quota of the answers' uid, say): what happened. error_class is
     #: then "unclassified"; the answer is not the model's failure, and only this answer is affected
     infrastructure: str = ""
+    #: reference mode, when asked (the state-channel scanner): the names of the process state the
+    #: answer changed (module attributes, classes' attributes, getters' results), see
+    #: ``earnest.sandbox.worker._state_snapshot``
+    channels: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------------------------

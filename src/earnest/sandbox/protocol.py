@@ -10,6 +10,7 @@ a reply is validated field by field (``validate_reply``). Standard library only:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -180,6 +181,19 @@ def validate_reply(reply: object, fidelity: str = _EARNEST) -> RunResult:
     detail = _CONTROL.sub(lambda m: ascii(m.group())[1:-1], _short(detail)) if isinstance(detail, str) else ""
     if not isinstance(error, str) or (error and error not in _KNOWN_CLASSES):
         return malformed("unknown class")
+    result = _validated(reply, error, detail, fidelity)
+    channels = reply.get("channels")
+    if isinstance(channels, list):
+        names = tuple(_CONTROL.sub(lambda m: ascii(m.group())[1:-1], _short(c, 120))
+                      for c in channels[:80] if isinstance(c, str))
+        result = dataclasses.replace(result, channels=names)
+    return result
+
+
+def _validated(reply: dict, error: str, detail: str, fidelity: str) -> RunResult:
+    def malformed(why: str) -> RunResult:
+        return RunResult(UNCLASSIFIED, detail=f"malformed result from the sandbox ({why})")
+
     if fidelity == _REFERENCE and error in (TIMEOUT, RESOURCE_LIMIT):
         # the reference has no limits (it would hang or die): its catch-all class
         return RunResult(UNCLASSIFIED, detail=f"{error.replace('_', ' ')}: {detail}")

@@ -232,14 +232,140 @@ def _classify(exc: BaseException, mode: str = _EARNEST) -> str:
     return "unclassified"
 
 
+# ------------------------------------------------------------------ state a run leaves behind
+# (the channel scanner: what an answer changes that a later answer of the authors' single process
+# would see; FIDELITY.md section 15). Opt-in, reference mode only: scoring never takes a snapshot.
+
+#: getters that count the snapshot's own work (no state an answer sets) or would copy the whole heap
+_SNAPSHOT_SKIP = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "gc.get_count",
+                            "gc.get_stats", "sys.getallocatedblocks", "sys.getunicodeinternedsize",
+                            "sys.gettotalrefcount"})
+_C_CALLABLE = ("wrapper_descriptor", "method-wrapper", "method_descriptor", "builtin_function_or_method")
+_PLAIN = (int, bool, float, complex, str, bytes, type(None), type(Ellipsis))
+
+
+def _fingerprint(value, depth: int = 2):
+    """A comparable summary of ``value`` that runs no Python code of the answer's: numbers, strings
+    and bytes by value (hashed), lists, tuples, dicts and sets by their items (to ``depth``),
+    instances by their ``__dict__``, C objects by their C ``repr`` (decimal's Context: precision,
+    rounding, flags, traps ...), anything else by identity."""
+    import types
+
+    kind = type(value)
+    if kind in _PLAIN:
+        return (kind.__name__, hash(value))
+    if depth <= 0:
+        return ("id", id(value))
+    if kind in (list, tuple):
+        return (kind.__name__, len(value), tuple(_fingerprint(x, depth - 1) for x in value[:512]))
+    if kind is dict:
+        return ("dict", frozenset((_fingerprint(k, 0), _fingerprint(v, depth - 1))
+                                  for k, v in list(dict.items(value))[:4096]))
+    if kind in (set, frozenset):
+        return (kind.__name__, frozenset(_fingerprint(x, 0) for x in list(value)[:4096]))
+    if isinstance(value, types.ModuleType):   # a module has an entry of its own
+        return ("module", id(value))
+    if isinstance(value, type):
+        return ("class", id(value), tuple(sorted((str(k), id(v)) for k, v in
+                                                 list(type.__dict__["__dict__"].__get__(value).items()))))
+    try:
+        inner = object.__getattribute__(value, "__dict__")
+    except Exception:  # noqa: BLE001 - no instance dict
+        inner = None
+    if type(inner) is dict:
+        return ("object", id(value), _fingerprint(inner, depth - 1))
+    if type(getattr(kind, "__repr__", None)).__name__ in _C_CALLABLE and kind.__repr__ is not object.__repr__:
+        try:
+            text = kind.__repr__(value)
+        except Exception:  # noqa: BLE001
+            text = None
+        if type(text) is str:
+            return ("repr", id(value) if len(text) > 100000 else 0, hash(text))
+    return ("id", id(value))
+
+
+def _state_snapshot(getters: dict | None = None) -> tuple[dict, dict]:
+    """Every module of ``sys.modules``: each attribute's fingerprint, each class's own attributes,
+    and what every public zero-argument C getter of theirs returns (``sys.getrecursionlimit()``,
+    ``decimal.getcontext()``, ``random.getstate()``, ``abc.get_cache_token()`` ...). Generic: no
+    list of the channels; the getters are collected on the first snapshot (``getters`` None) and the
+    same objects are called on the later ones, so nothing an answer put in their place runs."""
+    import types
+
+    state: dict = {}
+    first = getters is None
+    if first:
+        getters = {}
+    modules = list(dict.items(sys.__dict__["modules"])) if type(sys.__dict__.get("modules")) is dict else []
+    state["sys.modules"] = frozenset((k, id(v)) for k, v in modules)
+    for mname, module in modules:
+        if mname == "__main__" or mname.startswith("earnest."):   # the sandbox's own, not the authors'
+            continue
+        if type(module) is not types.ModuleType:
+            state[f"sys.modules[{mname!r}]"] = ("not a module", id(module))
+            continue
+        namespace = types.ModuleType.__dict__["__dict__"].__get__(module)
+        for name, value in list(dict.items(namespace)):
+            if name == "__builtins__" or type(name) is not str:
+                continue
+            key = f"{mname}.{name}"
+            state[key] = _fingerprint(value)
+            if first and not name.startswith("_") and name.startswith(("get", "is")) \
+                    and key not in _SNAPSHOT_SKIP and type(value).__name__ in ("builtin_function_or_method", "method"):
+                getters[key] = value
+    for key, getter in list(getters.items()):
+        try:
+            state[key + "()"] = _fingerprint(getter())
+        except TypeError:   # it needs arguments: not a getter of state
+            if first:
+                del getters[key]
+        except BaseException as exc:  # noqa: BLE001 - refused (EPERM): its class is the state
+            state[key + "()"] = ("raises", type(exc).__name__)
+    return state, getters
+
+
+def _state_changes(before: dict, after: dict, noise: frozenset) -> list[str]:
+    """The names whose state differs (a name gone or new counts), less ``noise``."""
+    names = []
+    for key in sorted(k for k in set(before) | set(after) if k not in noise and before.get(k) != after.get(k)):
+        old, new = before.get(key), after.get(key)
+        if old is not None and new is not None and old[0] == new[0] == "class" and old[1] == new[1]:
+            # the same class, its own attributes changed: name them
+            was, now = dict(old[2]), dict(new[2])
+            names.extend(f"{key}.{a}" for a in sorted(set(was) | set(now)) if was.get(a) != now.get(a))
+        else:
+            names.append(key)
+    return [_short(n, 120) for n in names[:64]]
+
+
 def _one_argument_type(obj):
     """``type`` for snippets: the type of one object, never a new class."""
     return type(obj)
 
 
 def _execute(source: str, limits: dict, modules: dict, full_builtins: bool = False,
-             mode: str = _EARNEST) -> dict:
-    """Run the snippet in this (already isolated) process and describe the outcome."""
+             mode: str = _EARNEST, channels: bool = False) -> dict:
+    """Run the snippet in this (already isolated) process and describe the outcome; with
+    ``channels`` (reference mode) also the state it changed (``"channels"``: names of module
+    attributes, classes' attributes and getters' results that differ after it ran)."""
+    outcome = _execute_once(source, limits, modules, full_builtins, mode, channels)
+    if channels and mode == _REFERENCE and _SCAN:
+        before, getters, noise = _SCAN
+        after, _ = _state_snapshot(getters)
+        outcome["channels"] = _state_changes(before, after, noise)
+        if _REFUSED:
+            # in the authors' process that call may have changed its state
+            outcome["channels"].append(REFUSED_CALL)
+    return outcome
+
+
+_SCAN: list = []
+_REFUSED: list = []
+#: the channel scanner's name for an answer that ended in an OSError: a system call the sandbox refused
+REFUSED_CALL = "(a system call the sandbox refused)"
+
+
+def _execute_once(source: str, limits: dict, modules: dict, full_builtins: bool, mode: str, channels: bool) -> dict:
     import builtins
 
     written = [0]
@@ -272,6 +398,12 @@ def _execute(source: str, limits: dict, modules: dict, full_builtins: bool = Fal
             # (sys.stdout and sys.stderr were set up by _child: _reference_stdio)
             # (random reseeds itself from the system in every fork: set the authors' starting state)
             modules["random"].seed(REFERENCE_RANDOM_SEED)
+            if channels:
+                # two snapshots with nothing between: what differs there is the snapshots' own noise
+                first, getters = _state_snapshot()
+                second, _ = _state_snapshot(getters)
+                noise = frozenset(k for k in set(first) | set(second) if first.get(k) != second.get(k))
+                _SCAN[:] = [second, getters, noise]
             safe = {name: getattr(builtins, name) for name in REFERENCE_BUILTINS}
             scope = {"__builtins__": safe}
             scope.update((name, modules[name]) for name in REFERENCE_MODULES)
@@ -304,6 +436,11 @@ def _execute(source: str, limits: dict, modules: dict, full_builtins: bool = Fal
             return {"error": "resource_limit", "detail": "output limit exceeded"}
         return _encode_value(value, mode)
     except BaseException as exc:  # noqa: BLE001 - every failure is a result here
+        if channels and isinstance(exc, OSError):
+            # a system call failed: the kernel layers refuse every call that changes the process
+            # (chdir, umask, a signal handler, a thread; EPERM, or errno 0 where libc's wrapper cannot
+            # fail), which the authors' process makes
+            _REFUSED.append(exc.errno)
         if written[0] > cap:
             return {"error": "resource_limit", "detail": "output limit exceeded"}
         if mode == _REFERENCE:
@@ -351,6 +488,7 @@ def _child(payload: memoryview, result_fd: int, setup: dict) -> None:
         source, limits = request["source"], request["limits"]
         mode = _REFERENCE if request.get("mode") == _REFERENCE else _EARNEST
         full_builtins = bool(request.get("full_builtins"))
+        channels = request.get("channels") is True
     except BaseException:  # noqa: BLE001
         source = None
     try:
@@ -417,7 +555,7 @@ def _child(payload: memoryview, result_fd: int, setup: dict) -> None:
                 raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP failed")
         os.write(3, _READY)  # set up: what follows on the pipe is the answer's
         modules = setup["reference_modules"] if mode == _REFERENCE else setup["modules"]
-        outcome = _execute(source, limits, modules, full_builtins, mode)
+        outcome = _execute(source, limits, modules, full_builtins, mode, channels)
     except BaseException as exc:  # noqa: BLE001
         outcome = {"error": "unclassified", "detail": "sandbox setup failed: " + _describe(exc)}
         if isinstance(exc, _JobLimit):   # the configuration's, for every answer: the caller stops the run
