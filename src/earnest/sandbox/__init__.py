@@ -42,7 +42,8 @@ root and as an unprivileged user, with the static policy off):
 4. **Always**: no_new_privs; as root setuid/setgid to the batch's own uid (``Sandbox.answer_uid``,
    not 65534, which every process of nobody shares; docs/sandbox.md) (and a chroot into an empty directory
    where there are no namespaces); capabilities dropped inside a user namespace; an empty
-   environment; one descriptor (the result pipe, fd 3); rlimits (CPU, address space, no file
+   environment; one descriptor (the result pipe, fd 3; reference mode adds fds 1 and 2, /dev/null
+   write-only, as the authors' stdout and stderr); rlimits (CPU, address space, no file
    size, no processes, 4 descriptors, no core); parent-death signals and a wall-clock alarm; the
    worker's request and result buffers wiped after each snippet (a snippet that reads its own
    memory finds nothing of another answer's); a session keyring of its own, new and empty, in the

@@ -492,13 +492,17 @@ def _child(payload: memoryview, result_fd: int, setup: dict) -> None:
     except BaseException:  # noqa: BLE001
         source = None
     try:
+        reference_stdio = source is not None and mode == _REFERENCE and setup.get("devnull", -1) >= 0
+        if reference_stdio:
+            # the authors' stdout and stderr are open: fds 1 and 2 become /dev/null, opened write-only
+            # by the worker at its start (no read, no mapping of it); writes go nowhere, with no
+            # limit but the time limit's
+            os.dup2(setup["devnull"], 1)
+            os.dup2(setup["devnull"], 2)
         os.dup2(result_fd, 3)
-        if source is not None and mode == _REFERENCE:
-            # the authors' stdout and stderr are open: fds 1 and 2 become the worker's /dev/null (its
-            # fd 1 since start-up), the streams are built now, while fstat still works (not after the
-            # seccomp filter); writes to them go nowhere, with no limit but the time limit's
-            os.dup2(1, 2)
+        if reference_stdio:
             os.close(0)
+            # the streams are built now, while fstat still works (not after the seccomp filter)
             _reference_stdio()
         else:
             os.closerange(0, 3)
@@ -719,6 +723,8 @@ def _worker_main(tmp: str, disabled: frozenset, answer_uid: int = 65534) -> None
     namespaces: list[str] = []
     try:
         devnull = os.open(os.devnull, os.O_RDWR)
+        # reference mode's fds 1 and 2 (its answers' stdout and stderr, section 14 of FIDELITY.md)
+        devnull_w = os.open(os.devnull, os.O_WRONLY)
         proto_in, proto_out = 0, os.dup(1)
         os.dup2(devnull, 1)  # nothing printed by mistake can corrupt the protocol stream
         os.close(devnull)
@@ -767,7 +773,7 @@ def _worker_main(tmp: str, disabled: frozenset, answer_uid: int = 65534) -> None
         layers = [name for name, _ in layers_in_force(hello)]  # the one list the caller reports too
         blockers = [name for name in layers if name in FILE_READ_BLOCKERS]
         hello.update(file_reads_blocked_by=blockers, layers=layers)
-        setup = {"libc": libc, "root": root, "base": base, "modules": modules,
+        setup = {"libc": libc, "root": root, "base": base, "modules": modules, "devnull": devnull_w,
                  "reference_modules": reference_modules, "namespaces": namespaces,
                  "init": init, "landlock": landlock, "seccomp": seccomp, "session_keyring": keyrings,
                  "layers": layers, "answer_uid": answer_uid}
