@@ -248,12 +248,13 @@ def scan_responses(responses: list[str], sandbox=None) -> list[dict]:
     extractor finds a function), ``error_class`` (reference mode's), ``changed`` (the state's names)
     and ``channels`` (channel, 0, name)."""
     from earnest.gsm.extraction import locate_solution_reference
-    from earnest.sandbox import Sandbox
+    from earnest.sandbox import Limits, Sandbox
 
     programs = [locate_solution_reference(r)[0] for r in responses]
     todo = [i for i, p in enumerate(programs) if p is not None]
     own = sandbox is None
-    box = Sandbox() if own else sandbox
+    # the scan reads the process's state twice per answer: limits that hold on a loaded machine
+    box = Sandbox(limits=Limits(cpu_seconds=20, wall_seconds=120.0)) if own else sandbox
     try:
         results = box.run_many([programs[i] for i in todo], fidelity="reference", channels=True) if todo else []
     finally:

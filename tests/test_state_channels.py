@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from earnest.gsm.extraction import extract_code_many
-from earnest.sandbox import Sandbox
+from earnest.sandbox import Limits, Sandbox
 from helpers import child_env
 
 REPO = Path(__file__).resolve().parents[1]
@@ -115,7 +115,8 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def box():
-    with Sandbox(workers=2) as sandbox:
+    # the scan reads the whole process's state twice per answer: time limits that hold at any load
+    with Sandbox(workers=2, limits=Limits(cpu_seconds=20, wall_seconds=120.0)) as sandbox:
         yield sandbox
 
 

@@ -284,7 +284,7 @@ def _fingerprint(value, depth: int = 2):
     return ("id", id(value))
 
 
-def _state_snapshot(getters: dict | None = None) -> tuple[dict, dict]:
+def _state_snapshot(getters: dict | None = None, getters_only: bool = False) -> tuple[dict, dict]:
     """Every module of ``sys.modules``: each attribute's fingerprint, each class's own attributes,
     and what every public zero-argument C getter of theirs returns (``sys.getrecursionlimit()``,
     ``decimal.getcontext()``, ``random.getstate()``, ``abc.get_cache_token()`` ...). Generic: no
@@ -298,7 +298,7 @@ def _state_snapshot(getters: dict | None = None) -> tuple[dict, dict]:
         getters = {}
     modules = list(dict.items(sys.__dict__["modules"])) if type(sys.__dict__.get("modules")) is dict else []
     state["sys.modules"] = frozenset((k, id(v)) for k, v in modules)
-    for mname, module in modules:
+    for mname, module in ([] if getters_only else modules):
         if mname == "__main__" or mname.startswith("earnest."):   # the sandbox's own, not the authors'
             continue
         if type(module) is not types.ModuleType:
@@ -351,8 +351,11 @@ def _execute(source: str, limits: dict, modules: dict, full_builtins: bool = Fal
     outcome = _execute_once(source, limits, modules, full_builtins, mode, channels)
     if channels and mode == _REFERENCE and _SCAN:
         before, getters, noise = _SCAN
-        after, _ = _state_snapshot(getters)
-        outcome["channels"] = _state_changes(before, after, noise)
+        try:
+            after, _ = _state_snapshot(getters)
+            outcome["channels"] = _state_changes(before, after, noise)
+        except BaseException as exc:  # noqa: BLE001 - e.g. a recursion limit the answer set too low
+            outcome["channels"] = [f"(the state could not be read after the answer: {_describe(exc)})"]
         if _REFUSED:
             # in the authors' process that call may have changed its state
             outcome["channels"].append(REFUSED_CALL)
@@ -399,11 +402,12 @@ def _execute_once(source: str, limits: dict, modules: dict, full_builtins: bool,
             # (random reseeds itself from the system in every fork: set the authors' starting state)
             modules["random"].seed(REFERENCE_RANDOM_SEED)
             if channels:
-                # two snapshots with nothing between: what differs there is the snapshots' own noise
-                first, getters = _state_snapshot()
-                second, _ = _state_snapshot(getters)
-                noise = frozenset(k for k in set(first) | set(second) if first.get(k) != second.get(k))
-                _SCAN[:] = [second, getters, noise]
+                # the getters called twice with nothing between: what differs there (a load average,
+                # a counter) is noise, not the answer's (module attributes do not change by themselves)
+                before, getters = _state_snapshot()
+                again, _ = _state_snapshot(getters, getters_only=True)
+                noise = frozenset(k for k in again if again[k] != before.get(k))
+                _SCAN[:] = [before, getters, noise]
             safe = {name: getattr(builtins, name) for name in REFERENCE_BUILTINS}
             scope = {"__builtins__": safe}
             scope.update((name, modules[name]) for name in REFERENCE_MODULES)
