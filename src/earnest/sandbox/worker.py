@@ -299,7 +299,7 @@ def _state_snapshot(getters: dict | None = None, getters_only: bool = False) -> 
     modules = list(dict.items(sys.__dict__["modules"])) if type(sys.__dict__.get("modules")) is dict else []
     state["sys.modules"] = frozenset((k, id(v)) for k, v in modules)
     for mname, module in ([] if getters_only else modules):
-        if mname == "__main__" or mname.startswith("earnest."):   # the sandbox's own, not the authors'
+        if mname in ("__main__", "earnest") or mname.startswith("earnest."):   # the sandbox's own, not the authors'
             continue
         if type(module) is not types.ModuleType:
             state[f"sys.modules[{mname!r}]"] = ("not a module", id(module))
