@@ -1,6 +1,7 @@
-"""Issue 41.5: the channels between answers of the authors' single-process run (resources/FIDELITY.md,
-section 15), the scanner that finds answers using one (scripts/state_channels.py), and earnest's
-isolation of each answer from the last, in reference mode with the real modules."""
+"""Issues 41.5 and 54.4: the channels between answers of the authors' single-process run
+(resources/FIDELITY.md, section 15), the scanner that finds answers using one (scripts/state_channels.py:
+the process's state compared before and after each answer, or --static, a search of the program text),
+and earnest's isolation of each answer from the last, in reference mode with the real modules."""
 
 from __future__ import annotations
 
