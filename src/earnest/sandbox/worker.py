@@ -280,13 +280,14 @@ def _fingerprint(value, depth: int = 2):
         except Exception:  # noqa: BLE001
             text = None
         if type(text) is str:
-            return ("repr", id(value) if len(text) > 100000 else 0, hash(text))
+            return ("repr", hash(text))
     return ("id", id(value))
 
 
 def _state_snapshot(getters: dict | None = None, getters_only: bool = False) -> tuple[dict, dict]:
     """Every module of ``sys.modules``: each attribute's fingerprint, each class's own attributes,
-    and what every public zero-argument C getter of theirs returns (``sys.getrecursionlimit()``,
+    and what every public zero-argument getter of theirs (a C function or a bound method, named
+    ``get...`` or ``is...``) returns (``sys.getrecursionlimit()``,
     ``decimal.getcontext()``, ``random.getstate()``, ``abc.get_cache_token()`` ...). Generic: no
     list of the channels; the getters are collected on the first snapshot (``getters`` None) and the
     same objects are called on the later ones, so nothing an answer put in their place runs."""
