@@ -254,7 +254,7 @@ def scan_responses(responses: list[str], sandbox=None) -> list[dict]:
     todo = [i for i, p in enumerate(programs) if p is not None]
     own = sandbox is None
     # the scan reads the process's state twice per answer: limits that hold on a loaded machine
-    box = Sandbox(limits=Limits(cpu_seconds=20, wall_seconds=120.0)) if own else sandbox
+    box = Sandbox(limits=Limits(cpu_seconds=4, wall_seconds=60.0)) if own else sandbox
     try:
         results = box.run_many([programs[i] for i in todo], fidelity="reference", channels=True) if todo else []
     finally:
