@@ -61,6 +61,18 @@ def test_the_embedded_and_paper_configs_pass():
         assert check_config(cfg, FORMATS, base_dir=REPO).templates
 
 
+def test_the_paper_config_generates_as_the_authors_run():
+    """resources/FIDELITY.md section 7: config/paper.yaml is reference mode with the authors'
+    generation length (their BenchmarkConfig's max_new_tokens, 1024) and bfloat16 for every model (their
+    A40 path); config/config.yaml keeps earnest mode (the default)."""
+    paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    assert paper["fidelity"] == "reference" and paper["generation"]["max_new_tokens"] == 1024
+    assert paper["models"] and {m["dtype"] for m in paper["models"].values()} == {"bfloat16"}
+    from earnest.fidelity import DEFAULT   # config.yaml leaves the mode to the default
+
+    assert yaml.safe_load((REPO / "config" / "config.yaml").read_text()).get("fidelity", DEFAULT) == "earnest"
+
+
 @pytest.mark.parametrize("mutate, expect", [
     (lambda c: c["stats"].update(resamples="many"), r"^stats\.resamples: 'many' is not of type 'integer'"),
     (lambda c: c["stats"].update(resamples=0), r"^stats\.resamples: 0 is less than the minimum"),

@@ -32,10 +32,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from earnest.gsm.extraction import Extraction, extract_code_many, extract_text, parse_number
-from earnest.gsm.failure_classes import CORRECT, INFRASTRUCTURE_ERROR, WRONG_ANSWER, WRONG_ANSWER_LAST_NUMBER
+from earnest.gsm.failure_classes import (CORRECT, INFRASTRUCTURE_ERROR, UNREADABLE, WRONG_ANSWER,
+                                         WRONG_ANSWER_LAST_NUMBER)
 from earnest.fidelity import DEFAULT, EARNEST, MODES, REFERENCE, check_mode
 from earnest.gsm.gamma import gamma
-from earnest.jsonl import iter_jsonl
+from earnest.jsonl import iter_jsonl, lone_surrogate
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -309,9 +310,20 @@ def _json_number(value: float | None):
     return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
 
+def unreadable_response(row: dict) -> str:
+    """Why the row's ``response`` cannot be read as text ("" when it can): a lone UTF-16 surrogate
+    (a JSON escape such as ``"\\ud800"`` alone). That answer is "unreadable"; the file's other
+    answers are read."""
+    found = lone_surrogate(row["response"], "response")
+    if not found:
+        return ""
+    return (f"field 'response' holds a lone UTF-16 surrogate (\\u{found[2]:04x} at character {found[1] + 1}), "
+            "which is not text")
+
+
 def _read_jsonl(path: str) -> list[tuple[int, dict]]:
     rows = []
-    for where, lineno, row in iter_jsonl(path, error=InputError):
+    for where, lineno, row in iter_jsonl(path, error=InputError, surrogates=True):
         if "response" not in row:
             raise InputError(f"{where}: missing field 'response'")
         if not isinstance(row["response"], str):
@@ -394,12 +406,21 @@ def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox
                     f"classified differently. Give --python PATH of a Python {want} interpreter, or --any-python "
                     "to run it on this one anyway")
         code_python, layers = sandbox_record(sandbox, fidelity)
+    unreadable = {i: why for i, (_, row) in enumerate(rows) if (why := unreadable_response(row))}
+    readable = [i for i in range(len(rows)) if i not in unreadable]
     try:
-        extractions = extract_many([row["response"] for _, row in rows], style, sandbox, fidelity=fidelity,
-                                   language=language, english_rules=english_rules)
+        extracted = extract_many([rows[i][1]["response"] for i in readable], style, sandbox, fidelity=fidelity,
+                                 language=language, english_rules=english_rules)
     finally:
         if own is not None:
             own.close()
+    extractions: list = [None] * len(rows)
+    for i, ex in zip(readable, extracted):
+        extractions[i] = ex
+    for i, why in unreadable.items():
+        extractions[i] = Extraction(None, "none", UNREADABLE, why)
+        print(f"earnest extract: {input_path}:{rows[i][0]}: {why}: that answer is {UNREADABLE!r}, the others are "
+              "extracted", file=sys.stderr)
     tmp = output_path + ".tmp"
     not_run: list[int] = []
     try:
@@ -422,7 +443,9 @@ def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox
                     record["correct"] = ok
                 else:
                     record["error_class"] = ex.error_class
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                # a record holding a lone surrogate is written with JSON escapes, as it was read (no
+                # UTF-8 file can hold it as a character)
+                out.write(json.dumps(record, ensure_ascii=lone_surrogate(record) is not None) + "\n")
         os.replace(tmp, output_path)
     except BaseException:   # no half-written file left behind
         try:

@@ -166,7 +166,7 @@ class _Worker:
             shutil.rmtree(base, ignore_errors=True)  # in case the worker could not
 
     def request(self, source: str, limits: Limits, full_builtins: bool = False,
-                fidelity: str = _EARNEST) -> "dict | RunResult":
+                fidelity: str = _EARNEST, channels: bool = False) -> "dict | RunResult":
         # a worker that cannot fork a child for the answer (the user's process limit reached by
         # other processes of the same user, memory) says so; it is retried a few times (the
         # limit may be transient), then the run stops with a clear error: an innocent answer that
@@ -177,9 +177,9 @@ class _Worker:
         # no answer can end the batch by writing {"fork_error": ...} there.
         failure: _WorkerFailure | None = None
         for pause in (0.05, 0.25, 1.0, 2.0, None):
-            reply = self._request_once(source, limits, full_builtins, fidelity)
+            reply = self._request_once(source, limits, full_builtins, fidelity, channels)
             if reply is _NOT_SENT:  # the worker had died while idle: the answer never ran; a fresh one
-                reply = self._request_once(source, limits, full_builtins, fidelity)
+                reply = self._request_once(source, limits, full_builtins, fidelity, channels)
             if reply is _NOT_SENT:
                 return {"error": UNCLASSIFIED, "detail": "sandbox worker died, hung or sent garbage; restarted"}
             if not isinstance(reply, _WorkerFailure):
@@ -201,7 +201,7 @@ class _Worker:
                          infrastructure=f"the process for this answer could not be set up, before any model code "
                                         f"ran ({failure.detail})")
 
-    def _request_once(self, source: str, limits: Limits, full_builtins: bool, fidelity: str):
+    def _request_once(self, source: str, limits: Limits, full_builtins: bool, fidelity: str, channels: bool = False):
         """The reply to one request (a dict: the answer's report, or the worker's account of how
         the answer's process ended), ``_NOT_SENT`` or a ``_WorkerFailure``."""
         if self.proc is None:
@@ -210,7 +210,8 @@ class _Worker:
         if proc is None:
             raise RuntimeError("sandbox is closed")
         payload = json.dumps({"source": source, "limits": limits.as_dict(),
-                              "full_builtins": bool(full_builtins), "mode": fidelity}).encode()
+                              "full_builtins": bool(full_builtins), "mode": fidelity,
+                              "channels": bool(channels)}).encode()
         if len(payload) > _MAX_MESSAGE:
             return {"error": "resource_limit", "detail": f"request of {len(payload)} bytes"}
         wall = float(limits.wall_seconds)
@@ -253,7 +254,7 @@ class _Worker:
             detail = report.get("detail") if isinstance(report.get("detail"), str) else ""
             kind = "job_limit" if report.get("setup") == "job_limit" else "setup"
             return _WorkerFailure(kind, _short(detail or "the process ended before it was set up", 200))
-        return _interpret(head[0], body, wall)
+        return _interpret(head[0], body, wall, fidelity)
 
 
 #: the oldest Python the worker runs on (os.waitstatus_to_exitcode, os.pidfd_open)
@@ -471,10 +472,12 @@ class Sandbox:
             return refused
         return self._run_checked(source, fidelity=fidelity)
 
-    def run_many(self, sources: list[str], *, fidelity: str = _EARNEST) -> list[RunResult]:
+    def run_many(self, sources: list[str], *, fidelity: str = _EARNEST, channels: bool = False) -> list[RunResult]:
         """``run`` for each source, in order, spread over the workers. Raises
-        ``SandboxUnavailable`` (in the calling thread) if model code cannot run here."""
-        return self._run_batch(sources, fidelity=fidelity, check=True)
+        ``SandboxUnavailable`` (in the calling thread) if model code cannot run here. With
+        ``channels`` (reference mode; the state-channel scanner, never scoring) each result also
+        names the process state the answer changed (``RunResult.channels``)."""
+        return self._run_batch(sources, fidelity=fidelity, check=True, channels=channels)
 
     def _run_many_unchecked(self, sources: list[str], *, full_builtins: bool = False,
                             fidelity: str = _EARNEST) -> list[RunResult]:
@@ -483,7 +486,7 @@ class Sandbox:
         return self._run_batch(sources, fidelity=fidelity, check=False, full_builtins=full_builtins)
 
     def _run_batch(self, sources: list[str], *, fidelity: str, check: bool,
-                   full_builtins: bool = False) -> list[RunResult]:
+                   full_builtins: bool = False, channels: bool = False) -> list[RunResult]:
         results: list[RunResult | None] = [None] * len(sources)
         todo = []
         for i, src in enumerate(sources):
@@ -505,7 +508,7 @@ class Sandbox:
                         return
                     try:
                         results[i] = self._run_checked(sources[i], full_builtins=full_builtins,
-                                                       fidelity=fidelity)
+                                                       fidelity=fidelity, channels=channels)
                     except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
                         failures.append(exc)
 
@@ -526,10 +529,10 @@ class Sandbox:
         return self._run_checked(source, full_builtins=full_builtins, fidelity=fidelity)
 
     def _run_checked(self, source: str, full_builtins: bool = False,
-                     fidelity: str = _EARNEST) -> RunResult:
+                     fidelity: str = _EARNEST, channels: bool = False) -> RunResult:
         worker = self._acquire()
         try:
-            reply = worker.request(source, self.limits, full_builtins, fidelity)
+            reply = worker.request(source, self.limits, full_builtins, fidelity, channels)
         finally:
             self._release(worker)
         if isinstance(reply, RunResult):   # the machine's failure, told by the worker's status
