@@ -171,11 +171,6 @@ def test_at_the_ceiling_a_real_drop_is_found_and_no_wrong_base_answer_is_no_find
         assert df.loc[df["variant"] == 0, "correct"].all()                 # no wrong GSM-Base answer
         shards = run_shard(df, 1, 60, 5, engine=engine, prior=prior_for("earnest"))
         row, not_estimable = judge_effect(shards, df, 1, "variant", engine=engine)
-        if engine == "lme4" and not want:
-            # bglmer flags every resample of this null ceiling design (convergence warnings at the
-            # boundary): no clean resample, so no answer — never a finding (a limitation, closing note)
-            assert not bool(row["significant_uncorrected"])
-            continue
         assert not not_estimable and np.isfinite(row["median_log_or"])
         tab = df.groupby("variant")["correct"].agg(["sum", "count"])
         fisher = fisher_exact([[tab.loc[0, "sum"], tab.loc[0, "count"] - tab.loc[0, "sum"]],
