@@ -26,7 +26,7 @@ from earnest.fidelity import score_env
 from earnest.gsm.datasets import DATASETS, release_path
 from earnest.gsm.prompts import PromptFormatError, load_formats
 from earnest.stats.engines import engine_for
-from earnest.report import stats_table_labels
+from earnest.gsm.report import stats_table_labels
 from earnest.runlock import clear_stale_locks, record_owner, release_owner
 
 # After a killed Snakemake (kill -9, a lost login session) its locks stay in .snakemake/locks and

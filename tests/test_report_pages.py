@@ -1,4 +1,4 @@
-"""The report's own pages (earnest.report): the findings show the verdicts the summaries record
+"""The report's own pages (earnest.gsm.report): the findings show the verdicts the summaries record
 (never recomputed) with the § rule explained at its first use; the answers page lists every answer;
 the statistics tables get labels."""
 
@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from docutils.core import publish_parts
 
-from earnest.report import (DEGENERATE_EXPLAINED, answers_frame, findings_frame, findings_rst, stats_table_labels,
+from earnest.gsm.report import (DEGENERATE_EXPLAINED, answers_frame, findings_frame, findings_rst, stats_table_labels,
                             write_answers, write_findings)
 
 

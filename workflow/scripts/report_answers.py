@@ -1,4 +1,4 @@
-"""The answers behind one model x prompt's numbers, as a page of the report (earnest.report.write_answers).
+"""The answers behind one model x prompt's numbers, as a page of the report (earnest.gsm.report.write_answers).
 
 snakemake.input.scored: the scored parquets (GSM-Base, GSM-Variants); snakemake.wildcards.model;
 snakemake.params.prompt_label; snakemake.output[0]; snakemake.log[0].
@@ -10,7 +10,7 @@ from earnest.joblog import job_logger
 
 log = job_logger(snakemake.log[0], "report_answers")  # noqa: F821
 
-from earnest.report import write_answers  # noqa: E402
+from earnest.gsm.report import write_answers  # noqa: E402
 
 try:
     sm = snakemake  # noqa: F821

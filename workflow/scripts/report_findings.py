@@ -1,4 +1,4 @@
-"""Every model's verdicts for the report (earnest.report.write_findings): read from the summaries
+"""Every model's verdicts for the report (earnest.gsm.report.write_findings): read from the summaries
 table, never recomputed.
 
 snakemake.input.summaries; snakemake.params.prompt_labels; snakemake.output.html, .rst (beside it);
@@ -11,7 +11,7 @@ from earnest.joblog import job_logger
 
 log = job_logger(snakemake.log[0], "report_findings")  # noqa: F821
 
-from earnest.report import write_findings  # noqa: E402
+from earnest.gsm.report import write_findings  # noqa: E402
 
 try:
     sm = snakemake  # noqa: F821
