@@ -23,7 +23,8 @@ def test_findings_show_the_recorded_verdict_and_explain_the_mark(tmp_path):
         _record("m_1", 1, "variant", "not significant", 0.01),
         _record("m_1", 2, "gamma_c", "significant", 0.002),
         _record("m_1", 2, "variant", "significant before Holm only", 0.03),
-        _record("zeta", 1, "variant", "not estimable", float("nan"), degenerate=True, reason="no correct answer at all"),
+        _record("zeta", 1, "variant", "not estimable", float("nan"), degenerate=True,
+                reason="no correct answer at all"),
         {**_record("zeta", 1, "variant", "significant", 0.001), "analysis": "reasoning_only"},  # not the main analysis
     ]
     frame = findings_frame(pd.DataFrame(rows), {"gsm": "GSM prompt (Ex1)"})
@@ -53,7 +54,8 @@ def test_answers_page_lists_every_answer(tmp_path):
         "error_class": ["", "no_number_found"], "response": ["x" * 1000 + " The final answer is 12", "<b>?</b>"]})
     frame = answers_frame(scored)
     assert frame["Instance"].tolist() == ["original", "1"] and frame["Correct"].tolist() == ["yes", "no"]
-    assert frame["Answer (its end)"].iloc[0].endswith("The final answer is 12") and len(frame["Answer (its end)"].iloc[0]) == 401
+    shown = frame["Answer (its end)"].iloc[0]
+    assert shown.endswith("The final answer is 12") and len(shown) == 401 and shown.startswith("…")
     page = write_answers(scored, tmp_path / "a.html", "m", "GSM prompt (Ex1)").read_text()
     assert "2 answers, 1 correct" in page and "&lt;b&gt;?&lt;/b&gt;" in page and "<b>?</b>" not in page
 

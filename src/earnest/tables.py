@@ -144,7 +144,8 @@ _HTML_SCRIPT = """
 var table=document.querySelector("table"),body=table.tBodies[0],heads=table.tHead.rows[0].cells;
 function key(cell){var t=cell.textContent.trim(),m=t.replace(/\\u2212/g,"-").match(/-?\\d+(\\.\\d+)?(e[-+]?\\d+)?/i);
  return {t:t,n:(m&&/^[<>≤≥~]?\\s*[-\\u2212\\d.]/.test(t))?parseFloat(m[0]):NaN};}
-Array.prototype.forEach.call(heads,function(th,col){th.title="sort by this column";th.addEventListener("click",function(){
+Array.prototype.forEach.call(heads,function(th,col){th.title="sort by this column";
+ th.addEventListener("click",function(){
  var asc=th.getAttribute("aria-sort")!=="ascending";
  Array.prototype.forEach.call(heads,function(h){h.removeAttribute("aria-sort");});
  th.setAttribute("aria-sort",asc?"ascending":"descending");
@@ -190,7 +191,8 @@ def to_html(display: pd.DataFrame, caption: str, bold: pd.DataFrame | None = Non
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{esc(title or 'table')}</title><style>{_HTML_STYLE}</style></head><body>\n{heading}"
             f"<p class=\"caption\">{esc(caption)}</p>\n"
-            f"<input id=\"filter\" type=\"search\" placeholder=\"filter rows ({len(display)})\" aria-label=\"filter rows\">\n"
+            f"<input id=\"filter\" type=\"search\" placeholder=\"filter rows ({len(display)})\" "
+            "aria-label=\"filter rows\">\n"
             f"<table><thead><tr>{head}</tr></thead><tbody>\n" + "\n".join(rows)
             + f"\n</tbody></table>\n<script>{_HTML_SCRIPT}</script>\n</body></html>\n")
 
