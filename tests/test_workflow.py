@@ -196,7 +196,7 @@ GSM_DEPENDANTS = {"score", "sensitivity_score", "glmm_input", "bootstrap_shard",
                   "sensitivity_glmm_input", "sensitivity_bootstrap_shard", "sensitivity_glmm_summary",
                   "sensitivity_summaries", "sensitivity_table", "stats_tables", "error_class_table", "fig_errors",
                   "fig_variant_effect", "fig_prompts", "fig_number_effect", "published_comparison",
-                  "power_results", "compare_family", "sandbox_table", "all"}
+                  "power_results", "compare_family", "sandbox_table", "report_findings", "report_answers", "all"}
 
 
 @pytest.mark.slow
