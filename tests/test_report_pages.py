@@ -35,7 +35,8 @@ def test_findings_show_the_recorded_verdict_and_explain_the_mark(tmp_path):
     assert frame["Odds ratio [95% CI]"].tolist()[-1] == "§" and frame["Why"].iloc[-1] == "no correct answer at all"
     rst = findings_rst(frame)
     body = publish_parts(rst, writer="html")["body"]
-    assert "<strong>m_1</strong>" in body and "<em>not significant</em>" in body and "OR 0.50 [0.30, 0.80]" in body
+    assert "<strong>m_1</strong>" in body and "<em>not significant</em> (OR 0.50 [0.30, 0.80], P 0.010)" in body
+    assert body.count("with the GSM prompt (Ex1)") == 2   # once per model
     assert rst.count("§ marks a degenerate fit") == 1 and DEGENERATE_EXPLAINED.split(":")[0] in body
     html, rst_path = write_findings(pd.DataFrame(rows), tmp_path / "findings.html", {"gsm": "GSM prompt (Ex1)"})
     assert rst_path.read_text() == rst and "<td>not estimable §</td>" in html.read_text()

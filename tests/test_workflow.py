@@ -408,7 +408,8 @@ def test_report_opens_in_a_real_browser(tiny_run):
         assert land["found"], "no Findings heading in the landing text"
         # the findings start in the first screen, whole lines, at a readable size
         left, top, right, bottom = land["first_finding"]
-        assert 0 <= land["heading"][1] and bottom <= size[1] and 0 <= left and right <= size[0], land
+        width, height = land["viewport"]
+        assert 0 <= land["heading"][1] and bottom <= height and 0 <= left and right <= width, land
         assert land["font_px"] >= 14, land
         # each model's verdict, as the summaries record it, with the § rule explained at its first §
         first_model = sorted(summaries["model"].unique())[0]
@@ -422,8 +423,10 @@ def test_report_opens_in_a_real_browser(tiny_run):
         opened = {t["path"]: t for t in found["tables"]}
         assert set(opened) == set(tables)
         for path, t in opened.items():
-            assert t["rows"] >= 1 and t["columns"] >= 2 and t["caption"], t
+            # a table may be empty in the tiny run (no refits, no published model); it still opens
+            assert t["rows"] >= 0 and t["columns"] >= 2 and t["caption"], t
             assert t["sorted"] == "ascending", t
+        assert all(opened[p]["rows"] >= 1 for p in opened if "/report/" in p)   # findings, answers
 
 
 @pytest.mark.slow

@@ -73,17 +73,20 @@ def findings_rst(frame: pd.DataFrame) -> str:
     if not len(frame):
         return "No fit in this run yet.\n"
     lines, explained = [], False
-    for model, sub in frame.groupby("Model", sort=False):
-        parts = []
-        for r in sub.itertuples(index=False):
-            part = f"{_rst_escape(r.Effect)} with the {_rst_escape(r.Prompt)}: *{_rst_escape(r.Verdict)}*"
-            if DEGENERATE_MARK in r.Verdict and not explained:
-                part += f" ({_rst_escape(DEGENERATE_EXPLAINED)})"
-                explained = True
-            if r[4] not in (DEGENERATE_MARK, "n/a"):
-                part += f", OR {_rst_escape(r[4])}, P {_rst_escape(r.P)}"
-            parts.append(part)
-        lines.append(f"- **{_rst_escape(model)}**: " + "; ".join(parts) + ".")
+    for model, by_model in frame.groupby("Model", sort=False):
+        prompts = []
+        for prompt, sub in by_model.groupby("Prompt", sort=False):
+            parts = []
+            for r in sub.itertuples(index=False):
+                part = f"{_rst_escape(r.Effect)} *{_rst_escape(r.Verdict)}*"
+                if DEGENERATE_MARK in r.Verdict and not explained:
+                    part += f" ({_rst_escape(DEGENERATE_EXPLAINED)})"
+                    explained = True
+                if r[4] not in (DEGENERATE_MARK, "n/a"):
+                    part += f" (OR {_rst_escape(r[4])}, P {_rst_escape(r.P)})"
+                parts.append(part)
+            prompts.append(f"with the {_rst_escape(prompt)}: " + "; ".join(parts))
+        lines.append(f"- **{_rst_escape(model)}** " + ". W".join([prompts[0], *(q[1:] for q in prompts[1:])]) + ".")
     return "\n".join(lines) + "\n"
 
 
