@@ -385,6 +385,15 @@ def test_report_opens_in_a_real_browser(tiny_run):
     for stem in ("fig1_variant_effect_gsm", "fig2_prompts", "fig3_number_effect", "fig9_errors_nl"):
         assert f"{stem}.svg" in names, stem
     assert "fig8_integers.png" in names and "findings.html" in names
+    # each SVG figure fits the report's content at 1280 px (less its 240 px menu) at full size: a
+    # figure is never shrunk until its legend and § note are unreadable (Figure 2 was shown at 45%)
+    import base64
+
+    for path, e in entries.items():
+        if e["mime_type"] == "image/svg+xml":
+            svg = base64.b64decode(e["data_uri"].split("base64,", 1)[1]).decode("utf-8")
+            width_pt = float(re.search(r'<svg[^>]*?width="([\d.]+)pt"', svg).group(1))
+            assert width_pt * 4 / 3 <= 1280 - 240, (path, width_pt)
     # nothing is download-only: tables are HTML pages, figures images; every entry labelled and captioned
     kinds = {e["mime_type"] for e in entries.values()}
     assert kinds <= {"text/html", "image/svg+xml", "image/png"}, kinds
