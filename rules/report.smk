@@ -23,6 +23,8 @@ rule report_findings:
         "final"
     conda:
         "../envs/stats.yaml"
+    container:
+        env_container("stats")
     resources:
         **SMALL_JOB,
     params:
@@ -47,6 +49,8 @@ rule report_answers:
         "final"
     conda:
         "../envs/stats.yaml"
+    container:
+        env_container("stats")
     resources:
         **SMALL_JOB,
     params:
