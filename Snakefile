@@ -55,6 +55,7 @@ include: "rules/power.smk"
 include: "rules/compare.smk"
 include: "rules/languages.smk"
 include: "rules/logs.smk"
+include: "rules/report.smk"
 
 
 rule all:

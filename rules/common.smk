@@ -26,6 +26,7 @@ from earnest.fidelity import score_env
 from earnest.gsm.datasets import DATASETS, release_path
 from earnest.gsm.prompts import PromptFormatError, load_formats
 from earnest.stats.engines import engine_for
+from earnest.gsm.report import stats_table_labels
 from earnest.runlock import clear_stale_locks, record_owner, release_owner
 
 # After a killed Snakemake (kill -9, a lost login session) its locks stay in .snakemake/locks and
@@ -317,4 +318,5 @@ def run_targets():
     targets += language_targets()  # [] unless gsm_symbolic.languages names another language
     if any(FORMATS[p].style == "code" for _, p in model_prompts()):
         targets.append("results/tables/sandbox.md")  # which Python and layers ran model code
+    targets += report_targets()  # the findings and the answers pages of the report
     return targets

@@ -11,16 +11,18 @@ rule compare_family:
     input:
         scored=compare_scored,
     output:
-        csv=report(
-            f"{COMPARE_DIR}/{{family}}/{{fixed}}/pairs.csv",
+        csv=f"{COMPARE_DIR}/{{family}}/{{fixed}}/pairs.csv",
+        html=report(
+            f"{COMPARE_DIR}/{{family}}/{{fixed}}/pairs.html",
             caption="../report/compare.rst",
             category="Paired comparisons",
             labels={"family": "{family}", "of": "{fixed}", "output": "table"},
         ),
         md=f"{COMPARE_DIR}/{{family}}/{{fixed}}/pairs.md",
         tex=f"{COMPARE_DIR}/{{family}}/{{fixed}}/pairs.tex",
-        png=report(
-            f"{COMPARE_DIR}/{{family}}/{{fixed}}/matrix.png",
+        png=f"{COMPARE_DIR}/{{family}}/{{fixed}}/matrix.png",
+        svg=report(
+            f"{COMPARE_DIR}/{{family}}/{{fixed}}/matrix.svg",
             caption="../report/compare.rst",
             category="Paired comparisons",
             labels={"family": "{family}", "of": "{fixed}", "output": "OR matrix"},

@@ -35,8 +35,15 @@ rule ex4_table:
         report="results/data/gsm_matched.report.tsv",
         contrast=ex4_contrast_files,
     output:
-        md=report("results/tables/ex4_matched.md", category="Tables"),
+        md="results/tables/ex4_matched.md",
         csv="results/tables/ex4_matched.csv",
+        html=report(
+            "results/tables/ex4_matched.html",
+            caption="../report/ex4.rst",
+            category="Tables",
+            subcategory="Ex4: GSM-Matched",
+            labels={"table": "Ex1 beside Ex4 per model", "dataset": "GSM-Base vs GSM-Matched"},
+        ),
     log:
         "logs/ex4_table.log",
     conda:
@@ -58,7 +65,12 @@ rule ex4_dose_response:
     input:
         summaries=ex4_dose_summary_files,
     output:
-        report("results/figures/ex4_dose_response.png", category="Figures"),
+        report(
+            "results/figures/ex4_dose_response.png",
+            caption="../report/ex4.rst",
+            category="Figures",
+            labels={"figure": "Ex4 dose-response", "dataset": "GSM-Base vs shifted sets"},
+        ),
     log:
         "logs/ex4_dose_response.log",
     conda:

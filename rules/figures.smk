@@ -12,12 +12,17 @@ rule fig_variant_effect:
     input:
         summaries=SUMMARIES,
     output:
-        png=report(
-            "results/figures/fig1_variant_effect_{prompt}.png",
+        png="results/figures/fig1_variant_effect_{prompt}.png",
+        svg=report(
+            "results/figures/fig1_variant_effect_{prompt}.svg",
             caption="../report/fig1_variant_effect.rst",
             category="GSM-Symbolic",
             subcategory="Variant effect per prompt (Figures 1, 4-7)",
-            labels={"figure": "variant effect", "prompt": "{prompt}"},
+            labels=lambda wc: {
+                "figure": "variant effect per model",
+                "prompt": PROMPT_LABELS.get(wc.prompt, wc.prompt),
+                "model": "all models",
+            },
         ),
         pdf="results/figures/fig1_variant_effect_{prompt}.pdf",
     log:
@@ -40,12 +45,13 @@ rule fig_prompts:
     input:
         summaries=SUMMARIES,
     output:
-        png=report(
-            "results/figures/fig2_prompts.png",
+        png="results/figures/fig2_prompts.png",
+        svg=report(
+            "results/figures/fig2_prompts.svg",
             caption="../report/fig2_prompts.rst",
             category="GSM-Symbolic",
             subcategory="Prompt formats and large numbers (Figures 2, 3)",
-            labels={"figure": "Figure 2"},
+            labels={"figure": "Figure 2: accuracy and Δvar per prompt format", "model": "Ex2 models"},
         ),
         pdf="results/figures/fig2_prompts.pdf",
     log:
@@ -69,12 +75,13 @@ rule fig_number_effect:
     input:
         summaries=SUMMARIES,
     output:
-        png=report(
-            "results/figures/fig3_number_effect.png",
+        png="results/figures/fig3_number_effect.png",
+        svg=report(
+            "results/figures/fig3_number_effect.svg",
             caption="../report/fig3_number_effect.rst",
             category="GSM-Symbolic",
             subcategory="Prompt formats and large numbers (Figures 2, 3)",
-            labels={"figure": "Figure 3"},
+            labels={"figure": "Figure 3: large-number effect", "model": "all models"},
         ),
         pdf="results/figures/fig3_number_effect.pdf",
     log:
@@ -98,12 +105,13 @@ rule error_class_table:
     input:
         scored=scored_files,
     output:
-        csv=report(
-            "results/tables/error_classes.csv",
+        csv="results/tables/error_classes.csv",
+        html=report(
+            "results/tables/error_classes.html",
             caption="../report/error_classes.rst",
             category="GSM-Symbolic",
             subcategory="Failure modes (Appendix F)",
-            labels={"table": "error classes"},
+            labels={"table": "error classes (Appendix F)", "model": "all models"},
         ),
         md="results/tables/error_classes.md",
         tex="results/tables/error_classes.tex",
@@ -131,12 +139,13 @@ rule fig_errors:
     input:
         table=rules.error_class_table.output.csv,
     output:
-        png=report(
-            "results/figures/fig{fig}_errors_{errors}.png",
+        png="results/figures/fig{fig}_errors_{errors}.png",
+        svg=report(
+            "results/figures/fig{fig}_errors_{errors}.svg",
             caption="../report/fig_errors.rst",
             category="GSM-Symbolic",
             subcategory="Failure modes (Appendix F)",
-            labels={"figure": "Figure {fig}"},
+            labels={"figure": "Figure {fig}: error classes ({errors})", "model": "all models"},
         ),
         pdf="results/figures/fig{fig}_errors_{errors}.pdf",
     log:
@@ -170,12 +179,13 @@ rule published_comparison:
         table5=str(BASEDIR / "resources/published/table5_variant_delta.csv"),
         scored=[scored_path(m, EX1_PROMPT, "gsm_variants") for m in GSM_MODELS],
     output:
-        csv=report(
-            "results/tables/published_comparison.csv",
+        csv="results/tables/published_comparison.csv",
+        html=report(
+            "results/tables/published_comparison.html",
             caption="../report/published_comparison.rst",
             category="GSM-Symbolic",
             subcategory="Comparison with published numbers (Tables 4, 5)",
-            labels={"table": "published comparison"},
+            labels={"table": "published comparison (Tables 4, 5)", "model": "all models"},
         ),
         md="results/tables/published_comparison.md",
         tex="results/tables/published_comparison.tex",

@@ -121,12 +121,24 @@ if OTHER_LANGUAGES:
             excluded=[f"{LANG_DIR}/{x}/data/{d}.excluded.tsv" for x in OTHER_LANGUAGES for d in DATASETS],
             english_items=[f"results/data/{d}.parquet" for d in DATASETS],
         output:
-            table=report(f"{LANG_TABLES}/cross_lingual.md", category="Tables"),
+            table=f"{LANG_TABLES}/cross_lingual.md",
+            html=report(
+                f"{LANG_TABLES}/cross_lingual.html",
+                caption="../report/cross_lingual.rst",
+                category="Languages",
+                labels={"table": "variant effect per language", "model": "all models"},
+            ),
             csv=f"{LANG_TABLES}/cross_lingual.csv",
             glmm1=f"{LANG_TABLES}/glmm1_by_language.csv",
             excluded=f"{LANG_TABLES}/excluded_items.csv",
             tex=f"{LANG_TABLES}/cross_lingual.tex",
-            figure=report(f"{LANG_FIGURES}/variant_effect_by_language.png", category="Figures"),
+            figure=f"{LANG_FIGURES}/variant_effect_by_language.png",
+            svg=report(
+                f"{LANG_FIGURES}/variant_effect_by_language.svg",
+                caption="../report/cross_lingual.rst",
+                category="Languages",
+                labels={"figure": "variant effect per language", "model": "all models"},
+            ),
             pdf=f"{LANG_FIGURES}/variant_effect_by_language.pdf",
             published=[f"{LANG_TABLES}/published_{x}.md" for x in OTHER_LANGUAGES],
         log:

@@ -16,6 +16,7 @@ def mlflow_inputs(wildcards=None):
     Inspect logs, which are answers, not results)."""
     answers = {gen_path(m, p, d) for m, p in model_prompts() for d in DATASETS}
     answers |= set(inspect_log_targets())
+    answers |= {answers_page(m, p) for m, p in model_prompts()}  # the report's answers pages
     return [t for t in run_targets() if t not in answers]
 
 

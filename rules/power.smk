@@ -13,15 +13,17 @@ rule power_paper_design:
         published=str(POWER_PUBLISHED),
         tables=[str(POWER_PUBLISHED / TABLE2_FILE), str(POWER_PUBLISHED / TABLE3_FILE)],
     output:
-        power=report(
-            f"{POWER_DIR}/paper_design/power.csv",
+        power=f"{POWER_DIR}/paper_design/power.csv",
+        power_html=report(
+            f"{POWER_DIR}/paper_design/power.html",
             caption="../report/power_study.rst",
             category="Power",
             labels={"table": "power at the paper's design"},
         ),
         mde=f"{POWER_DIR}/paper_design/mde.csv",
-        png=report(
-            f"{POWER_DIR}/paper_design/power_curves.png",
+        png=f"{POWER_DIR}/paper_design/power_curves.png",
+        svg=report(
+            f"{POWER_DIR}/paper_design/power_curves.svg",
             caption="../report/power_study.rst",
             category="Power",
             labels={"figure": "power curves"},
@@ -57,8 +59,9 @@ rule power_results:
     input:
         summaries=SUMMARIES,
     output:
-        csv=report(
-            "results/tables/power/results_mde.csv",
+        csv="results/tables/power/results_mde.csv",
+        html=report(
+            "results/tables/power/results_mde.html",
             caption="../report/power_results.rst",
             category="Power",
             labels={"table": "results beside their MDE"},

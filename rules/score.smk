@@ -36,7 +36,14 @@ rule sandbox_table:
     input:
         scored=code_scored_files,
     output:
-        md=report("results/tables/sandbox.md", category="Tables"),
+        md="results/tables/sandbox.md",
+        html=report(
+            "results/tables/sandbox.html",
+            caption="../report/sandbox.rst",
+            category="Tables",
+            subcategory="Data",
+            labels={"table": "sandbox of the code answers", "dataset": "code prompts"},
+        ),
         csv="results/tables/sandbox.csv",
     log:
         "logs/sandbox_table.log",

@@ -114,7 +114,14 @@ if SENS["enabled"]:
             main=SUMMARIES,
             other=f"{SENS_DIR}/{OTHER}/stats/summaries.parquet",
         output:
-            table=report("results/tables/sensitivity.md", caption="../report/sensitivity.rst", category="Tables"),
+            table="results/tables/sensitivity.md",
+            html=report(
+                "results/tables/sensitivity.html",
+                caption="../report/sensitivity.rst",
+                category="Tables",
+                subcategory="Fidelity-mode sensitivity",
+                labels={"table": "the other fidelity mode", "model": "all models"},
+            ),
             csv="results/tables/sensitivity.csv",
             tex="results/tables/sensitivity.tex",
         log:

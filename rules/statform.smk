@@ -118,15 +118,19 @@ rule statform_analysis:
     output:
         tables=report(
             directory(f"{SF_DIR}/tables"),
-            patterns=["{name}.md"],
+            patterns=["{name}.html"],
             caption="../report/statform_tables.rst",
             category="StatFormBench",
+            subcategory="Tables",
+            labels={"table": "{name}", "model": "all models", "dataset": "StatFormBench"},
         ),
         figures=report(
             directory(f"{SF_DIR}/figures"),
             patterns=["{name}.png"],
             caption="../report/statform_figures.rst",
             category="StatFormBench",
+            subcategory="Figures",
+            labels={"figure": "{name}", "dataset": "StatFormBench"},
         ),
     log:
         "logs/statform_analysis.log",

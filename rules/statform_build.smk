@@ -105,9 +105,10 @@ rule sfb_final:
         taxonomy=f"{SFB_DIR}/taxonomy.yaml",
         stats=report(
             directory(f"{SFB_DIR}/stats"),
-            patterns=["{name}.md"],
+            patterns=["{name}.html"],
             caption="../report/statform_build.rst",
             category="StatFormBench construction",
+            labels={"table": "{name}", "dataset": "StatFormBench (built)"},
         ),
     log:
         "logs/statform_build/final.log",

@@ -163,9 +163,11 @@ rule stats_tables:
     output:
         report(
             directory("results/tables/stats"),
-            patterns=["{name}.md"],
+            patterns=["{name}.html"],
             caption="../report/stats_tables.rst",
             category="Tables",
+            subcategory="GLMM statistics (Tables 2, 3, 6-23)",
+            labels=lambda wc: stats_table_labels(wc.name, PROMPT_LABELS),
         ),
     log:
         "logs/stats_tables.log",
@@ -192,8 +194,20 @@ rule ks_test:
         base="results/data/gsm_base.parquet",
         variants="results/data/gsm_variants.parquet",
     output:
-        table=report("results/tables/ks.csv", caption="../report/ks_table.rst", category="Tables"),
-        figure=report("results/figures/fig8_integers.png", caption="../report/fig8.rst", category="Figures"),
+        table="results/tables/ks.csv",
+        html=report(
+            "results/tables/ks.html",
+            caption="../report/ks_table.rst",
+            category="Tables",
+            subcategory="Data",
+            labels={"table": "Kolmogorov-Smirnov test of the integers", "dataset": "GSM-Base vs GSM-Variants"},
+        ),
+        figure=report(
+            "results/figures/fig8_integers.png",
+            caption="../report/fig8.rst",
+            category="Figures",
+            labels={"figure": "Figure 8: integers in the questions", "dataset": "GSM-Base vs GSM-Variants"},
+        ),
     log:
         "logs/ks_test.log",
     group:

@@ -37,8 +37,9 @@ def summary_rows(models, prompts, p=0.2, est=-0.4, ex2=()):
 
 
 def assert_figure(paths, min_png=8000):
-    png, pdf = paths
-    assert png.suffix == ".png" and pdf.suffix == ".pdf"
+    png, pdf, svg = paths
+    assert png.suffix == ".png" and pdf.suffix == ".pdf" and svg.suffix == ".svg"
+    assert "<svg" in svg.read_text(encoding="utf-8")[:2000]      # what the report shows
     assert png.stat().st_size > min_png
     assert pdf.exists() and pdf.stat().st_size > 1000
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -202,7 +203,7 @@ def test_error_figures_from_the_written_table(tmp_path, n_models):
     models = [f"model-{i}" for i in range(n_models)]
     table = error_class_table(scored(models), STYLES)
     paths = write_error_class_table(table, tmp_path / "error_classes")
-    assert set(paths) == {"csv", "md", "tex"}
+    assert set(paths) == {"csv", "md", "tex", "html"}
     md = paths["md"].read_text()
     assert "Syntax error" in md and "Wrong answer — last number" in md
     back = read_table(paths["csv"], ERROR_TABLE_COLUMNS)

@@ -1,4 +1,4 @@
-"""The one table writer: CSV keeps raw values, Markdown and LaTeX carry display text, bold and caption."""
+"""The one table writer: CSV keeps raw values, Markdown, LaTeX and HTML carry display text, bold and caption."""
 
 import pandas as pd
 import pytest
@@ -12,7 +12,7 @@ def test_three_files_with_caption_and_bold(tmp_path):
     paths = write_table(df, tmp_path / "t.glmm1", "Variant effect & 95% CI",
                         formatters={"P value": lambda p: "<0.001" if p < 0.001 else f"{p:.3f}"}, bold=bold,
                         label="tab:x")
-    assert {p.name for p in paths.values()} == {"t.glmm1.csv", "t.glmm1.md", "t.glmm1.tex"}
+    assert {p.name for p in paths.values()} == {"t.glmm1.csv", "t.glmm1.md", "t.glmm1.tex", "t.glmm1.html"}
     back = pd.read_csv(paths["csv"])
     assert back["P value"].tolist() == [0.0004, 0.2]          # raw numbers, not display text
     md = paths["md"].read_text()
@@ -21,6 +21,11 @@ def test_three_files_with_caption_and_bold(tmp_path):
     tex = paths["tex"].read_text()
     assert r"phi\_2 & \textbf{<0.001} \\" in tex
     assert r"\caption{Variant effect \& 95\% CI}" in tex and r"\label{tab:x}" in tex
+    # the report's page: the same cells (escaped, bold kept), the caption, no network, a sort script
+    page = paths["html"].read_text()
+    assert "<td>phi_2</td><td class=\"num\"><b>&lt;0.001</b></td>" in page
+    assert '<p class="caption">Variant effect &amp; 95% CI</p>' in page and "<h1>t.glmm1</h1>" in page
+    assert "http" not in page and "aria-sort" in page
 
 
 def test_csv_override_and_symbols(tmp_path):

@@ -1,5 +1,6 @@
 """What every figure of the project shares, whichever benchmark it shows: matplotlib on the Agg
-backend (imported on first use), saving a figure as ``stem.png`` and ``stem.pdf``, and the figure
+backend (imported on first use), saving a figure as ``stem.png``, ``stem.pdf`` and ``stem.svg`` (the
+report shows the SVG: it scales without blurring, so legends stay readable), and the figure
 that says why there is nothing to draw. Benchmark figures (earnest.gsm.plots) and the statistics
 engine's (earnest.stats.plots_power) both draw with these."""
 
@@ -20,10 +21,11 @@ def pyplot():
 
 
 def save_figure(fig, stem: str | Path) -> list[Path]:
-    """Write ``fig`` to ``stem.png`` and ``stem.pdf`` (folders made as needed), close it, return the paths."""
+    """Write ``fig`` to ``stem.png``, ``stem.pdf`` and ``stem.svg`` (folders made as needed), close it,
+    return the paths."""
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = [stem.parent / f"{stem.name}.png", stem.parent / f"{stem.name}.pdf"]
+    paths = [stem.parent / f"{stem.name}.{ext}" for ext in ("png", "pdf", "svg")]
     for p in paths:
         fig.savefig(p, dpi=150, bbox_inches="tight")
     pyplot().close(fig)

@@ -226,7 +226,7 @@ def figure_variant_effect(summaries: pd.DataFrame, prompt: str, stem: str | Path
     right.set_title(f"P value (dashed: α = {alpha:g})", fontsize=10)
     left.set_ylim(-0.7, n - 0.3)
     if degenerate.any():
-        fig.text(0.01, -0.04, DEGENERATE_NOTE, fontsize=7, color=_NOTE_COLOUR)
+        fig.text(0.01, -0.04, _note_lines(fig, DEGENERATE_NOTE), fontsize=7, color=_NOTE_COLOUR, va="top")
     return _save(fig, stem)
 
 
@@ -330,9 +330,17 @@ def _flags(sub: pd.DataFrame, column: str) -> dict:
     return {(r.model, r.prompt): bool(getattr(r, column)) for r in sub.itertuples(index=False)}
 
 
+def _note_lines(fig, text: str) -> str:
+    """``text`` broken into lines as wide as the figure (a 7-point note): one long line would widen the
+    saved figure (bbox tight) until its legend is unreadable in the report."""
+    import textwrap
+
+    return textwrap.fill(text, width=max(40, int(fig.get_figwidth() * 17)))
+
+
 def _degenerate_note(fig, marks: dict) -> None:
     if any(marks.values()):
-        fig.text(0.01, 0.0, DEGENERATE_NOTE, fontsize=7, color=_NOTE_COLOUR, va="top")
+        fig.text(0.01, 0.0, _note_lines(fig, DEGENERATE_NOTE), fontsize=7, color=_NOTE_COLOUR, va="top")
 
 
 def figure_prompt_comparison(summaries: pd.DataFrame, prompts: Sequence[str], stem: str | Path, *,

@@ -172,7 +172,10 @@ def build_statistics(samples: list[dict], status: pd.DataFrame, units: dict[str,
 
 
 def write_statistics(tables: dict[str, pd.DataFrame], out_dir: str | Path, excluded_projects: list[dict]) -> list[Path]:
-    """Each table as CSV and Markdown, plus ``summary.md`` (all tables on one page, for the report)."""
+    """Each table as CSV, Markdown and an HTML page for the report (:func:`earnest.tables.to_html`), plus
+    ``summary.md`` (all tables on one page)."""
+    from earnest.tables import display_frame, to_html
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written, parts = [], ["# StatFormBench build statistics\n"]
@@ -180,7 +183,9 @@ def write_statistics(tables: dict[str, pd.DataFrame], out_dir: str | Path, exclu
         df.to_csv(out / f"{name}.csv", index=False)
         md = df.to_markdown(index=False) if not df.empty else "(none)"
         (out / f"{name}.md").write_text(md + "\n", encoding="utf-8")
-        written += [out / f"{name}.csv", out / f"{name}.md"]
+        (out / f"{name}.html").write_text(to_html(display_frame(df), f"StatFormBench build statistics: {name} "
+                                                  f"({len(df)} rows).", title=name), encoding="utf-8")
+        written += [out / f"{name}.csv", out / f"{name}.md", out / f"{name}.html"]
         parts += [f"## {name}\n", md, ""]
     if excluded_projects:
         parts += ["## case projects excluded before the pipeline\n",
