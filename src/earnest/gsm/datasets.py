@@ -150,7 +150,8 @@ def read_release_jsonl(path: str | Path) -> list[dict]:
     """Read and validate the official release file; errors name ``path:line``."""
     path = Path(path)
     if not path.exists():
-        raise DatasetError(f"{path}: GSM-Symbolic release file not found (config key gsm_symbolic.jsonl)")
+        raise DatasetError(f"{path}: GSM-Symbolic release file not found (config key gsm_symbolic.jsonl): name the "
+                           "release's JSONL there, or set gsm_symbolic.source: hub to fetch it at the pinned revision")
     records = []
     seen: dict[tuple[int, int], str] = {}
     for where, _, rec in iter_jsonl(path, error=DatasetError):
