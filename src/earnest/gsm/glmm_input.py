@@ -16,7 +16,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from earnest.gsm.failure_classes import WRONG_ANSWER_CLASSES
+from earnest.gsm.failure_classes import WRONG_ANSWER_CLASSES, judged
 from earnest.stats.glmm import GLMMInputError, integer_ids
 
 DATASET_VARIANT = {"gsm_base": 0, "gsm_variants": 1}
@@ -44,14 +44,16 @@ def glmm_input_from_scored(scored: pd.DataFrame | Iterable[pd.DataFrame], *, rea
                            source: str = "scored table") -> pd.DataFrame:
     """The GLMM input of the scored rows of one or more model x prompt x dataset tables.
 
-    With ``reasoning_only``, rows with code errors (:func:`code_error_mask`) are dropped.
+    With ``reasoning_only``, rows with code errors (:func:`code_error_mask`) are dropped. Answers the
+    machine failed to run (``infrastructure_error``) are never in it: neither right nor wrong
+    (:func:`earnest.gsm.failure_classes.judged`).
     Raises :class:`GLMMInputError` naming ``source`` and the column for a missing column, an
     unknown dataset or a non-boolean ``correct``.
     """
     frames = [scored] if isinstance(scored, pd.DataFrame) else list(scored)
     if not frames:
         raise GLMMInputError(f"{source}: no scored tables given")
-    df = pd.concat(frames, ignore_index=True)
+    df = judged(pd.concat(frames, ignore_index=True))
     for col in SCORED_COLUMNS:
         if col not in df.columns:
             raise GLMMInputError(f"{source}: missing column '{col}'")
