@@ -25,7 +25,8 @@ min_version("9.0")
 # the embedded default, unless --configfile names a complete config of its own (merging the two
 # would add the default's model to every other config). It is read by earnest first: text that is
 # not UTF-8 gets its file, line and column instead of Snakemake's traceback (a file given with
-# --configfile Snakemake reads before any of this runs: `earnest check-config FILE` names its faults)
+# --configfile Snakemake reads before any of this runs: the workflow profile, profiles/default, reads
+# it first with the same reader)
 if not workflow.overwrite_configfiles:
     EMBEDDED_CONFIG = f"{workflow.basedir}/config/config.yaml"
     try:

@@ -52,6 +52,24 @@ BASEDIR = Path(workflow.basedir)
 os.environ.setdefault("EARNEST_SOURCE", str(BASEDIR))
 
 
+def _portable(path):
+    """A path as the rules record it (inputs, params: what Snakemake compares to decide a rerun):
+    relative to the working directory when it lies inside it (a run in its checkout, or a project
+    folder holding the workflow), else as it is. A finished run copied or moved then plans nothing:
+    its own files keep their names, and a workflow outside it keeps its place."""
+    path = Path(path)
+    if path.is_absolute():
+        here = Path.cwd().resolve()
+        if path.resolve().is_relative_to(here):
+            return Path(os.path.relpath(path.resolve(), here))
+    return path
+
+
+def _shipped(rel):
+    """A file shipped with the workflow (``resources/...``), as :func:`_portable` records it."""
+    return str(_portable(BASEDIR / rel))
+
+
 def env_container(env):
     """The container image of environment ``env`` (envs/<env>.yaml) from config ``containers``: its
     own, else ``all``'s, else None (no container; snakemake --sdm apptainer then runs the job on the
@@ -61,8 +79,11 @@ def env_container(env):
 
 
 def _repo_path(p):
-    """A config path: absolute, or relative to the working directory, else to the workflow."""
-    return resolve_path(p, BASEDIR)
+    """A config path: absolute (kept as written), or relative to the working directory, else to the
+    workflow (then as :func:`_portable` records it)."""
+    if Path(p).expanduser().is_absolute():
+        return Path(p).expanduser()
+    return _portable(resolve_path(p, BASEDIR))
 
 
 def config_error(message):

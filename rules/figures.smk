@@ -175,8 +175,8 @@ rule fig_errors:
 rule published_comparison:
     input:
         summaries=SUMMARIES,
-        table4=str(BASEDIR / "resources/published/table4_accuracy.csv"),
-        table5=str(BASEDIR / "resources/published/table5_variant_delta.csv"),
+        table4=_shipped("resources/published/table4_accuracy.csv"),
+        table5=_shipped("resources/published/table5_variant_delta.csv"),
         scored=[scored_path(m, EX1_PROMPT, "gsm_variants") for m in GSM_MODELS],
     output:
         csv="results/tables/published_comparison.csv",

@@ -7,7 +7,9 @@ import json
 # its entry in formats.yaml (stop strings, style: a parameter, so that editing or adding another
 # entry reruns nothing of this format; Snakemake reruns a job whose parameters changed).
 def prompt_files(wc):
-    return [str(FORMATS[wc.prompt].path)]
+    path = FORMATS[wc.prompt].path
+    # a prompts_dir written absolute is kept as written; one found relative is recorded portably
+    return [str(path if Path(config["prompts_dir"]).expanduser().is_absolute() else _portable(path))]
 
 
 def prompt_entry(wc):

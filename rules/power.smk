@@ -10,7 +10,7 @@ include: "power_targets.smk"
 
 rule power_paper_design:
     input:
-        published=str(POWER_PUBLISHED),
+        # the two tables, not their folder: a folder's time changes with any file added to it
         tables=[str(POWER_PUBLISHED / TABLE2_FILE), str(POWER_PUBLISHED / TABLE3_FILE)],
     output:
         power=f"{POWER_DIR}/paper_design/power.csv",

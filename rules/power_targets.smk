@@ -4,7 +4,7 @@ from earnest.stats.power import PowerError
 
 POWER = config["power"]  # defaults: config/schema.yaml
 POWER_DIR = "results/power"
-POWER_PUBLISHED = BASEDIR / "resources/published"
+POWER_PUBLISHED = Path(_shipped("resources/published"))
 try:  # a scenario that names no paper model stops the run before any job
     published_scenarios(POWER_PUBLISHED, POWER["scenarios"])
 except PowerError as exc:

@@ -34,8 +34,8 @@ def statform_prompt_template():
     """The prompt files the generation sends: with fidelity reference the authors' two prompts, else the
     template every strategy fills (statform.prompt_template, else the shipped one)."""
     if config["fidelity"] == "reference":
-        return [str(reference_prompt_dir() / f) for f in PROMPT_FILES.values()]
-    return str(_repo_path(SF["prompt_template"])) if SF["prompt_template"] else str(default_prompt_path())
+        return [str(_portable(reference_prompt_dir() / f)) for f in PROMPT_FILES.values()]
+    return str(_repo_path(SF["prompt_template"])) if SF["prompt_template"] else str(_portable(default_prompt_path()))
 
 
 def statform_targets():

@@ -503,20 +503,20 @@ def test_sandbox_python_is_checked_before_any_job(python, expect, tmp_path):
     # JSON Schema (draft 6 on) counts 12.0 as an integer: it passed and reached range() in a job
     (lambda c: c["gsm_symbolic"].update(variants=12.0),
      r"^gsm_symbolic\.variants: 12\.0 is not of type 'integer'; write it as an integer \(12\)$"),
-    (lambda c: c["gsm_symbolic"].update(variants=12.5), r"^gsm_symbolic\.variants: 12\.5 is not of type 'integer'$"),
+    (lambda c: c["gsm_symbolic"].update(variants=12.5), r"^gsm_symbolic\.variants: 12\.5 is not of type 'integer'; write a whole number, e\.g\. 12$"),
     (lambda c: c["gsm_symbolic"].update(variants=1.0e12),
      r"^gsm_symbolic\.variants: 1000000000000\.0 is not of type 'integer'; write an integer, at most 10000$"),
     (lambda c: c["gsm_symbolic"].update(variants=10**12),
-     r"^gsm_symbolic\.variants: 1000000000000 is greater than the maximum of 10000$"),
+     r"^gsm_symbolic\.variants: 1000000000000 is greater than the maximum of 10000; write a value of at most 10000$"),
     (lambda c: c["gsm_symbolic"].update(templates=[0, 1.0]),
      r"^gsm_symbolic\.templates\.1: 1\.0 is not of type 'integer'; write it as an integer \(1\)$"),
     (lambda c: c["models"]["tiny"].update(batch_size=8.0),
      r"^models\.tiny\.batch_size: 8\.0 is not valid under any of the given schemas \(8\.0 is not of type 'integer'; "
      r"'auto' was expected\)$"),
     (lambda c: c.update(compare={"resamples": 5.0}), r"^compare\.resamples: 5\.0 is not of type 'integer', 'null'"),
-    (lambda c: c["stats"].update(shards=10**9), r"^stats\.shards: 1000000000 is greater than the maximum of 1000000$"),
+    (lambda c: c["stats"].update(shards=10**9), r"^stats\.shards: 1000000000 is greater than the maximum of 1000000; write a value of at most 1000000$"),
     (lambda c: c["generation"].update(max_new_tokens=10**12), r"^generation\.max_new_tokens: 1000000000000 is greater"),
-    (lambda c: c.update(ex4={"shifts": [10**6]}), r"^ex4\.shifts\.0: 1000000 is greater than the maximum of 15$"),
+    (lambda c: c.update(ex4={"shifts": [10**6]}), r"^ex4\.shifts\.0: 1000000 is greater than the maximum of 15; write a value of at most 15$"),
     (lambda c: c["models"]["tiny"].update(resources={"mem_mb": 8000.0}), r"^models\.tiny\.resources\.mem_mb: 8000\.0 is not"),
 ])
 def test_counts_must_be_integers_of_a_sensible_size(mutate, expect):
@@ -704,3 +704,31 @@ def test_a_sandbox_python_too_old_for_the_worker_is_refused_at_check_time(tmp_pa
         problems = _problems(lambda c: c.update(sandbox={"python": old}))
         assert any(p.startswith(f"sandbox.python: '{old}' is Python 2.7; the sandbox's worker needs Python 3.9")
                    for p in problems), problems
+
+
+@pytest.mark.parametrize("mutate, fix", [
+    (lambda c: c["stats"].update(resamples="many"), "; write a whole number, e.g. 12"),
+    (lambda c: c["stats"].update(resamples=0), "; write a value of at least 1"),
+    (lambda c: c.update(models=["tiny"]), "; write a mapping: 'key: value' lines indented under the key"),
+    (lambda c: c.update(power={"templates": []}), "; give at least 1 item, or leave the key out for its default"),
+    (lambda c: c.update(fidelity="exact"), "; write one of these"),
+])
+def test_schema_messages_say_what_to_write(mutate, fix):
+    """Issue 55.4: a wrong type, a value out of range, an empty list or an unknown choice named the key
+    and what was wrong, not what to write instead."""
+    with pytest.raises(ConfigError) as err:
+        checked(mutate)
+    assert fix in str(err.value), str(err.value)
+
+
+def test_a_config_file_yaml_cannot_read_is_named_with_the_fix(tmp_path):
+    """Issue 55.4: a tab in the indentation (Snakemake's reader says only "not valid JSON or YAML")."""
+    from earnest.config import check_config_files
+
+    bad = tmp_path / "c.yaml"
+    bad.write_text("stats:\n  seed: 1\n\tresamples: 4\n")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(bad))}:3: invalid YAML \(.*\); indent with spaces"):
+        check_config_files([bad])
+    bad.write_text("stats: [1, 2\nseed: 3\n")
+    with pytest.raises(ConfigError, match=r"invalid YAML \(.*\); check that line and the one before"):
+        check_config_files([bad])

@@ -43,7 +43,8 @@ def _write(folder, task, samples):
     return path
 
 
-def gsm_symbolic_run(root, model="org__model-7b", n_templates=6, n_variants=4, acc=(0.8, 0.5), filters=("strict-match",)):
+def gsm_symbolic_run(root, model="org__model-7b", n_templates=6, n_variants=4, acc=(0.8, 0.5), filters=("strict-match",),
+                     tasks=("gsm_base", "gsm_symbolic")):
     """A GSM-Base task (one original per template) and a GSM-Symbolic task (release rows: id,
     instance, question, answer, original_id ...), with deterministic correctness."""
     base, var = [], []
@@ -55,7 +56,7 @@ def gsm_symbolic_run(root, model="org__model-7b", n_templates=6, n_variants=4, a
                 doc = {"id": t, "instance": i, "question": f"var {t}.{i}", "answer": "#### 18",
                        "original_id": 100 + t, "canary": "x"}
                 var.append(_sample(t * n_variants + i, doc, int(((t + i) % n_templates) / n_templates < acc[1]), flt))
-    return (_write(root / model, "gsm_base", base), _write(root / model, "gsm_symbolic", var))
+    return (_write(root / model, tasks[0], base), _write(root / model, tasks[1], var))
 
 
 def test_gsm_symbolic_mapping_gives_templates_and_variants(tmp_path):
@@ -263,6 +264,31 @@ def test_compare_reads_the_files_as_glmm_does_and_refuses_what_cannot_pair(tmp_p
                  "--lm-eval", *map(str, a)]) == 2
     assert "model 'm-a': prompts 'gsm_base' and 'gsm_symbolic' answered no common item" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_one_compare_over_both_fidelity_modes_pairs_each_mode_with_its_own_base_task(tmp_path, capsys):
+    """Issue 55.3: both modes' task folders named their tasks alike, so one compare over both runs
+    refused them ("two runs?"); the tasks `earnest lm-eval-task` names now end in the mode, and each
+    mode's variants pair with its own GSM-Base task."""
+    from earnest.cli import main
+    from earnest.gsm.lmeval_task import task_names
+
+    files = []
+    for mode, acc in (("earnest", (0.8, 0.7)), ("reference", (0.8, 0.2))):
+        _, base, variants = task_names(mode)
+        files += gsm_symbolic_run(tmp_path, model="m-a", acc=acc, tasks=(base, variants))
+    bases = [task_names(m)[1] for m in ("earnest", "reference")]
+    out = tmp_path / "cmp"
+    assert main(["compare", "--by", "prompts", "--resamples", "20", "--seed", "1", "--out", str(out),
+                 "--lm-eval", *map(str, files), "--lm-eval-base-task", *bases]) == 0, capsys.readouterr().err
+    pairs = pd.read_csv(out / "pairs.csv")
+    assert len(pairs) == 1 and pairs.n_items.iloc[0] == 6 + 6 * 4
+    assert {pairs.a.iloc[0], pairs.b.iloc[0]} == {task_names(m)[2] for m in ("earnest", "reference")}
+    # each mode's prompt holds its own base task's rows, never the other mode's
+    m = lmeval.Mapping(base_tasks=tuple(bases))
+    rows = lmeval.prompt_rows(lmeval.read_samples(files), m)
+    for mode in ("earnest", "reference"):
+        assert set(rows.loc[rows.prompt == task_names(mode)[2], "task"]) == set(task_names(mode)[1:])
 
 
 def test_glmm2_gamma_comes_from_the_question_field_in_the_fidelity_mode(tmp_path):

@@ -51,7 +51,7 @@ def task_dir(tmp_path):
     tasks.mkdir()
     for kind in ("base", "variants"):
         (tasks / f"local_{kind}.yaml").write_text(
-            f"include: {SHIPPED / f'gsm_symbolic_{kind}.yaml'}\ntask: local_gsm_symbolic_{kind}\n"
+            f"include: {SHIPPED / f'gsm_symbolic_{kind}_earnest.yaml'}\ntask: local_gsm_symbolic_{kind}\n"
             f"dataset_path: json\ndataset_name: null\ndataset_kwargs:\n  data_files:\n    test: {release}\n",
             encoding="utf-8")
     return tasks
@@ -149,7 +149,7 @@ def test_the_written_task_renders_the_modes_bytes_offline(tmp_path, monkeypatch,
     machinery (8 shots), with the mode's stop strings."""
     from lm_eval.tasks import TaskManager
 
-    from earnest.gsm.lmeval_task import write_task
+    from earnest.gsm.lmeval_task import task_names, write_task
 
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -157,7 +157,9 @@ def test_the_written_task_renders_the_modes_bytes_offline(tmp_path, monkeypatch,
     _release(release)
     write_task(tmp_path / "task", fidelity=fidelity, release=release)
     gsm = load_formats(REPO / "resources" / "prompts", fidelity=fidelity)["gsm"]
-    tasks = TaskManager(include_path=str(tmp_path / "task")).load(["gsm_symbolic_base", "gsm_symbolic_variants"])
+    _, base, variants = task_names(fidelity)
+    assert base == f"gsm_symbolic_base_{fidelity}" and variants == f"gsm_symbolic_variants_{fidelity}"
+    tasks = TaskManager(include_path=str(tmp_path / "task")).load([base, variants])
     tasks = tasks.get("tasks", tasks) if isinstance(tasks, dict) else tasks
     seen = 0
     for name, task in dict(tasks).items():
@@ -199,14 +201,14 @@ def test_lm_eval_offline_then_earnest_glmm_as_the_docs_say(tiny_model_dir, tmp_p
     out = tmp_path / "out"
     proc = subprocess.run(([exe] if exe else [sys.executable, "-m", "lm_eval"])
                           + ["run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
-                             "--device", "cpu", "--include_path", str(task), "--tasks", "gsm_symbolic",
+                             "--device", "cpu", "--include_path", str(task), "--tasks", "gsm_symbolic_reference",
                              "--gen_kwargs", "max_gen_toks=8", "--batch_size", "4", "--log_samples",
                              "--output_path", str(out)], capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    samples = sorted(out.rglob("samples_gsm_symbolic_*.jsonl"))
+    samples = sorted(out.rglob("samples_gsm_symbolic_*_reference_*.jsonl"))
     assert len(samples) == 2, samples
     proc = subprocess.run([sys.executable, "-m", "earnest.cli", "glmm", "--lm-eval", *map(os.fspath, samples),
-                           "--lm-eval-base-task", "gsm_symbolic_base", "--lm-eval-filter", "strict-match",
+                           "--lm-eval-base-task", "gsm_symbolic_base_reference", "--lm-eval-filter", "strict-match",
                            "--glmm", "1", "--resamples", "20", "--seed", "1", "--engine", "laplace",
                            "--out", str(tmp_path / "glmm")], capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -228,4 +230,34 @@ def test_a_release_file_that_is_not_one_is_refused(tmp_path, content, why):
                           str(bad)], capture_output=True, text=True, env=child_env(), timeout=300)
     assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
     assert run.stderr.startswith("earnest lm-eval-task: --release: ") and why in run.stderr, run.stderr
+    assert str(bad) in run.stderr, run.stderr     # the file, and its line where there is one
     assert not (tmp_path / "task").exists()
+
+
+def test_the_release_written_from_the_package_loads_in_lm_eval(tmp_path, monkeypatch):
+    """Issue 55.3: the offline route in one command: `earnest lm-eval-task --release-from-package`
+    writes the release's rows from the installed templates package beside the task, and lm-eval's
+    own loader reads them (no network) into the workflow's items: GSM-Base the originals, GSM-Variants
+    the package source's instances, template ids kept."""
+    from lm_eval.tasks import TaskManager
+
+    from earnest.gsm.lmeval_task import task_names
+
+    env = {**__import__("helpers").child_env(), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    task = tmp_path / "task"
+    proc = subprocess.run([sys.executable, "-m", "earnest.cli", "lm-eval-task", str(task), "--release-from-package",
+                           "--templates", "0,2", "--variants", "3", "--seed", "7", "--instantiator", "earnest"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert (task / "release.jsonl").is_file()
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _, base, variants = task_names("earnest")
+    tasks = TaskManager(include_path=str(task)).load([base, variants])
+    tasks = dict(tasks.get("tasks", tasks) if isinstance(tasks, dict) else tasks)
+    docs = {name: list(t.test_docs()) for name, t in tasks.items()}
+    want_base = package_base_items([0, 2])
+    assert [(d["id"], d["question"]) for d in docs[base]] == list(zip(want_base.template_id, want_base.question))
+    want = [(t, int(v.instance), v.question) for t in (0, 2)
+            for _, v in package_variant_items(t, 3, 7, "earnest").iterrows()]
+    assert [(d["id"], d["instance"], d["question"]) for d in docs[variants]] == want

@@ -176,6 +176,63 @@ def test_deleting_one_generation_rebuilds_only_it_and_dependents(tiny_run):
     assert {p: p.stat().st_mtime_ns for p in others} == before
 
 
+@pytest.mark.slow
+def test_a_finished_run_copied_elsewhere_plans_nothing(tiny_run, tmp_path):
+    """Issue 55.1: a finished run copied (or moved) to another folder, at another depth, plans no
+    job: no rule records a path of the run's own folder, and the workflow it ran stays where it was."""
+    copy = tmp_path / "elsewhere" / "deeper" / "run"
+    shutil.copytree(tiny_run, copy, symlinks=True)     # times kept, as cp -a and rsync -a keep them
+    assert planned(snakemake(copy, TINY, "-n", *TARGETS)) == {}
+
+
+#: builds the DAG of a dry run and prints every job's inputs and the params Snakemake compares
+_JOB_RECORDS = """
+import json, sys
+from pathlib import Path
+from snakemake.api import SnakemakeApi
+from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
+with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
+    wf = api.workflow(resource_settings=ResourceSettings(cores=1),
+                      config_settings=ConfigSettings(configfiles=[Path(sys.argv[3])]),
+                      snakefile=Path(sys.argv[1]), workdir=Path(sys.argv[2]))
+    wf.dag(dag_settings=DAGSettings(targets={"all"})).execute_workflow(executor="dryrun")
+    jobs = [{"rule": j.rule.name, "input": [str(f) for f in j.input], "params": [repr(v) for v in j.non_derived_params]}
+            for j in wf._workflow.dag.jobs]
+print("JOBS " + json.dumps(jobs))
+"""
+
+
+@pytest.mark.slow
+def test_no_job_records_an_absolute_path_of_its_run_or_its_checkout(tmp_path, tiny_model_dir):
+    """Issue 55.1: with the workflow inside the run's folder (a run in its checkout, or the catalog's
+    project folder with workflow/ in it), no job's inputs or params hold an absolute path, so the
+    folder copied or moved, checkout and all, plans nothing: before, the published tables, the power
+    study's folder, the prompt files and StatFormBench's files were recorded absolute."""
+    flow = tmp_path / "workflow"
+    flow.mkdir()
+    for name in ("Snakefile", "rules", "workflow", "src", "resources", "config", "envs", "report", "profiles"):
+        src, dst = REPO / name, flow / name
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(src, dst)
+    (tmp_path / "tiny-model").symlink_to(tiny_model_dir, target_is_directory=True)
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text((REPO / "tests" / "configs" / "tiny.yaml").read_text())   # its paths relative, as a user writes
+    proc = subprocess.run([sys.executable, "-c", _JOB_RECORDS, str(flow / "Snakefile"), str(tmp_path), str(cfg)],
+                          capture_output=True, text=True, timeout=600, env=child_env())
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("JOBS ")), None)
+    assert proc.returncode == 0 and line, (proc.stdout + proc.stderr)[-3000:]
+    jobs = json.loads(line[len("JOBS "):])
+    assert {"generate", "published_comparison", "power_paper_design", "statform_data", "statform_generate"} <= \
+        {j["rule"] for j in jobs}
+    absolute = [(j["rule"], v) for j in jobs for v in j["input"] + j["params"]
+                if str(tmp_path) in v or str(tmp_path.resolve()) in v or str(REPO) in v]
+    assert absolute == [], absolute
+    shipped = {v for j in jobs for v in j["input"] if v.startswith("workflow/resources/")}
+    assert "workflow/resources/published/table4_accuracy.csv" in shipped, sorted(shipped)
+
+
 def _plan_after_editing(wd: Path, path: Path, edit) -> tuple[dict[str, int], str]:
     """The dry run's jobs after ``edit`` changed the bytes of ``path`` (restored afterwards, with its
     times, after which nothing is left to do)."""
@@ -269,6 +326,23 @@ def _bad(tmp_path, mutate, expect):
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out[-2000:]
     assert re.search(expect, out), out[-2000:]
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("form", ["--configfile", "--configfile="])
+def test_a_tab_indented_config_is_named_by_file_and_line_through_snakemake(tmp_path, form):
+    """Issue 55.4: Snakemake reads --configfile before the Snakefile and said only "Config file is not
+    valid JSON or YAML"; the workflow profile reads it first and names file, line and the fix."""
+    lines = (REPO / "tests" / "configs" / "tiny.yaml").read_text().splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("    backend:"))
+    lines[at] = "\t" + lines[at][4:]
+    bad = tmp_path / "tabbed.yaml"
+    bad.write_text("\n".join(lines) + "\n")
+    args = [form, str(bad)] if form == "--configfile" else [form + str(bad)]
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory",
+                           str(tmp_path), *args, "-n"], capture_output=True, text=True, timeout=300, env=child_env())
+    assert proc.returncode != 0
+    assert f"{bad}:{at + 1}: invalid YAML" in proc.stderr and "indent with spaces" in proc.stderr, proc.stderr[-2000:]
     assert not (tmp_path / "results").exists()
 
 

@@ -188,7 +188,34 @@ def _schema_problems(err) -> list[str]:
     if err.validator == "type" and "integer" in types and isinstance(err.instance, float) and err.instance.is_integer():
         # 12.0 or 1.0e+12 where a count is meant (JSON Schema's own "integer" would take them)
         return [f"{where}: {err.message}; {_as_integer(err.instance, maximum)}"]
-    return [f"{where}: {err.message}"]
+    fix = _schema_fix(err, types)
+    return [f"{where}: {err.message}; {fix}" if fix else f"{where}: {err.message}"]
+
+
+#: how to write a value of each JSON Schema type in YAML
+_HOW_TO_WRITE = {"integer": "a whole number, e.g. 12", "number": "a number, e.g. 0.05",
+                 "string": "text (quoted if it looks like a number or holds ': ')",
+                 "boolean": "true or false", "null": "null",
+                 "object": "a mapping: 'key: value' lines indented under the key",
+                 "array": "a list, e.g. [a, b] or '- a' lines indented under the key"}
+
+
+def _schema_fix(err, types) -> str:
+    """What to write instead, for the schema errors whose own message says only what is wrong."""
+    if err.validator == "type":
+        return "write " + " or ".join(_HOW_TO_WRITE.get(t, t) for t in types)
+    if err.validator in ("minimum", "exclusiveMinimum"):
+        return f"write a value {'above' if err.validator == 'exclusiveMinimum' else 'of at least'} {err.validator_value}"
+    if err.validator in ("maximum", "exclusiveMaximum"):
+        return f"write a value {'below' if err.validator == 'exclusiveMaximum' else 'of at most'} {err.validator_value}"
+    if err.validator in ("minItems", "minProperties"):
+        what = "item" if err.validator == "minItems" else "entry"
+        return f"give at least {err.validator_value} {what}{'s' if err.validator_value != 1 else ''}, or leave the key out for its default"
+    if err.validator == "enum":
+        return "write one of these"
+    if err.validator == "uniqueItems":
+        return "name each once"
+    return ""
 
 
 def _as_integer(number: float, maximum=None) -> str:

@@ -51,6 +51,16 @@ def _bounded_int(loader: StrictLoader, node):
 StrictLoader.add_constructor("tag:yaml.org,2002:int", _bounded_int)
 
 
+def _yaml_fix(exc: yaml.MarkedYAMLError, mark) -> str:
+    """What to do about a YAML syntax error: the usual causes, the tab first (YAML indents with
+    spaces only)."""
+    line = mark.buffer.split("\n")[mark.line] if mark is not None and mark.buffer else ""
+    if "\t" in str(exc.problem) or line[:len(line) - len(line.lstrip())].count("\t"):
+        return "indent with spaces: YAML does not allow tabs in indentation"
+    return ("check that line and the one before: each nested key indented by the same spaces as its "
+            "siblings, a space after every ':', quotes closed")
+
+
 def load_yaml_strict(path: str | Path, *, error: type[Exception] = ValueError):
     """A YAML file's content; ``error`` naming ``path:line`` for text that is not UTF-8, invalid
     YAML or a duplicate key."""
@@ -62,6 +72,7 @@ def load_yaml_strict(path: str | Path, *, error: type[Exception] = ValueError):
         return loader.get_single_data()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        raise error(f"{path}:{mark.line + 1 if mark else '?'}: invalid YAML ({exc.problem})") from None
+        raise error(f"{path}:{mark.line + 1 if mark else '?'}: invalid YAML ({exc.problem}); "
+                    f"{_yaml_fix(exc, mark)}") from None
     finally:
         loader.dispose()

@@ -1,7 +1,7 @@
 """The power study of the template-bootstrap test at a design (the embedded default: the paper's
 100 templates x 50 variants) with scenarios from the paper's Tables 2-3.
 
-snakemake.input.published: resources/published; snakemake.params: scenarios, templates, variants,
+snakemake.input.tables: the published Tables 2-3 (resources/published); snakemake.params: scenarios, templates, variants,
   odds_ratios, effects, gamma_sd, sims, resamples, alpha, seed, engine, cores;
 snakemake.output.power / .mde: CSV tables (Markdown and LaTeX beside them), .png / .pdf: the
   power-curve figure; snakemake.log[0]: log file.
@@ -19,7 +19,8 @@ log = job_logger(snakemake.log[0], "power_study")  # noqa: F821
 
 try:
     p = snakemake.params  # noqa: F821
-    scenarios = D.published_scenarios(snakemake.input.published, list(p.scenarios))  # noqa: F821
+    published = Path(snakemake.input.tables[0]).parent  # noqa: F821
+    scenarios = D.published_scenarios(published, list(p.scenarios))
     t0 = time.perf_counter()
     power = P.power_study(scenarios, p.templates, p.variants, p.odds_ratios, effects=list(p.effects), gamma_sd=float(p.gamma_sd),
                           n_sims=int(p.sims), n_resamples=int(p.resamples), alpha=float(p.alpha), seed=int(p.seed),

@@ -150,7 +150,8 @@ def read_release_jsonl(path: str | Path) -> list[dict]:
     """Read and validate the official release file; errors name ``path:line``."""
     path = Path(path)
     if not path.exists():
-        raise DatasetError(f"{path}: GSM-Symbolic release file not found (config key gsm_symbolic.jsonl)")
+        raise DatasetError(f"{path}: GSM-Symbolic release file not found (config key gsm_symbolic.jsonl): name the "
+                           "release's JSONL there, or set gsm_symbolic.source: hub to fetch it at the pinned revision")
     records = []
     seen: dict[tuple[int, int], str] = {}
     for where, _, rec in iter_jsonl(path, error=DatasetError):
@@ -174,6 +175,31 @@ def read_release_jsonl(path: str | Path) -> list[dict]:
     if not records:
         raise DatasetError(f"{path}: no records")
     return records
+
+
+def write_package_release(path: str | Path, seed: int, templates: Iterable[int] | None = None, variants: int = 50,
+                          instantiator: str = INSTANTIATOR) -> int:
+    """Write the installed templates package's items as rows of the official release's JSONL
+    (:data:`JSONL_FIELDS`: ``id`` the template, ``instance`` 0..variants-1, the reference solution
+    ending in ``#### N`` as ``answer``, the template's GSM8K original as ``original_*``), the items
+    ``gsm_symbolic.source: package`` gives for the same templates, variants and seed; checked by
+    reading it back (:func:`read_release_jsonl`). Returns the number of rows."""
+    import json
+
+    if variants < 1:
+        raise DatasetError(f"variants: {variants} (at least 1 instance per template)")
+    base = package_base_items(templates).set_index("template_id")
+    originals = _package_templates()
+    lines = []
+    for t, b in base.iterrows():
+        for _, v in package_variant_items(int(t), variants, seed, instantiator).iterrows():
+            lines.append(json.dumps({"id": int(t), "instance": int(v.instance), "question": v.question,
+                                     "answer": v.solution, "original_id": int(originals[int(t)].id_orig),
+                                     "original_question": b.question, "original_answer": b.solution},
+                                    ensure_ascii=False))
+    path = Path(path)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return len(read_release_jsonl(path))
 
 
 #: The official release as the reference loads it (``load_dataset("apple/GSM-Symbolic", "main",

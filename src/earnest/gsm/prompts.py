@@ -123,7 +123,8 @@ def formats_file(resources_dir: str | Path | None) -> Path:
     for candidate in (base / FORMATS_FILE, base / "prompts" / FORMATS_FILE):
         if candidate.is_file():
             return candidate
-    raise PromptFormatError(f"no {FORMATS_FILE} in {base} or {base / 'prompts'}")
+    raise PromptFormatError(f"no {FORMATS_FILE} in {base} or {base / 'prompts'}: prompts_dir (--prompts-dir) names a "
+                            f"folder holding {FORMATS_FILE}, e.g. the shipped resources/prompts (its default)")
 
 
 def _read_template(path: Path, where: str) -> str:

@@ -31,7 +31,9 @@ How a sample maps to a template and a variant:
 
 Which tasks make one analysed prompt (:func:`task_groups`): every (model, prompt) is its own fit
 (GLMM) or condition (compare). By default each task is its own prompt, except that with base
-tasks each other task forms a prompt with the base task (named by that task); ``groups`` names them
+tasks each other task forms a prompt with the base task (named by that task; with several base tasks,
+the one whose name ends as its own does: ``gsm_symbolic_base_reference`` with
+``gsm_symbolic_variants_reference``, as ``earnest lm-eval-task`` names each mode's tasks); ``groups`` names them
 explicitly (``--lm-eval-group NAME=TASK,TASK``) and ``pool`` puts all tasks of a model into one.
 Within a prompt a document counts once: the same document in two of its tasks, or one task of a
 model in two files (two runs), is an error naming both places.
@@ -370,6 +372,8 @@ def task_groups(tasks: Iterable[str], mapping: Mapping,
             groups = [(t, (t,)) for t in base] + alone
         elif len(base) == 1 or len(others) == 1:
             groups = [(t, tuple(base) + (t,)) for t in others] + alone
+        elif _paired_by_suffix(base, others):
+            groups = [(t, (b, t)) for b, t in _paired_by_suffix(base, others)] + alone
         else:
             raise LmEvalError(f"base tasks {', '.join(base)} and other tasks {', '.join(others)}: which base task goes "
                               f"with which is not said; name each prompt's tasks with --lm-eval-group "
@@ -383,6 +387,23 @@ def task_groups(tasks: Iterable[str], mapping: Mapping,
                               f"--lm-eval-group NAME=TASK,..., or pool them with --lm-eval-pool")
         groups = [(mapping.prompt, groups[0][1])]
     return groups
+
+
+def _paired_by_suffix(base: list[str], others: list[str]) -> list[tuple[str, str]]:
+    """(base task, other task) pairs where every task's name ends in a part (after its last ``_``)
+    that exactly one base task and one other task share, as the fidelity modes of ``earnest
+    lm-eval-task``'s tasks do (``gsm_symbolic_base_reference`` with ``gsm_symbolic_variants_reference``);
+    empty when the names do not pair that way."""
+    def by_end(tasks):
+        ends = {}
+        for t in tasks:
+            ends.setdefault(t.rsplit("_", 1)[-1], []).append(t)
+        return ends
+
+    b, o = by_end(base), by_end(others)
+    if set(b) != set(o) or any(len(v) != 1 for v in (*b.values(), *o.values())):
+        return []
+    return [(b[end][0], o[end][0]) for end in sorted(o)]
 
 
 def prompt_rows(samples: pd.DataFrame, mapping: Mapping = Mapping()) -> pd.DataFrame:
