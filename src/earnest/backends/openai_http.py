@@ -12,13 +12,15 @@ Standard library only (``urllib``). Config keys of a model entry (``models.<name
     backoff_s: 1.0                         # first wait; doubles each retry (capped by max_backoff_s)
     max_backoff_s: 60
     cache_dir: results/cache/openai        # on-disk response cache; omit to disable
-    temperature: 0                         # greedy unless set (or decoding.temperature)
-    decoding: {temperature: 0.7, top_p: 0.95, top_k: 40, seed: 1, samples: 4}   # sampling, as for local
-                                           # models (earnest.backends.decoding): each request sends its
-                                           # own seed (a hash of seed, question, sample); top_k only if set
+    temperature: 0                         # greedy unless set
     request_params: {}                     # extra body fields (e.g. seed, top_p), part of the cache key
     max_response_bytes: 8388608            # the largest answer body read (8 MiB; 1 KiB to 1 GiB)
     use_proxy: false                       # true: through the environment's proxy (http_proxy ...), key included
+
+Instead of ``temperature``, a ``decoding: {temperature, top_p, top_k, seed, samples}`` block samples as for
+local models (``earnest.backends.decoding``): each request sends its own ``seed`` (a hash of the seed, the
+question and the sample), ``top_p`` when below 1 and ``top_k`` when above 0 (vLLM, SGLang and llama.cpp's
+server take it; OpenAI's API does not); those keys are then refused in ``request_params``.
 
 Chat requests (``GenerationRequest.messages``) go to ``/chat/completions``; raw-text requests
 (``prompt``) to ``/completions``. A request's stop strings are sent as ``stop``, and the answer is
