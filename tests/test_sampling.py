@@ -85,13 +85,15 @@ def test_bad_decoding_is_refused_naming_the_field(decoding, match):
 def test_model_args_refusals_and_trust_remote_code_only_when_the_entry_says_so(tiny_model_dir):
     with pytest.raises(ValueError, match=r"^models\.m\.model_args\.quantization_config: not among the arguments"):
         check_model_args("m", {"model_args": {"quantization_config": {}}})
-    with pytest.raises(ValueError, match=r"^models\.m\.model_args\.trust_remote_code: .*models\.m\.trust_remote_code: true"):
+    with pytest.raises(ValueError, match=r"^models\.m\.model_args\.trust_remote_code: .*models\.m\.trust_remote_code: "
+                                         r"true"):
         check_model_args("m", {"model_args": {"trust_remote_code": True}})
     with pytest.raises(ValueError, match=r"^models\.m\.model_args\.revision: .*set it as models\.m\.revision"):
         check_model_args("m", {"model_args": {"revision": "abc"}})
     with pytest.raises(ValueError, match=r"^models\.m\.trust_remote_code: true or false"):
         check_model_args("m", {"trust_remote_code": "yes"})
-    with pytest.raises(ValueError, match=r"^models\.m\.model_args\.code_revision: only with models\.m\.trust_remote_code"):
+    with pytest.raises(ValueError, match=r"^models\.m\.model_args\.code_revision: only with models\.m\."
+                                         r"trust_remote_code"):
         check_model_args("m", {"model_args": {"code_revision": "abc"}})
     assert check_model_args("m", {}) == {}
     assert check_model_args("m", {"trust_remote_code": True}) == {"trust_remote_code": True}
@@ -154,3 +156,13 @@ def test_served_models_get_the_decoding_and_a_seed_per_question_and_sample(tmp_p
         load_backend("m", {**cfg, "request_params": {"seed": 1}})
     with pytest.raises(ValueError, match=r"^models\.m\.temperature: given twice"):
         load_backend("m", {**cfg, "temperature": 0.5})
+
+
+def test_compare_pairs_sample_s_of_one_condition_with_sample_s_of_the_other():
+    from earnest.stats.compare import compare_input_from_scored
+
+    scored = pd.DataFrame({"model": ["a"] * 4 + ["b"] * 2, "prompt": "gsm", "template_id": 1,
+                           "item_id": ["x", "x", "y", "y", "x", "y"], "sample": [0, 1, 0, 1, None, None],
+                           "correct": [1, 0, 1, 1, 0, 1]})
+    data = compare_input_from_scored(scored)
+    assert data["item"].tolist() == ["x#sample0", "x#sample1", "y#sample0", "y#sample1", "x#sample0", "y#sample0"]

@@ -33,6 +33,8 @@ from earnest.schema import schema_default
 
 #: answers between checkpoints (config/schema.yaml: generation.checkpoint_every)
 CHECKPOINT_EVERY = schema_default("generation.checkpoint_every")
+#: answers per question where a model's decoding names no samples (config/schema.yaml: models.*.decoding.samples)
+SAMPLES = schema_default("models.*.decoding.samples")
 
 
 class PromptFormat(Protocol):
@@ -189,7 +191,7 @@ def sample_key(item_id: str, sample: int) -> str:
 
 def run_requests(requests: Sequence[GenerationRequest], backend: Backend, *, model: str, prompt: str, dataset: str,
                  output: str | Path, max_new_tokens: int, checkpoint_every: int = CHECKPOINT_EVERY,
-                 samples: int = 1) -> pd.DataFrame:
+                 samples: int = SAMPLES) -> pd.DataFrame:
     """Answer every request not yet checkpointed, then write ``output`` (one row per request key).
 
     ``samples`` > 1: the requests are samples of items, keyed :func:`sample_key`; the table has one row per
@@ -317,7 +319,7 @@ def request_text(prompt: str, system_prompt: str | None) -> dict:
 
 def generate_dataset(items: pd.DataFrame, fmt: PromptFormat, backend: Backend, *, model: str, dataset: str,
                      output: str | Path, max_new_tokens: int, checkpoint_every: int = CHECKPOINT_EVERY,
-                     formats: Mapping[str, PromptFormat] | None = None, samples: int = 1,
+                     formats: Mapping[str, PromptFormat] | None = None, samples: int = SAMPLES,
                      system_prompt: str | None = None) -> pd.DataFrame:
     """Generate an answer for every item not yet checkpointed, then write ``output``.
 

@@ -35,7 +35,7 @@ else:
     fmt = mode_format(language, sm.params.prompt_mode, sm.params.prompts_dir, fidelity=sm.params.fidelity,
                       name=sm.params.prompt)
 planned = json.loads(sm.params.prompt_entry)
-if list(fmt.stop) != planned["stop"] or fmt.style != planned["style"] or fmt.system_prompt != planned.get("system_prompt"):
+if (list(fmt.stop), fmt.style, fmt.system_prompt) != (planned["stop"], planned["style"], planned.get("system_prompt")):
     raise RuntimeError(f"prompt format {fmt.name!r} ({language}): formats.yaml or languages.yaml changed after the job "
                        f"was planned (stop {list(fmt.stop)} and style {fmt.style!r} now, {planned['stop']} and "
                        f"{planned['style']!r} planned; or its system_prompt); run snakemake again")

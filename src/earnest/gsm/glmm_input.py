@@ -93,7 +93,7 @@ def glmm_input_from_scored(scored: pd.DataFrame | Iterable[pd.DataFrame], *, rea
     # of its samples answered right, epochs their number (the statistics' one rule for repeated answers)
     out["item"] = df["item_id"].astype(str).to_numpy()
     out, _ = average_repeats(out, ["model", "prompt", "variant", "item"], what="samples",
-                             where=lambda r: f"{'GSM-Base' if r['variant'] == 0 else 'GSM-Variants'} item {r['item']!r}",
+                             where=lambda r: f"{('GSM-Base', 'GSM-Variants')[r['variant']]} item {r['item']!r}",
                              fix=f" ({source}; the reasoning-only analysis drops code-error samples, which can "
                                  "leave questions with fewer)")
     return out.drop(columns="item")

@@ -58,7 +58,8 @@ class PromptFormat:
 
     def __post_init__(self) -> None:
         check_mode(self.fidelity, f"prompt format {self.name!r}: fidelity")
-        if self.system_prompt is not None and (not isinstance(self.system_prompt, str) or not self.system_prompt.strip()):
+        sp = self.system_prompt
+        if sp is not None and (not isinstance(sp, str) or not sp.strip()):
             raise PromptFormatError(f"prompt format {self.name!r}: system_prompt must be non-empty text, "
                                     f"got {self.system_prompt!r}")
         if isinstance(self.stop, str) or not all(isinstance(s, str) and s for s in self.stop):
