@@ -79,6 +79,8 @@ def test_schema_errors_name_the_key(mutate, expect):
     # decoding, model_args, trust_remote_code, adapter (earnest.backends.decoding), before any job
     (lambda c: c["models"]["tiny"].update(decoding={"samples": 4}),
      r"^models\.tiny\.decoding\.samples: has no effect with temperature 0"),
+    (lambda c: c["models"]["tiny"].update(decoding={"temperature": 1, "samples": 2}),
+     r"^models\.tiny\.decoding\.samples: 2 samples, but StatFormBench \(statform\.models\) asks each question once"),
     (lambda c: c["models"]["tiny"].update(decoding={"temperature": 1, "seed": -1}),
      r"^models\.tiny\.decoding\.seed: -1 is less than the minimum of 0"),
     (lambda c: c["models"]["tiny"].update(model_args={"trust_remote_code": True}),
