@@ -35,15 +35,21 @@ def _ask(be, n=4, tokens=12):
 
 
 def test_sampling_is_reproducible_by_seed_whatever_the_batch_and_differs_across_seeds(tiny_model_dir):
+    from dataclasses import replace
+
     greedy = _ask(_tiny(tiny_model_dir, batch_size=4))
-    first = _ask(_tiny(tiny_model_dir, batch_size=4, decoding=SAMPLED))
-    assert first == _ask(_tiny(tiny_model_dir, batch_size=4, decoding=SAMPLED))      # the same seed: the same answers
+    be = _tiny(tiny_model_dir, batch_size=4, decoding=SAMPLED)
+    first = _ask(be)
+    assert first == _ask(be)                                                          # the same seed: the same answers
     assert first == _ask(_tiny(tiny_model_dir, batch_size=1, decoding=SAMPLED))      # whatever the batch
     other = _ask(_tiny(tiny_model_dir, batch_size=4, decoding={**SAMPLED, "seed": 2}))
     assert other != first and first != greedy
     # the likeliest token alone (top_k 1, or a top_p no second token reaches) is greedy decoding
-    assert _ask(_tiny(tiny_model_dir, decoding={**SAMPLED, "top_k": 1})) == greedy
-    assert _ask(_tiny(tiny_model_dir, decoding={**SAMPLED, "top_p": 1e-6})) == greedy
+    assert Decoding.from_cfg("m", {"decoding": {**SAMPLED, "top_k": 1}}) == replace(be.decoding, top_k=1)
+    be.decoding = replace(be.decoding, top_k=1)
+    assert _ask(be) == greedy
+    be.decoding = replace(be.decoding, top_k=0, top_p=1e-6)
+    assert _ask(be) == greedy
 
 
 def test_samples_give_one_row_each_and_the_glmm_input_averages_them_as_epochs(tiny_model_dir, tmp_path):

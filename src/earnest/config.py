@@ -617,8 +617,10 @@ def _check_statform(config: dict, base_dir) -> None:
         if name not in config["models"]:
             raise ConfigError(f"statform.models: {name!r} is not a configured model "
                               f"(models: {', '.join(config['models'])})")
-        samples = (config["models"][name].get("decoding") or {}).get("samples", 1)
-        if isinstance(samples, int) and samples > 1:   # StatFormBench's tables hold one answer per question
+        decoding = config["models"][name].get("decoding") or {}
+        samples, temperature = decoding.get("samples", 1), decoding.get("temperature", 0)
+        # StatFormBench's tables hold one answer per question (samples at temperature 0: refused as such)
+        if isinstance(samples, int) and samples > 1 and isinstance(temperature, (int, float)) and temperature > 0:
             raise ConfigError(f"models.{name}.decoding.samples: {samples} samples, but StatFormBench (statform.models) "
                               "asks each question once; give StatFormBench its own model entry without samples")
     for key in ("dataset", "fewshot_pool"):
