@@ -54,6 +54,7 @@ include: "rules/statform_build.smk"
 include: "rules/power.smk"
 include: "rules/compare.smk"
 include: "rules/languages.smk"
+include: "rules/logs.smk"
 
 
 rule all:

@@ -15,12 +15,42 @@ against Eq. 4 over the clean fits alone (the rule before), on the same fits, wit
 
     python benchmarks/glmm_validity.py --ceiling [--datasets 200] [--engine laplace]
                                        [--intercepts 4.5,6,7.5]
+
+``--verdict``: the verdict (issue 50) against known truth in four cells of GLMM 1 data (100 templates x
+(1 GSM-Base + 50 GSM-Variants), template intercepts u ~ N(0, 0.5^2)): ceiling null (99.4% in both
+conditions), ceiling effect (99% vs 91%), ordinary null (70% both), ordinary effect (70% vs 60%). Each
+data set goes through the workflow's own statistics (run_glmm -> build_summaries: penalised shards, the
+full-data fit, the profile likelihood, the verdict) in earnest mode with ``--engine``, one test per data
+set; beside it, on the same data sets, Fisher's exact test on the pooled 2x2 table and the unpenalised
+template bootstrap alone (the rule before issue 50, without its degenerate refusal), with Wilson
+intervals and ratios to Fisher's rate.
+
+    python benchmarks/glmm_validity.py --verdict --engine laplace --datasets 100
+    python benchmarks/glmm_validity.py --verdict --engine lme4 --datasets 20 --cells ceiling_null,ceiling_effect
+
+``--cross-ceiling``: the cross-lingual GLMM with no interaction where one language sits at the ceiling
+(English GSM-Base ~62%, French ~98%, the same variant effect in both; 60 templates x (1 + 10) per
+language): the share of data sets whose interaction is called significant (truth: none), its mean
+estimate, beside the full-data penalised likelihood-ratio test alone.
+
+    python benchmarks/glmm_validity.py --cross-ceiling --datasets 100 --engine laplace
+
+``--holm``: B against Holm. Ten models of one prompt, each with a strong variant effect (90% vs 50%,
+every resample below 0), one Holm family of 10: at ``--resamples`` B the bootstrap's bound 2/B cannot
+pass Holm's smallest threshold alpha/10 when B <= 400; the verdict must say "unresolved" and name the B
+that resolves it, and at that B find all ten.
+
+    python benchmarks/glmm_validity.py --holm --resamples 200
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -41,6 +71,150 @@ def wald_study(n_datasets, effect, seed, glmm, templates, variants, gamma_effect
         half = stats.norm.ppf(0.975) * c["se"]
         rows.append({"covered": c["estimate"] - half <= effect <= c["estimate"] + half, "p_below_alpha": c["p"] < 0.05})
     return pd.DataFrame(rows)
+
+
+CELLS = {"ceiling_null": (0.994, 0.994), "ceiling_effect": (0.99, 0.91),
+         "ordinary_null": (0.70, 0.70), "ordinary_effect": (0.70, 0.60)}
+#: --holm's effect: every resample below 0 (Wald z ~ 6)
+STRONG = (0.90, 0.50)
+
+
+def logit(p):
+    return math.log(p / (1 - p))
+
+
+def simulate_cell(cell, seed: int, templates: int = 100, variants: int = 50, sd: float = 0.5) -> pd.DataFrame:
+    """GLMM 1 answers of ``cell`` (a name of CELLS, or the (GSM-Base, GSM-Variants) accuracies)."""
+    pb, pv = CELLS[cell] if isinstance(cell, str) else cell
+    rng = np.random.default_rng(seed)
+    u = rng.normal(0, sd, templates)
+    t = np.repeat(np.arange(templates), 1 + variants)
+    v = np.tile(np.r_[0, np.ones(variants, dtype=int)], templates)
+    eta = np.where(v == 0, logit(pb), logit(pv)) + u[t]
+    y = (rng.random(t.size) < 1 / (1 + np.exp(-eta))).astype(int)
+    return pd.DataFrame({"model": "sim", "prompt": "gsm", "template": t, "variant": v, "correct": y})
+
+
+def verdict_one(args):
+    cell, seed, engine, resamples = args
+    from scipy.stats import fisher_exact
+    from earnest.stats import run, summaries as S
+    from earnest.stats.summary import bootstrap_p, clean_mask, glmm_frame, separation_sides, with_separated
+    from earnest.stats import engines as E, glmm as G
+    df = simulate_cell(cell, seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        s, _, _ = run.run_glmm(df, 1, resamples, seed, tmp, engine=engine, fidelity="earnest", cores=1,
+                               log=lambda m: None)
+    t = S.build_summaries(s)
+    r = t[t["term"] == "variant"].iloc[0]
+    tab = df.groupby("variant")["correct"].agg(["sum", "count"])
+    table = [[tab.loc[0, "sum"], tab.loc[0, "count"] - tab.loc[0, "sum"]],
+             [tab.loc[1, "sum"], tab.loc[1, "count"] - tab.loc[1, "sum"]]]
+    p_fisher = fisher_exact(table)[1]
+    # the template bootstrap alone, unpenalised (laplace), separated resamples at their bound
+    frame = G.model_frame(df, 1)
+    sh = E.run_shard(df, 1, resamples, seed, engine="laplace")
+    per = sh.drop_duplicates("resample")
+    sides = pd.Series(separation_sides(glmm_frame(df, 1), per["seed"].to_numpy()), index=per["resample"].to_numpy())
+    kept = sh[clean_mask(sh, "earnest") & (sh["term"] == "variant")]
+    theta, _ = with_separated(kept, sides)
+    p_old = bootstrap_p(theta)
+    p_old = 2.0 / len(theta) if p_old == 0 and len(theta) else p_old
+    del frame
+    return {"cell": cell, "seed": seed, "verdict": r["verdict"], "significant": bool(r["significant_uncorrected"]),
+            "p_value": r["p_value"], "p_boot": r["p_boot"], "p_lr": r["p_lr"], "p_fisher": p_fisher,
+            "fisher": p_fisher < 0.05, "boot_only": p_old < 0.05, "wrong_base": int(table[0][1])}
+
+
+def verdict(args) -> None:
+    cells = args.cells.split(",")
+    jobs = [(c, args.seed + 4000 + i, args.engine, args.resamples) for c in cells for i in range(args.datasets)]
+    t0 = time.time()
+    with ProcessPoolExecutor(args.cores) as ex:
+        res = pd.DataFrame(list(ex.map(verdict_one, jobs)))
+    if args.out:
+        res.to_csv(args.out, index=False)
+    print(f"the verdict: engine {args.engine}, {args.datasets} data sets per cell, B = {args.resamples}, "
+          f"{time.time() - t0:.0f} s, load {os.getloadavg()[0]:.1f}")
+    for cell, g in res.groupby("cell", sort=False):
+        n = len(g)
+        for name, col in (("earnest verdict", "significant"), ("Fisher exact", "fisher"),
+                          ("bootstrap alone (old)", "boot_only")):
+            k = int(g[col].sum())
+            lo, hi = wilson(k, n, z=1.959964)
+            ratio = k / max(int(g["fisher"].sum()), 1)
+            print(f"  {cell:16s} {name:22s} {k:4d}/{n} = {k / n:6.1%}  [{lo:.1%}, {hi:.1%}]  x Fisher {ratio:.2f}")
+        print(f"  {cell:16s} verdicts: {dict(g['verdict'].value_counts())}; data sets without a wrong GSM-Base "
+              f"answer: {int((g['wrong_base'] == 0).sum())}")
+
+
+def cross_one(args):
+    seed, engine, resamples, templates, variants = args
+    from earnest.stats import crosslingual as X
+    from earnest.stats.glmm import prior_for
+    prior = prior_for("earnest")
+    df = X.simulate(templates, ["en", "fr"], n_variants=variants, variant_effect=-0.5,
+                    language_effects={"fr": 3.4}, intercept=0.5, seed=seed)
+    shards = X.bootstrap(df, range(resamples), seed, engine=engine, prior=prior)
+    wald = X.full_fit(df, engine=engine, prior=prior)
+    prof = X.profile(df, wald, prior=prior)
+    s = X.summarise(shards, df, wald=wald, profile=prof, prior=prior, fidelity="earnest")
+    r = s[s["kind"] == "interaction"].iloc[0]
+    fr_base = df[(df["language"] == "fr") & (df["variant"] == 0)]["correct"]
+    return {"seed": seed, "verdict": r["verdict"], "significant": bool(r["significant_uncorrected"]),
+            "estimate": float(r["estimate"]), "p_value": float(r["p_value"]), "p_lr": float(r["p_lr"]),
+            "lr_only": bool(r["p_lr"] < 0.05), "acc_fr_base": float(fr_base.mean()),
+            "wrong_fr_base": int((1 - fr_base).sum())}
+
+
+def cross_ceiling(args) -> None:
+    jobs = [(args.seed + 7000 + i, args.engine, args.resamples, args.templates, 10) for i in range(args.datasets)]
+    t0 = time.time()
+    with ProcessPoolExecutor(args.cores) as ex:
+        res = pd.DataFrame(list(ex.map(cross_one, jobs)))
+    if args.out:
+        res.to_csv(args.out, index=False)
+    n = len(res)
+    print(f"cross-lingual, no interaction, French GSM-Base at the ceiling: engine {args.engine}, {n} data sets, "
+          f"{args.templates} templates x (1 + 10) per language, B = {args.resamples}, {time.time() - t0:.0f} s, "
+          f"load {os.getloadavg()[0]:.1f}; French GSM-Base accuracy {res.acc_fr_base.mean():.1%} "
+          f"(data sets without a wrong French GSM-Base answer: {int((res.wrong_fr_base == 0).sum())})")
+    for name, col in (("earnest verdict", "significant"), ("likelihood-ratio test alone", "lr_only")):
+        k = int(res[col].sum())
+        lo, hi = wilson(k, n, z=1.959964)
+        print(f"  interaction called significant, {name:28s} {k:4d}/{n} = {k / n:6.1%}  [{lo:.1%}, {hi:.1%}]")
+    print(f"  interaction estimate: mean {res.estimate.mean():+.3f} (sd {res.estimate.std():.3f}; truth 0); "
+          f"verdicts {dict(res['verdict'].value_counts())}")
+
+
+def holm_one(args):
+    k, seed, engine, resamples = args
+    from earnest.stats import run
+    df = simulate_cell(STRONG, seed).assign(model=f"m{k:02d}")
+    with tempfile.TemporaryDirectory() as tmp:
+        s, _, _ = run.run_glmm(df, 1, resamples, seed, tmp, engine=engine, fidelity="earnest", cores=1,
+                               log=lambda m: None)
+    return s
+
+
+def holm_case(args) -> None:
+    from earnest.stats import summaries as S
+    from earnest.stats.verdict import resolving_resamples
+
+    models = 10
+    needed = resolving_resamples(models, 0.05)
+    for b in (args.resamples, needed):
+        t0 = time.time()
+        jobs = [(k, args.seed + 300 + k, args.engine, b) for k in range(models)]
+        with ProcessPoolExecutor(args.cores) as ex:
+            rows = pd.concat(list(ex.map(holm_one, jobs)), ignore_index=True)
+        t = S.build_summaries(rows)
+        t = t[(t["term"] == "variant") & (t["glmm"] == 1)]
+        print(f"B = {b}: ten strong effects (90% vs 50%), one Holm family of {models}: P {sorted(set(t.p_value.round(4)))}, "
+              f"significant before Holm {int(t.significant_uncorrected.sum())}/{models}, after Holm "
+              f"{int(t.significant_holm.sum())}/{models}; verdicts {dict(t['verdict'].value_counts())}; "
+              f"resolving B named {sorted(set(int(x) for x in t.resolving_resamples if x))}  "
+              f"({time.time() - t0:.0f} s, engine {args.engine})", flush=True)
 
 
 def ceiling(args) -> None:
@@ -77,10 +251,16 @@ def main() -> None:
     ap.add_argument("--engine", default="lme4", help="lme4 or laplace")
     ap.add_argument("--ceiling", action="store_true", help="no effect at accuracies near 100%%")
     ap.add_argument("--intercepts", default="4.5,6,7.5", help="--ceiling: template intercepts (log-odds)")
+    ap.add_argument("--verdict", action="store_true", help="the verdict vs Fisher, at the ceiling and away")
+    ap.add_argument("--cells", default=",".join(CELLS), help="--verdict: the cells")
+    ap.add_argument("--cross-ceiling", action="store_true", help="cross-lingual, one language at the ceiling")
+    ap.add_argument("--holm", action="store_true", help="B against Holm: unresolved at small B, resolved at the named B")
+    ap.add_argument("--out", default="", help="--verdict/--cross-ceiling: a CSV of every data set")
     args = ap.parse_args()
-    if args.ceiling:
-        ceiling(args)
-        return
+    for flag, run in (("ceiling", ceiling), ("verdict", verdict), ("cross_ceiling", cross_ceiling), ("holm", holm_case)):
+        if getattr(args, flag):
+            run(args)
+            return
     gamma_effect = -0.2 if args.glmm == 2 else 0.0
     print(f"GLMM {args.glmm}; {args.datasets} data sets per scenario; {args.templates} templates x "
           f"(1 + {args.variants}) items; B = {args.resamples}")

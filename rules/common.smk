@@ -51,6 +51,14 @@ BASEDIR = Path(workflow.basedir)
 os.environ.setdefault("EARNEST_SOURCE", str(BASEDIR))
 
 
+def env_container(env):
+    """The container image of environment ``env`` (envs/<env>.yaml) from config ``containers``: its
+    own, else ``all``'s, else None (no container; snakemake --sdm apptainer then runs the job on the
+    host). docs/hpc.md, "Sites without conda"."""
+    images = config.get("containers") or {}
+    return images.get(env) or images.get("all") or None
+
+
 def _repo_path(p):
     """A config path: absolute, or relative to the working directory, else to the workflow."""
     return resolve_path(p, BASEDIR)
@@ -281,6 +289,11 @@ def model_cfg(model):
 
 # ---------------------------------------------------------------- the run's targets (rule all)
 def all_targets(wildcards=None):
+    """The run's results and, where the config turns them on, its logs (rules/logs_targets.smk)."""
+    return run_targets() + inspect_log_targets() + mlflow_targets()
+
+
+def run_targets():
     """Every stage's results; each stage's list is its rules/<stage>_targets.smk's."""
     # the generations themselves are results (every score traces back to its text), and listing them
     # makes a deleted generation file be rebuilt, with what depends on it

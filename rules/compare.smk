@@ -32,6 +32,8 @@ rule compare_family:
         COMPARE_GROUP
     conda:
         "../envs/stats.yaml"
+    container:
+        env_container("stats")
     threads: COMPARE["threads"]
     resources:
         **CPU_JOB,

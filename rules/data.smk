@@ -17,6 +17,8 @@ if GSM["source"] == "hub":
         localrule: True
         conda:
             "../envs/generate.yaml"
+        container:
+            env_container("generate")
         params:
             repo=GSM["hub"]["repo"],
             revision=GSM["hub"]["revision"],
@@ -41,6 +43,8 @@ if GSM["source"] in ("jsonl", "hub"):
             "prep"
         conda:
             "../envs/score.yaml"
+        container:
+            env_container("score")
         resources:
             **SMALL_JOB,
         params:
@@ -60,6 +64,8 @@ else:
             "prep"
         conda:
             "../envs/score.yaml"
+        container:
+            env_container("score")
         resources:
             **SMALL_JOB,
         params:
@@ -76,6 +82,8 @@ else:
             "prep"
         conda:
             "../envs/score.yaml"
+        container:
+            env_container("score")
         resources:
             **SMALL_JOB,
         params:
@@ -96,6 +104,8 @@ else:
             "prep"
         conda:
             "../envs/score.yaml"
+        container:
+            env_container("score")
         resources:
             **SMALL_JOB,
         script:
@@ -115,6 +125,8 @@ rule controlled_items:
         cset=r"gsm_matched|gsm_shifted\d+",
     conda:
         "../envs/score.yaml"
+    container:
+        env_container("score")
     resources:
         **CPU_JOB,
     params:

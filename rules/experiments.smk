@@ -14,6 +14,8 @@ checkpoint ex2_selection:
         "logs/ex2_selection.log",
     conda:
         "../envs/stats.yaml"
+    container:
+        env_container("stats")
     resources:
         **CPU_JOB,
     params:
@@ -39,6 +41,8 @@ rule ex4_table:
         "logs/ex4_table.log",
     conda:
         "../envs/stats.yaml"
+    container:
+        env_container("stats")
     resources:
         **CPU_JOB,
     params:
@@ -59,6 +63,8 @@ rule ex4_dose_response:
         "logs/ex4_dose_response.log",
     conda:
         "../envs/stats.yaml"
+    container:
+        env_container("stats")
     resources:
         **CPU_JOB,
     params:

@@ -26,6 +26,8 @@ rule fig_variant_effect:
         "final"
     conda:
         "../envs/plots.yaml"
+    container:
+        env_container("plots")
     resources:
         **SMALL_JOB,
     params:
@@ -52,6 +54,8 @@ rule fig_prompts:
         "final"
     conda:
         "../envs/plots.yaml"
+    container:
+        env_container("plots")
     resources:
         **SMALL_JOB,
     params:
@@ -79,6 +83,8 @@ rule fig_number_effect:
         "final"
     conda:
         "../envs/plots.yaml"
+    container:
+        env_container("plots")
     resources:
         **SMALL_JOB,
     params:
@@ -107,6 +113,8 @@ rule error_class_table:
         "final"
     conda:
         "../envs/plots.yaml"
+    container:
+        env_container("plots")
     resources:
         **SMALL_JOB,
     params:
@@ -140,6 +148,8 @@ rule fig_errors:
         "final"
     conda:
         "../envs/plots.yaml"
+    container:
+        env_container("plots")
     resources:
         **SMALL_JOB,
     params:
@@ -175,6 +185,8 @@ rule published_comparison:
         "final"
     conda:
         "../envs/plots.yaml"
+    container:
+        env_container("plots")
     resources:
         **SMALL_JOB,
     params:

@@ -13,6 +13,8 @@ rule fetch_model:
     localrule: True
     conda:
         "../envs/generate.yaml"
+    container:
+        env_container("generate")
     params:
         hub=lambda wc: MODELS[wc.model]["hub"],
         revision=lambda wc: MODELS[wc.model].get("revision"),
@@ -30,6 +32,8 @@ rule convert_gguf:
         "logs/convert_gguf/{model}.log",
     conda:
         "../envs/generate.yaml"
+    container:
+        env_container("generate")
     threads: 1
     resources:
         **CPU_JOB,
@@ -55,6 +59,8 @@ rule generate:
         "logs/benchmarks/generate/{model}/{prompt}/{dataset}.tsv"
     conda:
         "../envs/generate.yaml"
+    container:
+        env_container("generate")
     threads: config["generation"]["threads"]
     resources:
         **GENERATION_JOB,

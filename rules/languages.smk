@@ -28,6 +28,8 @@ if OTHER_LANGUAGES:
             "prep"
         conda:
             "../envs/score.yaml"
+        container:
+            env_container("score")
         resources:
             **CPU_JOB,
         params:
@@ -97,6 +99,8 @@ if OTHER_LANGUAGES:
             prompt=re.escape(EX1_PROMPT),
         conda:
             "../envs/stats.yaml"
+        container:
+            env_container("stats")
         threads: config["stats"]["threads"]
         resources:
             **CPU_JOB,
@@ -131,6 +135,8 @@ if OTHER_LANGUAGES:
             "final"
         conda:
             "../envs/stats.yaml"
+        container:
+            env_container("stats")
         threads: config["stats"]["threads"]
         resources:
             **CPU_JOB,

@@ -31,6 +31,8 @@ rule power_paper_design:
         "logs/power/paper_design.log",
     conda:
         "../envs/stats.yaml"
+    container:
+        env_container("stats")
     threads: POWER["threads"]
     resources:
         **CPU_JOB,
@@ -69,6 +71,8 @@ rule power_results:
         "final"
     conda:
         "../envs/stats.yaml"
+    container:
+        env_container("stats")
     resources:
         **SMALL_JOB,
     script:

@@ -19,6 +19,8 @@ rule score:
         # the scoring mode's env (earnest.fidelity.score_env): in reference mode the authors' Python
         # (3.12) runs model code; rules/sensitivity.smk gives the other mode's job that mode's env
         f"../{score_env(FIDELITY)}"
+    container:
+        env_container(Path(score_env(FIDELITY)).stem)
     resources:
         **SMALL_JOB,
     params:
@@ -42,6 +44,8 @@ rule sandbox_table:
         "final"
     conda:
         "../envs/score.yaml"
+    container:
+        env_container("score")
     resources:
         **SMALL_JOB,
     script:

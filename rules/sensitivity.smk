@@ -41,6 +41,8 @@ if SENS["enabled"]:
             # the other mode's env and interpreter of model code (the reference column of the table
             # is scored on the authors' Python 3.12, whichever mode the main results use)
             f"../{score_env(OTHER)}"
+        container:
+            env_container(Path(score_env(OTHER)).stem)
         params:
             fidelity=OTHER,
             sandbox_python=sandbox_python(config["sandbox"]["python"], OTHER),
@@ -121,6 +123,8 @@ if SENS["enabled"]:
             "final"
         conda:
             "../envs/stats.yaml"
+        container:
+            env_container("stats")
         resources:
             **SMALL_JOB,
         params:

@@ -17,6 +17,8 @@ if SF["source"] == "official":
         localrule: True
         conda:
             "../envs/statform.yaml"
+        container:
+            env_container("statform")
         params:
             repo=SF_RELEASE["repo"],
             revision=SF_RELEASE["revision"],
@@ -42,6 +44,8 @@ rule statform_data:
         "prep"
     conda:
         "../envs/statform.yaml"
+    container:
+        env_container("statform")
     resources:
         **SMALL_JOB,
     params:
@@ -66,6 +70,8 @@ rule statform_generate:
         "logs/benchmarks/statform_generate/{model}/{strategy}.tsv"
     conda:
         "../envs/statform.yaml"
+    container:
+        env_container("statform")
     threads: config["generation"]["threads"]
     resources:
         **GENERATION_JOB,
@@ -94,6 +100,8 @@ rule statform_score:
         "post"
     conda:
         "../envs/statform.yaml"
+    container:
+        env_container("statform")
     resources:
         **SMALL_JOB,
     params:
@@ -126,6 +134,8 @@ rule statform_analysis:
         "final"
     conda:
         "../envs/statform.yaml"
+    container:
+        env_container("statform")
     resources:
         **SMALL_JOB,
     params:

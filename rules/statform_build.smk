@@ -19,6 +19,8 @@ rule sfb_entry:
         "logs/sfb_entry/{unit}.log",
     conda:
         "../envs/statform.yaml"
+    container:
+        env_container("statform")
     params:
         # the entry itself: editing one entry, or adding others, reruns only this entry's jobs
         record=lambda wc: _json.dumps(SFB_ENTRIES[wc.unit], sort_keys=True, ensure_ascii=False),
@@ -35,6 +37,8 @@ rule sfb_datadict:
         "logs/statform_build/datadict/{unit}.log",
     conda:
         "../envs/statform.yaml"
+    container:
+        env_container("statform")
     resources:
         **CPU_JOB,
     params:
@@ -57,6 +61,8 @@ rule sfb_stage:
         stage=_alternatives(SFB_LLM_STAGES),
     conda:
         "../envs/statform.yaml"
+    container:
+        env_container("statform")
     threads: config["generation"]["threads"]
     resources:
         **CPU_JOB,
@@ -78,6 +84,8 @@ rule sfb_review:
         "logs/statform_build/review.log",
     conda:
         "../envs/statform.yaml"
+    container:
+        env_container("statform")
     resources:
         **CPU_JOB,
     params:
@@ -105,6 +113,8 @@ rule sfb_final:
         "logs/statform_build/final.log",
     conda:
         "../envs/statform.yaml"
+    container:
+        env_container("statform")
     resources:
         **CPU_JOB,
     params:

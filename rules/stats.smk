@@ -24,6 +24,8 @@ rule glmm_input:
         INPUT_GROUP
     conda:
         "../envs/stats.yaml"
+    container:
+        env_container("stats")
     resources:
         **SMALL_JOB,
     params:
@@ -48,6 +50,8 @@ rule bootstrap_shard:
         SHARD_GROUP
     conda:
         "../envs/stats.yaml"
+    container:
+        env_container("stats")
     threads: STATS["threads"]
     resources:
         **CPU_JOB,
@@ -87,6 +91,8 @@ rule glmm_summary:
         FIT_GROUP
     conda:
         "../envs/stats.yaml"
+    container:
+        env_container("stats")
     resources:
         **SMALL_JOB,
     params:
@@ -115,6 +121,8 @@ rule summaries:
         "final"
     conda:
         "../envs/stats.yaml"
+    container:
+        env_container("stats")
     resources:
         **SMALL_JOB,
     params:
@@ -135,6 +143,8 @@ rule ex1_summaries:
         "logs/ex1_summaries.log",
     conda:
         "../envs/stats.yaml"
+    container:
+        env_container("stats")
     resources:
         **CPU_JOB,
     params:
@@ -163,6 +173,8 @@ rule stats_tables:
         "final"
     conda:
         "../envs/stats.yaml"
+    container:
+        env_container("stats")
     resources:
         **SMALL_JOB,
     params:
@@ -188,6 +200,8 @@ rule ks_test:
         "prep"
     conda:
         "../envs/stats.yaml"
+    container:
+        env_container("stats")
     resources:
         **SMALL_JOB,
     params:

@@ -1,4 +1,4 @@
-"""Which code answers use a channel between answers of the authors' single-process run (issue 41.5).
+"""Which code answers use a channel between answers of the authors' single-process run (issues 41.5, 54.4).
 
 The authors' code (the-mysh/gsm-symbolic-benchmarking @ d063998, ``answer_extractor.py``) runs every
 code answer of a whole benchmark run in one Python process: each answer gets a fresh namespace, but
@@ -8,18 +8,29 @@ through them, is what the next answers see. earnest runs each answer in a fresh 
 thing for containment), so none of this carries over; resources/FIDELITY.md (section 15) names every
 such channel. This script measures whether a set of answers uses one:
 
-    python scripts/state_channels.py FILE_OR_DIR ... [--json OUT.json]
+    python scripts/state_channels.py FILE_OR_DIR ... [--json OUT.json] [--static]
+
+By default each answer runs (the program the authors' extractor would run:
+``earnest.gsm.extraction.locate_solution_reference``) in earnest's sandbox in reference mode, which
+compares the process's state before and after it (``Sandbox.run_many(..., channels=True)``): every
+attribute of every module in ``sys.modules`` (values, container contents, classes' own attributes),
+and what every zero-argument getter of those modules returns (``sys.getrecursionlimit()``,
+``decimal.getcontext()``, ``random.getstate()``, ``abc.get_cache_token()`` ...); whatever differs,
+beyond what differs between two snapshots with nothing between them, is a channel, and a system call
+the sandbox refused (``os.chdir``, a signal handler, a thread) is one too (the authors' process makes
+it). No list of channels is consulted: a channel nobody named is found by the state it changes. The
+names are then sorted into the categories of ``CHANNELS`` for the report (``categorize``). ``--static``
+instead searches the program with Python's parser for the constructs of each channel (regular
+expressions where it does not parse), without running anything: it finds uses, not changes (a read
+through ``().__class__`` counts there), and misses what it was not told about.
 
 Inputs: JSON lines with a ``response`` field (earnest's generations exported with ``earnest extract``,
 the golden sets), the hostile corpus's ``NN_name.txt`` files (the response after the ``---`` header),
 and Jupyter notebooks (``.ipynb``: the model answers their outputs print, e.g. the authors' own
-notebooks). Each answer is cut and located as the authors' extractor does
-(``earnest.gsm.extraction.locate_solution_reference``) and the program it would run is read with
-Python's parser; a program that does not parse (it ends in a syntax error there, and runs nothing)
-is searched with regular expressions for the same constructs, so that nothing is missed.
+notebooks).
 
 Exit status 0; the report (and ``--json``) lists every answer with a channel: its source, the
-channel, the line and the construct.
+channel, the line (static) and the construct (static) or the state it changed (default).
 """
 
 from __future__ import annotations
@@ -215,6 +226,48 @@ def scan_response(response: str) -> dict:
     return {"parsed": True, "located": program is not None, "channels": scan_tree(tree)}
 
 
+def categorize(name: str) -> str:
+    """The channel (a key of ``CHANNELS``) of one piece of state the sandbox saw change."""
+    lowered = name.lower()
+    if name.endswith("getstate()") or name.startswith("random._inst"):
+        return "random_state"
+    if "context" in lowered and name.startswith(("decimal.", "_decimal.")):
+        return "decimal_context"
+    if name.endswith("get_cache_token()"):
+        return "abc_registry"
+    if name.startswith("(") or name.endswith("()") or name.startswith((
+            "sys.", "os.", "posix.", "warnings.", "_warnings.", "signal.", "_signal.", "gc.", "threading.",
+            "_thread.", "atexit.", "faulthandler.", "builtins.")):
+        return "interpreter"
+    return "module_attribute"
+
+
+def scan_responses(responses: list[str], sandbox=None) -> list[dict]:
+    """The channels each answer opens, found by running it (reference mode) and comparing the
+    process's state before and after (module docstring): per answer ``located`` (the authors'
+    extractor finds a function), ``error_class`` (reference mode's), ``changed`` (the state's names)
+    and ``channels`` (channel, 0, name)."""
+    from earnest.gsm.extraction import locate_solution_reference
+    from earnest.sandbox import Limits, Sandbox
+
+    programs = [locate_solution_reference(r)[0] for r in responses]
+    todo = [i for i, p in enumerate(programs) if p is not None]
+    own = sandbox is None
+    # the scan reads the process's state twice per answer: limits that hold on a loaded machine
+    box = Sandbox(limits=Limits(cpu_seconds=4, wall_seconds=60.0)) if own else sandbox
+    try:
+        results = box.run_many([programs[i] for i in todo], fidelity="reference", channels=True) if todo else []
+    finally:
+        if own:
+            box.close()
+    out = [{"parsed": True, "located": p is not None, "error_class": "no_function" if p is None else "",
+            "changed": [], "channels": []} for p in programs]
+    for i, res in zip(todo, results):
+        out[i].update(error_class=res.error_class, changed=list(res.channels),
+                      channels=[(categorize(n), 0, n) for n in res.channels])
+    return out
+
+
 # ------------------------------------------------------------------------------------ inputs
 
 def _jsonl(path: Path):
@@ -266,12 +319,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("inputs", nargs="+", type=Path, help="JSON lines, corpus .txt files, notebooks or folders of them")
     ap.add_argument("--json", type=Path, help="write the full report here")
+    ap.add_argument("--static", action="store_true",
+                    help="search the programs for the channels' constructs instead of running them")
     args = ap.parse_args(argv)
-    report = {"channels": CHANNELS, "sources": {}, "hits": []}
-    for name, response, source in answers(args.inputs):
+    report = {"channels": CHANNELS, "method": "static" if args.static else "state before and after",
+              "sources": {}, "hits": []}
+    found = list(answers(args.inputs))
+    scans = ([scan_response(response) for _, response, _ in found] if args.static
+             else scan_responses([response for _, response, _ in found]))
+    for (name, response, source), res in zip(found, scans):
         s = report["sources"].setdefault(source, {"answers": 0, "parsed": 0, "with_channel": 0,
                                                   "by_channel": {c: 0 for c in CHANNELS}})
-        res = scan_response(response)
         s["answers"] += 1
         s["parsed"] += int(res["parsed"])
         if res["channels"]:

@@ -10,8 +10,8 @@ message>". Misbehaviour on demand: ``--ignore-term`` ignores SIGTERM; ``--group-
 in its process group (as an engine's workers are) that ignores SIGTERM too; ``--daemon`` forks a
 ``setsid()`` daemon (double fork) that ignores SIGTERM; ``--pids`` appends every pid it starts to a
 file (one a line). ``--say`` prints a line at start (to put a secret in the log); ``--answer-model``
-answers with another model name; ``--nan`` puts NaN in ``usage``; ``--choices`` answers K choices;
-``--wait-file`` binds its port only once that file exists; ``--stay``: a bind failure is logged and the
+answers with another model name; ``--nan`` puts NaN in ``usage`` (``--bad-number`` any other text);
+``--choices`` answers K choices; ``--wait-file`` binds its port only once that file exists; ``--stay``: a bind failure is logged and the
 process stays.
 """
 
@@ -53,6 +53,7 @@ def main() -> None:
     p.add_argument("--say", default="")
     p.add_argument("--answer-model", default="")
     p.add_argument("--nan", action="store_true")
+    p.add_argument("--bad-number", default="", help="written as prompt_tokens as it is (Infinity, 1e999)")
     p.add_argument("--choices", type=int, default=1)
     p.add_argument("--slow-start", type=float, default=0.0)
     p.add_argument("--wait-file", default="")
@@ -94,7 +95,8 @@ def main() -> None:
             if self.path == "/health":
                 return self.send(200, {})
             if self.path == "/version":
-                return self.send(200, {"version": "fake-1.0"})
+                # the engine's version as the job's environment has it (a new engine under the same command)
+                return self.send(200, {"version": os.environ.get("FAKE_ENGINE_VERSION", "fake-1.0")})
             if self.path == "/v1/models":
                 if not self.authorised():
                     return self.send(401, {"error": "no key"})
@@ -111,8 +113,8 @@ def main() -> None:
             else:
                 text = "echo:" + str(body["prompt"])[-20:]
                 choice = {"index": 0, "text": text, "finish_reason": "stop"}
-            usage = '{"prompt_tokens": NaN, "completion_tokens": 3}' if a.nan else \
-                '{"prompt_tokens": 5, "completion_tokens": 3}'
+            bad = "NaN" if a.nan else a.bad_number
+            usage = f'{{"prompt_tokens": {bad or 5}, "completion_tokens": 3}}'
             model = a.answer_model or body.get("model")
             raw = (f'{{"id": "x", "object": "chat.completion", "model": {json.dumps(model)}, '
                    f'"choices": {json.dumps([choice] * a.choices)}, "usage": {usage}}}')

@@ -40,7 +40,10 @@ def _same_value(got: float | None, want) -> bool:
 def test_golden_set_covers_every_reference_class():
     assert len(ROWS) >= 50
     classes = {r["error_class"] for r in ROWS}
-    assert classes >= set(fc.classes("code", "reference", scoring=False)), classes
+    # the two labelled outcomes have goldens of their own: interpreter_cases.jsonl (crashes) and
+    # tests/test_scoring.py (a response that is not text)
+    assert classes >= set(fc.classes("code", "reference", scoring=False)) - {fc.CRASHES_REFERENCE, fc.UNREADABLE}, \
+        classes
     assert "" in classes
     assert sum(r["ran_reference"] for r in ROWS) >= 50
 
@@ -163,6 +166,7 @@ def test_sandbox_python_312_gives_the_authors_312_outcomes():
     with Sandbox(workers=1, limits=Limits(cpu_seconds=1, wall_seconds=4.0), python=_python312()) as box312:
         assert box312.capabilities(start=True)["python"].startswith("3.12.")
         results = extract_code_many([r["response"] for r in VERSION_ROWS], box312, fidelity="reference")
+        check_interpreter_cases(box312)   # issue 54: the crashes and the interpreter, on the authors' version
     got = {r["id"]: (res.error_class, res.value) for r, res in zip(VERSION_ROWS, results)}
     assert got == golden
     assert got["fstring_same_quotes"] == ("", 9.0) and got["math_sumprod"] == ("", 22.0)
@@ -263,6 +267,52 @@ def test_earnest_extract_chooses_and_records_the_interpreter_of_model_code(tmp_p
     assert proc.returncode == 2 and "earnest extract: --python:" in proc.stderr
 
 
+def test_earnest_extract_refuses_a_python_that_prints_without_end(tmp_path):
+    """Issue 53.6: `earnest extract --python` given a program that prints without end (where a Python
+    was expected) died of MemoryError reading its output; its output is now bounded: refused by name,
+    exit 2, nothing written."""
+    import json
+    import subprocess
+    import sys
+
+    from helpers import child_env
+
+    flood = tmp_path / "flood-python"
+    flood.write_text("#!/bin/sh\nexec yes earnest-flood-line-of-text\n")
+    flood.chmod(0o755)
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text(json.dumps({"response": "def solution():\n    return 3\n", "answer": "3"}) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "earnest.cli", "extract", "--style", "code", "--python", str(flood),
+                           str(src), str(out)], capture_output=True, text=True, env=child_env(), timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "MemoryError" not in proc.stderr, proc.stderr
+    assert f"earnest extract: --python: '{flood}' does not run as a Python interpreter" in proc.stderr
+    assert "wrote more than 65536 bytes and was stopped" in proc.stderr
+    assert not out.exists()
+
+
+def test_earnest_extract_says_why_no_answer_can_run_without_a_python_prefix(tmp_path):
+    """Issue 53.4: a sandbox that cannot run any answer (here the job's hard address-space limit is
+    below the sandbox's memory limit) was reported as "--python: ..." though no --python was given;
+    the message now says what happened, exit 2, no traceback."""
+    import json
+    import resource
+    import subprocess
+    import sys
+
+    from helpers import child_env
+
+    def job_limit():
+        resource.setrlimit(resource.RLIMIT_AS, (480 * 1024 ** 2, 480 * 1024 ** 2))   # the sandbox's is 512 MiB
+
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text(json.dumps({"response": "def solution():\n    return 3\n", "answer": "3"}) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "earnest.cli", "extract", "--style", "code", str(src), str(out)],
+                          capture_output=True, text=True, env=child_env(), timeout=300, preexec_fn=job_limit)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("earnest extract: sandbox: no answer can run:") and "RLIMIT_AS" in proc.stderr
+    assert "--python" not in proc.stderr and not out.exists()
+
+
 # ---------------------------------------------------------------- issue 41.3: the authors' print
 
 def _builtin_print_class(body: str) -> str:
@@ -335,15 +385,70 @@ def test_earnest_mode_keeps_its_module_copies(box):
     assert got == ["attribute_error", "forbidden_construct", "forbidden_construct"], got
 
 
-def test_answers_that_end_the_authors_run_are_classified_here(box):
-    """Issue 41.7: what ends the authors' evaluation outside their except clauses: a returned non-number
-    whose str() fails (their 'not a number' message formats it: a Fraction or list holding an int of
-    more than 4300 digits raises ValueError), SystemExit (typing.sys.exit) and os._exit (random._os),
-    which their `except Exception` does not catch. Each is one answer's class here; the batch goes on."""
+def test_answers_that_end_the_authors_run_crash_the_reference_here(box):
+    """Issue 41.7, 54.2: what ends the authors' evaluation outside their except clauses: a returned
+    non-number whose str() fails (their 'not a number' message formats it: a Fraction or list holding
+    an int of more than 4300 digits raises ValueError), SystemExit (typing.sys.exit) and os._exit
+    (random._os), which their `except Exception` does not catch. Each is that one answer's labelled
+    outcome, "crashes the reference" (not scored as a number or an ordinary class); the batch goes
+    on. earnest mode classifies them as its own rules say."""
     with pytest.raises(ValueError):        # their message, f"({res}, ...)", on such a value
         f"{[10 ** 5000]}"
     responses = ["\n    return fractions.Fraction(10 ** 5000, 3)\n", "\n    return [10 ** 5000]\n",
                  "\n    typing.sys.exit(3)\n", "\n    random._os._exit(0)\n", "\n    return 6 * 7\n"]
     got = [(r.error_class, r.value) for r in extract_code_many(responses, box, fidelity="reference")]
-    assert got == [("not_a_number", None), ("not_a_number", None), ("unclassified", None),
-                   ("unclassified", None), ("", 42.0)], got
+    assert got == [(fc.CRASHES_REFERENCE, None)] * 4 + [("", 42.0)], got
+    assert fc.label(fc.CRASHES_REFERENCE) == "Crashes the reference"
+
+
+# ------------------------------------------ issue 54: the authors' crashes and interpreter, recorded
+
+INTERPRETER = [json.loads(line) for line in (GOLDEN.parent / "interpreter_cases.jsonl").read_text(
+    encoding="utf-8").splitlines()]
+#: sys.flags fields where the sandbox's `python -I -S` (empty environment: the C locale, so UTF-8 mode)
+#: differs from the authors' plain `python` (FIDELITY.md section 14: the isolation wins)
+ISOLATION_FLAGS = {"flag_isolated", "flag_no_site", "flag_no_user_site", "flag_ignore_environment",
+                   "flag_safe_path", "flag_utf8_mode"}
+
+
+def _reference_outcome(recorded: dict) -> tuple[str, float | None]:
+    """(earnest's class name, value) of what the authors' code gave one answer (recorded)."""
+    if recorded["ended"] != "normally":   # an exception escaped their extractor, or the process ended
+        return fc.CRASHES_REFERENCE, None
+    step = recorded["steps"][0]
+    if step["result"] == "CODE":
+        return "", float(step["value"])
+    return fc.FROM_REFERENCE[step["result"]], None
+
+
+def test_reference_mode_matches_the_authors_crashes_and_interpreter(box):
+    """Issue 54.2-3, against the authors' code run as they run it (interpreter_cases.jsonl): every
+    answer on which their run crashes (a KeyError whose key is an int of more than 4300 digits: their
+    handler formats it and raises ValueError; 2 ** 1100 returned: OverflowError in their correctness
+    check; SystemExit; os._exit) is "crashes the reference" here; printing such an int inside the
+    function is their ordinary Type/Value error; stdout and stderr answer fileno(), name, write and
+    print as theirs (through typing.sys and random._os too); sys.flags differ exactly in the fields
+    the sandbox's isolation sets."""
+    check_interpreter_cases(box)
+
+
+def check_interpreter_cases(box) -> None:
+    answers = [r for r in INTERPRETER if r["kind"] == "answer"]
+    if box.capabilities(start=True)["python"].split(".")[:2] != ["3", "12"]:
+        # the recording is 3.12's; 3.11's sys.flags.int_max_str_digits is -1 when not set
+        answers = [r for r in answers if r["id"] != "flag_int_max_str_digits"]
+    crashes = [r["id"] for r in answers if r["reference"]["ended"] != "normally"]
+    assert sorted(crashes) == sorted(["key_error_huge_key", "pop_huge_key", "set_remove_huge", "list_of_huge_int",
+                                      "int_too_large_for_float", "system_exit", "os_exit"]), crashes
+    results = extract_code_many([r["response"] for r in answers], box, fidelity="reference")
+    wrong, differ = [], set()
+    for r, res in zip(answers, results):
+        want = _reference_outcome(r["reference"])
+        if (res.error_class, res.value) != want:
+            (differ.add(r["id"]) if r["id"] in ISOLATION_FLAGS else wrong.append((r["id"], want, res)))
+    assert wrong == []
+    assert differ == ISOLATION_FLAGS
+    # the exact difference: each of those flags is 0 (False) for the authors and 1 (True) here
+    for r, res in zip(answers, results):
+        if r["id"] in ISOLATION_FLAGS:
+            assert (r["reference"]["steps"][0]["value"], res.value) == (0, 1.0), r["id"]

@@ -14,15 +14,20 @@ def test_reference_mode_has_exactly_the_reference_error_types():
                  "ATTRIBUTE_ERROR", "UNCLASSIFIED", "EMPTY_RESPONSE", "EMPTY_AFTER_TRIM"}
     assert set(fc.FROM_REFERENCE) == reference
     produced = set(fc.classes("text", "reference", scoring=False)) | set(fc.classes("code", "reference", scoring=False))
-    assert produced == set(fc.FROM_REFERENCE.values())
+    # and two labelled outcomes of earnest's (issue 54): an answer the authors' code crashes on, and a
+    # response that is not text
+    assert produced == set(fc.FROM_REFERENCE.values()) | {fc.CRASHES_REFERENCE, fc.UNREADABLE}
 
 
 def test_earnest_mode_adds_its_own_classes_only():
     code = fc.classes("code", "earnest", scoring=False)
     assert "forbidden_construct" in code and "timeout" in code and "resource_limit" in code
     assert "forbidden_string" not in code
-    assert ERROR_CLASSES == code          # the sandbox's own names are the taxonomy's, in its order
-    assert REFERENCE_ERROR_CLASSES == fc.classes("code", "reference", scoring=False)
+    # the sandbox's own names are the taxonomy's, in its order ("unreadable" is decided before any
+    # code runs, by the reader of the answers)
+    assert ERROR_CLASSES == tuple(c for c in code if c != fc.UNREADABLE)
+    assert REFERENCE_ERROR_CLASSES == tuple(c for c in fc.classes("code", "reference", scoring=False)
+                                            if c != fc.UNREADABLE)
     assert set(TEXT_ERROR_CLASSES) == set(fc.classes("text", "earnest", scoring=False))
 
 
@@ -31,7 +36,11 @@ def test_labels_follow_appendix_f():
     assert fc.label("type_value_error") == "Type/Value error"
     assert fc.label("wrong_answer_last_number") == "Wrong answer — last number"
     assert fc.label("no_such_class") == "no_such_class"
-    assert all(c.paper for c in fc.FAILURE_CLASSES.values() if "reference" in c.modes)
+    # every class an answer of reference mode can end in is the paper's, but three that are no outcome
+    # the paper counts: an answer the machine failed to run (in no count), one that crashes the
+    # authors' run, and an unreadable line
+    assert all(c.paper for c in fc.FAILURE_CLASSES.values()
+               if "reference" in c.modes and c.name not in (fc.INFRASTRUCTURE_ERROR, fc.CRASHES_REFERENCE, fc.UNREADABLE))
 
 
 def test_check_names_the_place_of_an_unknown_class():

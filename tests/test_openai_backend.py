@@ -498,11 +498,12 @@ def proxy(monkeypatch):
 
 
 @pytest.mark.parametrize("use_proxy", [False, True])
-@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "127.1", "2130706433", "0x7f.1", "0177.0.0.1"])
 def test_a_loopback_server_is_never_reached_through_a_proxy(tmp_path, proxy, use_proxy, host):
     """http_proxy set: a server on this machine got the request through the proxy, the API key
     included, and the proxy's answer was stored as the model's. Now the proxy sees nothing, opted in
-    or not; the server gets the key and its answer is the one stored."""
+    or not, whichever spelling of loopback the C library accepts (issue 53.6: 127.1 and 2130706433
+    sent the key to the proxy); the server gets the key and its answer is the one stored."""
     with FakeOpenAI() as srv:
         url = srv.url.replace("127.0.0.1", host)
         cfg = _cfg(url, tmp_path, api_key_env="EARNEST_TEST_KEY", use_proxy=use_proxy)

@@ -170,6 +170,13 @@ def test_error_class_table_counts():
     assert cell.loc[("simple_code", "gsm_variants", "syntax_error"), "label"] == "Syntax error"
     # text classes are not listed for a code prompt
     assert "empty_response" not in set(t[t.prompt == "simple_code"].error_class)
+    # an answer the machine failed to run: its own class, listed only where there is one (issue 53.4)
+    assert "infrastructure_error" not in set(t.error_class)
+    df = scored(["a"])
+    df.loc[df.index[-1], "error_class"] = "infrastructure_error"
+    cell = error_class_table(df, STYLES).set_index(["prompt", "dataset", "error_class"])
+    assert cell.loc[("simple_code", "gsm_variants", "infrastructure_error"), "count"] == 1
+    assert cell.loc[("simple_code", "gsm_variants", "infrastructure_error"), "label"] == "Not run (machine failure)"
 
 
 @pytest.mark.parametrize("mode, listed, absent", [("reference", "Forbidden string", "Forbidden construct"),

@@ -244,6 +244,26 @@ def test_reference_renders_are_the_bytes_the_reference_code_produces():
         assert formats[case["format"]].render(case["question"]).encode("utf-8") == expected, case["file"]
 
 
+def test_an_empty_question_renders_as_the_reference_code_renders_it(capfdbinary):
+    """Issue 54.5: an empty or whitespace-only question is rendered in reference mode as the authors'
+    code renders it (their template's str.format around it: recorded in prompts/empty.json), by the
+    library and by `earnest prompt`; earnest mode refuses it, naming the other mode."""
+    from earnest.cli import main
+
+    cases = json.loads((REFERENCE_GOLDEN / "empty.json").read_text(encoding="utf-8"))
+    formats = load_formats(fidelity="reference")
+    assert sorted({c["format"] for c in cases}) == sorted(NAMES) and {c["question"] for c in cases} == {"", " \n"}
+    for case in cases:
+        expected = (REFERENCE_GOLDEN / case["file"]).read_bytes()
+        assert formats[case["format"]].render(case["question"]).encode("utf-8") == expected, case["file"]
+    capfdbinary.readouterr()
+    for case in cases[:2]:
+        assert main(["prompt", case["format"], case["question"], "--fidelity", "reference"]) == 0
+        assert capfdbinary.readouterr().out == (REFERENCE_GOLDEN / case["file"]).read_bytes()
+    assert main(["prompt", "gsm", "", "--fidelity", "earnest"]) == 2
+    assert b"question is empty (fidelity reference renders" in capfdbinary.readouterr().err
+
+
 def test_reference_prompts_differ_from_earnest_where_the_reference_code_does():
     ref, ear = load_formats(fidelity="reference"), load_formats(fidelity="earnest")
     q = "How many?"

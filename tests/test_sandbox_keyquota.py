@@ -5,7 +5,8 @@ Before, every answer of a root batch ran as 65534 and each needed a new session 
 quota of 65534, anywhere on the machine, ended the batch with ``SandboxUnavailable`` and nothing
 scored. Now, as root, a batch's answers run under a uid of its own (``Sandbox.answer_uid``), and where
 an answer's process cannot be set up all the same (a batch told to use 65534 here) that answer alone
-is marked as the machine's failure (``RunResult.infrastructure``), never the batch.
+is marked as the machine's failure (``RunResult.infrastructure``), never the batch; scoring counts it
+as that answer's ``infrastructure_error``, never a wrong answer.
 """
 
 from __future__ import annotations
@@ -100,3 +101,43 @@ def test_the_answer_uid_is_the_batch_s_own():
     with Sandbox(workers=1) as a, Sandbox(workers=1) as b:
         assert a.answer_uid != b.answer_uid
         assert 65534 not in (a.answer_uid, b.answer_uid)
+
+
+def test_scoring_counts_an_answer_not_run_as_the_machine_s_never_as_wrong(own_uid_filled, tmp_path):
+    """The scored table and `earnest extract` mark each answer whose process could not be set up as
+    ``infrastructure_error`` (the cause kept), score the batch's other answers, and every count of
+    right and wrong (GLMM input, paired comparisons) leaves it out."""
+    import json
+
+    import pandas as pd
+
+    from earnest.gsm.failure_classes import INFRASTRUCTURE_ERROR, judged
+    from earnest.gsm.glmm_input import glmm_input_from_scored
+    from earnest.gsm.scoring import run_extract, score_table
+    from earnest.stats.compare import compare_input_from_scored
+
+    ids = ["t000-base", "t000-v00", "t001-base", "t001-v00"]
+    items = pd.DataFrame({"item_id": ids, "dataset": ["gsm_base", "gsm_variants"] * 2, "template_id": [0, 0, 1, 1],
+                          "instance": [-1, 0, -1, 0], "question": [f"q{i}" for i in range(4)],
+                          "answer": ["135", "135", "7", "7"], "gamma": [1.0, 2.0, 1.0, 2.0]})
+    # two answers that would run (the machine fails them) and two without a function (the model's failure)
+    responses = [INNOCENT, "no code at all", INNOCENT, "still no code"]
+    gen = pd.DataFrame({"item_id": ids, "model": "m", "prompt": "code", "dataset": items["dataset"],
+                        "response": responses, "prompt_tokens": 1, "new_tokens": 1, "stop_reason": "eos",
+                        "seconds": 0.0})
+    with Sandbox(workers=2, answer_uid=own_uid_filled) as sandbox:
+        scored = score_table(gen, items, "code", sandbox)
+        lines = tmp_path / "in.jsonl"
+        lines.write_text("".join(json.dumps({"response": r, "answer": a}) + "\n"
+                                 for r, a in zip(responses, items["answer"])))
+        assert run_extract(str(lines), str(tmp_path / "out.jsonl"), "code", sandbox) == 4
+    assert scored["error_class"].tolist() == [INFRASTRUCTURE_ERROR, "no_function"] * 2
+    assert len(judged(scored)) == 2 and (judged(scored)["error_class"] == "no_function").all()
+    glmm = glmm_input_from_scored(scored)                       # only the model's own failures count
+    assert len(glmm) == 2 and glmm["variant"].tolist() == [1, 1] and glmm["correct"].tolist() == [0, 0]
+    pairs = compare_input_from_scored(judged(pd.concat([scored, scored.assign(model="m2")])))
+    assert sorted(pairs["item"].unique()) == ["t000-v00", "t001-v00"]
+    out = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [o["error_class"] for o in out] == [INFRASTRUCTURE_ERROR, "no_function"] * 2
+    assert [o["correct"] for o in out] == [None, False, None, False]
+    assert "could not be set up" in out[0]["infrastructure"] and "key quota" in out[0]["infrastructure"]

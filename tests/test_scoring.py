@@ -257,10 +257,6 @@ def test_cli_names_a_non_utf8_line(tmp_path):
     # json keeps the last of two equal keys; which one was meant is not ours to guess
     ('{"response": "The final answer is 4.", "response": "The final answer is 5."}', "key 'response' appears twice"),
     ('{"response": "x", "meta": {"id": 1, "id": 2}}', "key 'id' appears twice"),
-    # a lone surrogate (JSON allows the escape, UTF-8 cannot hold it): named, not a traceback
-    ('{"response": "The final answer is 4 \\ud800"}',
-     "field 'response' holds a lone UTF-16 surrogate (\\ud800 at character 23)"),
-    ('{"response": "x", "meta": {"a": [1, "y\\udfff"]}}', "field 'meta.a[1]' holds a lone UTF-16 surrogate"),
     # json's RecursionError and Python's integer-digit limit (ValueError) were tracebacks
     pytest.param('{"response": "x", "meta": ' + "[" * 100_000 + "]" * 100_000 + "}",
                  "not readable JSON (arrays or objects nested", id="nested-100000-deep"),
@@ -274,6 +270,29 @@ def test_cli_names_the_bad_line(tmp_path, bad_line, message):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert f"{src}:2" in proc.stderr and message in proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]   # no output, no temporary file
+
+
+@pytest.mark.parametrize("style, fidelity", [("text", "earnest"), ("text", "reference"), ("code", "earnest")])
+def test_cli_a_lone_surrogate_is_that_answers_error(tmp_path, style, fidelity):
+    """Issue 54.5: a response holding a lone surrogate (JSON allows the escape, UTF-8 cannot hold it)
+    is that answer's outcome, "unreadable", named on stderr with its line; the other answers are
+    extracted and scored, and the line is written back with its escapes (nothing lost). A lone
+    surrogate in another field leaves the answer readable."""
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    good = "The final answer is 1." if style == "text" else "    return 1\n"
+    src.write_text(json.dumps({"response": good, "answer": "1"}) + "\n"
+                   + '{"response": "The final answer is 4 \\ud800", "answer": "4"}\n'
+                   + json.dumps({"response": good, "answer": "1", "meta": {"a": [1, "y\udfff"]}}) + "\n")
+    proc = run_cli("--style", style, "--fidelity", fidelity, "--any-python", str(src), str(dst))
+    assert proc.returncode == 0, proc.stderr
+    assert (f"{src}:2: field 'response' holds a lone UTF-16 surrogate (\\ud800 at character 23), which is not "
+            "text: that answer is 'unreadable'") in proc.stderr, proc.stderr
+    lines = dst.read_text(encoding="utf-8").splitlines()
+    out = [json.loads(x) for x in lines]
+    assert [(o["error_class"], o["correct"], o["extracted"]) for o in out] == [
+        ("", True, 1), ("unreadable", False, None), ("", True, 1)]
+    assert out[1]["response"] == "The final answer is 4 \ud800" and "\\ud800" in lines[1]
+    assert out[2]["meta"] == {"a": [1, "y\udfff"]}
 
 
 def test_cli_keeps_escaped_surrogate_pairs_and_backslashes(tmp_path):
@@ -432,12 +451,13 @@ def test_cli_refuses_an_output_that_is_the_input(tmp_path):
     assert proc.returncode == 0 and json.loads((tmp_path / "out.jsonl").read_text())["correct"] is True, proc.stderr
 
 
-def test_an_integer_too_large_for_a_float_is_a_wrong_answer_not_a_crash(box):
-    """Issue 41.7: the authors' evaluator compares ``abs(predicted - true) < 1e-5`` with the Python int
-    the function returned: for 2**1100 (or anything past the largest float) that raises
+def test_an_integer_too_large_for_a_float_crashes_the_reference_and_is_wrong_in_earnest_mode(box):
+    """Issue 41.7, 54.2: the authors' evaluator compares ``abs(predicted - true) < 1e-5`` with the Python
+    int the function returned: for 2**1100 (or anything past the largest float) that raises
     OverflowError, which ``evaluate_dataset`` does not catch: the evaluation set of that answer is
-    dropped (``evaluate_multiple_datasets`` logs the error and skips it). earnest scores the answer
-    as a wrong answer (value inf) and every other answer of the batch as usual, in both modes."""
+    dropped (``evaluate_multiple_datasets`` logs the error and skips it). Reference mode labels that
+    answer "crashes the reference" (no value, not correct); earnest mode scores it a wrong answer
+    (value inf); every other answer of the batch is scored as usual."""
     with pytest.raises(OverflowError):   # the authors' comparison, on what their exec returned
         abs(2 ** 1100 - 5.0) < 1e-5
     with pytest.raises(OverflowError):
@@ -445,8 +465,11 @@ def test_an_integer_too_large_for_a_float_is_a_wrong_answer_not_a_crash(box):
     items = make_items([("t001-base", "5", 1.0), ("t002-base", "5", 1.0), ("t003-base", "7", 1.0)])
     gens = make_generations({"t001-base": "\n    return 2 ** 1100\n", "t002-base": "\n    return 2 ** 1024 - 1\n",
                              "t003-base": "\n    return 3 + 4\n"}, prompt="simple_code")
-    for mode in ("reference", "earnest"):
-        scored = score_table(gens, items, "code", box, fidelity=mode)
-        assert scored["extracted"].tolist()[:2] == [math.inf, math.inf], mode
-        assert scored["error_class"].tolist() == ["wrong_answer", "wrong_answer", ""], mode
-        assert scored["correct"].tolist() == [False, False, True], mode
+    scored = score_table(gens, items, "code", box, fidelity="reference")
+    assert scored["extracted"].isna().tolist() == [True, True, False]
+    assert scored["error_class"].tolist() == ["crashes_reference", "crashes_reference", ""]
+    assert scored["correct"].tolist() == [False, False, True]
+    scored = score_table(gens, items, "code", box, fidelity="earnest")
+    assert scored["extracted"].tolist()[:2] == [math.inf, math.inf]
+    assert scored["error_class"].tolist() == ["wrong_answer", "wrong_answer", ""]
+    assert scored["correct"].tolist() == [False, False, True]

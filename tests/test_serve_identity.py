@@ -194,7 +194,8 @@ def test_a_server_that_cannot_bind_and_stays_is_not_waited_for(tmp_path):
 
 
 @pytest.mark.parametrize("flag, why", [(["--answer-model", "someone-else"], "names the model"),
-                                       (["--nan"], "NaN"), (["--choices", "3"], "3 choices")])
+                                       (["--nan"], "NaN"), (["--bad-number", "Infinity"], "Infinity"),
+                                       (["--bad-number", "1e999"], "1e999"), (["--choices", "3"], "3 choices")])
 def test_answers_that_are_not_the_models_are_refused_and_never_cached(tmp_path, flag, why):
     entry = _entry("--served-model-name", "{token}", *flag, identity="model", cache_dir=str(tmp_path / "cache"))
     with serving("m", entry, tmp_path / "job.log") as cfg:
@@ -203,15 +204,16 @@ def test_answers_that_are_not_the_models_are_refused_and_never_cached(tmp_path, 
     assert not list((tmp_path / "cache").rglob("*.json"))
 
 
-def test_the_cache_key_holds_every_input_of_the_server(tmp_path):
+def test_the_cache_key_holds_every_input_of_the_server(tmp_path, monkeypatch):
     """Same block: the second job reads the first's answers (no request); another env value, a
-    changed file the command names, another revision: asked again."""
+    changed file the command names, another revision, another argument of the command, another
+    engine version (the server's /version answer): asked again."""
     weights = tmp_path / "weights.bin"
     weights.write_bytes(b"1")
 
     def attempts(**change):
-        entry = _entry("--served-model-name", "{token}", "--say", str(weights), identity="model",
-                       cache_dir=str(tmp_path / "cache"))
+        entry = _entry("--served-model-name", "{token}", "--say", str(weights), *change.get("args", ()),
+                       identity="model", cache_dir=str(tmp_path / "cache"))
         entry["serve"]["env"] = change.get("env", {"A": "1"})
         if "revision" in change:
             entry["revision"] = change["revision"]
@@ -226,6 +228,10 @@ def test_the_cache_key_holds_every_input_of_the_server(tmp_path):
     os.utime(weights, ns=(1, 1))
     assert attempts(env={"A": "2"}) == 1        # a file the command names changed
     assert attempts(env={"A": "2"}, revision="abc") == 1
+    assert attempts(env={"A": "2"}, revision="abc") == 0
+    assert attempts(env={"A": "2"}, revision="abc", args=["--choices", "1"]) == 1   # the command alone
+    monkeypatch.setenv("FAKE_ENGINE_VERSION", "fake-2.0")                          # the same command, a new engine
+    assert attempts(env={"A": "2"}, revision="abc", args=["--choices", "1"]) == 1
     stored = "".join(p.read_text() for p in (tmp_path / "cache").rglob("*.json"))
     assert "earnest-" not in stored             # the token is stored nowhere
 
@@ -272,11 +278,11 @@ PLANTED_KEY = "sk-planted-" + "Kq7" * 10
 
 @pytest.mark.slow
 def test_no_key_or_token_reaches_any_output_of_a_run(tmp_path):
-    """A workflow run (generations and scoring, both datasets) with a started server, the API key
-    (api_key_env) planted in the job's environment, which the server inherits and prints into its
-    log, and the token as its served model name: neither the key, nor any token, nor an
-    Authorization value is in any file the run wrote (results, logs, the server's log, the cache,
-    Snakemake's own logs)."""
+    """A workflow run (generations and scoring, both datasets, the sandbox table) with a started
+    server, the API key (api_key_env) planted in the job's environment, which the server inherits and
+    prints into its log, and the token as its served model name, then `snakemake --report`: neither
+    the key, nor any token, nor an Authorization value is in any file the run wrote (results, logs,
+    the server's log, the cache, Snakemake's own logs and metadata, report.html) or in what it printed."""
     import yaml
 
     tiny = yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text())
@@ -285,23 +291,35 @@ def test_no_key_or_token_reaches_any_output_of_a_run(tmp_path):
                    api_key_env="PLANTED_KEY", concurrency=2, cache_dir="results/cache/openai")
     entry["serve"]["command"][0] = sys.executable
     cfg["models"] = {"api": entry}
-    cfg["experiments"] = {"ex1_prompt": "gsm", "ex2_prompts": [], "ex2_models": []}
+    # a code prompt too: its answers are scored through the sandbox, whose table the report carries
+    cfg["experiments"] = {"ex1_prompt": "gsm", "ex2_prompts": ["simple_code"], "ex2_models": ["api"]}
     cfg["statform"] = {**cfg["statform"], "enabled": False}
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    targets = [f"results/scored/api/gsm/{d}.parquet" for d in ("gsm_base", "gsm_variants")]
+    targets = [f"results/scored/api/{p}/{d}.parquet" for p in ("gsm", "simple_code")
+               for d in ("gsm_base", "gsm_variants")]
+    targets.append("results/tables/sandbox.md")                  # a file the report carries
     env = child_env(PLANTED_KEY=PLANTED_KEY, FAKE_KEY=PLANTED_KEY)
-    run = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory",
-                          str(tmp_path), "--configfile", str(path), "-c2", *targets],
-                         capture_output=True, text=True, timeout=1500, env=env)
+    snakemake = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(tmp_path),
+                 "--configfile", str(path), "-c2"]
+    run = subprocess.run([*snakemake, *targets], capture_output=True, text=True, timeout=1500, env=env)
     assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
+    report = subprocess.run([*snakemake, "--report", "report.html", *targets], capture_output=True, text=True,
+                            timeout=900, env=env)
+    assert report.returncode == 0, (report.stdout + report.stderr)[-4000:]
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "config.yaml"]
     server_logs = [p for p in written if p.name.endswith(".server.log")]
     assert server_logs and all("env key: [hidden]" in p.read_text() for p in server_logs)
     assert any(p.suffix == ".parquet" and "scored" in str(p) for p in written)
+    page = tmp_path / "report.html"
+    assert page in written and page.stat().st_size > 10_000     # the report itself, not an empty page
+    assert any(".snakemake" in p.parts for p in written)        # Snakemake's own logs and metadata too
     for p in written:
         data = p.read_bytes()
         assert PLANTED_KEY.encode() not in data, p
         assert b"Bearer " not in data and b"Authorization" not in data, p
         assert re.search(rb"earnest-[0-9a-f]{32}", data) is None, p     # a token of a start
-    assert PLANTED_KEY not in run.stdout + run.stderr
+    for proc in (run, report):
+        printed = proc.stdout + proc.stderr
+        assert PLANTED_KEY not in printed and "Bearer " not in printed
+        assert re.search(r"earnest-[0-9a-f]{32}", printed) is None

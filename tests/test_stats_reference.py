@@ -151,7 +151,8 @@ def test_aggregated_rows_flag_other_resamples(low_accuracy):
 
 def test_clean_rule_per_mode():
     """One function decides: reference ignores warnings that are not lme4 convergence messages
-    (a scale warning, say) but drops singular fits; earnest drops any warning. A fit whose optimiser
+    (a scale warning, say) but drops singular fits; earnest drops any warning but the singular fit's
+    (a variance at 0 is a fit of the model), and a singular fit with another warning. A fit whose optimiser
     did not converge (an optimiser's convergence code, laplace's Newton) is clean under neither
     (issue 25; the authors' rule would keep the first)."""
     rows = [  # (messages, lme4_messages, singular, error, converged)
@@ -165,13 +166,15 @@ def test_clean_rule_per_mode():
         ("convergence code 1 from bobyqa", "", False, "", False),                      # optimiser warning only
         ("laplace: Newton's method did not converge in 60 iterations (optimiser not converged)",
          "laplace: Newton's method did not converge in 60 iterations (optimiser not converged)", False, "", False),
+        ("boundary (singular) fit: see help('isSingular') | Some predictor variables are on very different scales",
+         "boundary (singular) fit: see help('isSingular')", True, "", False),
     ]
     sh = pd.DataFrame([{"resample": i, "seed": i, "term": "variant", "estimate": -0.2, "ranef_var": 1.0,
                         "converged": c, "singular": s, "messages": m, "lme4_messages": lm, "error": e}
                        for i, (m, lm, s, e, c) in enumerate(rows)], columns=list(G.SHARD_COLUMNS))
-    assert clean_mask(sh, "reference").tolist() == [True, True, False, False, False, False, False]
-    assert clean_mask(sh, "earnest").tolist() == [True, False, False, False, False, False, False]
-    assert not_converged_mask(sh).tolist() == [False, False, True, False, False, True, True]
+    assert clean_mask(sh, "reference").tolist() == [True, True, False, False, False, False, False, False]
+    assert clean_mask(sh, "earnest").tolist() == [True, False, False, True, False, False, False, False]
+    assert not_converged_mask(sh).tolist() == [False, False, True, False, False, True, True, False]
     with pytest.raises(ValueError, match="lme4_messages"):
         clean_mask(sh.drop(columns="lme4_messages"), "reference")
 

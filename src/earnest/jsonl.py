@@ -95,15 +95,16 @@ def parse_json(text: str, where: str, error: type[Exception] = JSONLError, *, mu
         raise error(f"{where}: not readable JSON ({exc})") from None
 
 
-def iter_jsonl(path: str | Path, *, objects_only: bool = True,
-               error: type[Exception] = JSONLError) -> Iterator[tuple[str, int, object]]:
+def iter_jsonl(path: str | Path, *, objects_only: bool = True, error: type[Exception] = JSONLError,
+               surrogates: bool = False) -> Iterator[tuple[str, int, object]]:
     """Yield (``"path:line"``, line number, record) for every non-blank line of ``path``.
 
     Raises ``error`` (the caller's own error type; :class:`JSONLError` by default) naming
     ``path:line`` for what :func:`parse_json` refuses (invalid JSON, a key given twice in one object,
     JSON nested too deep or an integer too long to read), a byte that is not UTF-8 (with its column),
-    a lone UTF-16 surrogate in a string (not text; naming the field), and (with ``objects_only``) for
-    a record that is not a JSON object.
+    a lone UTF-16 surrogate in a string (not text; naming the field; with ``surrogates`` the record is
+    yielded as it is and the caller decides, e.g. that one row's error), and (with ``objects_only``)
+    for a record that is not a JSON object.
     """
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, 1):
@@ -112,7 +113,7 @@ def iter_jsonl(path: str | Path, *, objects_only: bool = True,
             if not line.strip():
                 continue
             rec = parse_json(line, where, error)
-            if _SURROGATE_ESCAPE.search(line):
+            if not surrogates and _SURROGATE_ESCAPE.search(line):
                 found = lone_surrogate(rec)
                 if found:
                     field, index, code = found

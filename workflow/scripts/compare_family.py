@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from earnest.gsm.failure_classes import judged
 from earnest.joblog import job_logger
 from earnest.stats.plots_power import figure_pairwise_matrix
 from earnest.stats import compare as C
@@ -20,7 +21,8 @@ try:
     p = snakemake.params  # noqa: F821
     files = snakemake.input.scored  # noqa: F821
     files = [files] if isinstance(files, str) else list(files)
-    data = C.compare_input_from_scored(pd.concat([pd.read_parquet(f) for f in files], ignore_index=True))
+    # answers the machine failed to run are neither right nor wrong: their items leave the pairs
+    data = C.compare_input_from_scored(judged(pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)))
     pairs = C.compare_family(data, p.family, p.fixed, list(p.conditions), n_resamples=int(p.resamples),
                              seed=int(p.seed), alpha=float(p.alpha), item_effects=bool(p.item_effects),
                              cores=int(snakemake.threads), engine=str(p.engine), agq=int(p.agq),

@@ -27,7 +27,7 @@ try:
     p = sm.params
     summaries = read_summaries(sm.input.summaries)
     files = [sm.input.scored] if isinstance(sm.input.scored, str) else list(sm.input.scored)
-    cols = ["model", "dataset", "instance", "correct"]
+    cols = ["model", "dataset", "instance", "correct", "error_class"]
     frames = [require_columns(pd.read_parquet(f), cols, f)[cols] for f in files]
     sd = variant_sd(pd.concat(frames, ignore_index=True)) if frames else None
     prompt = str(p.prompt)

@@ -16,6 +16,7 @@ from earnest.joblog import job_logger
 
 log = job_logger(snakemake.log[0], "score")  # noqa: F821
 
+from earnest.gsm.failure_classes import judged  # noqa: E402
 from earnest.gsm.scoring import score_generations  # noqa: E402
 
 try:
@@ -31,7 +32,7 @@ try:
                                python=sm.params.sandbox_python, language=language,
                                english_rules=language != "eng" and bool(sm.params.english_rules))
     counts = scored["error_class"].replace("", "correct").value_counts().to_dict()
-    log.info("accuracy %.4f; classes %s", scored["correct"].mean(), counts)
+    log.info("accuracy %.4f; classes %s", judged(scored)["correct"].mean(), counts)
     scored.to_parquet(sm.output[0], index=False)
 except Exception:
     log.exception("scoring failed")

@@ -45,7 +45,8 @@ def error_class_table(scored: pd.DataFrame, styles: Mapping[str, str], *,
     rows = []
     for (model, prompt, dataset), g in df.groupby(["model", "prompt", "dataset"], sort=False):
         style = styles[prompt]
-        listed = fc.classes(style, fidelity)
+        # an answer the machine failed to run is listed only where one was (the order puts it last)
+        listed = [c for c in fc.classes(style, fidelity) if c != fc.INFRASTRUCTURE_ERROR]
         counts = g.loc[g["error_class"] != fc.CORRECT, "error_class"].value_counts()
         order = list(listed) + sorted(set(counts.index) - set(listed))
         n = len(g)

@@ -41,7 +41,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Sequence
 
 from earnest.gsm.failure_classes import (EMPTY_AFTER_TRIMMING, EMPTY_RESPONSE, NO_FUNCTION, NO_NUMBER_FOUND,
-                                         NUMBER_IN_WORDS, RESOURCE_LIMIT, UNCLASSIFIED)
+                                         INFRASTRUCTURE_ERROR, NUMBER_IN_WORDS, RESOURCE_LIMIT, UNCLASSIFIED)
 from earnest.gsm.failure_classes import TEXT_ERROR_CLASSES  # noqa: F401 - re-exported
 from earnest.fidelity import EARNEST, REFERENCE, check_mode
 
@@ -541,6 +541,8 @@ def _parses(source: str) -> bool:
 
 def _from_run(result, pattern: str, located_detail: str) -> Extraction:
     detail = "; ".join(d for d in (located_detail, result.detail) if d)
+    if result.infrastructure:   # never ran: the machine's failure, not the model's
+        return Extraction(None, pattern, INFRASTRUCTURE_ERROR, result.infrastructure)
     if result.error_class:
         return Extraction(None, pattern, result.error_class, detail)
     return Extraction(result.value, pattern, "", detail, result.exact)

@@ -12,7 +12,9 @@ Which classes each fidelity mode (``earnest.fidelity``) produces:
   Appendix F list), with the same names as earnest where the meaning is the same. Its one
   code-only class of its own is ``forbidden_string`` (the reference's regular-expression check of
   the raw text). Run-time limits the reference does not have (it would hang on ``while True``)
-  are reported as ``unclassified``, its catch-all, with the reason in the detail.
+  are reported as ``unclassified``, its catch-all, with the reason in the detail. An answer on
+  which the authors' code crashes (nothing scored) is ``crashes_reference``, a labelled outcome.
+* both: ``unreadable``, a response that is not text (a lone surrogate), that answer alone.
 * ``earnest`` produces ``forbidden_construct`` (the sandbox's static policy) instead of
   ``forbidden_string``, and the extra classes ``timeout`` and ``resource_limit``.
 """
@@ -22,9 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from earnest.fidelity import EARNEST, MODES, REFERENCE, check_mode
-from earnest.sandbox.policy import (ATTRIBUTE_ERROR, FORBIDDEN_CONSTRUCT, FORBIDDEN_STRING, NAME_ERROR, NO_FUNCTION,
-                             NONE_RETURNED, NOT_A_NUMBER, RESOURCE_LIMIT, SYNTAX_ERROR, TIMEOUT, TYPE_VALUE_ERROR,
-                             UNCLASSIFIED, ZERO_DIVISION_ERROR)
+from earnest.sandbox.policy import (ATTRIBUTE_ERROR, CRASHES_REFERENCE, FORBIDDEN_CONSTRUCT, FORBIDDEN_STRING,
+                                    NAME_ERROR, NO_FUNCTION, NONE_RETURNED, NOT_A_NUMBER, RESOURCE_LIMIT, SYNTAX_ERROR,
+                                    TIMEOUT, TYPE_VALUE_ERROR, UNCLASSIFIED, ZERO_DIVISION_ERROR)
 
 CORRECT = ""
 
@@ -36,8 +38,14 @@ EMPTY_RESPONSE = "empty_response"
 EMPTY_AFTER_TRIMMING = "empty_after_trimming"
 NO_NUMBER_FOUND = "no_number_found"
 NUMBER_IN_WORDS = "number_in_words"
+# both styles: a response that is not text (a lone UTF-16 surrogate, from a JSON escape such as
+# "\\ud800": no UTF-8 file can hold it) is that answer's error, not the file's
+UNREADABLE = "unreadable"
 # code extraction: the classes a run of generated code ends in are named by the sandbox that runs
 # it (generic, it imports no benchmark): NO_FUNCTION ... RESOURCE_LIMIT, imported above
+# scoring (code): the answer never ran because the machine failed it (RunResult.infrastructure):
+# not the model's outcome, so never a wrong answer: left out of every count of right and wrong
+INFRASTRUCTURE_ERROR = "infrastructure_error"
 
 
 @dataclass(frozen=True)
@@ -109,22 +117,38 @@ FAILURE_CLASSES: dict[str, FailureClass] = {c.name: c for c in (
                  "any other failure while running the function (in reference mode also the "
                  "sandbox's time and resource limits, which the reference does not have)",
                  ("code",), reference_name="UNCLASSIFIED"),
+    FailureClass(CRASHES_REFERENCE, "Crashes the reference",
+                 "the authors' code would not score this answer: an exception escapes their extractor or "
+                 "correctness check (the evaluation set is dropped) or the answer ends their process "
+                 "(resources/FIDELITY.md section 16)", ("code",), modes=(REFERENCE,), paper=False),
+    FailureClass(UNREADABLE, "Unreadable",
+                 "the response is not text (it holds a lone UTF-16 surrogate): that answer is not read, the "
+                 "others are", ("text", "code"), paper=False),
     FailureClass(TIMEOUT, "Timeout", "the sandbox's wall-clock or CPU-time limit ended the run",
                  ("code",), modes=(EARNEST,), paper=False),
     FailureClass(RESOURCE_LIMIT, "Resource limit",
                  "memory, output, recursion or answer-size limit of the sandbox", ("code",),
                  modes=(EARNEST,), paper=False),
+    FailureClass(INFRASTRUCTURE_ERROR, "Not run (machine failure)",
+                 "the machine could not set up the process for this answer (its uid's key or namespace "
+                 "quota, say), so no model code ran: not the model's outcome. The row is kept and shown, "
+                 "but left out of accuracies, GLMMs and paired comparisons (:func:`judged`)", ("code",),
+                 paper=False),
 )}
 
 #: Classes that are wrong numbers, not failures to produce one (kept in Appendix G's
 #: reasoning-only analysis).
 WRONG_ANSWER_CLASSES = frozenset({CORRECT, WRONG_ANSWER, WRONG_ANSWER_LAST_NUMBER})
 
+#: Classes scoring gives, not an extraction or a run of the answer (the wrong-answer classes, and
+#: an answer the machine failed to run).
+SCORING_CLASSES = WRONG_ANSWER_CLASSES | {INFRASTRUCTURE_ERROR}
+
 #: Classes an extraction can end in, per style (all modes together; scoring classes excluded).
 TEXT_ERROR_CLASSES = tuple(n for n, c in FAILURE_CLASSES.items()
-                           if "text" in c.styles and n not in WRONG_ANSWER_CLASSES)
+                           if "text" in c.styles and n not in SCORING_CLASSES)
 CODE_ERROR_CLASSES = tuple(n for n, c in FAILURE_CLASSES.items()
-                           if "code" in c.styles and n not in WRONG_ANSWER_CLASSES)
+                           if "code" in c.styles and n not in SCORING_CLASSES)
 
 #: Reference ``ErrorType`` member name -> class name.
 FROM_REFERENCE = {c.reference_name: n for n, c in FAILURE_CLASSES.items() if c.reference_name}
@@ -141,7 +165,17 @@ def classes(style: str, mode: str = EARNEST, *, scoring: bool = True) -> tuple[s
     check_mode(mode)
     return tuple(n for n, c in FAILURE_CLASSES.items()
                  if style in c.styles and mode in c.modes
-                 and (scoring or n not in WRONG_ANSWER_CLASSES))
+                 and (scoring or n not in SCORING_CLASSES))
+
+
+def judged(scored):
+    """The rows of scored table(s) ``scored`` (a DataFrame with ``error_class``) whose answer was
+    judged right or wrong: every row but those the machine failed to run (:data:`INFRASTRUCTURE_ERROR`).
+    The one place that decides which answers count: accuracies, GLMM inputs and paired comparisons
+    read only these rows. A table without ``error_class`` is returned as it is."""
+    if "error_class" not in scored.columns:
+        return scored
+    return scored[scored["error_class"].astype(str) != INFRASTRUCTURE_ERROR]
 
 
 def label(name: str) -> str:

@@ -16,7 +16,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from earnest.gsm.failure_classes import WRONG_ANSWER_CLASSES
+from earnest.gsm.failure_classes import WRONG_ANSWER_CLASSES, judged
 from earnest.stats.glmm import GLMMInputError, average_repeats, integer_ids
 
 DATASET_VARIANT = {"gsm_base": 0, "gsm_variants": 1}
@@ -46,14 +46,16 @@ def glmm_input_from_scored(scored: pd.DataFrame | Iterable[pd.DataFrame], *, rea
     hold several samples of each question, column ``sample``: one row per question with ``correct`` the
     share of its samples and ``epochs`` their number, :func:`earnest.stats.glmm.average_repeats`).
 
-    With ``reasoning_only``, rows with code errors (:func:`code_error_mask`) are dropped.
+    With ``reasoning_only``, rows with code errors (:func:`code_error_mask`) are dropped. Answers the
+    machine failed to run (``infrastructure_error``) are never in it: neither right nor wrong
+    (:func:`earnest.gsm.failure_classes.judged`).
     Raises :class:`GLMMInputError` naming ``source`` and the column for a missing column, an
     unknown dataset or a non-boolean ``correct``.
     """
     frames = [scored] if isinstance(scored, pd.DataFrame) else list(scored)
     if not frames:
         raise GLMMInputError(f"{source}: no scored tables given")
-    df = pd.concat(frames, ignore_index=True)
+    df = judged(pd.concat(frames, ignore_index=True))
     for col in SCORED_COLUMNS:
         if col not in df.columns:
             raise GLMMInputError(f"{source}: missing column '{col}'")
@@ -94,8 +96,8 @@ def glmm_input_from_scored(scored: pd.DataFrame | Iterable[pd.DataFrame], *, rea
     out["item"] = df["item_id"].astype(str).to_numpy()
     out, _ = average_repeats(out, ["model", "prompt", "variant", "item"], what="samples",
                              where=lambda r: f"{('GSM-Base', 'GSM-Variants')[r['variant']]} item {r['item']!r}",
-                             fix=f" ({source}; the reasoning-only analysis drops code-error samples, which can "
-                                 "leave questions with fewer)")
+                             fix=f" ({source}; answers the machine failed to run, and in the reasoning-only "
+                                 "analysis code-error answers, are left out, which can leave questions with fewer)")
     return out.drop(columns="item")
 
 

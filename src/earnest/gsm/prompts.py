@@ -99,13 +99,16 @@ class PromptFormat:
 
         ``earnest``: leading and trailing whitespace of the question is removed (the template
         supplies the separators). ``reference``: the question is inserted exactly as given, as the
-        reference's ``str.format`` insertion does. Everything else in the question is inserted
-        unchanged in both modes. An empty or whitespace-only question is an error in both.
+        reference's ``str.format`` insertion does, an empty or whitespace-only one included (the
+        template around nothing, as the authors' code renders it). Everything else in the question is
+        inserted unchanged in both modes. An empty or whitespace-only question is an error in
+        ``earnest`` mode (a prompt without a question asks nothing).
         """
         if not isinstance(question, str):
             raise TypeError(f"prompt format {self.name!r}: question must be str, got {type(question).__name__}")
-        if not question.strip():
-            raise ValueError(f"prompt format {self.name!r}: question is empty")
+        if self.fidelity != REFERENCE and not question.strip():
+            raise ValueError(f"prompt format {self.name!r}: question is empty (fidelity reference renders the "
+                             "template around it, as the authors' code does)")
         text = question if self.fidelity == REFERENCE else question.strip()
         return self.prefix + text + self.suffix
 

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from earnest.gsm.datasets import BASE_LABEL, VARIANTS_LABEL
+from earnest.gsm.failure_classes import judged
 from earnest.gsm.prompts import prompt_noun
 from earnest.tables import read_table, require_columns
 from earnest.wording import VARIANT
@@ -63,6 +64,7 @@ def variant_sd(scored: pd.DataFrame, source: str = "scored tables") -> pd.DataFr
     """Per model: the standard deviation (ddof=1) over GSM-Variants instance sets of the accuracy
     (%) within each set, as GSM-Symbolic's "± sd". Columns model, gsm_variants_run_sd."""
     require_columns(scored, ("model", "dataset", "instance", "correct"), source)
+    scored = judged(scored)     # an answer the machine failed to run is neither right nor wrong
     v = scored[scored["dataset"].astype(str) == "gsm_variants"]
     if v.empty:
         return pd.DataFrame({"model": [], "gsm_variants_run_sd": []})

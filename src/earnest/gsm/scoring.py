@@ -13,7 +13,11 @@ integers too (so 123456790 is not 123456789, but 18.000001 is 18), the gold read
 Error classes in the scored table: "" for a correct answer; the extraction's class when nothing
 was extracted (``earnest.gsm.extraction``); otherwise ``wrong_answer_last_number`` when the wrong
 number came from the last-number fallback (Appendix F, "Wrong answer — last number") and
-``wrong_answer`` for any other wrong number.
+``wrong_answer`` for any other wrong number. A code answer the machine could not run (its process
+could not be set up: ``RunResult.infrastructure``) is ``infrastructure_error``: that answer's, never
+the batch's (the others are scored), and never a wrong answer (``failure_classes.judged`` leaves it
+out of every accuracy, GLMM input and paired comparison; its ``correct`` is False only because the
+column is boolean).
 """
 
 from __future__ import annotations
@@ -28,10 +32,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from earnest.gsm.extraction import Extraction, extract_code_many, extract_text, parse_number
-from earnest.gsm.failure_classes import CORRECT, WRONG_ANSWER, WRONG_ANSWER_LAST_NUMBER
+from earnest.gsm.failure_classes import (CORRECT, INFRASTRUCTURE_ERROR, UNREADABLE, WRONG_ANSWER,
+                                         WRONG_ANSWER_LAST_NUMBER)
 from earnest.fidelity import DEFAULT, EARNEST, MODES, REFERENCE, check_mode
 from earnest.gsm.gamma import gamma
-from earnest.jsonl import iter_jsonl
+from earnest.jsonl import iter_jsonl, lone_surrogate
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -233,6 +238,14 @@ def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str,
         patterns.append(ex.pattern)
         classes.append(final_error_class(ex, ok))
         correct.append(bool(ok))
+    not_run = [(item_id, ex.detail) for item_id, ex in zip(merged["item_id"], extractions)
+               if ex.error_class == INFRASTRUCTURE_ERROR]
+    if not_run:
+        import logging
+
+        logging.getLogger("earnest.gsm.scoring").warning(
+            "%d answer(s) not run, the machine's failure (error_class %s; left out of accuracies and fits, "
+            "the others scored): e.g. %s: %s", len(not_run), INFRASTRUCTURE_ERROR, not_run[0][0], not_run[0][1])
     merged["extracted"] = pd.Series(extracted, index=merged.index, dtype="float64")
     merged["extraction_pattern"] = patterns
     merged["error_class"] = classes
@@ -304,9 +317,20 @@ def _json_number(value: float | None):
     return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
 
+def unreadable_response(row: dict) -> str:
+    """Why the row's ``response`` cannot be read as text ("" when it can): a lone UTF-16 surrogate
+    (a JSON escape such as ``"\\ud800"`` alone). That answer is "unreadable"; the file's other
+    answers are read."""
+    found = lone_surrogate(row["response"], "response")
+    if not found:
+        return ""
+    return (f"field 'response' holds a lone UTF-16 surrogate (\\u{found[2]:04x} at character {found[1] + 1}), "
+            "which is not text")
+
+
 def _read_jsonl(path: str) -> list[tuple[int, dict]]:
     rows = []
-    for where, lineno, row in iter_jsonl(path, error=InputError):
+    for where, lineno, row in iter_jsonl(path, error=InputError, surrogates=True):
         if "response" not in row:
             raise InputError(f"{where}: missing field 'response'")
         if not isinstance(row["response"], str):
@@ -354,7 +378,9 @@ def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox
     one). Each line then records that interpreter's version (``code_python``) and the sandbox's
     layers (``sandbox``), and reference mode warns when it is not the authors' Python
     (:func:`sandbox_record`), as the workflow's scoring does. An output that is the input itself,
-    a directory or in a missing folder is refused first (:func:`output_problem`, InputError)."""
+    a directory or in a missing folder is refused first (:func:`output_problem`, InputError). A code
+    answer the machine could not run is that line's ``infrastructure_error`` (``correct`` null, the
+    cause in ``infrastructure``), said on stderr; the other lines are extracted as ever."""
     problem = output_problem(input_path, output_path)
     if problem:
         raise InputError(problem)
@@ -387,28 +413,46 @@ def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox
                     f"classified differently. Give --python PATH of a Python {want} interpreter, or --any-python "
                     "to run it on this one anyway")
         code_python, layers = sandbox_record(sandbox, fidelity)
+    unreadable = {i: why for i, (_, row) in enumerate(rows) if (why := unreadable_response(row))}
+    readable = [i for i in range(len(rows)) if i not in unreadable]
     try:
-        extractions = extract_many([row["response"] for _, row in rows], style, sandbox, fidelity=fidelity,
-                                   language=language, english_rules=english_rules)
+        extracted = extract_many([rows[i][1]["response"] for i in readable], style, sandbox, fidelity=fidelity,
+                                 language=language, english_rules=english_rules)
     finally:
         if own is not None:
             own.close()
+    extractions: list = [None] * len(rows)
+    for i, ex in zip(readable, extracted):
+        extractions[i] = ex
+    for i, why in unreadable.items():
+        extractions[i] = Extraction(None, "none", UNREADABLE, why)
+        print(f"earnest extract: {input_path}:{rows[i][0]}: {why}: that answer is {UNREADABLE!r}, the others are "
+              "extracted", file=sys.stderr)
     tmp = output_path + ".tmp"
+    not_run: list[int] = []
     try:
         with open(tmp, "w", encoding="utf-8") as out:
-            for (_, row), ex in zip(rows, extractions):
+            for (lineno, row), ex in zip(rows, extractions):
                 record = dict(row)
                 record["extracted"] = _json_number(ex.value)
                 record["extraction_pattern"] = ex.pattern
                 if code_python is not None:
                     record["code_python"], record["sandbox"] = code_python, layers
-                if row.get("answer") is not None:
+                if ex.error_class == INFRASTRUCTURE_ERROR:   # never ran: neither right nor wrong
+                    record["error_class"] = ex.error_class
+                    record["infrastructure"] = ex.detail
+                    if row.get("answer") is not None:
+                        record["correct"] = None
+                    not_run.append(lineno)
+                elif row.get("answer") is not None:
                     ok = is_correct(ex, row["answer"], fidelity=fidelity)
                     record["error_class"] = final_error_class(ex, ok)
                     record["correct"] = ok
                 else:
                     record["error_class"] = ex.error_class
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                # a record holding a lone surrogate is written with JSON escapes, as it was read (no
+                # UTF-8 file can hold it as a character)
+                out.write(json.dumps(record, ensure_ascii=lone_surrogate(record) is not None) + "\n")
         os.replace(tmp, output_path)
     except BaseException:   # no half-written file left behind
         try:
@@ -416,6 +460,10 @@ def run_extract(input_path: str, output_path: str, style: str, sandbox: "Sandbox
         except OSError:
             pass
         raise
+    if not_run:
+        print(f"earnest extract: {len(not_run)} answer(s) not run, the machine's failure (error_class "
+              f"{INFRASTRUCTURE_ERROR}, correct null, the cause in 'infrastructure'; the others extracted): input "
+              f"line(s) {_examples(not_run)}", file=sys.stderr)
     return len(rows)
 
 
@@ -455,7 +503,8 @@ def add_parser(subparsers) -> None:
             "Read JSON lines with 'response' (and optionally the gold 'answer'); write each line "
             "back with 'extracted' (a number, null when nothing was found, or \"inf\"/\"-inf\"/"
             "\"nan\"), 'extraction_pattern', 'error_class' and, when an answer is given, "
-            "'correct'. --style code runs the solution function in the sandbox."),
+            "'correct'. --style code runs the solution function in the sandbox; an answer the machine could "
+            "not run there is error_class 'infrastructure_error', 'correct' null, the cause in 'infrastructure'."),
     )
     p.add_argument("--style", choices=STYLES, required=True,
                    help="text: 'The final answer is' / last number; code: run solution()")

@@ -42,7 +42,8 @@ root and as an unprivileged user, with the static policy off):
 4. **Always**: no_new_privs; as root setuid/setgid to the batch's own uid (``Sandbox.answer_uid``,
    not 65534, which every process of nobody shares; docs/sandbox.md) (and a chroot into an empty directory
    where there are no namespaces); capabilities dropped inside a user namespace; an empty
-   environment; one descriptor (the result pipe, fd 3); rlimits (CPU, address space, no file
+   environment; one descriptor (the result pipe, fd 3; reference mode adds fds 1 and 2, /dev/null
+   write-only, as the authors' stdout and stderr); rlimits (CPU, address space, no file
    size, no processes, 4 descriptors, no core); parent-death signals and a wall-clock alarm; the
    worker's request and result buffers wiped after each snippet (a snippet that reads its own
    memory finds nothing of another answer's); a session keyring of its own, new and empty, in the
@@ -69,7 +70,10 @@ then ``SandboxUnavailable``; the worker says so in its own status, never in the 
 
 Result classes: :data:`ERROR_CLASSES`, named as ``earnest.gsm.failure_classes`` names them (Appendix F of the GSM-Symbolic re-evaluation, plus
 ``timeout`` and ``resource_limit``; in reference mode these two are reported as ``unclassified``,
-the reference's catch-all, since the reference has no limits). Model code is compiled with the
+the reference's catch-all, since the reference has no limits; reference mode adds
+``crashes_reference``, an answer the authors' code would crash on). ``run_many(...,
+channels=True)`` (reference mode, the state-channel scanner only) also names the process state each
+answer changed (``RunResult.channels``). Model code is compiled with the
 running interpreter's own flags (``dont_inherit``): the sandbox's ``__future__`` imports never apply.
 
 The package, one trade a module:
@@ -93,7 +97,7 @@ The worker imports only the standard library and the modules above that do the s
 from earnest.sandbox.kernel.seccomp import ALLOWED_SYSCALLS
 from earnest.sandbox.layers import (LANDLOCK_ALONE_GAPS, LAYER_HINTS, LAYERS, layers_in_force,
                                     missing_layers_warning)
-from earnest.sandbox.policy import (ALLOWED_MODULES, ATTRIBUTE_ERROR, BRIDGE_ATTRIBUTES, ERROR_CLASSES,
+from earnest.sandbox.policy import (ALLOWED_MODULES, ATTRIBUTE_ERROR, BRIDGE_ATTRIBUTES, CRASHES_REFERENCE, ERROR_CLASSES,
                                     FORBIDDEN_ATTRIBUTE_PREFIXES, FORBIDDEN_ATTRIBUTES, FORBIDDEN_CONSTRUCT,
                                     FORBIDDEN_NAMES, FORBIDDEN_STRING, MAX_SOURCE_CHARS, NAME_ERROR, NO_FUNCTION,
                                     NONE_RETURNED, NOT_A_NUMBER, REFERENCE_BUILTINS, REFERENCE_ERROR_CLASSES,
@@ -104,7 +108,7 @@ from earnest.sandbox.pool import Limits, Sandbox, SandboxUnavailable, default_sa
 from earnest.sandbox.protocol import validate_reply
 
 __all__ = [
-    "ALLOWED_MODULES", "ALLOWED_SYSCALLS", "ATTRIBUTE_ERROR", "BRIDGE_ATTRIBUTES", "ERROR_CLASSES",
+    "ALLOWED_MODULES", "ALLOWED_SYSCALLS", "ATTRIBUTE_ERROR", "BRIDGE_ATTRIBUTES", "CRASHES_REFERENCE", "ERROR_CLASSES",
     "FORBIDDEN_ATTRIBUTES", "FORBIDDEN_ATTRIBUTE_PREFIXES", "FORBIDDEN_CONSTRUCT", "FORBIDDEN_NAMES",
     "FORBIDDEN_STRING", "LANDLOCK_ALONE_GAPS", "LAYERS", "LAYER_HINTS", "MAX_SOURCE_CHARS", "NAME_ERROR",
     "NONE_RETURNED", "NOT_A_NUMBER", "NO_FUNCTION", "REFERENCE_BUILTINS", "REFERENCE_ERROR_CLASSES",

@@ -103,12 +103,16 @@ NOT_A_NUMBER = "not_a_number"
 UNCLASSIFIED = "unclassified"
 TIMEOUT = "timeout"
 RESOURCE_LIMIT = "resource_limit"
+#: reference mode only: the authors' code would not score this answer (an exception escapes their
+#: extractor or correctness check, or the process ends: FIDELITY.md section 16)
+CRASHES_REFERENCE = "crashes_reference"
 #: earnest mode's classes, in the taxonomy's legend order; reference mode's (no limits, the
 #: reference's forbidden-string check instead of earnest's static one)
 ERROR_CLASSES = (NO_FUNCTION, FORBIDDEN_CONSTRUCT, SYNTAX_ERROR, NAME_ERROR, TYPE_VALUE_ERROR, ZERO_DIVISION_ERROR,
                  ATTRIBUTE_ERROR, NONE_RETURNED, NOT_A_NUMBER, UNCLASSIFIED, TIMEOUT, RESOURCE_LIMIT)
 REFERENCE_ERROR_CLASSES = (NO_FUNCTION, FORBIDDEN_STRING, SYNTAX_ERROR, NAME_ERROR, TYPE_VALUE_ERROR,
-                           ZERO_DIVISION_ERROR, ATTRIBUTE_ERROR, NONE_RETURNED, NOT_A_NUMBER, UNCLASSIFIED)
+                           ZERO_DIVISION_ERROR, ATTRIBUTE_ERROR, NONE_RETURNED, NOT_A_NUMBER, UNCLASSIFIED,
+                           CRASHES_REFERENCE)
 _KNOWN_CLASSES = frozenset(ERROR_CLASSES + REFERENCE_ERROR_CLASSES)
 
 
@@ -129,6 +133,10 @@ class RunResult:
     #: set up: the key or namespace quota of the answers' uid, say): what happened. error_class is
     #: then "unclassified"; the answer is not the model's failure, and only this answer is affected
     infrastructure: str = ""
+    #: reference mode, when asked (the state-channel scanner): the names of the process state the
+    #: answer changed (module attributes, classes' attributes, getters' results), see
+    #: ``earnest.sandbox.worker._state_snapshot``
+    channels: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------------------------

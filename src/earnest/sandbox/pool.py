@@ -166,7 +166,7 @@ class _Worker:
             shutil.rmtree(base, ignore_errors=True)  # in case the worker could not
 
     def request(self, source: str, limits: Limits, full_builtins: bool = False,
-                fidelity: str = _EARNEST) -> "dict | RunResult":
+                fidelity: str = _EARNEST, channels: bool = False) -> "dict | RunResult":
         # a worker that cannot fork a child for the answer (the user's process limit reached by
         # other processes of the same user, memory) says so; it is retried a few times (the
         # limit may be transient), then the run stops with a clear error: an innocent answer that
@@ -177,9 +177,9 @@ class _Worker:
         # no answer can end the batch by writing {"fork_error": ...} there.
         failure: _WorkerFailure | None = None
         for pause in (0.05, 0.25, 1.0, 2.0, None):
-            reply = self._request_once(source, limits, full_builtins, fidelity)
+            reply = self._request_once(source, limits, full_builtins, fidelity, channels)
             if reply is _NOT_SENT:  # the worker had died while idle: the answer never ran; a fresh one
-                reply = self._request_once(source, limits, full_builtins, fidelity)
+                reply = self._request_once(source, limits, full_builtins, fidelity, channels)
             if reply is _NOT_SENT:
                 return {"error": UNCLASSIFIED, "detail": "sandbox worker died, hung or sent garbage; restarted"}
             if not isinstance(reply, _WorkerFailure):
@@ -201,7 +201,7 @@ class _Worker:
                          infrastructure=f"the process for this answer could not be set up, before any model code "
                                         f"ran ({failure.detail})")
 
-    def _request_once(self, source: str, limits: Limits, full_builtins: bool, fidelity: str):
+    def _request_once(self, source: str, limits: Limits, full_builtins: bool, fidelity: str, channels: bool = False):
         """The reply to one request (a dict: the answer's report, or the worker's account of how
         the answer's process ended), ``_NOT_SENT`` or a ``_WorkerFailure``."""
         if self.proc is None:
@@ -210,7 +210,8 @@ class _Worker:
         if proc is None:
             raise RuntimeError("sandbox is closed")
         payload = json.dumps({"source": source, "limits": limits.as_dict(),
-                              "full_builtins": bool(full_builtins), "mode": fidelity}).encode()
+                              "full_builtins": bool(full_builtins), "mode": fidelity,
+                              "channels": bool(channels)}).encode()
         if len(payload) > _MAX_MESSAGE:
             return {"error": "resource_limit", "detail": f"request of {len(payload)} bytes"}
         wall = float(limits.wall_seconds)
@@ -253,11 +254,62 @@ class _Worker:
             detail = report.get("detail") if isinstance(report.get("detail"), str) else ""
             kind = "job_limit" if report.get("setup") == "job_limit" else "setup"
             return _WorkerFailure(kind, _short(detail or "the process ended before it was set up", 200))
-        return _interpret(head[0], body, wall)
+        return _interpret(head[0], body, wall, fidelity)
 
 
 #: the oldest Python the worker runs on (os.waitstatus_to_exitcode, os.pidfd_open)
 MIN_PYTHON = (3, 9)
+
+
+class _ProbeFlood(Exception):
+    """A probed program wrote more than it may (its argument: the limit in bytes)."""
+
+
+_PROBE_LIMIT = 64 * 1024
+
+
+def _probe(argv: list[str], timeout: float) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of ``argv``, each stream kept to ``_PROBE_LIMIT`` bytes: a program
+    that writes more (one that prints without end where a Python was expected) is killed, with every
+    process of its session, and ``_ProbeFlood`` raised, instead of its output filling this process's
+    memory. ``subprocess.TimeoutExpired`` after ``timeout`` s."""
+    import selectors
+
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    out = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    flood = False
+    end = time.monotonic() + timeout
+    try:
+        with selectors.DefaultSelector() as sel:
+            for stream in out:
+                sel.register(stream, selectors.EVENT_READ)
+            while sel.get_map() and not flood:
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise subprocess.TimeoutExpired(argv, timeout)
+                for key, _ in sel.select(left):
+                    data = os.read(key.fd, 65536)
+                    if not data:
+                        sel.unregister(key.fileobj)
+                        continue
+                    buf = out[key.fileobj]
+                    buf += data
+                    if len(buf) > _PROBE_LIMIT:
+                        flood = True
+        if flood:
+            raise _ProbeFlood(_PROBE_LIMIT)
+        returncode = proc.wait(max(0.1, end - time.monotonic()))
+    finally:
+        if proc.returncode is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    return (returncode, out[proc.stdout].decode("utf-8", "replace"), out[proc.stderr].decode("utf-8", "replace"))
 
 
 def resolve_python(python: str) -> str:
@@ -270,13 +322,17 @@ def resolve_python(python: str) -> str:
         raise SandboxUnavailable(f"sandbox.python: {python!r} is not on PATH (give a path to a Python "
                                  f"interpreter, or the name of one on PATH)")
     found = found or python
+    # (written so that any Python, 2.7 too, answers: its version is then refused by name)
+    code = "import sys; sys.stdout.write(sys.executable + '\\n' + '%d.%d' % tuple(sys.version_info[:2]) + '\\n')"
     try:
-        # (written so that any Python, 2.7 too, answers: its version is then refused by name)
-        proc = subprocess.run([found, "-c", "import sys; sys.stdout.write(sys.executable + '\\n' + "
-                                            "'%d.%d' % tuple(sys.version_info[:2]) + '\\n')"],
-                              capture_output=True, text=True, timeout=60)
+        returncode, stdout, stderr = _probe([found, "-c", code], timeout=60.0)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SandboxUnavailable(f"sandbox.python: {python!r} does not run: {exc}") from exc
+    except _ProbeFlood as exc:
+        raise SandboxUnavailable(f"sandbox.python: {python!r} does not run as a Python interpreter: asked for its "
+                                 f"version, it wrote more than {exc} bytes and was stopped (give a path to a "
+                                 "Python interpreter)") from None
+    proc = subprocess.CompletedProcess([found], returncode, stdout, stderr)
     lines = proc.stdout.splitlines()
     exe = lines[0].strip() if lines else ""
     if proc.returncode != 0 or not exe or not os.path.isfile(exe):
@@ -416,10 +472,12 @@ class Sandbox:
             return refused
         return self._run_checked(source, fidelity=fidelity)
 
-    def run_many(self, sources: list[str], *, fidelity: str = _EARNEST) -> list[RunResult]:
+    def run_many(self, sources: list[str], *, fidelity: str = _EARNEST, channels: bool = False) -> list[RunResult]:
         """``run`` for each source, in order, spread over the workers. Raises
-        ``SandboxUnavailable`` (in the calling thread) if model code cannot run here."""
-        return self._run_batch(sources, fidelity=fidelity, check=True)
+        ``SandboxUnavailable`` (in the calling thread) if model code cannot run here. With
+        ``channels`` (reference mode; the state-channel scanner, never scoring) each result also
+        names the process state the answer changed (``RunResult.channels``)."""
+        return self._run_batch(sources, fidelity=fidelity, check=True, channels=channels)
 
     def _run_many_unchecked(self, sources: list[str], *, full_builtins: bool = False,
                             fidelity: str = _EARNEST) -> list[RunResult]:
@@ -428,7 +486,7 @@ class Sandbox:
         return self._run_batch(sources, fidelity=fidelity, check=False, full_builtins=full_builtins)
 
     def _run_batch(self, sources: list[str], *, fidelity: str, check: bool,
-                   full_builtins: bool = False) -> list[RunResult]:
+                   full_builtins: bool = False, channels: bool = False) -> list[RunResult]:
         results: list[RunResult | None] = [None] * len(sources)
         todo = []
         for i, src in enumerate(sources):
@@ -450,7 +508,7 @@ class Sandbox:
                         return
                     try:
                         results[i] = self._run_checked(sources[i], full_builtins=full_builtins,
-                                                       fidelity=fidelity)
+                                                       fidelity=fidelity, channels=channels)
                     except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
                         failures.append(exc)
 
@@ -471,10 +529,10 @@ class Sandbox:
         return self._run_checked(source, full_builtins=full_builtins, fidelity=fidelity)
 
     def _run_checked(self, source: str, full_builtins: bool = False,
-                     fidelity: str = _EARNEST) -> RunResult:
+                     fidelity: str = _EARNEST, channels: bool = False) -> RunResult:
         worker = self._acquire()
         try:
-            reply = worker.request(source, self.limits, full_builtins, fidelity)
+            reply = worker.request(source, self.limits, full_builtins, fidelity, channels)
         finally:
             self._release(worker)
         if isinstance(reply, RunResult):   # the machine's failure, told by the worker's status

@@ -10,6 +10,7 @@ a reply is validated field by field (``validate_reply``). Standard library only:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -19,7 +20,7 @@ import struct
 import time
 from fractions import Fraction
 
-from earnest.sandbox.policy import (_EARNEST, _KNOWN_CLASSES, _REFERENCE, MAX_SOURCE_CHARS, RESOURCE_LIMIT, TIMEOUT,
+from earnest.sandbox.policy import (_EARNEST, _KNOWN_CLASSES, _REFERENCE, CRASHES_REFERENCE, MAX_SOURCE_CHARS, RESOURCE_LIMIT, TIMEOUT,
                                     UNCLASSIFIED, RunResult, _short)
 
 
@@ -135,7 +136,7 @@ def _receive_pair_head(fd: int, deadline: float | None = None) -> tuple[dict, in
     return None if control is None else (control, payload)
 
 
-def _interpret(status: dict, body: bytes, wall: float) -> dict:
+def _interpret(status: dict, body: bytes, wall: float, fidelity: str = _EARNEST) -> dict:
     """The worker's account of one child (its status and the raw bytes it reported) as a reply
     object; ``validate_reply`` then checks every field of it."""
     if status.get("timed_out"):
@@ -156,6 +157,10 @@ def _interpret(status: dict, body: bytes, wall: float) -> dict:
         if sig in (signal.SIGSEGV, signal.SIGBUS, signal.SIGXFSZ, signal.SIGABRT, signal.SIGSYS):
             return {"error": "resource_limit", "detail": f"killed by {signal.Signals(sig).name}"}
         return {"error": "unclassified", "detail": f"killed by signal {sig}"}
+    if fidelity == _REFERENCE and not status.get("setup_failed"):
+        # model code ended the process (os._exit): the authors' run ends with it (FIDELITY.md section 16)
+        return {"error": CRASHES_REFERENCE, "detail": "the process ended without a result (os._exit): "
+                "the authors' run ends here"}
     return {"error": "unclassified", "detail": "ended without a result"}
 
 
@@ -176,6 +181,19 @@ def validate_reply(reply: object, fidelity: str = _EARNEST) -> RunResult:
     detail = _CONTROL.sub(lambda m: ascii(m.group())[1:-1], _short(detail)) if isinstance(detail, str) else ""
     if not isinstance(error, str) or (error and error not in _KNOWN_CLASSES):
         return malformed("unknown class")
+    result = _validated(reply, error, detail, fidelity)
+    channels = reply.get("channels")
+    if isinstance(channels, list):
+        names = tuple(_CONTROL.sub(lambda m: ascii(m.group())[1:-1], _short(c, 120))
+                      for c in channels[:80] if isinstance(c, str))
+        result = dataclasses.replace(result, channels=names)
+    return result
+
+
+def _validated(reply: dict, error: str, detail: str, fidelity: str) -> RunResult:
+    def malformed(why: str) -> RunResult:
+        return RunResult(UNCLASSIFIED, detail=f"malformed result from the sandbox ({why})")
+
     if fidelity == _REFERENCE and error in (TIMEOUT, RESOURCE_LIMIT):
         # the reference has no limits (it would hang or die): its catch-all class
         return RunResult(UNCLASSIFIED, detail=f"{error.replace('_', ' ')}: {detail}")

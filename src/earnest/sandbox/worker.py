@@ -64,21 +64,68 @@ class _OutputLimit(BaseException):
     """Raised by the sandbox print once the output limit is passed (not an Exception on purpose)."""
 
 
-class _Discard(io.RawIOBase):
-    """A byte sink: the end of reference mode's standard output (nothing is kept)."""
+def _reference_stream(fd: int, name: str, errors: str, line_buffering: bool):
+    """A standard stream as Python builds it at start-up (``create_stdio``): a text stream over a
+    buffered ``FileIO`` of ``fd`` (not closed with it), its ``name`` "<stdout>" or "<stderr>", mode
+    "w", encoded as a UTF-8 locale's. In reference mode fds 1 and 2 are the worker's /dev/null, so
+    what the answer writes there goes nowhere: it is neither kept nor shown."""
+    raw = io.FileIO(fd, "w", closefd=False)
+    raw.name = name
+    stream = io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8", errors=errors,
+                              line_buffering=line_buffering)
+    stream.mode = "w"
+    return stream
 
-    def writable(self) -> bool:
-        return True
 
-    def write(self, data) -> int:
-        return len(data)
+def _reference_stdio() -> None:
+    """sys.stdout and sys.stderr as the authors' run has them, over fds 1 and 2 (/dev/null here):
+    stdout's errors ``strict`` (a UTF-8 locale: a lone surrogate raises UnicodeEncodeError when
+    printed), stderr's ``backslashreplace`` and line-buffered; ``fileno()`` 1 and 2, ``name``
+    "<stdout>" and "<stderr>", reached the same way through ``typing.sys`` or ``random._os.sys``."""
+    sys.stdout = sys.__stdout__ = _reference_stream(1, "<stdout>", "strict", False)
+    sys.stderr = sys.__stderr__ = _reference_stream(2, "<stderr>", "backslashreplace", True)
 
 
-def _reference_stdout():
-    """The standard output the authors' print writes to, without its bytes: a text stream that
-    encodes as a UTF-8 locale's stdout does (``errors="strict"``: a lone surrogate raises
-    UnicodeEncodeError when printed) and throws the bytes away."""
-    return io.TextIOWrapper(io.BufferedWriter(_Discard()), encoding="utf-8", errors="strict")
+def _crashes_reference(what: str) -> dict:
+    return {"error": "crashes_reference", "detail": what}
+
+
+def _reference_crash(exc: BaseException | None = None, value=None) -> dict | None:
+    """The authors' code would not score this outcome (FIDELITY.md section 16), or None.
+
+    ``exc``: what ran the answer raised. SystemExit ends their run (their ``except Exception`` lets
+    it through); every other exception is formatted by their handler (``f"...: {exc}"``), and when
+    that formatting raises (a KeyError whose key is an int of more than 4300 digits: ValueError) the
+    error escapes their extractor. ``value``: what solution() returned. Not a number: their message
+    formats it (``f"({res}, ...)"``), outside their ``try``. An int too large for a float: their
+    ``abs(predicted - gold)`` raises OverflowError."""
+    if exc is not None:
+        if isinstance(exc, SystemExit):
+            return _crashes_reference("SystemExit: the authors' run ends here (their except Exception "
+                                      "does not catch it)")
+        try:
+            f"{exc}"
+        except BaseException as inner:  # noqa: BLE001 - whatever formatting raises escapes theirs
+            return _crashes_reference(f"formatting the {_short(type(exc).__name__, 60)} raised "
+                                      f"{_short(type(inner).__name__, 60)}: their handler formats it, outside "
+                                      "their try (the evaluation set is dropped)")
+        return None
+    if value is None or isinstance(value, float):
+        return None
+    if isinstance(value, int):
+        try:
+            int.__float__(_plain_int(value))
+        except OverflowError:
+            return _crashes_reference(f"an integer of {_plain_int(value).bit_length()} bits: their correctness "
+                                      "check abs(predicted - gold) raises OverflowError (the evaluation set is "
+                                      "dropped)")
+        return None
+    try:
+        f"{value}"
+    except BaseException as inner:  # noqa: BLE001
+        return _crashes_reference(f"not a number, and formatting it raised {_short(type(inner).__name__, 60)}: "
+                                  "their message formats it, outside their try (the evaluation set is dropped)")
+    return None
 
 
 def _module_copy(module):
@@ -185,19 +232,149 @@ def _classify(exc: BaseException, mode: str = _EARNEST) -> str:
     return "unclassified"
 
 
+# ------------------------------------------------------------------ state a run leaves behind
+# (the channel scanner: what an answer changes that a later answer of the authors' single process
+# would see; FIDELITY.md section 15). Opt-in, reference mode only: scoring never takes a snapshot.
+
+#: getters that count the snapshot's own work (no state an answer sets) or would copy the whole heap
+_SNAPSHOT_SKIP = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "gc.get_count",
+                            "gc.get_stats", "sys.getallocatedblocks", "sys.getunicodeinternedsize",
+                            "sys.gettotalrefcount"})
+_C_CALLABLE = ("wrapper_descriptor", "method-wrapper", "method_descriptor", "builtin_function_or_method")
+_PLAIN = (int, bool, float, complex, str, bytes, type(None), type(Ellipsis))
+
+
+def _fingerprint(value, depth: int = 2):
+    """A comparable summary of ``value`` that runs no Python code of the answer's: numbers, strings
+    and bytes by value (hashed), lists, tuples, dicts and sets by their items (to ``depth``),
+    instances by their ``__dict__``, C objects by their C ``repr`` (decimal's Context: precision,
+    rounding, flags, traps ...), anything else by identity."""
+    import types
+
+    kind = type(value)
+    if kind in _PLAIN:
+        return (kind.__name__, hash(value))
+    if depth <= 0:
+        return ("id", id(value))
+    if kind in (list, tuple):
+        return (kind.__name__, len(value), tuple(_fingerprint(x, depth - 1) for x in value[:512]))
+    if kind is dict:
+        return ("dict", frozenset((_fingerprint(k, 0), _fingerprint(v, depth - 1))
+                                  for k, v in list(dict.items(value))[:4096]))
+    if kind in (set, frozenset):
+        return (kind.__name__, frozenset(_fingerprint(x, 0) for x in list(value)[:4096]))
+    if isinstance(value, types.ModuleType):   # a module has an entry of its own
+        return ("module", id(value))
+    if isinstance(value, type):
+        return ("class", id(value), tuple(sorted((str(k), id(v)) for k, v in
+                                                 list(type.__dict__["__dict__"].__get__(value).items()))))
+    try:
+        inner = object.__getattribute__(value, "__dict__")
+    except Exception:  # noqa: BLE001 - no instance dict
+        inner = None
+    if type(inner) is dict:
+        return ("object", id(value), _fingerprint(inner, depth - 1))
+    if type(getattr(kind, "__repr__", None)).__name__ in _C_CALLABLE and kind.__repr__ is not object.__repr__:
+        try:
+            text = kind.__repr__(value)
+        except Exception:  # noqa: BLE001
+            text = None
+        if type(text) is str:
+            return ("repr", hash(text))
+    return ("id", id(value))
+
+
+def _state_snapshot(getters: dict | None = None, getters_only: bool = False) -> tuple[dict, dict]:
+    """Every module of ``sys.modules``: each attribute's fingerprint, each class's own attributes,
+    and what every public zero-argument getter of theirs (a C function or a bound method, named
+    ``get...`` or ``is...``) returns (``sys.getrecursionlimit()``,
+    ``decimal.getcontext()``, ``random.getstate()``, ``abc.get_cache_token()`` ...). Generic: no
+    list of the channels; the getters are collected on the first snapshot (``getters`` None) and the
+    same objects are called on the later ones, so nothing an answer put in their place runs."""
+    import types
+
+    state: dict = {}
+    first = getters is None
+    if first:
+        getters = {}
+    modules = list(dict.items(sys.__dict__["modules"])) if type(sys.__dict__.get("modules")) is dict else []
+    state["sys.modules"] = frozenset((k, id(v)) for k, v in modules)
+    for mname, module in ([] if getters_only else modules):
+        if mname in ("__main__", "earnest") or mname.startswith("earnest."):   # the sandbox's own, not the authors'
+            continue
+        if type(module) is not types.ModuleType:
+            state[f"sys.modules[{mname!r}]"] = ("not a module", id(module))
+            continue
+        namespace = types.ModuleType.__dict__["__dict__"].__get__(module)
+        for name, value in list(dict.items(namespace)):
+            if name == "__builtins__" or type(name) is not str:
+                continue
+            key = f"{mname}.{name}"
+            state[key] = _fingerprint(value)
+            if first and not name.startswith("_") and name.startswith(("get", "is")) \
+                    and key not in _SNAPSHOT_SKIP and type(value).__name__ in ("builtin_function_or_method", "method"):
+                getters[key] = value
+    for key, getter in list(getters.items()):
+        try:
+            state[key + "()"] = _fingerprint(getter())
+        except TypeError:   # it needs arguments: not a getter of state
+            if first:
+                del getters[key]
+        except BaseException as exc:  # noqa: BLE001 - refused (EPERM): its class is the state
+            state[key + "()"] = ("raises", type(exc).__name__)
+    return state, getters
+
+
+def _state_changes(before: dict, after: dict, noise: frozenset) -> list[str]:
+    """The names whose state differs (a name gone or new counts), less ``noise``."""
+    names = []
+    for key in sorted(k for k in set(before) | set(after) if k not in noise and before.get(k) != after.get(k)):
+        old, new = before.get(key), after.get(key)
+        if old is not None and new is not None and old[0] == new[0] == "class" and old[1] == new[1]:
+            # the same class, its own attributes changed: name them
+            was, now = dict(old[2]), dict(new[2])
+            names.extend(f"{key}.{a}" for a in sorted(set(was) | set(now)) if was.get(a) != now.get(a))
+        else:
+            names.append(key)
+    return [_short(n, 120) for n in names[:64]]
+
+
 def _one_argument_type(obj):
     """``type`` for snippets: the type of one object, never a new class."""
     return type(obj)
 
 
 def _execute(source: str, limits: dict, modules: dict, full_builtins: bool = False,
-             mode: str = _EARNEST) -> dict:
-    """Run the snippet in this (already isolated) process and describe the outcome."""
+             mode: str = _EARNEST, channels: bool = False) -> dict:
+    """Run the snippet in this (already isolated) process and describe the outcome; with
+    ``channels`` (reference mode) also the state it changed (``"channels"``: names of module
+    attributes, classes' attributes and getters' results that differ after it ran)."""
+    outcome = _execute_once(source, limits, modules, full_builtins, mode, channels)
+    if channels and mode == _REFERENCE and _SCAN:
+        before, getters, noise = _SCAN
+        try:
+            after, _ = _state_snapshot(getters)
+            outcome["channels"] = _state_changes(before, after, noise)
+        except BaseException as exc:  # noqa: BLE001 - e.g. a recursion limit the answer set too low
+            outcome["channels"] = [f"(the state could not be read after the answer: {_describe(exc)})"]
+        if _REFUSED:
+            # in the authors' process that call may have changed its state
+            outcome["channels"].append(REFUSED_CALL)
+    return outcome
+
+
+_SCAN: list = []
+_REFUSED: list = []
+#: the channel scanner's name for an answer that ended in an OSError: a system call the sandbox refused
+REFUSED_CALL = "(a system call the sandbox refused)"
+
+
+def _execute_once(source: str, limits: dict, modules: dict, full_builtins: bool, mode: str, channels: bool) -> dict:
     import builtins
 
     written = [0]
     # earnest mode: output goes nowhere and counts against a limit. Reference mode: the builtin
-    # print itself, writing to a stdout of the authors' kind that keeps nothing (_reference_stdout):
+    # print itself, writing to a stdout of the authors' kind that keeps nothing (_reference_stdio):
     # it raises where theirs does (file=5, sep=5, end=0, a lone surrogate) and has no limit.
     cap = limits["out"] if mode != _REFERENCE else float("inf")
 
@@ -222,9 +399,16 @@ def _execute(source: str, limits: dict, modules: dict, full_builtins: bool = Fal
             # the authors' namespace: their 28 builtins (print the real one) and the real modules
             # (``modules`` holds them in reference mode: every attribute, private and module-valued
             # ones included, as in their process; the kernel layers contain what they reach)
-            sys.stdout = _reference_stdout()
+            # (sys.stdout and sys.stderr were set up by _child: _reference_stdio)
             # (random reseeds itself from the system in every fork: set the authors' starting state)
             modules["random"].seed(REFERENCE_RANDOM_SEED)
+            if channels:
+                # the getters called twice with nothing between: what differs there (a load average,
+                # a counter) is noise, not the answer's (module attributes do not change by themselves)
+                before, getters = _state_snapshot()
+                again, _ = _state_snapshot(getters, getters_only=True)
+                noise = frozenset(k for k in again if again[k] != before.get(k))
+                _SCAN[:] = [before, getters, noise]
             safe = {name: getattr(builtins, name) for name in REFERENCE_BUILTINS}
             scope = {"__builtins__": safe}
             scope.update((name, modules[name]) for name in REFERENCE_MODULES)
@@ -233,6 +417,9 @@ def _execute(source: str, limits: dict, modules: dict, full_builtins: bool = Fal
             # as the reference's exec(str) compiles it
             exec(compile(source, "<solution>", "exec", dont_inherit=True), scope, local)
             value = local.get("ret")
+            crash = _reference_crash(value=value)
+            if crash is not None:
+                return crash
         else:
             if full_builtins:  # tests of the OS-level limits only; never set for model output
                 namespace = {"__builtins__": builtins, "__name__": "__sandbox__"}
@@ -254,8 +441,17 @@ def _execute(source: str, limits: dict, modules: dict, full_builtins: bool = Fal
             return {"error": "resource_limit", "detail": "output limit exceeded"}
         return _encode_value(value, mode)
     except BaseException as exc:  # noqa: BLE001 - every failure is a result here
+        if channels and isinstance(exc, OSError):
+            # a system call failed: the kernel layers refuse every call that changes the process
+            # (chdir, umask, a signal handler, a thread; EPERM, or errno 0 where libc's wrapper cannot
+            # fail), which the authors' process makes
+            _REFUSED.append(exc.errno)
         if written[0] > cap:
             return {"error": "resource_limit", "detail": "output limit exceeded"}
+        if mode == _REFERENCE:
+            crash = _reference_crash(exc)
+            if crash is not None:
+                return crash
         detail = "output limit exceeded" if isinstance(exc, _OutputLimit) else _describe(exc)
         return {"error": _classify(exc, mode), "detail": detail}
 
@@ -297,11 +493,24 @@ def _child(payload: memoryview, result_fd: int, setup: dict) -> None:
         source, limits = request["source"], request["limits"]
         mode = _REFERENCE if request.get("mode") == _REFERENCE else _EARNEST
         full_builtins = bool(request.get("full_builtins"))
+        channels = request.get("channels") is True
     except BaseException:  # noqa: BLE001
         source = None
     try:
+        reference_stdio = source is not None and mode == _REFERENCE and setup.get("devnull", -1) >= 0
+        if reference_stdio:
+            # the authors' stdout and stderr are open: fds 1 and 2 become /dev/null, opened write-only
+            # by the worker at its start (no read, no mapping of it); writes go nowhere, with no
+            # limit but the time limit's
+            os.dup2(setup["devnull"], 1)
+            os.dup2(setup["devnull"], 2)
         os.dup2(result_fd, 3)
-        os.closerange(0, 3)
+        if reference_stdio:
+            os.close(0)
+            # the streams are built now, while fstat still works (not after the seccomp filter)
+            _reference_stdio()
+        else:
+            os.closerange(0, 3)
         os.closerange(4, 1 << 16)
         if source is None:
             raise ValueError("malformed request")
@@ -355,7 +564,7 @@ def _child(payload: memoryview, result_fd: int, setup: dict) -> None:
                 raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP failed")
         os.write(3, _READY)  # set up: what follows on the pipe is the answer's
         modules = setup["reference_modules"] if mode == _REFERENCE else setup["modules"]
-        outcome = _execute(source, limits, modules, full_builtins, mode)
+        outcome = _execute(source, limits, modules, full_builtins, mode, channels)
     except BaseException as exc:  # noqa: BLE001
         outcome = {"error": "unclassified", "detail": "sandbox setup failed: " + _describe(exc)}
         if isinstance(exc, _JobLimit):   # the configuration's, for every answer: the caller stops the run
@@ -519,6 +728,8 @@ def _worker_main(tmp: str, disabled: frozenset, answer_uid: int = 65534) -> None
     namespaces: list[str] = []
     try:
         devnull = os.open(os.devnull, os.O_RDWR)
+        # reference mode's fds 1 and 2 (its answers' stdout and stderr, section 14 of FIDELITY.md)
+        devnull_w = os.open(os.devnull, os.O_WRONLY)
         proto_in, proto_out = 0, os.dup(1)
         os.dup2(devnull, 1)  # nothing printed by mistake can corrupt the protocol stream
         os.close(devnull)
@@ -567,7 +778,7 @@ def _worker_main(tmp: str, disabled: frozenset, answer_uid: int = 65534) -> None
         layers = [name for name, _ in layers_in_force(hello)]  # the one list the caller reports too
         blockers = [name for name in layers if name in FILE_READ_BLOCKERS]
         hello.update(file_reads_blocked_by=blockers, layers=layers)
-        setup = {"libc": libc, "root": root, "base": base, "modules": modules,
+        setup = {"libc": libc, "root": root, "base": base, "modules": modules, "devnull": devnull_w,
                  "reference_modules": reference_modules, "namespaces": namespaces,
                  "init": init, "landlock": landlock, "seccomp": seccomp, "session_keyring": keyrings,
                  "layers": layers, "answer_uid": answer_uid}

@@ -5,7 +5,9 @@ through the engine interface (:meth:`earnest.stats.engines.Engine.pairwise`, the
 The random intercept per sample absorbs how hard each sample is, so the model effects compare
 models on the same samples (paired). Every pair of models is contrasted on the log-odds scale
 (difference of fixed effects, Wald z with the fit's covariance), and the p-values of all pairs are
-Holm-corrected with R's ``p.adjust``. The paper reports no such test.
+Holm-corrected across all pairs by the verdict (:func:`earnest.stats.verdict.decide`, the record
+every GSM-Symbolic fit ends in: ``p_value`` (Wald), ``p_holm``, ``verdict`` and its reason; a
+degenerate pair is "not estimable" and leaves the family). The paper reports no such test.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ def pairwise_glmm(scored: pd.DataFrame, outcome: str = "correct_fg", strategy: s
     Fewer than two models gives an empty table. Only samples answered by every model enter.
     """
     cols = ["outcome", "prompt", "model_a", "model_b", "estimate", "se", "z", "p", "p_holm", "odds_ratio",
-            "sample_sd", "singular", "messages", "n_samples", "degenerate", "fit_problems"]
+            "ci_low", "ci_high", "sample_sd", "singular", "messages", "n_samples", "degenerate", "fit_problems",
+            "p_value", "p_source", "holm_m", "significant_uncorrected", "significant_holm", "verdict", "verdict_reason"]
     if outcome not in ("correct_cg", "correct_fg"):
         raise ValueError("outcome must be correct_cg or correct_fg")
     sub = scored if strategy is None else scored[scored["prompt"] == strategy]
@@ -58,7 +61,7 @@ def pairwise_glmm(scored: pd.DataFrame, outcome: str = "correct_fg", strategy: s
         "model_a": list(get["model_a"]), "model_b": list(get["model_b"]),
         "estimate": np.array(get["estimate"], dtype=float), "se": np.array(get["se"], dtype=float),
         "z": np.array(get["z"], dtype=float), "p": np.array(get["p"], dtype=float),
-        "p_holm": np.array(get["p_holm"], dtype=float)})
+        })
     out.insert(0, "prompt", strategy if strategy is not None else "")
     out.insert(0, "outcome", outcome)
     out["odds_ratio"] = np.exp(out["estimate"])
@@ -77,7 +80,22 @@ def pairwise_glmm(scored: pd.DataFrame, outcome: str = "correct_fg", strategy: s
         problems.append("; ".join(said))
     out["fit_problems"] = problems
     out["degenerate"] = out["fit_problems"] != ""
-    return out[cols]
+    return _decided(out)[cols]
+
+
+def _decided(out: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
+    """The pairs as verdict records: the Wald P and interval, Holm across the pairs and the verdict
+    (:func:`earnest.stats.verdict.decide`; a degenerate pair not estimable, outside the family)."""
+    from scipy.stats import norm
+
+    from earnest.stats.verdict import decide
+
+    half = norm.ppf(0.975) * out["se"].astype(float)
+    with np.errstate(over="ignore"):
+        rec = out.assign(p_value=out["p"].astype(float), p_source="Wald", p_bound=np.nan,
+                         ci_low=np.exp(out["estimate"] - half), ci_high=np.exp(out["estimate"] + half),
+                         not_estimable_reason=out["fit_problems"])
+    return decide(rec, None, alpha=alpha)
 
 
 def significance(p_holm, degenerate, alpha: float = ALPHA) -> pd.Series:
@@ -123,7 +141,8 @@ def write_pairwise_table(pairs: pd.DataFrame, stem, alpha: float = ALPHA):
     for col in ("estimate", "z"):
         shown[col] = [DEGENERATE_MARK if d else default_format(float(x)) for x, d in zip(pairs[col], degenerate)]
     bold = pd.DataFrame(False, index=shown.index, columns=shown.columns)
-    bold["p_holm"] = significance(pairs["p_holm"], degenerate, alpha)
+    bold["p_holm"] = (pairs["significant_holm"].astype(bool) if "significant_holm" in pairs.columns
+                      else significance(pairs["p_holm"], degenerate, alpha))
     fmt_p = lambda v: format_p(v, alpha)  # noqa: E731
     return write_table(shown, stem, caption=(
         "Paired model comparisons: binomial GLMM correct ~ model + (1|sample) (lme4); estimate = log-odds "

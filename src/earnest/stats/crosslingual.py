@@ -57,7 +57,7 @@ import pandas as pd
 from earnest import fidelity as F
 from earnest.stats.defaults import ALPHA, ENGINE
 from earnest.stats.engines import laplace
-from earnest.stats.glmm import (LME4, GLMMInputError, WaldFit, check_unique_columns, text_column,
+from earnest.stats.glmm import (LANGUAGE_TERM, LME4, GLMMInputError, WaldFit, check_unique_columns, text_column,
                                 validate_glmm_input)
 from earnest.stats.summary import clean_mask, diverged_order_statistics
 from earnest.stats.summary import not_estimable_reason as _reason, separates
@@ -82,7 +82,7 @@ SUMMARY_COLUMNS = ["model", "prompt", "kind", "term", "language", "reference", "
 
 
 def language_term(language: str) -> str:
-    return f"language[{language}]"
+    return LANGUAGE_TERM.format(language)
 
 
 def interaction_term(language: str) -> str:
@@ -241,6 +241,11 @@ class CrossData:
         f = aggregate(self.df[self.df["language"].isin(self.languages)])
         f["language"] = pd.Categorical(f["language"], categories=self.languages)
         return f
+
+    @property
+    def terms(self) -> list[str]:
+        """The fixed effects in design order (:func:`terms_for`)."""
+        return terms_for(self.languages)
 
     def design(self) -> CrossDesign:
         if self._design is None:   # languages already in order, the reference first

@@ -182,7 +182,10 @@ def fit_problems(row, labels: tuple[str, str] = ("GSM-Base", "GSM-Variants")) ->
         out.append(f"{int(n_nc)} of {B} resamples did not converge (clean under no rule, left out)")
     if int(row.get("n_singular", 0) or 0) > 0:
         verdict = "caution" if verdict == "ok" else verdict
-        out.append(f"{int(row['n_singular'])} of {B} resamples were singular fits (template variance estimated at 0)")
+        kept = ("counted: a fit of the model" if str(row.get("fidelity", "") or F.DEFAULT) != F.REFERENCE
+                else "left out, as the authors do")
+        out.append(f"{int(row['n_singular'])} of {B} resamples were singular fits (template variance estimated at 0; "
+                   f"{kept})")
     if row.get("wald_converged") is False or row.get("wald_converged") == 0:
         verdict = "caution" if verdict == "ok" else verdict
         msg = _diagnostic_text(str(row.get("wald_messages") or "")) or "no message"

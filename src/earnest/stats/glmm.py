@@ -613,21 +613,39 @@ def _check_labels(labels: str) -> str:
 @dataclass(frozen=True)
 class Prior:
     """Earnest mode's weakly informative normal prior on the fixed effects: N(0, intercept_sd^2) on the
-    intercept and N(0, effect_sd^2) on every other fixed effect, independent. Its -2 log density adds
-    sum_j (beta_j / sd_j)^2 to the Laplace deviance, so the fit stays finite where the data separate
-    (no wrong GSM-Base answer at the accuracy ceiling) and barely moves elsewhere (an estimate with
-    SE 0.1 moves by ~0.2% of itself). The same penalty in both engines: laplace adds it to its deviance,
-    lme4 fits ``blme::bglmer(fixef.prior = normal(sd = c(intercept_sd, effect_sd, ...)), cov.prior = NULL)``
-    (the random-intercept variance stays unpenalised, as in glmer)."""
+    intercept and on every other *level* term (a language's shift of the GSM-Base log odds in the
+    cross-lingual model, :func:`is_level_term`), N(0, effect_sd^2) on every effect (variant, gamma, a
+    language x variant interaction), independent. Its -2 log density adds sum_j (beta_j / sd_j)^2 to the
+    Laplace deviance, so the fit stays finite where the data separate (no wrong GSM-Base answer at the
+    accuracy ceiling) and barely moves elsewhere (an estimate with SE 0.1 moves by ~0.2% of itself). The
+    effects' prior alone keeps every fit finite; a level term gets the intercept's because shrinking a
+    language's baseline towards the reference's would bias the interaction it is there to leave free
+    (a language at 98% against one at 62%: +0.15 log-odds on average, benchmarks/README.md). The same
+    penalty in both engines: laplace adds it to its deviance, lme4 fits
+    ``blme::bglmer(fixef.prior = normal(cov = diag(sd^2)), cov.prior = NULL)`` (the random-intercept
+    variance stays unpenalised, as in glmer)."""
     intercept_sd: float = PRIOR_INTERCEPT_SD
     effect_sd: float = PRIOR_EFFECT_SD
 
-    def sd(self, n_columns: int) -> list[float]:
-        """The prior's standard deviation of each of ``n_columns`` fixed-effect columns, intercept first."""
-        return [float(self.intercept_sd)] + [float(self.effect_sd)] * (int(n_columns) - 1)
+    def sd(self, terms) -> list[float]:
+        """The prior's standard deviation of each fixed effect of ``terms`` (names, in design order;
+        or a number of columns, the intercept first and effects after it)."""
+        if isinstance(terms, (int, np.integer)):
+            terms = [INTERCEPT] + [VARIANT] * (int(terms) - 1)
+        return [float(self.intercept_sd if is_level_term(t) else self.effect_sd) for t in terms]
 
     def label(self) -> str:
         return f"normal prior, sd {self.intercept_sd:g} (intercept) / {self.effect_sd:g} (effects)"
+
+
+#: how the cross-lingual model names a language's main effect (earnest.stats.crosslingual.language_term)
+LANGUAGE_TERM = "language[{}]"
+
+
+def is_level_term(term: str) -> bool:
+    """A fixed effect that sets a baseline rather than measuring an effect: the intercept and a
+    language's main effect (:data:`LANGUAGE_TERM`); :class:`Prior` gives them the intercept's sd."""
+    return term == INTERCEPT or (str(term).startswith("language[") and str(term).endswith("]"))
 
 
 def prior_for(fidelity_mode: str = fidelity.DEFAULT, prior: Prior | dict | None = None) -> Prior | None:

@@ -37,13 +37,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 
 from earnest.stats.diagnostics import diverged_statement, fit_problems
 from earnest import fidelity as F
 from earnest.stats.summary import ALPHA, HOLM_FAMILY, not_estimable_reason
-from earnest.stats.verdict import NOT_ESTIMABLE, VERDICT_COLUMNS, decide, fit_p, wald_significant
+from earnest.stats.verdict import NOT_ESTIMABLE, VERDICT_COLUMNS, bounded_p, decide, wald_significant
 
 #: Columns added to the per-group summary columns.
 DECISION_COLUMNS = ("prompt_label", "ex2", "alpha", "p_value", "p_source", "not_estimable_reason", "p_holm", "holm_m",
@@ -119,10 +118,9 @@ def _with_p_columns(s: pd.DataFrame, mode: str) -> pd.DataFrame:
     s = s.copy()
     if "p_value" not in s.columns:
         bound = s["p_bound"].astype(float) if "p_bound" in s.columns else pd.Series(float("nan"), index=s.index)
-        p = s["p_boot"].astype(float)
-        at_bound = (p == 0) & bound.notna() & (mode != F.REFERENCE)
-        s["p_value"] = p.where(~at_bound, bound)
-        s["p_source"] = np.where(at_bound, "bootstrap bound", "bootstrap")
+        ps = [bounded_p(p, b, mode) for p, b in zip(s["p_boot"].astype(float), bound)]
+        s["p_value"] = [p for p, _ in ps]
+        s["p_source"] = [src for _, src in ps]
     if "not_estimable_reason" not in s.columns:
         s["not_estimable_reason"] = ""
     # from the rows' own counts too (rows of an older summary, or of another writer)

@@ -22,7 +22,7 @@ the validity studies' simulated fits) ends in the same record, built here:
   zero count's uncertainty, and the interval is the hull of the percentile interval and the penalised
   profile-likelihood interval (it excludes 0 exactly where both tests reject). Everywhere the
   likelihood-ratio test and its interval stand beside it (``p_lr``, ``pl_*``).
-  benchmarks/verdict_validity.py measures the rule against known truth, at the ceiling and away from
+  ``benchmarks/glmm_validity.py --verdict`` measures the rule against known truth, at the ceiling and away from
   it (benchmarks/README.md): requiring both tests everywhere would cost power the bootstrap has in
   ordinary designs, requiring the bootstrap alone rejects in half the ceiling-null data sets.
 
@@ -73,8 +73,8 @@ def bootstrap_p(estimates) -> float:
 
 def p_resolution(n_estimates: int) -> float:
     """The smallest non-zero value of Eq. 4 from ``n_estimates`` estimates: one estimate on the far
-    side of 0 gives 2 * 1/n. A P of 0 is below it, not 0."""
-    return 2.0 / float(n_estimates) if n_estimates > 0 else float("nan")
+    side of 0 gives 2 * 1/n (1 at most: one estimate). A P of 0 is below it, not 0."""
+    return min(1.0, 2.0 / float(n_estimates)) if n_estimates > 0 else float("nan")
 
 
 def p_bound(p_boot: float, n_estimates: int, fidelity: str = F.DEFAULT) -> float:
@@ -85,6 +85,14 @@ def p_bound(p_boot: float, n_estimates: int, fidelity: str = F.DEFAULT) -> float
     if fidelity == F.REFERENCE or n_estimates <= 0 or not (p_boot == 0):
         return float("nan")
     return p_resolution(n_estimates)
+
+
+def bounded_p(p_boot: float, bound: float, fidelity: str = F.DEFAULT) -> tuple[float, str]:
+    """(P value, its source) of Eq. 4's ``p_boot`` with its :func:`p_bound`: earnest mode reads a P of 0
+    as the bound ("bootstrap bound"); the reference keeps Eq. 4's value ("bootstrap")."""
+    if F.check_mode(fidelity) != F.REFERENCE and p_boot == 0 and not math.isnan(bound):
+        return float(bound), "bootstrap bound"
+    return float(p_boot), "bootstrap"
 
 
 def percentile_interval(estimates, level: float = 0.95) -> tuple[float, float]:
@@ -121,12 +129,12 @@ def fit_p(estimates, *, fidelity: str = F.DEFAULT, level: float = 0.95, p_lr: fl
     if fidelity == F.REFERENCE:
         p, source, cl, ch = p_boot, "bootstrap", lo, hi
     else:
-        pb = bound if not math.isnan(bound) else p_boot
+        pb, boot_source = bounded_p(p_boot, bound, fidelity)
         out.update(p_lr=float(p_lr), pl_low_log=float(pl_low), pl_high_log=float(pl_high))
         if math.isnan(pb):
             p, source = float("nan"), ""
         elif not separated or math.isnan(p_lr) or pb >= p_lr:
-            p, source = pb, "bootstrap bound" if not math.isnan(bound) else "bootstrap"
+            p, source = pb, boot_source
         else:
             p, source = float(p_lr), "likelihood ratio"
         cl, ch = lo, hi

@@ -123,8 +123,8 @@ class Engine:
 
     def pairwise(self, correct, group, cluster) -> dict:
         """Every pair of levels of ``group`` contrasted in the binomial GLMM
-        ``correct ~ group + (1 | cluster)`` (Wald z with the fit's covariance; Holm over the pairs):
-        a dict of vectors model_a, model_b, estimate, se, z, p, p_holm (one entry per pair),
+        ``correct ~ group + (1 | cluster)`` (Wald z with the fit's covariance):
+        a dict of vectors model_a, model_b, estimate, se, z, p (one entry per pair; Holm is the verdict's),
         sample_sd, singular and messages (one entry each). :class:`EngineUnavailable` when the engine cannot be set up; otherwise
         raises what the fit raises."""
         raise NotImplementedError(f"the {self.name} engine fits no pairwise comparison")

@@ -167,7 +167,7 @@ class Design:
     def with_prior(self, prior) -> "Design":
         """This design fitted with ``prior`` (:class:`earnest.stats.glmm.Prior`, or None: unpenalised)."""
         from dataclasses import replace
-        sd = None if prior is None else np.asarray(prior.sd(self.X.shape[1]), dtype=float)
+        sd = None if prior is None else np.asarray(prior.sd(self.terms), dtype=float)
         return replace(self, prior_sd=sd)
 
     def fixing(self, j: int, value: float) -> "Design":

@@ -24,10 +24,11 @@ from earnest.stats.engines.base import Engine, EngineUnavailable, register
 from earnest.stats.summary import wald_clean
 
 
-def _prior_sd(prior, n: int):
-    """The R value of a prior's standard deviations for ``n`` fixed effects (R's NULL without a prior)."""
+def _prior_sd(prior, terms):
+    """The R value of a prior's standard deviations for the fixed effects ``terms`` (names in R's
+    column order; R's NULL without a prior)."""
     ro = rbridge.r()
-    return ro.NULL if prior is None else ro.FloatVector(prior.sd(n))
+    return ro.NULL if prior is None else ro.FloatVector(prior.sd(list(terms)))
 
 
 def weighted_counts(frame: pd.DataFrame) -> pd.DataFrame:
@@ -68,7 +69,7 @@ def lme4_bootstrap(frame: pd.DataFrame, glmm: int, resamples, base_seed: int, co
     ro = rbridge.r()
     out = rbridge.call("earnest_bootstrap", rbridge.to_r_frame(weighted_counts(frame)), glmm,
                        ro.IntVector(resamples), ro.IntVector(seeds), int(max(1, cores)), labels,
-                       _prior_sd(prior, len(G.TERMS[glmm])))
+                       _prior_sd(prior, G.TERMS[glmm]))
     table = rbridge.from_r_frame(out)
     table["converged"] = table["converged"].astype(bool)
     fallback = table["path"] == "glmer"
@@ -94,7 +95,7 @@ def wald_fit(df: pd.DataFrame, glmm: int, *, tol_pwrss: float = 0.0, prior=None)
     ro = rbridge.r()
     control = ro.r(f"glmerControl(tolPwrss = {float(tol_pwrss)!r})") if tol_pwrss > 0 else ro.r("glmerControl()")
     res = rbridge.from_r_list(rbridge.call("earnest_wald", rbridge.to_r_frame(frame), glmm, control,
-                                           _prior_sd(prior, len(G.TERMS[glmm]))))
+                                           _prior_sd(prior, G.TERMS[glmm])))
     err = res["error"]
     err = err[0] if isinstance(err, list) and err else (err or "")
     singular = res["singular"]
@@ -130,7 +131,7 @@ def check_fits(frame: pd.DataFrame, glmm: int, resamples, seeds, tol_pwrss: floa
     ro = rbridge.r()
     return rbridge.from_r_frame(rbridge.call("earnest_check_fits", rbridge.to_r_frame(weighted_counts(frame)), glmm,
                                              ro.IntVector([int(b) for b in resamples]), ro.IntVector(seeds),
-                                             float(tol_pwrss), _prior_sd(prior, len(G.TERMS[glmm]))))
+                                             float(tol_pwrss), _prior_sd(prior, G.TERMS[glmm])))
 
 
 class Lme4Engine(Engine):
@@ -157,7 +158,7 @@ class Lme4Engine(Engine):
         ro = rbridge.r()
         out = rbridge.call("earnest_fixed_deviance", rbridge.to_r_frame(frame), int(glmm),
                            "" if term is None else str(term), float(value),
-                           _prior_sd(prior, len(G.TERMS[glmm])))
+                           _prior_sd(prior, G.TERMS[glmm]))
         v = float(out[0])
         return v if np.isfinite(v) else float("nan")
 
@@ -191,7 +192,7 @@ class Lme4Engine(Engine):
         out = rbridge.from_r_frame(rbridge.call("earnest_cross_bootstrap", rframe, ro.StrVector(cross.languages),
                                                 cross.random, ro.IntVector([int(b) for b in resamples]),
                                                 ro.IntVector(seeds), bool(full),
-                                                _prior_sd(prior, 2 * len(cross.languages))))
+                                                _prior_sd(prior, cross.terms)))
         out["converged"] = out["converged"].astype(bool)
         out["engine"] = self.name
         return out
@@ -252,7 +253,6 @@ function(correct, model, sample) {
   p <- 2 * stats::pnorm(-abs(z))
   conv <- fit@optinfo$conv$lme4$messages
   list(model_a = a, model_b = bb, estimate = est, se = se, z = z, p = p,
-       p_holm = stats::p.adjust(p, method = "holm"),
        sample_sd = as.numeric(attr(lme4::VarCorr(fit)$sample, "stddev")),
        singular = lme4::isSingular(fit),
        messages = paste(unique(c(msgs, conv)), collapse = "; "))
