@@ -14,7 +14,10 @@ def prompt_files(wc):
 
 def prompt_entry(wc):
     fmt = FORMATS[wc.prompt]
-    return json.dumps({"stop": list(fmt.stop), "style": fmt.style}, sort_keys=True)
+    entry = {"stop": list(fmt.stop), "style": fmt.style}
+    if fmt.system_prompt is not None:  # only where set: the paper's formats plan as before
+        entry["system_prompt"] = fmt.system_prompt
+    return json.dumps(entry, sort_keys=True)
 
 
 def gguf_file(wildcards):

@@ -327,13 +327,27 @@ def _check_names(config: dict, formats: Mapping[str, PromptFormat]) -> None:
 
 def _check_model(config: dict, name: str, m: dict) -> None:
     from earnest.backends import BACKENDS
+    from earnest.backends.decoding import Decoding, check_adapter, check_model_args
 
     backend = m["backend"]
     if backend not in BACKENDS:
         raise ConfigError(f"models.{name}.backend: unknown backend {backend!r} "
                           f"(known: {', '.join(sorted(BACKENDS))})")
+    try:   # decoding (every backend), and what only a transformers model loads
+        Decoding.from_cfg(name, m)
+        if backend == "transformers":
+            check_model_args(name, m)
+            check_adapter(name, m)
+        else:
+            for key in ("model_args", "trust_remote_code", "adapter"):
+                if m.get(key) is not None:
+                    raise ValueError(f"models.{name}.{key}: only a transformers model loads weights here (this "
+                                     f"entry's backend is {backend!r}, whose server loads them); remove {key}, or "
+                                     "give it to the server's own command")
+    except (ValueError, FileNotFoundError) as exc:
+        raise ConfigError(str(exc)) from None
     if backend == "openai":
-        from earnest.backends.openai_http import check_base_url, check_request_params
+        from earnest.backends.openai_http import check_base_url, check_request_params, decoding_of
 
         where = f"models.{name}"
         url = m.get("base_url")
@@ -354,6 +368,7 @@ def _check_model(config: dict, name: str, m: dict) -> None:
             if url is not None:
                 check_base_url(where, url)
             check_request_params(where, m.get("request_params"))
+            decoding_of(where, m)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
     elif m.get("serve") is not None:
@@ -629,6 +644,12 @@ def _check_statform(config: dict, base_dir) -> None:
         if name not in config["models"]:
             raise ConfigError(f"statform.models: {name!r} is not a configured model "
                               f"(models: {', '.join(config['models'])})")
+        decoding = config["models"][name].get("decoding") or {}
+        samples, temperature = decoding.get("samples", 1), decoding.get("temperature", 0)
+        # StatFormBench's tables hold one answer per question (samples at temperature 0: refused as such)
+        if isinstance(samples, int) and samples > 1 and isinstance(temperature, (int, float)) and temperature > 0:
+            raise ConfigError(f"models.{name}.decoding.samples: {samples} samples, but StatFormBench (statform.models) "
+                              "asks each question once; give StatFormBench its own model entry without samples")
     for key in ("dataset", "fewshot_pool"):
         if key == "dataset" and sf.get("source") == "official":
             continue

@@ -4,7 +4,8 @@ Results are appended to checkpoint files (``.<output stem>.partial/part-<time>-<
 each written atomically under a name no other part has) as they arrive, so a job killed at any
 moment and started again skips what is done. Temporary files a killed or failed write left behind
 are removed when a job starts, and a part that cannot be read is set aside and its items asked
-again. The final table is written only when every item has exactly one row.
+again. The final table is written only when every item has exactly one row (with ``samples: n``, a
+model entry's ``decoding.samples``: n rows, one per sample, column ``sample`` 0..n-1).
 
 A request that got no answer (a backend's ``error:<kind>`` result, e.g. an API that kept failing
 after its retries) is not a model answer: it is not checkpointed, and the job fails after saving
@@ -32,6 +33,8 @@ from earnest.schema import schema_default
 
 #: answers between checkpoints (config/schema.yaml: generation.checkpoint_every)
 CHECKPOINT_EVERY = schema_default("generation.checkpoint_every")
+#: answers per question where a model's decoding names no samples (config/schema.yaml: models.*.decoding.samples)
+SAMPLES = schema_default("models.*.decoding.samples")
 
 
 class PromptFormat(Protocol):
@@ -51,6 +54,10 @@ GENERATION_COLUMNS = ["item_id", "model", "prompt", "dataset", "response", "prom
 #: settings (JSON: backend, decoding, dtype, attention, batch size, library versions, max_new_tokens, stop)
 TRACE_COLUMNS = ["prompt_sha256", "fidelity", "decoding"]
 TABLE_COLUMNS = GENERATION_COLUMNS + TRACE_COLUMNS
+#: which of a question's samples an answer is (0..n-1); a column only where a model draws more than one
+SAMPLE = "sample"
+#: a request's key for sample j of item i: ``i#sample<j>`` (only where there are several samples)
+SAMPLE_SEP = "#sample"
 
 log = logging.getLogger(__name__)
 
@@ -177,22 +184,42 @@ def decoding_record(backend: Backend, request: GenerationRequest, max_new_tokens
                       sort_keys=True, ensure_ascii=False, default=str)
 
 
+def sample_key(item_id: str, sample: int) -> str:
+    """The request key of sample ``sample`` of item ``item_id`` (:data:`SAMPLE_SEP`)."""
+    return f"{item_id}{SAMPLE_SEP}{int(sample)}"
+
+
 def run_requests(requests: Sequence[GenerationRequest], backend: Backend, *, model: str, prompt: str, dataset: str,
-                 output: str | Path, max_new_tokens: int, checkpoint_every: int = CHECKPOINT_EVERY) -> pd.DataFrame:
+                 output: str | Path, max_new_tokens: int, checkpoint_every: int = CHECKPOINT_EVERY,
+                 samples: int = SAMPLES) -> pd.DataFrame:
     """Answer every request not yet checkpointed, then write ``output`` (one row per request key).
 
-    Returns the final table, in the requests' order. Raises :class:`GenerationError` (after
-    checkpointing every answer received) when some requests got no answer.
+    ``samples`` > 1: the requests are samples of items, keyed :func:`sample_key`; the table has one row per
+    item and sample (column ``item_id`` the item's, column :data:`SAMPLE`). Returns the final table, in the
+    requests' order. Raises :class:`GenerationError` (after checkpointing every answer received) when some
+    requests got no answer.
     """
     keys = [r.key for r in requests]
     if len(set(keys)) != len(keys):
         dup = next(k for k, n in Counter(keys).items() if n > 1)
         raise ValueError(f"{output}: request key {dup!r} appears more than once")
+    several = int(samples) > 1
+    columns = TABLE_COLUMNS[:1] + [SAMPLE] + TABLE_COLUMNS[1:] if several else TABLE_COLUMNS
+    # the table's (item_id, sample) of a request key, and back
+    ident = {r.key: ((r.key.rsplit(SAMPLE_SEP, 1)[0], r.sample) if several else (r.key, 0)) for r in requests}
+    if several:
+        bad = next((r.key for r in requests if r.key != sample_key(*ident[r.key])), None)
+        if bad is not None:
+            raise ValueError(f"{output}: request key {bad!r} is not <item>{SAMPLE_SEP}<sample> (samples: {samples})")
     ckpt = checkpoint_dir(output)
     ckpt.mkdir(parents=True, exist_ok=True)
     clean_checkpoints(ckpt)
     done = load_checkpoints(ckpt)
-    done_ids = set(done["item_id"])
+    if several:
+        sample_of = done[SAMPLE] if SAMPLE in done.columns else pd.Series(0, index=done.index)
+        done_ids = {sample_key(i, s) for i, s in zip(done["item_id"], sample_of)}
+    else:
+        done_ids = set(done["item_id"])
     todo = [r for r in requests if r.key not in done_ids]
     log.info("%s/%s/%s: %d items, %d already checkpointed in %s, %d to generate",
              model, prompt, dataset, len(requests), len(requests) - len(todo), ckpt, len(todo))
@@ -216,10 +243,11 @@ def run_requests(requests: Sequence[GenerationRequest], backend: Backend, *, mod
     def flush() -> None:
         if not buffer:
             return
-        rows = [dict(item_id=r.key, model=model, prompt=prompt, dataset=dataset, response=r.response,
+        rows = [dict(item_id=ident[r.key][0], **({SAMPLE: ident[r.key][1]} if several else {}), model=model,
+                     prompt=prompt, dataset=dataset, response=r.response,
                      prompt_tokens=r.prompt_tokens, new_tokens=r.new_tokens, stop_reason=r.stop_reason,
                      seconds=r.seconds, **dict(zip(TRACE_COLUMNS, trace_of(r.key)))) for r in buffer]
-        write_parquet_atomic(pd.DataFrame(rows, columns=TABLE_COLUMNS), new_part_path(ckpt), replace=False)
+        write_parquet_atomic(pd.DataFrame(rows, columns=columns), new_part_path(ckpt), replace=False)
         progress.update(len(buffer))
         buffer.clear()
 
@@ -245,9 +273,14 @@ def run_requests(requests: Sequence[GenerationRequest], backend: Backend, *, mod
             f"{example.extra.get('error', example.stop_reason)}). The {len(todo) - len(failed)} answers received "
             f"are checkpointed in {ckpt}; run the job again to ask for the rest.")
 
-    table = load_checkpoints(ckpt).drop_duplicates("item_id", keep="first")
-    table = table[table["item_id"].isin(set(keys))]
-    missing = set(keys) - set(table["item_id"])
+    table = load_checkpoints(ckpt)
+    if several:   # the request key of each row: what the rows are matched and ordered by
+        table["_key"] = [sample_key(i, s) for i, s in zip(table["item_id"], table[SAMPLE])]
+    else:
+        table["_key"] = table["item_id"]
+    table = table.drop_duplicates("_key", keep="first")
+    table = table[table["_key"].isin(set(keys))]
+    missing = set(keys) - set(table["_key"])
     if missing:
         raise GenerationError(f"{output}: {len(missing)} items have no generation (e.g. {sorted(missing)[:3]}); "
                               "run the job again to generate them")
@@ -259,29 +292,52 @@ def run_requests(requests: Sequence[GenerationRequest], backend: Backend, *, mod
     untraced = table["prompt_sha256"].isna()
     if untraced.any():
         log.info("%s: %d answers checkpointed without a trace get the trace of their request", output, untraced.sum())
-        filled = [trace_of(k) for k in table.loc[untraced, "item_id"]]
+        filled = [trace_of(k) for k in table.loc[untraced, "_key"]]
         for j, col in enumerate(TRACE_COLUMNS):
             table.loc[untraced, col] = [f[j] for f in filled]
-    table = table.sort_values("item_id", key=lambda s: s.map(order)).reset_index(drop=True)[TABLE_COLUMNS]
-    table = table.astype({"prompt_tokens": "int64", "new_tokens": "int64", "seconds": "float64"})
+    table = table.sort_values("_key", key=lambda s: s.map(order)).reset_index(drop=True)[columns]
+    table = table.astype({"prompt_tokens": "int64", "new_tokens": "int64", "seconds": "float64",
+                          **({SAMPLE: "int64"} if several else {})})
     write_parquet_atomic(table, output)
     shutil.rmtree(ckpt, ignore_errors=True)
     return table
 
 
+def system_prompt_of(fmt: PromptFormat, model_system_prompt: str | None) -> str | None:
+    """The system prompt a model x prompt format sends: the model entry's ``system_prompt`` where it has
+    one, else the format's (formats.yaml ``system_prompt``), else None (the raw prompt alone)."""
+    return model_system_prompt if model_system_prompt is not None else getattr(fmt, "system_prompt", None)
+
+
+def request_text(prompt: str, system_prompt: str | None) -> dict:
+    """A request's ``prompt`` (raw text) or, with a system prompt, its ``messages`` (system, then the prompt
+    as the user's turn): the request's text, and what its ``prompt_sha256`` traces."""
+    if system_prompt is None:
+        return {"prompt": prompt}
+    return {"messages": [{"role": "system", "content": system_prompt}, {"role": "user", "content": prompt}]}
+
+
 def generate_dataset(items: pd.DataFrame, fmt: PromptFormat, backend: Backend, *, model: str, dataset: str,
                      output: str | Path, max_new_tokens: int, checkpoint_every: int = CHECKPOINT_EVERY,
-                     formats: Mapping[str, PromptFormat] | None = None) -> pd.DataFrame:
+                     formats: Mapping[str, PromptFormat] | None = None, samples: int = SAMPLES,
+                     system_prompt: str | None = None) -> pd.DataFrame:
     """Generate an answer for every item not yet checkpointed, then write ``output``.
 
     Each request carries the format's stop strings and fidelity mode (``fmt.stop``,
     ``fmt.fidelity``: the mode ``load_formats`` loaded it for). ``formats``: an item's own format
     where it has one (fewer exemplars where the full prompt does not fit the model's context,
-    earnest.gsm.context_fit). Returns the final table (one row per item, in the items' order).
+    earnest.gsm.context_fit). ``samples``: answers per item (a model entry's ``decoding.samples``; column
+    :data:`SAMPLE` when more than one). ``system_prompt``: the model entry's (:func:`system_prompt_of`).
+    Returns the final table (one row per item and sample, in the items' order).
     """
     formats = formats or {}
-    requests = [GenerationRequest(key=row.item_id, prompt=formats.get(row.item_id, fmt).render(row.question),
-                                  stop=formats.get(row.item_id, fmt).stop, fidelity=fmt.fidelity)
-                for row in items.itertuples()]
+    samples = int(samples)
+    requests = []
+    for row in items.itertuples():
+        f = formats.get(row.item_id, fmt)
+        text = request_text(f.render(row.question), system_prompt_of(f, system_prompt))
+        for j in range(samples):
+            key = sample_key(row.item_id, j) if samples > 1 else row.item_id
+            requests.append(GenerationRequest(key=key, stop=f.stop, fidelity=fmt.fidelity, sample=j, **text))
     return run_requests(requests, backend, model=model, prompt=fmt.name, dataset=dataset, output=output,
-                        max_new_tokens=max_new_tokens, checkpoint_every=checkpoint_every)
+                        max_new_tokens=max_new_tokens, checkpoint_every=checkpoint_every, samples=samples)

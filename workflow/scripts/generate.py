@@ -3,7 +3,7 @@ language (rule language_generate, `use rule generate`), with the language's prom
 each prompt checked against the model's context first (earnest.gsm.context_fit).
 
 snakemake.input.dataset_items: items parquet; snakemake.params: model (name), model_cfg (its config entry),
-prompt (format name), prompt_entry (its stop strings and style as planned, JSON), prompts_dir, fidelity,
+prompt (format name), prompt_entry (its stop strings, style and system prompt as planned, JSON), prompts_dir, fidelity,
 max_new_tokens, checkpoint_every; for another language (wildcards.language) also prompt_mode, context_policy;
 snakemake.threads: CPU threads; snakemake.output[0]: generations parquet; snakemake.output.context (another
 language): one row per item, its prompt's tokens and shots; snakemake.log[0]: progress (items done, rate, ETA).
@@ -17,6 +17,7 @@ from earnest.joblog import job_logger  # noqa: E402
 
 log = job_logger(snakemake.log[0], "generate")  # noqa: F821
 from earnest.backends import load_backend  # noqa: E402
+from earnest.backends.decoding import Decoding  # noqa: E402
 from earnest.backends.serve import serving  # noqa: E402
 from earnest.generation import generate_dataset  # noqa: E402
 from earnest.gsm.prompts import load_formats  # noqa: E402
@@ -34,10 +35,10 @@ else:
     fmt = mode_format(language, sm.params.prompt_mode, sm.params.prompts_dir, fidelity=sm.params.fidelity,
                       name=sm.params.prompt)
 planned = json.loads(sm.params.prompt_entry)
-if list(fmt.stop) != planned["stop"] or fmt.style != planned["style"]:
+if (list(fmt.stop), fmt.style, fmt.system_prompt) != (planned["stop"], planned["style"], planned.get("system_prompt")):
     raise RuntimeError(f"prompt format {fmt.name!r} ({language}): formats.yaml or languages.yaml changed after the job "
                        f"was planned (stop {list(fmt.stop)} and style {fmt.style!r} now, {planned['stop']} and "
-                       f"{planned['style']!r} planned); run snakemake again")
+                       f"{planned['style']!r} planned; or its system_prompt); run snakemake again")
 items = pd.read_parquet(sm.input.dataset_items)
 # a model entry with a serve block: its server started here, on this node, and stopped however the job ends
 with serving(sm.params.model, cfg, sm.log[0]) as cfg:
@@ -54,7 +55,8 @@ with serving(sm.params.model, cfg, sm.log[0]) as cfg:
                  shots_of(fmt))
     generate_dataset(items, fmt, backend, model=sm.params.model, dataset=sm.wildcards.dataset, output=sm.output[0],
                      max_new_tokens=int(sm.params.max_new_tokens), checkpoint_every=int(sm.params.checkpoint_every),
-                     formats=formats)
+                     formats=formats, samples=Decoding.from_cfg(sm.params.model, cfg).samples,
+                     system_prompt=cfg.get("system_prompt"))
 # the decoder's own account (transformers: batch, columns per slot, cache bytes, CUDA graphs, steps, prefills)
 if getattr(backend, "last_decode", None):
     log.info("decoding: %s", backend.last_decode)

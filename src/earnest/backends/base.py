@@ -48,6 +48,8 @@ class GenerationRequest:
     stop strings are looked for in the last 10 tokens of prompt + answer and the answer KEEPS the
     stop string (the reference's extractor cuts it), the tokenizer's EOS token alone ends it, the
     prompt is truncated to 2048 tokens. Backends without such a path treat both modes alike.
+    ``sample``: which of a question's samples this is (a model entry's ``decoding.samples``; 0 for the
+    first or only one): with sampling, each sample draws its own numbers (``earnest.backends.decoding``).
     """
 
     key: str
@@ -55,6 +57,7 @@ class GenerationRequest:
     messages: list[dict] | None = None
     stop: tuple[str, ...] = ()
     fidelity: str = "earnest"
+    sample: int = 0
 
     def __post_init__(self) -> None:
         from earnest.fidelity import check_mode
@@ -65,6 +68,8 @@ class GenerationRequest:
             raise ValueError(f"request {self.key!r}: stop must be a sequence of non-empty strings, got {self.stop!r}")
         self.stop = tuple(self.stop)
         check_mode(self.fidelity, f"request {self.key!r}: fidelity")
+        if isinstance(self.sample, bool) or not isinstance(self.sample, int) or self.sample < 0:
+            raise ValueError(f"request {self.key!r}: sample must be an integer >= 0, got {self.sample!r}")
 
 
 @dataclass

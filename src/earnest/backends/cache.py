@@ -50,10 +50,19 @@ def model_identity(model_name: str, model_cfg: dict) -> dict:
 
 
 def request_key(identity: dict, request: GenerationRequest, max_new_tokens: int) -> str:
-    """SHA-256 (hex) of a request as the cache sees it."""
-    blob = json.dumps({"model": identity, "prompt": request.prompt, "messages": request.messages,
-                       "stop": list(getattr(request, "stop", ()) or ()), "max_new_tokens": int(max_new_tokens)},
-                      sort_keys=True, ensure_ascii=False, default=str)
+    """SHA-256 (hex) of a request as the cache sees it; a question's later samples (``request.sample`` > 0,
+    a model entry's ``decoding.samples``) each have their own (the first's is the key a request had before
+    samples existed). With sampling (``decoding.temperature`` > 0) the request's key is in it too: its
+    seed is drawn from the key (``earnest.backends.decoding.request_seed``), so two questions with the
+    same prompt get answers of their own."""
+    fields = {"model": identity, "prompt": request.prompt, "messages": request.messages,
+              "stop": list(getattr(request, "stop", ()) or ()), "max_new_tokens": int(max_new_tokens)}
+    if getattr(request, "sample", 0):
+        fields["sample"] = int(request.sample)
+    decoding = identity.get("decoding")
+    if isinstance(decoding, dict) and (decoding.get("temperature") or 0) > 0:
+        fields["key"] = request.key
+    blob = json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str)
     # surrogatepass: a lone surrogate cannot crash it; for valid text the same bytes as UTF-8
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 

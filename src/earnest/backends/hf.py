@@ -30,6 +30,7 @@ from typing import Sequence
 from earnest.fidelity import REFERENCE
 
 from . import attention, memplan, slots
+from .decoding import Decoding, check_adapter, check_model_args, request_seed, sample_tokens
 from .rope import LongRopePerRow
 from .schedule import SlotScheduler
 from .base import Backend, GenerationRequest, GenerationResult
@@ -65,13 +66,17 @@ class DecodeMemoryError(MemoryError):
 
 
 class TransformersBackend(StopRule, Backend):
-    """A causal LM from transformers, decoded greedily.
+    """A causal LM from transformers, decoded greedily (or by sampling: ``decoding``).
 
     Config keys (a model entry): gguf | path | hub (+ revision, cache_dir, offline), dtype,
     device, chat_template (wrap raw prompts in the model's chat template; default false),
     batch_size (slots decoded together, or ``auto``: as many as the GPU's free memory holds),
     threads, attention (``ATTENTION_MODES``; default standard), cuda_graphs (default true: on a
-    CUDA device each decoding step is replayed as a CUDA graph; ignored on a CPU).
+    CUDA device each decoding step is replayed as a CUDA graph; ignored on a CPU), decoding
+    (``earnest.backends.decoding.Decoding``: temperature, top_p, top_k, seed, samples; default greedy),
+    model_args (``from_pretrained`` arguments of ``earnest.backends.decoding.SAFE_MODEL_ARGS``),
+    trust_remote_code (run the checkpoint's own code: only when the entry says true), adapter (a PEFT
+    adapter directory, merged into the weights once loaded).
     """
 
     def __init__(self, model_name: str, cfg: dict):
@@ -84,6 +89,9 @@ class TransformersBackend(StopRule, Backend):
         if cfg.get("threads"):
             torch.set_num_threads(int(cfg["threads"]))
         source, kwargs = model_source(model_name, cfg)
+        self.decoding = Decoding.from_cfg(model_name, cfg)
+        self.model_args = check_model_args(model_name, cfg)
+        self.adapter = check_adapter(model_name, cfg)
         dtype = torch_dtype(model_dtype(cfg), f"models.{model_name}.dtype")
         device = model_device(cfg, model_name)
         if device == "auto":
@@ -96,10 +104,16 @@ class TransformersBackend(StopRule, Backend):
                              f"nor {AUTO_BATCH!r}")
         self.cuda_graphs = bool(cfg.get("cuda_graphs", True))
         t0 = time.time()
-        self.tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
-        self.model = AutoModelForCausalLM.from_pretrained(
-            source, dtype=dtype, **kwargs
-        ).to(self.device)
+        trust = {"trust_remote_code": True} if self.model_args.get("trust_remote_code") else {}
+        self.tokenizer = AutoTokenizer.from_pretrained(source, **kwargs, **trust)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **kwargs, **self.model_args)
+        if self.adapter is not None:
+            # merged into the weights: earnest's decoder then runs a plain model (its attention and cache)
+            from peft import PeftModel
+
+            model = PeftModel.from_pretrained(model, self.adapter["path"], revision=self.adapter["revision"]
+                                              ).merge_and_unload()
+        self.model = model.to(self.device)
         self.model.eval()
         # transformers 5.x renamed past_key_values to cache; older releases (e.g. on a cluster) know only the old name
         import inspect
@@ -157,11 +171,14 @@ class TransformersBackend(StopRule, Backend):
 
         torch = self.torch
 
-        return {"backend": "transformers", "decoding": "greedy", "dtype": str(self.model.dtype).removeprefix("torch."),
+        # model_args and adapter only where given: a greedy entry without them is described as before
+        loaded = {k: v for k, v in (("model_args", self.model_args), ("adapter", self.adapter)) if v}
+        return {"backend": "transformers", **self.decoding.describe(),
+                "dtype": str(self.model.dtype).removeprefix("torch."),
                 "device": self.device.type, "attention": self.attention, "chat_template": self.chat_template,
                 "batch_size": self.batch_size, "batch": self.last_decode.get("batch"),
                 "cuda_graphs": self.cuda_graphs and self.device.type == "cuda",
-                "transformers": transformers.__version__, "torch": torch.__version__}
+                "transformers": transformers.__version__, "torch": torch.__version__, **loaded}
 
     def encode(self, request: GenerationRequest) -> list[int]:
         """Token ids the model sees for one request (raw prompt, or chat-wrapped).
@@ -230,10 +247,12 @@ class TransformersBackend(StopRule, Backend):
 
     def generate(self, requests: Sequence[GenerationRequest], max_new_tokens: int,
                  on_result=None) -> list[GenerationResult]:
-        """Greedy answers for ``requests`` in order; ``on_result(result)`` is called as each finishes."""
+        """Answers for ``requests`` in order (greedy, or drawn as ``decoding`` says, each request with its own
+        seed: :func:`earnest.backends.decoding.request_seed`); ``on_result(result)`` is called as each finishes."""
         if not requests:
             return []
         self._requests = requests   # each row's stop strings and fidelity (see _new_state)
+        self._seeds = [request_seed(self.decoding.seed, r.key, r.sample) for r in requests]
         encoded = [self.encode(r) for r in requests]
         self._requests_rows = encoded
         prefix = shared_token_prefix(encoded)
@@ -308,7 +327,7 @@ class TransformersBackend(StopRule, Backend):
             cache = slots.slot_cache_class()(self._prefix_layers(prefix) if P else [], layers, plan.slots,
                                              L + max_new_tokens, shared, kv_shape, self.model.dtype, self.device)
             step = slots.SlotStep(self.model, cache, cache_kw=self._cache_kw, keep_kw=self._keep_kw,
-                                  additive_mask=self._additive_mask, graphs=graphs)
+                                  additive_mask=self._additive_mask, graphs=graphs, sampler=self._sampler())
             # refills in groups, the tail on fewer rows and the next step launched before the current one's
             # tokens are checked: the CUDA-graph policies (tests force them on a CPU); not with LongRoPE crossings
             grouped = graphs if self._grouped is None else self._grouped
@@ -322,12 +341,19 @@ class TransformersBackend(StopRule, Backend):
             sched.run()
             self.last_decode.update(prefills=sched.prefills, steps=sched.launched, graphs=step.graph_note)
 
+    def _sampler(self):
+        """The step's token rule: None (greedy, the argmax) or the draw of ``decoding``."""
+        if not self.decoding.sampling:
+            return None
+        return lambda logits, seeds, positions: sample_tokens(logits, seeds, positions, self.decoding)
+
     def _prefill(self, cache, step, chosen: list[int], owns: list[list[int]], prefix: tuple[int, ...],
-                 long: bool = False) -> list[int]:
+                 long: bool = False, reqs: list[int] | None = None) -> list[int]:
         """Run the requests' own tokens against the prefix (left-padded, together) and write their
         keys/values into the slots ``chosen``; returns each request's first generated token. The prefix's
         cache is read in place by every row (``slots.PrefillCache``), never copied per row; ``long``:
-        the prefix computed with LongRoPE's long factors (``earnest.backends.rope``)."""
+        the prefix computed with LongRoPE's long factors (``earnest.backends.rope``); ``reqs``: the requests
+        (indices) the slots take, whose seeds a sampled first token uses."""
         torch = self.torch
         dev = self.device
         P, k = len(prefix), len(chosen)
@@ -344,14 +370,19 @@ class TransformersBackend(StopRule, Backend):
         positions = (P + q[None, :] - pad[:, None]).clamp(min=P)
         pc = slots.prefill_cache_class()(self._prefix_layers(prefix, long) if P else [], len(cache.k))
         logits, _ = self._forward(pc, input_ids=ids, attention_mask=mask[:, None], position_ids=positions)
-        first = logits.argmax(-1)
+        idx = torch.tensor(chosen, device=dev)
+        lengths = torch.tensor([len(o) for o in owns], device=dev)
+        if self.decoding.sampling:
+            seeds = torch.tensor([self._seeds[i] for i in reqs], dtype=torch.long, device=dev)
+            step.seed[idx] = seeds
+            first = sample_tokens(logits, seeds, P + lengths, self.decoding)   # the token at position P + own
+        else:
+            first = logits.argmax(-1)
         for li in range(len(pc.k)):
             for j, (s, own) in enumerate(zip(chosen, owns)):
                 n = len(own)
                 cache.write_slot(s, li, pc.k[li][j, :, Lc - n:], pc.v[li][j, :, Lc - n:], n)
         del pc
-        idx = torch.tensor(chosen, device=dev)
-        lengths = torch.tensor([len(o) for o in owns], device=dev)
         step.tok[idx, 0] = first
         step.pos[idx, 0] = P + lengths
         cache.write_pos[idx] = cache.base + lengths

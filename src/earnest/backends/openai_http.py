@@ -17,6 +17,11 @@ Standard library only (``urllib``). Config keys of a model entry (``models.<name
     max_response_bytes: 8388608            # the largest answer body read (8 MiB; 1 KiB to 1 GiB)
     use_proxy: false                       # true: through the environment's proxy (http_proxy ...), key included
 
+Instead of ``temperature``, a ``decoding: {temperature, top_p, top_k, seed, samples}`` block samples as for
+local models (``earnest.backends.decoding``): each request sends its own ``seed`` (a hash of the seed, the
+question and the sample), ``top_p`` when below 1 and ``top_k`` when above 0 (vLLM, SGLang and llama.cpp's
+server take it; OpenAI's API does not); those keys are then refused in ``request_params``.
+
 Chat requests (``GenerationRequest.messages``) go to ``/chat/completions``; raw-text requests
 (``prompt``) to ``/completions``. A request's stop strings are sent as ``stop``, and the answer is
 also cut at the first of them here (servers differ in how many they accept); the stop reason is
@@ -100,6 +105,7 @@ from earnest.text import printable
 
 from .base import (CONTENT_FILTER, EOS, MAX_NEW_TOKENS, STOP_STRING, Backend, GenerationRequest, GenerationResult,
                    OnResult, cut_at_stop, valid_text)
+from .decoding import Decoding, request_seed
 
 #: requests in flight at once, at most (one thread each; tens of thousands would not start)
 MAX_CONCURRENCY = 1024
@@ -320,6 +326,21 @@ def check_base_url(where: str, url) -> str:
     return url.rstrip("/")
 
 
+def decoding_of(where: str, cfg: dict):
+    """A model entry's ``decoding`` (:class:`earnest.backends.decoding.Decoding`), None without one; ValueError
+    naming the field where it meets ``temperature`` or a ``request_params`` field it sets itself."""
+    if cfg.get("decoding") is None:
+        return None
+    d = Decoding.from_cfg(where.removeprefix("models."), cfg)
+    if "temperature" in cfg:
+        raise ValueError(f"{where}.temperature: given twice (also {where}.decoding.temperature); keep one")
+    params = cfg.get("request_params") or {}
+    for key in ("seed", "top_p", "top_k"):
+        if key in params:
+            raise ValueError(f"{where}.request_params.{key}: set by {where}.decoding; remove it from request_params")
+    return d
+
+
 def check_request_params(where: str, params) -> dict:
     """``where.request_params`` (None: {}), or ValueError naming the field: a mapping with text keys,
     none of :data:`RESERVED_PARAMS` (one overrode the model, the question, the stop strings or the
@@ -492,6 +513,9 @@ class OpenAIBackend(Backend):
         self.max_backoff_s = self._number(cfg, "max_backoff_s", 60.0, where)
         self.temperature = self._number(cfg, "temperature", 0.0, where)
         self.request_params = check_request_params(where, cfg.get("request_params"))
+        self.decoding = decoding_of(where, cfg)
+        if self.decoding is not None:
+            self.temperature = self.decoding.temperature
         self.max_response_bytes = self._int(cfg, "max_response_bytes", MAX_RESPONSE_BYTES, where,
                                             *MAX_RESPONSE_BYTES_RANGE)
         self.use_proxy = cfg.get("use_proxy", False)
@@ -542,6 +566,13 @@ class OpenAIBackend(Backend):
         # request_params either, see check_request_params)
         body = {**self.request_params, "model": self._token_model or self.model, "temperature": self.temperature,
                 "max_tokens": int(max_new_tokens)}
+        d = self.decoding
+        if d is not None and d.sampling:
+            body["seed"] = request_seed(d.seed, req.key, req.sample)
+            if d.top_p < 1.0:
+                body["top_p"] = d.top_p
+            if d.top_k:
+                body["top_k"] = d.top_k      # not OpenAI's own API; vLLM, SGLang and llama.cpp's server take it
         if req.messages is not None:
             body["messages"] = req.messages
             return "/chat/completions", body
@@ -783,8 +814,9 @@ class OpenAIBackend(Backend):
     def describe(self) -> dict:
         """How this backend answers (the generations table's ``decoding`` column); no key or secret."""
         server = {"served_by": self.served_by} if self.served_by else {"base_url": self.base_url}
+        own = {} if self.decoding is None else self.decoding.describe()
         return {"backend": "openai", **server, "model": self.model, "temperature": self.temperature,
-                "request_params": self.request_params}
+                "request_params": self.request_params, **own}
 
     def generate(self, requests: Sequence[GenerationRequest], max_new_tokens: int,
                  on_result: OnResult | None = None) -> list[GenerationResult]:

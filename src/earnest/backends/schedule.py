@@ -70,8 +70,9 @@ class SlotScheduler:
         self.retire(ended)
         return ended
 
-    def _enter(self, slots: list[int], owns: list[list[int]], long: bool) -> list[int]:
-        """Prefill ``owns`` into ``slots`` (with the long-factor prefix where ``long``); their first tokens."""
+    def _enter(self, slots: list[int], owns: list[list[int]], long: bool, reqs: list[int]) -> list[int]:
+        """Prefill ``owns`` (of the requests ``reqs``) into ``slots`` (with the long-factor prefix where
+        ``long``); their first tokens."""
         if self.rope is not None and not self.cache.shared and self.P:
             for s in slots:
                 if self.slot_long[s] != long:
@@ -79,7 +80,7 @@ class SlotScheduler:
                         self.cache.write_prefix(s, li, k, v)
                     self.slot_long[s] = long
         self.prefills += 1
-        return self.be._prefill(self.cache, self.step, slots, owns, self.prefix, long=long)
+        return self.be._prefill(self.cache, self.step, slots, owns, self.prefix, long=long, reqs=reqs)
 
     def fill(self) -> None:
         """Give free slots the next waiting requests (prefilled together, ``prefill_rows`` at most)."""
@@ -93,7 +94,8 @@ class SlotScheduler:
             for s, i in zip(chosen, reqs):     # LongRoPE: rows past the original maximum enter apart
                 groups.setdefault(self.rope is not None and len(self.rows[i]) > self.rope.original, []).append((s, i))
             for long, pairs in groups.items():
-                first = self._enter([s for s, _ in pairs], [self.rows[i][self.P:] for _, i in pairs], long)
+                first = self._enter([s for s, _ in pairs], [self.rows[i][self.P:] for _, i in pairs], long,
+                                    [i for _, i in pairs])
                 for s, i in pairs:
                     self.slot_req[s] = i
                     self.states[i] = self.be._new_state(i)
@@ -108,7 +110,7 @@ class SlotScheduler:
             if i is None or self.col[s] - self.cache.base + self.P != self.rope.original:
                 continue
             tokens = self.rows[i][self.P:] + self.states[i]["tokens"]
-            first = self._enter([s], [tokens], True)
+            first = self._enter([s], [tokens], True, [i])
             self.col[s] = self.cache.base + len(tokens)
             self.take([(s, first[0])])
 

@@ -161,7 +161,7 @@ def prefill_cache_class():
 
 
 class SlotStep:
-    """One greedy decoding step over the first ``rows`` slots of a :class:`SlotCache`.
+    """One decoding step (greedy, or drawn by ``sampler``) over the first ``rows`` slots of a :class:`SlotCache`.
 
     Static buffers: ``tok`` (the token each row feeds), ``pos`` (its position), the cache's
     ``write_pos``; a step feeds them, takes the argmax of the last logits into ``out``, and moves
@@ -171,7 +171,8 @@ class SlotStep:
     graphs off with a warning, so the answers never depend on it.
     """
 
-    def __init__(self, model, cache, *, cache_kw: str, keep_kw: dict, additive_mask: bool, graphs: bool):
+    def __init__(self, model, cache, *, cache_kw: str, keep_kw: dict, additive_mask: bool, graphs: bool,
+                 sampler=None):
         import torch
 
         self.torch = torch
@@ -183,6 +184,10 @@ class SlotStep:
         self.tok = torch.zeros((B, 1), dtype=torch.long, device=dev)
         self.pos = torch.zeros((B, 1), dtype=torch.long, device=dev)
         self.out = torch.zeros(B, dtype=torch.long, device=dev)
+        # sampling (earnest.backends.decoding): each row's request seed; ``sampler(logits, seeds,
+        # positions)`` picks the tokens (None: greedy, the argmax)
+        self.seed = torch.zeros(B, dtype=torch.long, device=dev)
+        self.sampler = sampler
         self.cols = torch.arange(cache.columns, device=dev)
         self.graphs_on = bool(graphs) and dev.type == "cuda"
         self._graphs: dict[tuple[int, int], object] = {}
@@ -193,7 +198,7 @@ class SlotStep:
         """Move the rows ``src`` (a long tensor) to the front, in the cache and in the step's buffers."""
         n = src.shape[0]
         self.cache.gather_rows(src)
-        for buf in (self.tok, self.pos):
+        for buf in (self.tok, self.pos, self.seed):
             buf[:n] = buf.index_select(0, src)
 
     def _mask(self, rows: int, span: int):
@@ -211,7 +216,10 @@ class SlotStep:
         out = self.model(input_ids=self.tok[:rows], position_ids=self.pos[:rows],
                          attention_mask=self._mask(rows, span), use_cache=True,
                          **{self.cache_kw: c}, **self.keep_kw)
-        nxt = out.logits[:, -1, :].argmax(-1)
+        logits = out.logits[:, -1, :]
+        # the token drawn is at position pos + 1 of its row
+        nxt = logits.argmax(-1) if self.sampler is None else self.sampler(logits, self.seed[:rows],
+                                                                         self.pos[:rows, 0] + 1)
         self.out[:rows].copy_(nxt)
         self.tok[:rows, 0].copy_(nxt)
         self.pos[:rows].add_(1)

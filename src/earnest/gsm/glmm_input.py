@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from earnest.gsm.failure_classes import WRONG_ANSWER_CLASSES, judged
-from earnest.stats.glmm import GLMMInputError, integer_ids
+from earnest.stats.glmm import GLMMInputError, average_repeats, integer_ids
 
 DATASET_VARIANT = {"gsm_base": 0, "gsm_variants": 1}
 SCORED_COLUMNS = ("model", "prompt", "dataset", "template_id", "correct", "gamma")
@@ -42,7 +42,9 @@ def code_error_mask(scored: pd.DataFrame) -> pd.Series:
 
 def glmm_input_from_scored(scored: pd.DataFrame | Iterable[pd.DataFrame], *, reasoning_only: bool = False,
                            source: str = "scored table") -> pd.DataFrame:
-    """The GLMM input of the scored rows of one or more model x prompt x dataset tables.
+    """The GLMM input of the scored rows of one or more model x prompt x dataset tables (where the tables
+    hold several samples of each question, column ``sample``: one row per question with ``correct`` the
+    share of its samples and ``epochs`` their number, :func:`earnest.stats.glmm.average_repeats`).
 
     With ``reasoning_only``, rows with code errors (:func:`code_error_mask`) are dropped. Answers the
     machine failed to run (``infrastructure_error``) are never in it: neither right nor wrong
@@ -79,7 +81,7 @@ def glmm_input_from_scored(scored: pd.DataFrame | Iterable[pd.DataFrame], *, rea
     df = df.assign(correct=correct.astype(bool))
     if reasoning_only:
         df = df[~code_error_mask(df)]
-    return pd.DataFrame({
+    out = pd.DataFrame({
         "model": df["model"].astype(str).to_numpy(),
         "prompt": df["prompt"].astype(str).to_numpy(),
         "template": integer_ids(df["template_id"], "template_id", source).to_numpy(),
@@ -87,6 +89,16 @@ def glmm_input_from_scored(scored: pd.DataFrame | Iterable[pd.DataFrame], *, rea
         "correct": df["correct"].astype(np.int64).to_numpy(),
         "gamma": df["gamma"].astype(float).to_numpy(),
     })
+    if "sample" not in df.columns:
+        return out
+    # several samples of each question (a model's decoding.samples): one row per question, correct the share
+    # of its samples answered right, epochs their number (the statistics' one rule for repeated answers)
+    out["item"] = df["item_id"].astype(str).to_numpy()
+    out, _ = average_repeats(out, ["model", "prompt", "variant", "item"], what="samples",
+                             where=lambda r: f"{('GSM-Base', 'GSM-Variants')[r['variant']]} item {r['item']!r}",
+                             fix=f" ({source}; answers the machine failed to run, and in the reasoning-only "
+                                 "analysis code-error answers, are left out, which can leave questions with fewer)")
+    return out.drop(columns="item")
 
 
 def pool_gamma_centre(scored: pd.DataFrame | Iterable[pd.DataFrame], *, reasoning_only: bool = False,

@@ -23,7 +23,7 @@ from earnest.yamlfile import load_yaml_strict
 QUESTION_PLACEHOLDER = "<Question here>"
 STYLES = ("text", "code")
 FORMATS_FILE = "formats.yaml"
-_ENTRY_KEYS = {"file", "style", "description", "paper_name", "listing", "stop", "reference_source"}
+_ENTRY_KEYS = {"file", "style", "description", "paper_name", "listing", "stop", "reference_source", "system_prompt"}
 
 #: resources/prompts of the source tree (valid when the package is used from src/, as the workflow does).
 DEFAULT_PROMPTS_DIR = Path(__file__).resolve().parents[3] / "resources" / "prompts"
@@ -52,9 +52,16 @@ class PromptFormat:
     fidelity: str = DEFAULT
     stop: tuple[str, ...] = ()
     language: str = "eng"
+    #: a system message sent before the prompt (the request becomes chat turns: a chat model's template
+    #: wraps it, an OpenAI-compatible server gets /chat/completions); None: the raw prompt alone
+    system_prompt: str | None = None
 
     def __post_init__(self) -> None:
         check_mode(self.fidelity, f"prompt format {self.name!r}: fidelity")
+        sp = self.system_prompt
+        if sp is not None and (not isinstance(sp, str) or not sp.strip()):
+            raise PromptFormatError(f"prompt format {self.name!r}: system_prompt must be non-empty text, "
+                                    f"got {self.system_prompt!r}")
         if isinstance(self.stop, str) or not all(isinstance(s, str) and s for s in self.stop):
             raise PromptFormatError(f"prompt format {self.name!r}: stop must be a list of non-empty strings, "
                                     f"got {self.stop!r}")
@@ -215,6 +222,7 @@ def load_formats(resources_dir: str | Path | None = None, *, fidelity: str = DEF
                 path=path,
                 fidelity=fidelity,
                 stop=stop,
+                system_prompt=entry.get("system_prompt"),
             )
         except PromptFormatError as err:
             raise PromptFormatError(f"{spec_path}: {err}") from None

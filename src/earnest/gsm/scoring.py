@@ -174,7 +174,9 @@ def _examples(values, n: int = 5) -> str:
 def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str,
                 sandbox: "Sandbox | None" = None, *, fidelity: str = EARNEST,
                 language: str = "eng", english_rules: bool = False) -> "pd.DataFrame":
-    """Score one generations table against its items: one row per item, columns SCORED_COLUMNS.
+    """Score one generations table against its items: one row per item, columns SCORED_COLUMNS (with
+    several samples of each question, column ``sample``: one row per item and sample, ``sample`` after
+    ``item_id``).
 
     ``language``: the items' language (answers read by its locale, :mod:`earnest.gsm.locales`;
     the items' gamma is already the language's); English is scored exactly as before.
@@ -192,9 +194,12 @@ def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str,
         raise ValueError(f"style must be one of {STYLES}, not {style!r}")
     _require_columns(generations, GENERATION_COLUMNS, "generations")
     _require_columns(items, ITEM_COLUMNS, "items")
-    dup = generations["item_id"][generations["item_id"].duplicated()].unique()
+    # several samples of a question (a model's decoding.samples): one row per item and sample, each scored
+    samples = "sample" in generations.columns
+    key = ["item_id", "sample"] if samples else ["item_id"]
+    dup = generations["item_id"][generations.duplicated(key)].unique()
     if len(dup):
-        raise ValueError(f"generations repeat item id(s): {_examples(dup)}")
+        raise ValueError(f"generations repeat item id(s){' and sample' if samples else ''}: {_examples(dup)}")
     dup = items["item_id"][items["item_id"].duplicated()].unique()
     if len(dup):
         raise ValueError(f"items repeat item id(s): {_examples(dup)}")
@@ -216,7 +221,8 @@ def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str,
             raise ValueError(f"item {item_id}: {exc}") from None
 
     merged = items[["item_id", "template_id", "instance", "question", "answer", "gamma"]].merge(
-        generations[GENERATION_COLUMNS], on="item_id", how="left", validate="one_to_one")
+        generations[GENERATION_COLUMNS + (["sample"] if samples else [])], on="item_id", how="left",
+        validate="one_to_many" if samples else "one_to_one")
     code_python = layers = ""
     if style == "code":
         from earnest.sandbox.pool import default_sandbox
@@ -249,7 +255,8 @@ def score_table(generations: "pd.DataFrame", items: "pd.DataFrame", style: str,
     merged["gamma"] = merged["gamma"].astype(float)
     merged["code_python"] = code_python
     merged["sandbox"] = layers
-    return merged[SCORED_COLUMNS].reset_index(drop=True)
+    return merged[SCORED_COLUMNS[:1] + ["sample"] + SCORED_COLUMNS[1:] if samples else SCORED_COLUMNS
+                  ].reset_index(drop=True)
 
 
 def score_generations(generations: "pd.DataFrame", items: "pd.DataFrame", style: str, *,

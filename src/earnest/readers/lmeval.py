@@ -482,28 +482,17 @@ def average_epochs(rows: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
     """(rows, whether any were averaged): where a question (item) of a model x prompt has several
     rows, one per epoch (Inspect's ``--epochs``, read with ``--inspect-epoch all``), one row of it
     whose ``correct`` is the mean over its epochs and ``epochs`` their number
-    (:data:`earnest.stats.glmm.EPOCHS`): several epochs of the same question are not independent
+    (:data:`earnest.stats.glmm.EPOCHS`; the rule is :func:`earnest.stats.glmm.average_repeats`, which a
+    model's samples follow too): several epochs of the same question are not independent
     answers, and as rows of their own they would shrink the GLMM's Wald SE (two identical greedy
     epochs by ~29%) and weigh a question by its epochs. Every question of a model x prompt must have
     the same number of epochs (LmEvalError naming two that differ: read one epoch with
     ``--inspect-epoch N``, or the epochs every question has)."""
-    key = ["model", "prompt", "item"]
-    n = rows.groupby(key, sort=False)["correct"].transform("size")
-    if (n <= 1).all():
-        return rows, False
-    for (model, prompt), sub in rows.assign(_n=n).groupby(["model", "prompt"], sort=True):
-        counts = sub.drop_duplicates("item")
-        if counts["_n"].nunique() > 1:
-            lo, hi = counts.sort_values("_n").iloc[0], counts.sort_values("_n").iloc[-1]
-            raise LmEvalError(f"model {model!r}, prompt {prompt!r}: unbalanced epochs: {lo['source']} (doc {lo['doc_id']!r}) "
-                              f"has {lo['_n']} answers, {hi['source']} (doc {hi['doc_id']!r}) {hi['_n']}; the GLMM "
-                              f"averages each question's epochs and needs the same number for every question: read one "
-                              f"epoch (--inspect-epoch N) or complete the log")
-    first = rows.drop_duplicates(key).set_index(key)
-    mean = rows.groupby(key, sort=False)["correct"].mean()
-    first["correct"] = mean.reindex(first.index).to_numpy()
-    first["epochs"] = rows.groupby(key, sort=False)["correct"].size().reindex(first.index).to_numpy()
-    return first.reset_index()[list(rows.columns) + ["epochs"]], True
+    from earnest.stats.glmm import average_repeats
+
+    return average_repeats(rows, ["model", "prompt", "item"], what="epochs", error=LmEvalError,
+                           where=lambda r: f"{r['source']} (doc {r['doc_id']!r})",
+                           fix=": read one epoch (--inspect-epoch N) or complete the log")
 
 
 def to_compare_input(samples: pd.DataFrame, mapping: Mapping = Mapping(), *, by: str | None = None) -> pd.DataFrame:

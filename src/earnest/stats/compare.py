@@ -113,11 +113,17 @@ def common_items(data: pd.DataFrame, family: str, fixed: str, a: str, b: str) ->
 
 
 def compare_input_from_scored(scored: pd.DataFrame) -> pd.DataFrame:
-    """Compare input from scored tables (CONTRACTS.md): template_id -> template, item_id -> item."""
+    """Compare input from scored tables (CONTRACTS.md): template_id -> template, item_id -> item. Several
+    samples of a question (column ``sample``, a model's ``decoding.samples``) pair as Inspect's epochs do
+    (:func:`earnest.readers.lmeval.to_compare_input`): sample s of one condition with sample s of the other,
+    each pair a paired unit (item ``<item_id>#sample<s>``)."""
     need = ("model", "prompt", "template_id", "item_id", "correct")
     missing = [c for c in need if c not in scored.columns]
     if missing:
         raise CompareInputError(f"scored tables: missing columns {missing}")
+    if "sample" in scored.columns:   # (a condition with one answer per question: its sample 0)
+        samples = pd.to_numeric(scored["sample"]).fillna(0).astype(int)
+        scored = scored.assign(item_id=[f"{i}#sample{s}" for i, s in zip(scored["item_id"], samples)])
     return validate_compare_input(scored.rename(columns={"template_id": "template", "item_id": "item"}),
                                   "scored tables")
 

@@ -299,6 +299,33 @@ def validate_glmm_input(df: pd.DataFrame, glmm: int, source: str = "GLMM input",
     return out.reset_index(drop=True)
 
 
+def average_repeats(rows: pd.DataFrame, key: list[str], *, what: str = "epochs", where=None, fix: str = "",
+                    error=None) -> tuple[pd.DataFrame, bool]:
+    """(rows, whether any were averaged): the one rule for a question answered more than once (Inspect's
+    epochs, a model's ``decoding.samples``). Where a question (``key``: model, prompt, ..., item) has several
+    rows, one row of it whose ``correct`` is their mean and :data:`EPOCHS` their number: repeated answers to
+    one question are not independent, and as rows of their own they would shrink the GLMM's Wald SE and
+    weigh a question by its repeats. Every question of a model x prompt must have the same number (``error``,
+    GLMMInputError by default, naming two that differ, ``where(row)`` saying which, ``fix`` the way out)."""
+    error = error or GLMMInputError
+    where = where or (lambda r: f"item {r[key[-1]]!r}")
+    n = rows.groupby(key, sort=False)["correct"].transform("size")
+    if (n <= 1).all():
+        return rows, False
+    for (model, prompt), sub in rows.assign(_n=n).groupby(["model", "prompt"], sort=True):
+        counts = sub.drop_duplicates(key)
+        if counts["_n"].nunique() > 1:
+            lo, hi = counts.sort_values("_n").iloc[0], counts.sort_values("_n").iloc[-1]
+            raise error(f"model {model!r}, prompt {prompt!r}: unbalanced {what}: {where(lo)} has {lo['_n']} answers, "
+                        f"{where(hi)} {hi['_n']}; the GLMM averages each question's {what} and needs the same number "
+                        f"for every question{fix}")
+    first = rows.drop_duplicates(key).set_index(key)
+    mean = rows.groupby(key, sort=False)["correct"].mean()
+    first["correct"] = mean.reindex(first.index).to_numpy()
+    first[EPOCHS] = rows.groupby(key, sort=False)["correct"].size().reindex(first.index).to_numpy()
+    return first.reset_index()[list(rows.columns) + [EPOCHS]], True
+
+
 def _epoch_columns(out: pd.DataFrame, source: str) -> tuple[pd.Series, pd.Series]:
     """The validated ``epochs`` (integers >= 1, one value per model x prompt) and ``correct`` (a
     mean of that many 0/1 answers: a multiple of 1/epochs in [0, 1]) of GLMM input with
