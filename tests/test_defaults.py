@@ -28,6 +28,10 @@ CONFIG_KEYS = {
     ("statform-score", "fidelity"): "fidelity",
     ("statform-prompt", "fidelity"): "fidelity",
     ("lm-eval-task", "prompts_dir"): "prompts_dir",
+    ("lm-eval-task", "templates"): "gsm_symbolic.templates",
+    ("lm-eval-task", "variants"): "gsm_symbolic.variants",
+    ("lm-eval-task", "seed"): "gsm_symbolic.seed",
+    ("lm-eval-task", "instantiator"): "gsm_symbolic.instantiator",
     ("extract", "fidelity"): "fidelity",
     ("extract", "python"): "sandbox.python",
     ("glmm", "resamples"): "stats.resamples",
@@ -68,7 +72,7 @@ CLI_ONLY = {
     ("power", "from_summary"), ("power", "out"),
     ("compare", "input"), ("compare", "by"), ("compare", "out"),
     # the task folder to write and the release file it reads
-    ("lm-eval-task", "out"), ("lm-eval-task", "release"),
+    ("lm-eval-task", "out"), ("lm-eval-task", "release"), ("lm-eval-task", "release_from_package"),
     # the answers' language, and reading one without a locale row by English rules (the workflow's
     # gsm_symbolic.english_rules lists languages; the command reads one file of one language)
     ("extract", "language"), ("extract", "english_rules"),

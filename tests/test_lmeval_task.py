@@ -245,6 +245,10 @@ def test_the_release_written_from_the_package_loads_in_lm_eval(tmp_path, monkeyp
 
     env = {**__import__("helpers").child_env(), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
     task = tmp_path / "task"
+    # the variants and their seed are the config's gsm_symbolic.variants/seed, which have no default: asked for
+    short = subprocess.run([sys.executable, "-m", "earnest.cli", "lm-eval-task", str(task), "--release-from-package",
+                            "--templates", "0"], capture_output=True, text=True, env=env, timeout=300)
+    assert short.returncode == 2 and "needs --variants and --seed" in short.stderr and not task.exists()
     proc = subprocess.run([sys.executable, "-m", "earnest.cli", "lm-eval-task", str(task), "--release-from-package",
                            "--templates", "0,2", "--variants", "3", "--seed", "7", "--instantiator", "earnest"],
                           capture_output=True, text=True, env=env, timeout=300)

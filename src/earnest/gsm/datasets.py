@@ -177,7 +177,7 @@ def read_release_jsonl(path: str | Path) -> list[dict]:
     return records
 
 
-def write_package_release(path: str | Path, seed: int, templates: Iterable[int] | None = None, variants: int = 50,
+def write_package_release(path: str | Path, seed: int, templates: Iterable[int] | None = None, *, variants: int,
                           instantiator: str = INSTANTIATOR) -> int:
     """Write the installed templates package's items as rows of the official release's JSONL
     (:data:`JSONL_FIELDS`: ``id`` the template, ``instance`` 0..variants-1, the reference solution

@@ -211,6 +211,12 @@ def _cmd(args) -> int:
 
     package = None
     if args.release_from_package:
+        missing = [o for o, v in (("--variants", args.variants), ("--seed", args.seed)) if v is None]
+        if missing:
+            print(f"earnest lm-eval-task: --release-from-package needs {' and '.join(missing)} (the config's "
+                  "gsm_symbolic.variants and gsm_symbolic.seed; the official release has 50 variants per template), "
+                  "e.g. --variants 50 --seed 1", file=sys.stderr)
+            return 2
         package = {"seed": args.seed, "variants": args.variants, "instantiator": args.instantiator,
                    "templates": args.templates}
     try:
@@ -234,6 +240,8 @@ def _templates(text: str) -> list[int]:
 
 
 def add_parser(subparsers) -> None:
+    from earnest.schema import schema_default
+
     """Register ``earnest lm-eval-task OUT [--fidelity MODE] [--release FILE] [--prompts-dir DIR]``."""
     p = subparsers.add_parser(
         "lm-eval-task", help="write the GSM-Symbolic task pair for lm-evaluation-harness (offline with --release)",
@@ -252,11 +260,13 @@ def add_parser(subparsers) -> None:
                         "no network, no download")
     p.add_argument("--templates", type=_templates, default=None,
                    help="with --release-from-package: template ids, e.g. 0,1,2 (default: all)")
-    p.add_argument("--variants", type=int, default=50,
-                   help="with --release-from-package: instances per template (default 50, as the release)")
-    p.add_argument("--seed", type=int, default=20251130,
-                   help="with --release-from-package: the variants' seed (default 20251130, config/config.yaml's)")
-    p.add_argument("--instantiator", choices=("earnest", "package"), default="earnest",
-                   help="with --release-from-package: which generator draws the variants (gsm_symbolic.instantiator)")
+    p.add_argument("--variants", type=int, default=None,
+                   help="with --release-from-package (required there): instances per template (gsm_symbolic.variants; "
+                        "the release has 50)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="with --release-from-package (required there): the variants' seed (gsm_symbolic.seed)")
+    p.add_argument("--instantiator", choices=("earnest", "package"), default=schema_default("gsm_symbolic.instantiator"),
+                   help="with --release-from-package: which generator draws the variants (gsm_symbolic.instantiator; "
+                        "default %(default)s; earnest draws the same law in seconds)")
     p.add_argument("--prompts-dir", default=None, help="folder with formats.yaml (default: this checkout's)")
     p.set_defaults(func=_cmd)
