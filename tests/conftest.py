@@ -22,3 +22,18 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """With pytest-xdist (``-n 2 --dist loadgroup``): the tests of a module that share one of its
+    module-scoped fixtures (one finished workflow run, one server, one loaded model) go to one worker,
+    so that the fixture is built once, not once per worker (an autouse one, which every test of the
+    module takes, does not bind them). Tests that must not run beside each other carry their own
+    ``xdist_group`` mark (the local Slurm cluster, processes of uid 65534)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+        if any(d and d[-1].scope == "module" and not getattr(d[-1], "_autouse", False) for d in defs.values()):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

@@ -45,6 +45,7 @@ print(json.dumps({"rows": len(forked), "resamples": int(forked["resample"].nuniq
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["glmm", "compare"])
 def test_forked_r_workers_finish_while_another_python_thread_runs(which):
     # a session of its own, so that a hang takes its forked R workers down with it

@@ -21,7 +21,9 @@ import pytest
 from earnest.sandbox import Sandbox
 from earnest.sandbox.kernel.namespaces import ANSWER_UID_RANGE
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a process of uid 65534 and a root batch)")
+pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a process of uid 65534 and a root batch)"),
+              # never beside the tests that run as nobody (pytest-xdist): the filler holds its whole key quota
+              pytest.mark.xdist_group("uid65534")]
 
 FILLER = textwrap.dedent("""
     import ctypes, os, sys

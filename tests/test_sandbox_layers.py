@@ -23,6 +23,9 @@ import pytest
 from earnest.sandbox import LAYERS, Limits, Sandbox, SandboxUnavailable
 from helpers import NOBODY, nobody_command, nobody_copy, nobody_interpreter
 
+# run as nobody: never beside tests/test_sandbox_keyquota.py's filler of nobody's key quota (pytest-xdist)
+pytestmark = pytest.mark.xdist_group("uid65534")
+
 REPO = Path(__file__).resolve().parents[1]
 ATTACKS = REPO / "tests" / "sandbox_attacks.py"
 API_KEY = "sk-earnest-test-0123456789"

@@ -19,6 +19,9 @@ from pathlib import Path
 import pytest
 
 from helpers import NOBODY, nobody_command, nobody_copy, nobody_interpreter
+
+# run as nobody: never beside tests/test_sandbox_keyquota.py's filler of nobody's key quota (pytest-xdist)
+pytestmark = pytest.mark.xdist_group("uid65534")
 from hostile_checks import CHECKS
 
 REPO = Path(__file__).resolve().parents[1]

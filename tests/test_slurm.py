@@ -31,7 +31,8 @@ import yaml
 
 from helpers import child_env
 
-pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+# one worker for the cluster's start and its runs (pytest-xdist)
+pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.xdist_group("slurm_cluster")]
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "tiny"                  # the model of tests/configs/tiny.yaml

@@ -84,6 +84,7 @@ def test_number_effect_wald_information_is_the_slope_information_of_the_design()
         P.wald_se(60, 20, gamma_sd=0.0, **dict(kw, odds_ratio=1.0))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("effect", ["variant", "gamma"])
 def test_simulated_power_agrees_with_the_wald_approximation_at_a_large_design(effect):
     """At 60 templates x 20 variants, at the OR where the Wald approximation gives 50% power (where
@@ -98,6 +99,7 @@ def test_simulated_power_agrees_with_the_wald_approximation_at_a_large_design(ef
     assert abs(row["power"] - 0.5) < 3 * math.sqrt(0.25 / n)
 
 
+@pytest.mark.slow
 def test_number_effect_known_answers_strong_effect_and_no_effect():
     """A strong number effect (OR 2 per unit of gamma, Wald power ~1) is detected in every data
     set; with no effect the rejection rate is compatible with alpha."""

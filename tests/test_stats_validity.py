@@ -20,6 +20,7 @@ def test_interval_covers_true_effect_and_false_positives_are_rare():
     assert (effect["median"] < 0).sum() >= 5 and effect["p_below_alpha"].sum() >= 2, effect
 
 
+@pytest.mark.slow
 def test_no_false_finding_at_the_accuracy_ceiling():
     """Issues 40.1 and 50.1: null data at ~99.6% accuracy with the laplace engine. Resamples that draw
     no wrong GSM-Base answer are separated; dropped as non-converged they took one tail with them and

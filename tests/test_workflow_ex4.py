@@ -84,10 +84,18 @@ def test_ex4_schema_rejects_bad_shift(tmp_path):
     assert proc.returncode != 0 and "ex4" in (proc.stdout + proc.stderr)
 
 
+@pytest.fixture(scope="module")
+def covariate_dir(tmp_path_factory):
+    """One working directory for the covariate runs: the second reuses the first's items,
+    generations and scores, and refits only what the covariate changes."""
+    wd = tmp_path_factory.mktemp("covariate")
+    build_tiny_model(wd / "tiny-model")
+    return wd
+
+
 def _glmm2_with_covariate(tmp_path, covariate: str):
     """The tiny config's GLMM 2 for the GSM prompt with ``stats.covariate``: (its summary, the
     GSM-Base and GSM-Variants items, the GLMM input)."""
-    build_tiny_model(tmp_path / "tiny-model")
     cfg = _config()
     cfg["ex4"] = {"enabled": False}
     cfg["stats"]["covariate"] = covariate
@@ -100,26 +108,26 @@ def _glmm2_with_covariate(tmp_path, covariate: str):
 
 
 @pytest.mark.slow
-def test_glmm2_takes_another_covariate(tmp_path):
+def test_glmm2_takes_another_covariate(covariate_dir):
     """stats.covariate: n_ops puts each item's number of operations where gamma goes; the summary names it."""
     from earnest.gsm.covariates import n_ops
 
-    summary, items, inp = _glmm2_with_covariate(tmp_path, "n_ops")
+    summary, items, inp = _glmm2_with_covariate(covariate_dir, "n_ops")
     assert set(summary.covariate) == {"n_ops"} and set(summary.term) == {"variant", "gamma_c"}
     want = sorted(float(n_ops(s)) for s in items.solution)
     assert sorted(inp.gamma) == want and inp.gamma.nunique() > 1
 
 
 @pytest.mark.slow
-def test_glmm2_number_tokens_with_the_models_tokenizer(tmp_path):
+def test_glmm2_number_tokens_with_the_models_tokenizer(covariate_dir):
     """stats.covariate: number_tokens counts with the model's own tokenizer (the tiny model's BPE)."""
     from transformers import AutoTokenizer
 
     from earnest.gsm.covariates import number_tokens
 
-    summary, items, inp = _glmm2_with_covariate(tmp_path, "number_tokens")
+    summary, items, inp = _glmm2_with_covariate(covariate_dir, "number_tokens")
     assert set(summary.covariate) == {"number_tokens"}
-    tok = AutoTokenizer.from_pretrained(str(tmp_path / "tiny-model"))
+    tok = AutoTokenizer.from_pretrained(str(covariate_dir / "tiny-model"))
     want = sorted(float(number_tokens(q, lambda t: tok(t, add_special_tokens=False)["input_ids"]))
                   for q in items.question)
     assert sorted(inp.gamma) == want and min(want) > 0

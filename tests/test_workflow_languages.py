@@ -52,6 +52,7 @@ def test_english_only_plans_no_language_job(tmp_path):
     assert jobs and not (set(jobs) & LANGUAGE_RULES)
 
 
+@pytest.mark.slow
 def test_french_end_to_end(french_run):
     wd = french_run
     items = pd.read_parquet(wd / "results/languages/fra/data/gsm_variants.parquet")
@@ -77,6 +78,7 @@ def test_french_end_to_end(french_run):
     assert (context["prompt_tokens"] + context["max_new_tokens"] <= context["context"]).all()
 
 
+@pytest.mark.slow
 def test_per_language_glmm1_jobs_give_the_one_job_table(french_run):
     """Each language's GLMM 1 is its own job; the cross-lingual job's table is the one its own fits
     of every language gave before the fits were jobs of their own."""
@@ -95,6 +97,7 @@ def test_per_language_glmm1_jobs_give_the_one_job_table(french_run):
     assert got == glmm1.to_csv(index=False)
 
 
+@pytest.mark.slow
 def test_adding_a_language_plans_only_its_jobs(french_run):
     jobs = planned(snakemake(french_run, config(["eng", "fra", "hin"]), "-n", *targets(["eng", "fra", "hin"])))
     # Hindi's items, generations and scores (two datasets), its GLMM 1 (one model); English's and
