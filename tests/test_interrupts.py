@@ -178,3 +178,25 @@ def test_after_ctrl_c_the_same_r_session_fits_as_before(cores):
     assert out == {"interrupted": True, "pending": 0, "hook_back": True, "wakeup_fd": -1, "rows": out["rows"]}
     assert out["rows"] >= 3
     assert not _wait_gone(proc.pid)
+
+
+AT_START = r"""
+import rpy2.robjects as ro
+# a Ctrl-C that arrives while R loads lme4, the first seconds of every run: sent by R itself from
+# lme4's load hook, so it lands there on any machine
+ro.r('setHook(packageEvent("lme4", "onLoad"), function(...) tools::pskill(Sys.getpid(), tools::SIGINT))')
+from earnest.stats import rbridge
+try:
+    rbridge.r()
+    print("R started", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_ctrl_c_while_r_starts_is_not_lost():
+    """R's start (loading lme4, sourcing earnest's R code) runs inside the bridge's guard like every R
+    call: a Ctrl-C then stops it with KeyboardInterrupt. Outside the guard, rpy2's event hook raised it
+    inside a callback that ignores it, and the run went on fitting for hours."""
+    proc = subprocess.run([sys.executable, "-c", AT_START], capture_output=True, text=True, timeout=LIMIT)
+    assert proc.stdout.strip() == "interrupted", proc.stdout + proc.stderr[-3000:]

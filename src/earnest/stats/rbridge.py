@@ -36,14 +36,21 @@ def r():
             os.environ.pop("LD_LIBRARY_PATH", None)
         else:
             os.environ["LD_LIBRARY_PATH"] = saved
+    # loading lme4 and sourcing earnest's R code run inside the guard like every R call: with rpy2's
+    # event hook active, a Ctrl-C arriving here (the first seconds of a run) raised KeyboardInterrupt
+    # inside that callback, where it is ignored, and the run went on for hours
     try:
-        # an empty site library makes library() warn on every start; the warning is noise
-        ro.r('suppressWarnings(suppressPackageStartupMessages(library(lme4)))')
+        with _guard():
+            # an empty site library makes library() warn on every start; the warning is noise
+            ro.r('suppressWarnings(suppressPackageStartupMessages(library(lme4)))')
+    except KeyboardInterrupt:
+        raise
     except Exception as exc:  # rpy2 raises RRuntimeError
         raise RError(f"R could not load lme4: {exc}") from exc
-    for script in sorted(resources.files("earnest.stats").joinpath("R").iterdir(), key=lambda p: p.name):
-        if script.name.endswith(".R"):
-            ro.r["source"](str(script))
+    with _guard():
+        for script in sorted(resources.files("earnest.stats").joinpath("R").iterdir(), key=lambda p: p.name):
+            if script.name.endswith(".R"):
+                ro.r["source"](str(script))
     return ro
 
 
