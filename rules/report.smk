@@ -46,7 +46,7 @@ rule report_answers:
     log:
         "logs/report/answers/{model}/{prompt}.log",
     group:
-        "final"
+        "post"
     conda:
         "../envs/stats.yaml"
     container:
