@@ -158,10 +158,12 @@ def test_no_column_is_called_just_significant():
 
 
 # ---------------------------------------------------------------- report captions
-def _render(name: str, **snakemake) -> str:
+def _render(name: str, files=(), **snakemake) -> str:
+    # Snakemake renders the landing text with the report's entries as ``files`` beside ``snakemake``
     text = (ROOT / "report" / name).read_text(encoding="utf-8")
     obj = type("Snakemake", (), snakemake)
-    return jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(text).render(snakemake=obj)
+    return jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(text).render(snakemake=obj,
+                                                                                       files=list(files))
 
 
 @pytest.mark.parametrize("mode", F.MODES)
