@@ -142,10 +142,10 @@ SMALL_JOB = {**CPU_JOB, "runtime": minutes(SLURM["small_job_runtime"])}
 # (the summary cannot share the post job that its shards left: a group may not be left and re-entered)
 SHARD_GROUP = "post" if SLURM["bundle_shards"] else None
 FIT_GROUP = "post" if SLURM["bundle_shards"] else "fits"
-# a GLMM input: with its scoring in the post job (bundled), or in `inputs` jobs: reference mode's
-# GLMM 2 centres gamma over every model of the prompt, so each input reads every model's scored
-# tables, and in one group with them a prompt's whole grid would be one component (one post job of
-# hours); apart, each scored table and each input is a component of its own
+# a GLMM input and reference mode's centre of gamma (the gamma_centre rule), with their scoring in the
+# post job (bundled), or in `inputs` jobs: the centre reads every model's scored tables of the prompt
+# and its GLMM 2 fits read it, so in one group with them a prompt's whole grid would be one component
+# (one post job of hours); apart, each scored table, input and centre is a component of its own
 INPUT_GROUP = "post" if SLURM["bundle_shards"] else "inputs"
 # a paired-comparison family: a job of its own, or (bundled: a small run, whose families take
 # seconds) in the final job beside the tables, instead of one more job after it on a small node

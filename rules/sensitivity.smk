@@ -54,16 +54,24 @@ if SENS["enabled"]:
             ),
             item_tables=expand("results/data/{dataset}.parquet", dataset=DATASETS),
             variant_templates=variant_templates,
-            # the other mode's pool of GLMM 2's centre (reference: every model of the prompt)
-            pool=lambda wc: gamma_pool(wc, OTHER, lambda m, p, d: f"{SENS_DIR}/{OTHER}/scored/{m}/{p}/{d}.parquet"),
         output:
             f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
         log:
             "logs/sensitivity/{mode}/glmm_input/{analysis}/{model}/{prompt}.log",
 
+    # the other mode's pool of GLMM 2's centre (reference: every model of the prompt)
+    use rule gamma_centre as sensitivity_gamma_centre with:
+        input:
+            pool=lambda wc: gamma_pool(wc, OTHER, lambda m, p, d: f"{SENS_DIR}/{OTHER}/scored/{m}/{p}/{d}.parquet"),
+        output:
+            f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/centre/{{prompt}}.json",
+        log:
+            "logs/sensitivity/{mode}/gamma_centre/{analysis}/{prompt}.log",
+
     use rule bootstrap_shard as sensitivity_bootstrap_shard with:
         input:
             f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
+            centre=lambda wc: gamma_centre_file(wc, OTHER, f"{SENS_DIR}/{OTHER}/stats"),
         output:
             shard=f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/shard-{{shard}}.parquet",
             check=f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/shard-{{shard}}.check.parquet",
@@ -80,6 +88,7 @@ if SENS["enabled"]:
     use rule glmm_summary as sensitivity_glmm_summary with:
         input:
             glmm_input=f"{SENS_DIR}/{{mode}}/stats/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
+            centre=lambda wc: gamma_centre_file(wc, OTHER, f"{SENS_DIR}/{OTHER}/stats"),
             shards=expand(
                 f"{SENS_DIR}/{{{{mode}}}}/stats/{{{{analysis}}}}/glmm{{{{glmm}}}}/{{{{model}}}}/{{{{prompt}}}}/shard-{{shard}}.parquet",
                 shard=range(SENS["shards"]),

@@ -14,8 +14,6 @@ rule glmm_input:
         item_tables=lambda wc: [f"results/data/{d}.parquet" for d in glmm_datasets(wc)],
         model=lambda wc: model_inputs(wc) if STATS["covariate"] == "number_tokens" else [],
         variant_templates=variant_templates,
-        # reference mode: every model of the prompt, whose mean gamma GLMM 2 is centred on
-        pool=lambda wc: gamma_pool(wc, FIDELITY),
     output:
         f"{STATS_DIR}/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
     log:
@@ -36,9 +34,32 @@ rule glmm_input:
         "../workflow/scripts/glmm_input.py"
 
 
+# reference mode's GLMM 2: the mean gamma of every model of the prompt, which its fits are centred on
+rule gamma_centre:
+    input:
+        pool=lambda wc: gamma_pool(wc, FIDELITY),
+    output:
+        f"{STATS_DIR}/{{analysis}}/centre/{{prompt}}.json",
+    log:
+        "logs/gamma_centre/{analysis}/{prompt}.log",
+    group:
+        INPUT_GROUP
+    conda:
+        "../envs/stats.yaml"
+    container:
+        env_container("stats")
+    resources:
+        **SMALL_JOB,
+    params:
+        reasoning_only=lambda wc: wc.analysis == "reasoning_only",
+    script:
+        "../workflow/scripts/gamma_centre.py"
+
+
 rule bootstrap_shard:
     input:
         f"{STATS_DIR}/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
+        centre=lambda wc: gamma_centre_file(wc, FIDELITY),
     output:
         shard=f"{STATS_DIR}/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/shard-{{shard}}.parquet",
         check=f"{STATS_DIR}/{{analysis}}/glmm{{glmm}}/{{model}}/{{prompt}}/shard-{{shard}}.check.parquet",
@@ -74,6 +95,7 @@ rule bootstrap_shard:
 rule glmm_summary:
     input:
         glmm_input=f"{STATS_DIR}/{{analysis}}/input/{{model}}/{{prompt}}.parquet",
+        centre=lambda wc: gamma_centre_file(wc, FIDELITY),
         shards=expand(
             f"{STATS_DIR}/{{{{analysis}}}}/glmm{{{{glmm}}}}/{{{{model}}}}/{{{{prompt}}}}/shard-{{shard}}.parquet",
             shard=range(N_SHARDS),

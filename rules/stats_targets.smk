@@ -23,16 +23,31 @@ def variant_templates(wildcards):
     return ["results/data/gsm_matched.parquet"] if wildcards.analysis == "variants_matched" else []
 
 
+def pools_gamma(analysis, mode):
+    """Whether GLMM 2 of an analysis centres gamma over every model of the prompt (the authors' pool,
+    earnest.gsm.glmm_input.pool_gamma_centre): in reference mode, for gamma (the authors had no other
+    covariate), in the all-errors and reasoning-only analyses (Ex4's fit GLMM 1 only). Elsewhere
+    gamma is centred per model x prompt, and no fit reads another model's answers."""
+    return mode == "reference" and STATS["covariate"] == "gamma" and analysis in ("all", "reasoning_only")
+
+
 def gamma_pool(wildcards, mode, scored=scored_path):
-    """Reference mode's GLMM 2 centres gamma over every model of the prompt, as the authors' code does
-    (earnest.gsm.glmm_input.pool_gamma_centre): the scored tables (``scored(model, prompt, dataset)``)
-    of each model that runs the prompt, in the analysis' datasets. None in earnest mode (per model x
-    prompt), for another covariate than gamma (the authors had gamma only) and in Ex4's analyses
-    (GLMM 1 only)."""
-    if mode != "reference" or STATS["covariate"] != "gamma" or wildcards.analysis not in ("all", "reasoning_only"):
+    """The pool of a prompt's centre (:func:`pools_gamma`): the scored tables (``scored(model, prompt,
+    dataset)``) of each model that runs the prompt, in the analysis' datasets; none where it has none."""
+    if not pools_gamma(wildcards.analysis, mode):
         return []
     models = [m for m, p in model_prompts() if p == wildcards.prompt]
     return [scored(m, wildcards.prompt, d) for m in models for d in glmm_datasets(wildcards)]
+
+
+def gamma_centre_file(wildcards, mode, stats_dir=STATS_DIR):
+    """The pool's centre that a GLMM 2 fit reads beside its input (rule gamma_centre), [] for GLMM 1 and
+    where gamma is centred per model x prompt. Only GLMM 2 reads it, so a model added to the pool
+    plans its own jobs, the cross-model tables and the pool's centre with the GLMM 2 fits that it
+    moves, and no other model's GLMM input or GLMM 1."""
+    if int(wildcards.glmm) != 2 or not pools_gamma(wildcards.analysis, mode):
+        return []
+    return [f"{stats_dir}/{wildcards.analysis}/centre/{wildcards.prompt}.json"]
 
 
 def summary_files(wildcards=None):

@@ -46,10 +46,10 @@ def _authors_gamma_c(frames_by_variant):
     return df.assign(sum_logs_c=df["gamma"] - df["gamma"].mean())
 
 
-def test_reference_mode_centres_over_every_model_of_the_prompt():
+def test_reference_mode_centres_over_every_model_of_the_prompt(tmp_path):
     """Issue 41.6: the authors centre gamma over all models of the prompt (their pool), earnest mode
     over the rows of one model x prompt; the GLMM input carries the pool's mean in gamma_centre."""
-    from earnest.gsm.glmm_input import glmm_input_from_scored, pool_gamma_centre
+    from earnest.gsm.glmm_input import glmm_input_from_scored, pool_gamma_centre, save_pool_centre, with_pool_centre
     from earnest.stats.glmm import GAMMA_CENTRE, validate_glmm_input
 
     base = {"a": [1.0, 2.0, 3.1], "b": [1.0, 2.0, 3.1]}
@@ -60,7 +60,10 @@ def test_reference_mode_centres_over_every_model_of_the_prompt():
     centre = pool_gamma_centre([f for m in "ab" for f in scored[m]])
     assert centre == theirs["gamma"].mean()
     for m in "ab":
-        inp = glmm_input_from_scored(scored[m]).assign(**{GAMMA_CENTRE: centre})
+        # the workflow's way: the centre's own file, read back into the input by GLMM 2's fits
+        saved = tmp_path / "centre.json"
+        save_pool_centre(saved, centre, [f"results/scored/{m}/gsm/x.parquet" for m in "ab"])
+        inp = with_pool_centre(glmm_input_from_scored(scored[m]), saved)
         ref = model_frame(validate_glmm_input(inp, 2, fidelity="reference"), 2, aggregate=False)
         want = theirs[theirs.model == m]["sum_logs_c"].dropna().to_numpy()
         assert np.array_equal(ref["gamma_c"].to_numpy(), want)           # their numbers, bit for bit
@@ -76,6 +79,24 @@ def test_reference_mode_centres_over_every_model_of_the_prompt():
     assert v[GAMMA_CENTRE].tolist() == pytest.approx([centre] * len(v))
     kept = both.dropna(subset=["gamma"]).assign(**{GAMMA_CENTRE: 0.0})
     assert GAMMA_CENTRE not in validate_glmm_input(kept, 2, fidelity="earnest")
+
+
+def test_a_pool_centre_file_is_read_back_exactly_or_refused_by_name(tmp_path):
+    """The centre's file (rule gamma_centre) round-trips bit for bit; a pool without gamma has none;
+    a damaged file is refused naming it, before any fit."""
+    from earnest.gsm.glmm_input import load_pool_centre, save_pool_centre
+    from earnest.stats.glmm import GLMMInputError
+
+    f = tmp_path / "gsm.json"
+    for value in (0.1 + 0.2, 1 / 3, -7.25e-17):
+        save_pool_centre(f, value, ["results/scored/a/gsm/gsm_base.parquet"])
+        assert load_pool_centre(f) == value
+    save_pool_centre(f, float("nan"), [])
+    assert np.isnan(load_pool_centre(f))
+    for text in ("{", "[]", '{"gamma_centre": "1.5"}', '{"gamma_centre": true}', '{"tables": []}'):
+        f.write_text(text)
+        with pytest.raises(GLMMInputError, match=str(f).replace("\\", "\\\\")):
+            load_pool_centre(f)
 
 
 def test_the_pool_of_the_reasoning_only_analysis_is_the_rows_it_keeps():

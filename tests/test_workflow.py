@@ -138,16 +138,41 @@ def test_sensitivity_from_the_same_generations(tiny_run):
     assert "generate" not in jobs and "score" not in jobs and "bootstrap_shard" not in jobs
 
 
+def planned_outputs(proc: subprocess.CompletedProcess) -> list[tuple[str, str]]:
+    """(rule, output file) of every job a dry run plans."""
+    out, rule = [], None
+    for line in (proc.stdout + proc.stderr).splitlines():
+        m = re.match(r"^\s*(?:local)?rule (\w+):$", line)
+        if m:
+            rule = m.group(1)
+        m = re.match(r"^\s*output: (.+)$", line)
+        if m and rule:
+            out += [(rule, f.strip()) for f in m.group(1).split(",")]
+    return out
+
+
 @pytest.mark.slow
 def test_adding_a_model_plans_only_its_jobs(tiny_run):
+    """Issue 55.2: a new model plans its own jobs and the cross-model tables; of the other models'
+    jobs only what reads every model of a prompt: reference mode's centre of gamma (the authors' pool,
+    here the sensitivity run's) and the reference GLMM 2 fits centred on it, not their GLMM inputs or
+    GLMM 1 fits."""
     cfg = copy.deepcopy(TINY)
     cfg["models"]["tiny2"] = dict(cfg["models"]["tiny"])
-    jobs = planned(snakemake(tiny_run, cfg, "-n", *TARGETS))
+    proc = snakemake(tiny_run, cfg, "-n", *TARGETS)
+    jobs = planned(proc)
     # Ex1 only for the new model (it is not in ex2_models): GSM prompt on both datasets
     assert jobs["generate"] == 2 and jobs["score"] == 2
     assert jobs["glmm_input"] == 1 and jobs["glmm_summary"] == 2 and jobs["bootstrap_shard"] == 4
     assert jobs["stats_tables"] == 1
     assert not {"base_items", "template_variants", "variant_items", "ks_test"} & set(jobs)
+    assert jobs["sensitivity_gamma_centre"] == 1 and jobs["sensitivity_glmm_input"] == 1
+    others = [(r, f) for r, f in planned_outputs(proc) if "/tiny/" in f]     # the existing model's
+    pool = "results/sensitivity/reference/stats/all/glmm2/tiny/gsm/"
+    assert others and all(f.startswith(pool) for r, f in others), others
+    assert {r for r, f in others} == {"sensitivity_bootstrap_shard", "sensitivity_glmm_summary"}
+    assert ("sensitivity_gamma_centre", "results/sensitivity/reference/stats/all/centre/gsm.json") in \
+        planned_outputs(proc)
 
 
 @pytest.mark.slow

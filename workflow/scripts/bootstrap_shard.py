@@ -1,7 +1,8 @@
 """Run one bootstrap shard of GLMM 1 or 2 for one model x prompt (earnest.stats.run.bootstrap_shard,
 the step ``earnest glmm`` runs too).
 
-snakemake.input[0]: GLMM input parquet of one model x prompt;
+snakemake.input[0]: GLMM input parquet of one model x prompt; snakemake.input.centre: [] or, reference
+  mode's GLMM 2, the pool's centre of gamma (workflow/scripts/gamma_centre.py);
 snakemake.params: glmm (1|2), resamples (B), seed (base seed), shard (i, 0-based), n_shards (n),
   fidelity (earnest | reference: the input checks and the lme4 engine's cluster labels),
   rows (answers | aggregated: one row per answer, or binomial rows per template x variant [x gamma_c]);
@@ -16,6 +17,7 @@ Resample b always uses a seed derived from (seed, b), so the shard count does no
 
 import pandas as pd
 
+from earnest.gsm.glmm_input import with_pool_centre
 from earnest.joblog import job_logger
 from earnest.stats.glmm import validate_glmm_input
 from earnest.stats.run import bootstrap_shard, write_shard
@@ -26,7 +28,9 @@ try:
     p = snakemake.params  # noqa: F821
     src = str(snakemake.input[0])  # noqa: F821
     mode = str(p.fidelity)
-    df = validate_glmm_input(pd.read_parquet(src), int(p.glmm), source=src, fidelity=mode)
+    centre = list(getattr(snakemake.input, "centre", None) or [])  # noqa: F821
+    raw = with_pool_centre(pd.read_parquet(src), centre[0] if centre else None)
+    df = validate_glmm_input(raw, int(p.glmm), source=src, fidelity=mode)
     engine, rows = str(p.engine), str(p.rows)
     done = bootstrap_shard(df, int(p.glmm), int(p.resamples), int(p.seed), shard=int(p.shard),
                            n_shards=int(p.n_shards), cores=int(snakemake.threads),  # noqa: F821

@@ -6,9 +6,8 @@ snakemake.input.variant_templates (optional): [] or an items table whose templat
   (analysis variants_matched: Ex1 on the templates of GSM-Matched);
 snakemake.params.covariate: GLMM 2's covariate (earnest.gsm.covariates), put in
   the gamma column from snakemake.input.item_tables (the datasets' items tables);
-snakemake.input.pool: reference mode, GLMM 2's gamma: the scored tables of every model of the prompt
-  (the authors' pool), whose mean gamma the input carries in gamma_centre (empty: none);
-snakemake.output[0]: GLMM input parquet (model, prompt, template, variant, correct, gamma[, gamma_centre]);
+snakemake.output[0]: GLMM input parquet (model, prompt, template, variant, correct, gamma); reference
+  mode's centre of gamma over every model of the prompt is a file of its own (workflow/scripts/gamma_centre.py);
 snakemake.log[0]: log file.
 """
 
@@ -48,16 +47,6 @@ try:
         templates = pd.read_parquet(restrict[0], columns=["template_id"])["template_id"].unique()
         df = restrict_variants(df, templates)
         log.info("variant rows restricted to the %d templates of %s", len(templates), restrict[0])
-    pool = getattr(snakemake.input, "pool", None) or []  # noqa: F821
-    pool = [pool] if isinstance(pool, str) else list(pool)
-    if pool:   # reference mode: gamma centred over every model of the prompt, as the authors' code does
-        from earnest.gsm.glmm_input import pool_gamma_centre
-        from earnest.stats.glmm import GAMMA_CENTRE
-
-        df[GAMMA_CENTRE] = pool_gamma_centre(read_scored(pool), reasoning_only=reasoning_only,
-                                             source=", ".join(pool))
-        log.info("GLMM 2's gamma centred on %r, the mean over %d scored tables of the prompt's models",
-                 float(df[GAMMA_CENTRE].iloc[0]) if len(df) else float("nan"), len(pool))
     log.info("%d rows (%d GSM-Base, %d GSM-Variants) from %s; reasoning_only=%s", len(df),
              int((df.variant == 0).sum()), int((df.variant == 1).sum()), paths, reasoning_only)
     df.to_parquet(snakemake.output[0], index=False)  # noqa: F821

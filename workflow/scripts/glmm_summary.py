@@ -5,6 +5,7 @@ engine's diagnostics and the refits with every lme4 optimiser (Listing 6), and t
 columns of the shards' cross-checks.
 
 snakemake.input.glmm_input: GLMM input parquet; snakemake.input.shards: shard parquets;
+snakemake.input.centre: [] or, reference mode's GLMM 2, the pool's centre of gamma (gamma_centre.py);
 snakemake.params: glmm (1|2), resamples (B, checked against the shards), analysis (all |
   reasoning_only | matched | shifted<k>), fidelity (reference | earnest: which fits are clean), rows
   (answers | aggregated: recorded in the summary), engine (lme4 | laplace: which full-data fit),
@@ -19,6 +20,7 @@ snakemake.output.summary: summary parquet (one row per effect); snakemake.output
 
 import pandas as pd
 
+from earnest.gsm.glmm_input import with_pool_centre
 from earnest.joblog import job_logger
 from earnest.stats.glmm import validate_glmm_input
 from earnest.stats.run import fit_warnings, read_shards, summarise_shards
@@ -34,7 +36,9 @@ try:
     p = snakemake.params  # noqa: F821
     glmm = int(p.glmm)
     src = str(snakemake.input.glmm_input)  # noqa: F821
-    data = validate_glmm_input(pd.read_parquet(src), glmm, source=src, fidelity=str(p.fidelity))
+    centre = paths(getattr(snakemake.input, "centre", None) or [])  # noqa: F821
+    raw = with_pool_centre(pd.read_parquet(src), centre[0] if centre else None)
+    data = validate_glmm_input(raw, glmm, source=src, fidelity=str(p.fidelity))
     wc = snakemake.wildcards  # noqa: F821
     summary, refits, verdict = summarise_shards(
         data, read_shards(paths(snakemake.input.shards)), glmm,  # noqa: F821

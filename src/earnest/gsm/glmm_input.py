@@ -3,11 +3,15 @@
 Scored rows carry template_id, dataset (gsm_base | gsm_variants), correct, gamma and error_class;
 the GLMM input has model, prompt, template, variant (0 = GSM-Base, 1 = GSM-Variants), correct
 (0/1) and gamma (centred later, when a GLMM 2 is fitted: per model x prompt, or in reference mode
-over every model of the prompt, whose mean the input then carries in gamma_centre).
+over every model of the prompt: the pool's mean, a file of its own per prompt that GLMM 2's fits read
+beside the input, :func:`save_pool_centre` / :func:`with_pool_centre`, so that a model added to the
+pool leaves the other models' inputs and GLMM 1 fits as they are).
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
 
 from pathlib import Path
@@ -17,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from earnest.gsm.failure_classes import WRONG_ANSWER_CLASSES, judged
-from earnest.stats.glmm import GLMMInputError, average_repeats, integer_ids
+from earnest.stats.glmm import GAMMA_CENTRE, GLMMInputError, average_repeats, integer_ids
 
 DATASET_VARIANT = {"gsm_base": 0, "gsm_variants": 1}
 SCORED_COLUMNS = ("model", "prompt", "dataset", "template_id", "correct", "gamma")
@@ -111,6 +115,40 @@ def pool_gamma_centre(scored: pd.DataFrame | Iterable[pd.DataFrame], *, reasonin
     prompt carries it in ``gamma_centre`` (:data:`earnest.stats.glmm.GAMMA_CENTRE`)."""
     df = glmm_input_from_scored(scored, reasoning_only=reasoning_only, source=source)
     return float(df.sort_values("variant", kind="stable")["gamma"].mean())
+
+
+def save_pool_centre(path: str | Path, centre: float, tables: Iterable[str]) -> None:
+    """Write reference mode's pool centre of one prompt (:func:`pool_gamma_centre`) as JSON, with the
+    scored tables it was taken over (as given: relative paths keep a run relocatable). A pool without
+    any gamma has no centre (``null``)."""
+    value = float(centre)
+    record = {GAMMA_CENTRE: value if math.isfinite(value) else None, "tables": [str(t) for t in tables]}
+    Path(path).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+
+
+def load_pool_centre(path: str | Path) -> float:
+    """The centre :func:`save_pool_centre` wrote (NaN for ``null``), refused naming the file where it
+    is not such a record."""
+    try:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise GLMMInputError(f"{path}: not a pool centre of gamma ({exc}); delete it and let the workflow "
+                             f"rebuild it") from None
+    value = record.get(GAMMA_CENTRE, "missing") if isinstance(record, dict) else "missing"
+    if value is None:
+        return float("nan")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise GLMMInputError(f"{path}: key '{GAMMA_CENTRE}' must be a finite number or null, found {value!r}; "
+                             f"delete the file and let the workflow rebuild it")
+    return float(value)
+
+
+def with_pool_centre(df: pd.DataFrame, path: str | Path | None) -> pd.DataFrame:
+    """The GLMM input with reference mode's pool centre (:func:`load_pool_centre`) in ``gamma_centre``,
+    as :func:`earnest.stats.glmm.validate_glmm_input` reads it; unchanged without a ``path``."""
+    if not path:
+        return df
+    return df.assign(**{GAMMA_CENTRE: load_pool_centre(path)})
 
 
 def read_scored(paths: Iterable[str | Path]) -> list[pd.DataFrame]:
