@@ -659,10 +659,24 @@ def _job_inputs(out: str, rule: str) -> list[str]:
     return found
 
 
+def _job_io(out: str, rule: str) -> list[tuple[str, str]]:
+    """The input and output lines of every planned job of ``rule`` in a dry run's output."""
+    lines = [re.sub(r"^\[[^\]]+\] ", "", x) for x in out.splitlines()]
+    found = []
+    for i, line in enumerate(lines):
+        if re.match(rf"^\s*(?:local)?rule {rule}:$", line):
+            block = lines[i + 1:i + 5]
+            io = [next((x.split(k, 1)[1] for x in block if x.strip().startswith(k)), "") for k in ("input:", "output:")]
+            found.append((io[0], io[1]))
+    return found
+
+
 @pytest.mark.parametrize("main", ["earnest", "reference"])
-def test_reference_glmm_inputs_read_every_model_of_the_prompt(tmp_path, main, tiny_model_dir):
-    """Issue 41.6: a reference-mode GLMM input reads the scored tables of every model of its prompt
-    (the authors' pool, whose mean gamma GLMM 2 is centred on); an earnest-mode one its own only."""
+def test_reference_glmm2_fits_read_the_pool_of_every_model_of_the_prompt(tmp_path, main, tiny_model_dir):
+    """Issue 41.6 / 55.2: reference mode's GLMM 2 is centred on the mean gamma of every model of the
+    prompt (the authors' pool): its centre (rule gamma_centre) reads the scored tables of every model
+    of the prompt, and its GLMM 2 shards and summaries read that centre; every GLMM input reads its own
+    model only, and no GLMM 1 fit and no earnest-mode fit reads the centre."""
     cfg = copy.deepcopy(TINY)
     cfg["fidelity"] = main
     cfg["models"]["tiny2"] = dict(cfg["models"]["tiny"])
@@ -670,13 +684,21 @@ def test_reference_glmm_inputs_read_every_model_of_the_prompt(tmp_path, main, ti
     proc = snakemake(tmp_path, cfg, "-n", "results/tables/sensitivity.md", "results/stats/summaries.parquet")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
-    for rule, mode in (("glmm_input", main), ("sensitivity_glmm_input", "reference" if main == "earnest" else "earnest")):
-        inputs = _job_inputs(out, rule)
-        checked = 0
-        for line in inputs:
-            gsm = [p for p in line.split(", ") if "/scored/" in p and "/gsm/" in p]
-            models = {re.search(r"/scored/(\w+)/", p).group(1) for p in gsm}
-            if gsm:   # a GLMM input of the gsm prompt, which both models run
-                assert len(models) == (2 if mode == "reference" else 1), (rule, line)
-                checked += 1
-        assert checked >= 2, (rule, inputs)
+    other = "reference" if main == "earnest" else "earnest"
+    for prefix, mode in (("", main), ("sensitivity_", other)):
+        gsm_lines = [line for line in _job_inputs(out, prefix + "glmm_input") if "/gsm/" in line]
+        assert len(gsm_lines) == 2                   # one per model, each its own model's tables
+        for line in gsm_lines:
+            assert len({re.search(r"/scored/(\w+)/", p).group(1) for p in line.split(", ") if "/scored/" in p}) == 1
+        centres = _job_inputs(out, prefix + "gamma_centre")
+        # all errors: gsm and simple_code; the main results also the reasoning-only analysis of simple_code
+        assert len(centres) == {"reference": 3 if prefix == "" else 2, "earnest": 0}[mode]
+        for line in centres:
+            if "/gsm/" in line:
+                assert {re.search(r"/scored/(\w+)/", p).group(1) for p in line.split(", ")} == {"tiny", "tiny2"}
+        for rule in ("bootstrap_shard", "glmm_summary"):
+            jobs = _job_io(out, prefix + rule)
+            assert jobs
+            for inputs, outputs in jobs:
+                glmm2 = "/glmm2/" in outputs and ("/all/" in outputs or "/reasoning_only/" in outputs)
+                assert ("/centre/" in inputs) == (mode == "reference" and glmm2), (rule, inputs, outputs)
