@@ -65,12 +65,19 @@ rule ex4_dose_response:
     input:
         summaries=ex4_dose_summary_files,
     output:
-        report(
-            "results/figures/ex4_dose_response.png",
-            caption="../report/ex4.rst",
+        png="results/figures/ex4_dose_response.png",
+        svg=report(
+            "results/figures/ex4_dose_response.svg",
+            caption="../report/ex4_dose_response.rst",
             category="Figures",
-            labels={"figure": "Ex4 dose-response", "dataset": "GSM-Base vs shifted sets"},
+            labels={
+                "figure": "Ex4 dose-response: variant effect over digits added",
+                "model": "Ex1 models",
+                "prompt": PROMPT_LABELS.get(EX1_PROMPT, EX1_PROMPT),
+                "dataset": "GSM-Base vs GSM-Matched and shifted sets",
+            },
         ),
+        pdf="results/figures/ex4_dose_response.pdf",
     log:
         "logs/ex4_dose_response.log",
     conda:

@@ -55,5 +55,7 @@ rule report_answers:
         **SMALL_JOB,
     params:
         prompt_label=lambda wc: PROMPT_LABELS.get(wc.prompt, wc.prompt),
+        max_rows=config["report"]["answers_max_rows"],
+        inspect_dir=lambda wc: f"{INSPECT_DIR}/{wc.model}/{wc.prompt}" if config["inspect_logs"]["enabled"] else "",
     script:
         "../workflow/scripts/report_answers.py"

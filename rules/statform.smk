@@ -126,11 +126,11 @@ rule statform_analysis:
         ),
         figures=report(
             directory(f"{SF_DIR}/figures"),
-            patterns=["{name}.png"],
+            patterns=["{name}.svg"],
             caption="../report/statform_figures.rst",
             category="StatFormBench",
             subcategory="Figures",
-            labels={"figure": "{name}", "dataset": "StatFormBench"},
+            labels=lambda wc: statform_figure_labels(wc.name, SF_MODELS),
         ),
     log:
         "logs/statform_analysis.log",

@@ -1,4 +1,5 @@
 # StatFormBench (rules/statform.smk): settings, the files its jobs read, and its targets.
+from earnest.statform.figures import figure_labels as statform_figure_labels
 from earnest.statform.prompts import default_prompt_path
 from earnest.statform.reference import PROMPT_FILES, reference_prompt_dir
 

@@ -224,12 +224,14 @@ rule ks_test:
             subcategory="Data",
             labels={"table": "Kolmogorov-Smirnov test of the integers", "dataset": "GSM-Base vs GSM-Variants"},
         ),
-        figure=report(
-            "results/figures/fig8_integers.png",
+        figure="results/figures/fig8_integers.png",
+        svg=report(
+            "results/figures/fig8_integers.svg",
             caption="../report/fig8.rst",
             category="Figures",
             labels={"figure": "Figure 8: integers in the questions", "dataset": "GSM-Base vs GSM-Variants"},
         ),
+        pdf="results/figures/fig8_integers.pdf",
     log:
         "logs/ks_test.log",
     group:

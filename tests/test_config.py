@@ -403,6 +403,10 @@ def test_check_config_command_names_what_snakemake_cannot(tmp_path):
     (lambda c: c.update(power={"templates": []}), r"^power\.templates: \[\] should be non-empty"),
     (lambda c: c.update(power={"odds_ratios": [1.0, 1.0]}), r"^power\.odds_ratios: \[1\.0, 1\.0\] has non-unique"),
     (lambda c: c["experiments"].update(ex2_prompts=["gsm", "gsm"]), r"^experiments\.ex2_prompts: \['gsm', 'gsm'\] has non-unique"),
+    # the answers pages' bound (earnest.gsm.report.write_answers)
+    (lambda c: c.update(report={"answers_max_rows": 0}), r"^report\.answers_max_rows: 0 is less than the minimum of 1"),
+    (lambda c: c.update(report={"answers_max_rows": "all"}), r"^report\.answers_max_rows: 'all' is not of type 'integer'"),
+    (lambda c: c.update(report={"answer_rows": 10}), r"^report\.answer_rows: unknown key 'answer_rows' \(did you mean 'answers_max_rows'"),
 ])
 def test_seeds_sizes_and_lists_out_of_range_are_refused(mutate, expect):
     with pytest.raises(ConfigError, match=expect):

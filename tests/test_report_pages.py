@@ -2,6 +2,8 @@
 (never recomputed) with the § rule explained at its first use; the answers page lists every answer;
 the statistics tables get labels."""
 
+import re
+
 import pandas as pd
 import pytest
 from docutils.core import publish_parts
@@ -54,11 +56,41 @@ def test_answers_page_lists_every_answer(tmp_path):
         "instance": [-1, 1], "answer": ["12", "15"], "extracted": [12.0, None], "correct": [True, False],
         "error_class": ["", "no_number_found"], "response": ["x" * 1000 + " The final answer is 12", "<b>?</b>"]})
     frame = answers_frame(scored)
-    assert frame["Instance"].tolist() == ["original", "1"] and frame["Correct"].tolist() == ["yes", "no"]
-    shown = frame["Answer (its end)"].iloc[0]
+    # wrong answers first (the ones to look at)
+    assert frame["Instance"].tolist() == ["1", "original"] and frame["Correct"].tolist() == ["no", "yes"]
+    shown = frame["Answer (its end)"].iloc[1]
     assert shown.endswith("The final answer is 12") and len(shown) == 401 and shown.startswith("…")
     page = write_answers(scored, tmp_path / "a.html", "m", "GSM prompt (Ex1)").read_text()
-    assert "2 answers, 1 correct" in page and "&lt;b&gt;?&lt;/b&gt;" in page and "<b>?</b>" not in page
+    assert "2 answers, 1 correct, 1 wrong" in page and "left out" not in page and "&lt;b&gt;?&lt;/b&gt;" in page and "<b>?</b>" not in page
+
+
+def test_answers_page_is_bounded_wrong_answers_first_and_says_where_the_rest_are(tmp_path):
+    """Issue 55: on the paper's grid one answers page reached tens of MB. With max_rows (config
+    report.answers_max_rows) it shows the first rows, wrong answers first, then unjudged, then right,
+    and says how many were left out and where all of them are."""
+    n = 7
+    scored = pd.DataFrame({
+        "item_id": [f"t{i}-v1" for i in range(n)], "dataset": "gsm_variants", "template_id": list(range(n)),
+        "instance": 1, "answer": "3", "extracted": 3.0, "correct": [True, False, True, False, False, True, True],
+        "error_class": ["", "wrong_answer", "", "infrastructure_error", "no_number_found", "", ""],
+        "response": "The answer is 3", "sample": 0}, index=[0] * n)     # an index label per row is not assumed
+    sources = ["results/scored/m/gsm/gsm_base.parquet", "results/scored/m/gsm/gsm_variants.parquet"]
+    path = write_answers(scored, tmp_path / "a.html", "m", "GSM prompt (Ex1)", max_rows=3, sources=sources,
+                         inspect_dir="results/inspect/m/gsm")
+    page = path.read_text()
+    body = page.split("<tbody>", 1)[1]
+    assert body.count("<tr>") == 3
+    assert [f"t{i}-v1" for i in (1, 4, 3)] == [c for c in re.findall(r"<td>(t\d-v1)</td>", body)]
+    assert "<td>not judged</td>" in body
+    assert "7 answers, 4 correct, 2 wrong, 1 not judged" in page and "4 left out (config report.answers_max_rows = 3)" in page
+    assert all(s in page for s in sources) and "inspect view --log-dir results/inspect/m/gsm" in page
+    assert "Sample" in page.split("<tbody>", 1)[0]
+    whole = write_answers(scored, tmp_path / "b.html", "m", "GSM prompt (Ex1)", max_rows=7).read_text()
+    assert whole.split("<tbody>", 1)[1].count("<tr>") == 7 and "left out" not in whole
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match=r"max_rows .*config report\.answers_max_rows"):
+            write_answers(scored, tmp_path / "c.html", "m", "p", max_rows=bad)
+    assert not (tmp_path / "c.html").exists()
 
 
 def test_stats_table_labels():

@@ -162,8 +162,15 @@ def test_figures_3_and_5(tmp_path):
     assert sorted(points["k"].unique()) == [0, 1, 3] and set(points["metric"]) == {"ACC_FG", "JCV", "VRI"}
     samples = tmp_path / "samples.parquet"
     samples_to_frame(SAMPLES).to_parquet(samples)
-    written = {p.name for p in write_paper_figures(scored, tmp_path, samples_path=samples, strategies=strategies)}
-    assert written == {f"{n}.{ext}" for n in ("dataset_statistics", "category_accuracy", "fewshot") for ext in ("png", "pdf")}
+    paths = write_paper_figures(scored, tmp_path, samples_path=samples, strategies=strategies)
+    written = {p.name for p in paths}
+    assert written == {f"{n}.{ext}" for n in ("dataset_statistics", "category_accuracy", "fewshot") for ext in ("png", "pdf", "svg")}
+    import re
+
+    from earnest.plotting import REPORT_WIDTH_PT
+
+    for svg in (p for p in paths if p.suffix == ".svg"):     # shown at full size in the report
+        assert float(re.search(r'<svg[^>]*?width="([\d.]+)pt"', svg.read_text()).group(1)) <= REPORT_WIDTH_PT, svg
 
 
 def test_silent_and_vague_inputs_now_name_file_and_key(tmp_path):
@@ -180,3 +187,32 @@ def test_silent_and_vague_inputs_now_name_file_and_key(tmp_path):
     with pytest.raises(DataError, match=r"the few-shot pool \(pool.jsonl\) and the evaluation set \(data.jsonl\) share 1 "
                                          r"question text\(s\), e.g. sample s1 of the evaluation set and sample p9 of the pool"):
         check_disjoint([parse_record({**rec, "variables": {}}, "data.jsonl:3")], pool, "data.jsonl", "pool.jsonl")
+
+
+def test_a_wide_confusion_matrix_fits_the_report_at_full_size(tmp_path):
+    """The paper's fine matrix (15 true labels) with a model that predicts 30 other labels was 26 in
+    wide, shown in the report at a third of its size: it stays within the report's width, every share
+    of a row kept (the least chosen other labels in one column), and the file's labels name its model."""
+    import re
+
+    from earnest.plotting import REPORT_WIDTH_PT
+    from earnest.statform.analysis import OTHER_LABEL, UNPARSED_LABEL, file_name_of, fit_columns, plot_confusion
+    from earnest.statform.figures import figure_labels
+
+    rows = [f"Coarse category number {i}\\Fine category number {i}" for i in range(15)]
+    cols = rows + [f"Predicted elsewhere {j}" for j in range(30)] + [UNPARSED_LABEL]
+    cm = pd.DataFrame(np.random.default_rng(1).random((15, len(cols))), index=rows, columns=cols)
+    cm = cm.div(cm.sum(axis=1), axis=0)
+    fitted = fit_columns(cm, 24)
+    assert fitted.shape == (15, 24) and list(fitted.columns[:15]) == rows
+    assert fitted.columns[-1] == OTHER_LABEL and UNPARSED_LABEL in fitted.columns
+    assert np.allclose(fitted.sum(axis=1), 1.0)
+    assert fit_columns(cm.iloc[:, :20], 24).equals(cm.iloc[:, :20])          # what fits is left as it is
+    model = "org/model:v1"
+    paths = plot_confusion(cm, f"{model}: fine categories", tmp_path / f"confusion_fine_{file_name_of(model)}")
+    width = float(re.search(r'<svg[^>]*?width="([\d.]+)pt"', paths["svg"].read_text()).group(1))
+    assert width <= REPORT_WIDTH_PT, width
+    assert paths["png"].read_bytes()[:4] == b"\x89PNG" and paths["pdf"].read_bytes()[:4] == b"%PDF"
+    assert figure_labels(paths["svg"].stem, ["other", model]) == {
+        "figure": "confusion matrix, fine categories (L2)", "model": model, "dataset": "StatFormBench"}
+    assert figure_labels("category_accuracy", [model])["model"] == "all models"

@@ -126,7 +126,9 @@ def test_dose_rows_and_figure(tmp_path):
             _row("shifted2", 1, "a", 0.5, 0.001), _row("all", 1, "a", 0.6, 0.001)]
     d = dose_rows(pd.DataFrame(rows), "gsm")
     assert list(d.digits_added) == [0, 1, 2] and list(d.odds_ratio) == [0.9, 0.7, 0.5]
-    assert dose_response(d, tmp_path / "f.png").stat().st_size > 1000
+    png, pdf, svg = dose_response(d, tmp_path / "f")
+    assert png.name == "f.png" and png.stat().st_size > 1000 and pdf.read_bytes()[:4] == b"%PDF"
+    assert "<svg" in svg.read_text(encoding="utf-8")[:2000]      # what the report shows
 
 
 def test_glmm_input_takes_one_controlled_set_as_the_variants():

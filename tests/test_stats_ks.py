@@ -17,8 +17,9 @@ def test_ks_on_question_integers(tmp_path):
     assert res.statistic == pytest.approx(ref.statistic) and res.pvalue == pytest.approx(ref.pvalue)
     assert (res.n_base, res.n_variants) == (4, 4)
     paths = plot_integer_distributions(a, b, tmp_path / "fig" / "number_counts", ks=res)
-    assert [p.suffix for p in paths] == [".png", ".pdf"]
+    assert [p.suffix for p in paths] == [".png", ".pdf", ".svg"]     # the report shows the SVG
     assert paths[0].read_bytes()[:4] == b"\x89PNG" and paths[1].read_bytes()[:4] == b"%PDF"
+    assert "<svg" in paths[2].read_text(encoding="utf-8")[:2000]
 
 
 def test_ks_detects_shift_and_needs_integers():

@@ -43,7 +43,7 @@ rule tables:
 
 rule ks:
     input: base="items/gsm_base.parquet", variants="items/gsm_variants.parquet"
-    output: table="ks/ks.csv", figure="ks/number_counts.png"
+    output: table="ks/ks.csv", figure="ks/number_counts.png", svg="ks/number_counts.svg"
     params: fidelity="earnest"
     log: "logs/ks.log"
     script: "{s}/ks_test.py"
@@ -82,4 +82,5 @@ def test_stats_scripts_under_snakemake(tmp_path):
     assert set(table.prompt_label) == {"GSM"} and "significant_uncorrected" in table and "p_holm" in table
     ks = pd.read_csv(tmp_path / "ks" / "ks.csv")
     assert ks["p"].iloc[0] < 0.01 and (tmp_path / "ks" / "number_counts.pdf").exists()
+    assert "<svg" in (tmp_path / "ks" / "number_counts.svg").read_text()[:2000]     # Figure 8 as the report shows it
     assert "shard 2/2" in (tmp_path / "logs" / "shard-1.log").read_text()

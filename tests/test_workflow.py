@@ -481,9 +481,10 @@ def test_report_opens_in_a_real_browser(tiny_run):
     html = page.read_text()
     entries = _report_results(html)
     names = {e["name"] for e in entries.values()}
-    for stem in ("fig1_variant_effect_gsm", "fig2_prompts", "fig3_number_effect", "fig9_errors_nl"):
+    for stem in ("fig1_variant_effect_gsm", "fig2_prompts", "fig3_number_effect", "fig9_errors_nl", "fig8_integers",
+                 "dataset_statistics", "category_accuracy", "confusion_coarse_tiny", "confusion_fine_tiny"):
         assert f"{stem}.svg" in names, stem
-    assert "fig8_integers.png" in names and "findings.html" in names
+    assert "findings.html" in names
     # each SVG figure fits the report's content at 1280 px (less its 240 px menu) at full size: a
     # figure is never shrunk until its legend and § note are unreadable (Figure 2 was shown at 45%)
     import base64
@@ -495,13 +496,15 @@ def test_report_opens_in_a_real_browser(tiny_run):
             assert width_pt * 4 / 3 <= 1280 - 240, (path, width_pt)
     # nothing is download-only: tables are HTML pages, figures images; every entry labelled and captioned
     kinds = {e["mime_type"] for e in entries.values()}
-    assert kinds <= {"text/html", "image/svg+xml", "image/png"}, kinds
+    assert kinds <= {"text/html", "image/svg+xml"}, kinds
     for path, e in entries.items():
         assert isinstance(e["labels"], dict) and e["labels"], path
         assert len(re.sub(r"<[^>]+>", "", e["caption"]).strip()) > 40, path
     # the answers behind every model x prompt's numbers, labelled by model and prompt
     answers = {(e["labels"]["model"], e["labels"]["prompt"]) for p, e in entries.items() if "/answers/" in p}
     assert answers == {("tiny", "GSM prompt (Ex1)"), ("tiny", "Ex2.C simple code prompt")}, answers
+    sf = {e["labels"]["figure"]: e["labels"]["model"] for p, e in entries.items() if "/statform/figures/" in p}
+    assert sf["confusion matrix, fine categories (L2)"] == "tiny" and sf["Figure 4: accuracy per category"], sf
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         pytest.fail("chromium is not installed (scripts/setup.sh installs it)")
@@ -535,6 +538,11 @@ def test_report_opens_in_a_real_browser(tiny_run):
             assert t["rows"] >= 0 and t["columns"] >= 2 and t["caption"], t
             assert t["sorted"] == "ascending", t
         assert all(opened[p]["rows"] >= 1 for p in opened if "/report/" in p)   # findings, answers
+        # the answers pages hold report.answers_max_rows of the 9 answers and say where the rest are
+        bound = TINY["report"]["answers_max_rows"]
+        for path in (p for p in opened if "/answers/" in p):
+            assert opened[path]["rows"] == bound, opened[path]
+            assert f"{9 - bound} left out" in opened[path]["caption"] and "results/scored/" in opened[path]["caption"]
 
 
 @pytest.mark.slow

@@ -57,6 +57,7 @@ def test_ex4_end_to_end(tmp_path):
     inp = pd.read_parquet(tmp_path / "results/stats/matched/input/tiny/gsm.parquet")
     assert set(inp.variant) == {0, 1} and (inp.variant == 1).sum() == len(matched)
     assert (tmp_path / "results/figures/ex4_dose_response.png").stat().st_size > 1000
+    assert "<svg" in (tmp_path / "results/figures/ex4_dose_response.svg").read_text()[:2000]  # the report's
     # the contrast Ex1 - Ex4: GSM-Variants on GSM-Matched's templates, paired with GSM-Matched's fit
     vm = pd.read_parquet(tmp_path / "results/stats/variants_matched/input/tiny/gsm.parquet")
     variants = pd.read_parquet(tmp_path / "results/data/gsm_variants.parquet")

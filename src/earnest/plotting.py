@@ -10,6 +10,12 @@ from pathlib import Path
 
 #: the colour of notes drawn on a figure (missing values, degenerate fits, nothing to draw)
 NOTE_COLOUR = "#b2182b"
+#: the widest a saved figure may be to show at full size in the report (points): Snakemake's report
+#: at a 1280 px window gives its content 1040 px (less the 240 px menu), 780 pt; a wider SVG is shrunk
+#: until its legend and notes are unreadable. Figures sized by their content cap their width here.
+REPORT_WIDTH_PT = 780.0
+#: the same in inches, less a margin for what ``bbox_inches="tight"`` adds (labels past the axes)
+REPORT_WIDTH_IN = REPORT_WIDTH_PT / 72 - 0.6
 
 
 def pyplot():

@@ -1,8 +1,11 @@
 """Ex4's dose-response figure: the variant effect of GLMM 1 over GSM-Matched and the shifted sets.
 
 snakemake.input.summaries: summary parquets (analyses matched, shifted<k>); snakemake.params.prompt;
-snakemake.output[0]: PNG; snakemake.log[0].
+snakemake.output.png, .svg, .pdf: the figure, drawn once and saved as each (earnest.plotting.save_figure);
+snakemake.log[0].
 """
+from pathlib import Path
+
 import pandas as pd
 
 from earnest.joblog import job_logger  # noqa: E402
@@ -12,5 +15,5 @@ from earnest.gsm.ex4 import dose_response, dose_rows  # noqa: E402
 
 sm = snakemake  # noqa: F821
 rows = dose_rows(pd.concat([pd.read_parquet(p) for p in sm.input.summaries], ignore_index=True), sm.params.prompt)
-dose_response(rows, sm.output[0])
+dose_response(rows, Path(sm.output.png).with_suffix(""))
 log.info("dose-response: %d points", len(rows))

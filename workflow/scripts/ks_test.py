@@ -2,7 +2,7 @@
 
 snakemake.input.base, snakemake.input.variants: item parquets (column question);
 snakemake.output.table: CSV path of the result table (.md and .tex are written beside it, same stem);
-snakemake.output.figure: PNG path of the figure (the .pdf is written beside it);
+snakemake.output.figure, .svg, .pdf: Figure 8, drawn once and saved as each (earnest.plotting.save_figure);
 snakemake.params.fidelity: how numbers are read (earnest.gsm.gamma);
 snakemake.log[0]: log file.
 """

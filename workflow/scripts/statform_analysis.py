@@ -1,4 +1,4 @@
-"""StatFormBench analysis: tables (CSV/Markdown/LaTeX) and confusion-matrix figures (PNG/PDF).
+"""StatFormBench analysis: tables (CSV/Markdown/LaTeX/HTML) and figures (PNG/PDF/SVG).
 
 snakemake.input.scored: list of scored parquets (all models x strategies);
 snakemake.params (config statform, defaults in config/schema.yaml): main_strategy, baseline, n_boot
@@ -9,7 +9,7 @@ snakemake.input.samples: the samples table (figure 3);
 snakemake.output.tables: directory (main, by_source, category_coarse, category_fine, strategies,
   strategy_tests, truncation, fidelity_sensitivity, glmm_cg, glmm_fg as .csv/.md/.tex, parse_status.csv);
   snakemake.output.figures: directory (confusion_coarse_<model>, confusion_fine_<model>, dataset_statistics,
-  category_accuracy, fewshot as .png/.pdf); snakemake.log[0]: log file.
+  category_accuracy, fewshot as .png/.pdf/.svg); snakemake.log[0]: log file.
 """
 
 from earnest.statform.pipeline import analyse

@@ -195,12 +195,13 @@ def dose_rows(summaries: pd.DataFrame, prompt: str) -> pd.DataFrame:
         ["model", "digits_added"]).reset_index(drop=True)
 
 
-def dose_response(rows: pd.DataFrame, path: str | Path) -> Path:
-    """Variant odds ratio (log scale) against digits added, one line per model."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def dose_response(rows: pd.DataFrame, stem: str | Path) -> list[Path]:
+    """Variant odds ratio (log scale) against digits added, one line per model, written as
+    ``stem.png``, ``stem.pdf`` and ``stem.svg`` (:func:`earnest.plotting.save_figure`; the report
+    shows the SVG). Returns the paths."""
+    from earnest.plotting import pyplot, save_figure
 
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     for model, part in rows.groupby("model", sort=True):
         x = part["digits_added"].to_numpy()
@@ -214,8 +215,4 @@ def dose_response(rows: pd.DataFrame, path: str | Path) -> Path:
     ax.set_title("Dose-response of the large-number effect")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=150)
-    plt.close(fig)
-    return path
+    return save_figure(fig, stem)

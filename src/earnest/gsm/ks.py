@@ -115,11 +115,11 @@ BIN_EDGES = np.array([0, 1, 2, 3, 4, 5, 6, 8, 10, 13, 16, 21, 26, 31, 41, 51, 76
 def plot_integer_distributions(base_ints, variant_ints, stem: str | Path, ks: KSResult | None = None,
                                zoom_quantile: float = 0.95) -> list[Path]:
     """Figure 8: shares of integers per variable-width bin (top) and cumulative shares (bottom,
-    x axis cut at the ``zoom_quantile`` of the pooled integers). Writes ``stem.png`` and ``stem.pdf``."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    x axis cut at the ``zoom_quantile`` of the pooled integers). Writes ``stem.png``, ``stem.pdf`` and
+    ``stem.svg`` (:func:`earnest.plotting.save_figure`; the report shows the SVG)."""
+    from earnest.plotting import pyplot, save_figure
 
+    plt = pyplot()
     a = np.asarray(base_ints, dtype=float)
     b = np.asarray(variant_ints, dtype=float)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7))
@@ -148,10 +148,4 @@ def plot_integer_distributions(base_ints, variant_ints, stem: str | Path, ks: KS
     bottom.set_ylabel("cumulative share")
     bottom.legend()
     fig.tight_layout()
-    stem = Path(stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = [stem.parent / f"{stem.name}.png", stem.parent / f"{stem.name}.pdf"]
-    for p in paths:
-        fig.savefig(p, dpi=150)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, stem)

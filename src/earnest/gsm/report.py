@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import pandas as pd
 
@@ -112,11 +112,27 @@ def write_findings(summaries: pd.DataFrame, out_html: str | Path, prompt_labels:
     return [out_html, rst]
 
 
+#: the order of the answers pages: wrong answers first (the ones to look at), then those no one
+#: judged (the machine failed to run the code), then the right ones; within each by these columns
+ANSWERS_ORDER = ("dataset", "template_id", "instance", "sample")
+ANSWERS_ORDER_TEXT = ("wrong answers first, then answers not judged (the code did not run), then right ones; "
+                      "each by dataset, template and instance")
+
+
 def answers_frame(scored: pd.DataFrame) -> pd.DataFrame:
-    """One display row per answer of a model under one prompt: dataset, template, instance, item,
-    gold answer, extracted value, correct, error class and the end of the model's answer."""
+    """One display row per answer of a model under one prompt, in the order :data:`ANSWERS_ORDER_TEXT`
+    says: dataset, template, instance (and sample, where the model answered each item several times),
+    item, gold answer, extracted value, correct (yes, no, or not judged), error class and the end of
+    the model's answer."""
+    from earnest.gsm.failure_classes import judged
+
     ds = {"gsm_base": BASE_LABEL, "gsm_variants": VARIANTS_LABEL}
-    s = scored.sort_values(["dataset", "template_id", "instance"], kind="stable")
+    scored = scored.reset_index(drop=True)     # one label per row: judged() answers by the index
+    is_judged = scored.index.isin(judged(scored).index)
+    correct = scored["correct"].astype(bool).to_numpy()
+    rank = pd.Series([2 if c and j else (0 if j else 1) for c, j in zip(correct, is_judged)], index=scored.index)
+    by = [c for c in ANSWERS_ORDER if c in scored.columns]
+    s = scored.assign(_rank=rank).sort_values(["_rank", *by], kind="stable")
 
     def tail(text) -> str:
         text = "" if text is None or (isinstance(text, float) and pd.isna(text)) else str(text)
@@ -125,30 +141,56 @@ def answers_frame(scored: pd.DataFrame) -> pd.DataFrame:
     def shown(x) -> str:
         return "" if x is None or (isinstance(x, float) and pd.isna(x)) else str(x)
 
-    return pd.DataFrame({
+    columns = {
         "Dataset": [ds.get(d, str(d)) for d in s["dataset"]],
         "Template": s["template_id"].astype(str).tolist(),
         "Instance": ["original" if int(i) < 0 else str(int(i)) for i in s["instance"]],
+    }
+    if "sample" in s.columns:
+        columns["Sample"] = s["sample"].astype(int).astype(str).tolist()
+    columns.update({
         "Item": s["item_id"].astype(str).tolist(),
         "Gold": [shown(x) for x in s["answer"]],
         "Extracted": [shown(x) for x in s["extracted"]],
-        "Correct": ["yes" if bool(c) else "no" for c in s["correct"]],
+        "Correct": [{0: "no", 1: "not judged", 2: "yes"}[r] for r in s["_rank"]],
         "Error class": [shown(x) for x in s["error_class"]],
         "Answer (its end)": [tail(x) for x in s["response"]],
     })
+    return pd.DataFrame(columns)
 
 
-def write_answers(scored: pd.DataFrame, out_html: str | Path, model: str, prompt_label: str) -> Path:
-    """The answers page of one model and prompt: every scored answer, sortable and filterable."""
+def write_answers(scored: pd.DataFrame, out_html: str | Path, model: str, prompt_label: str, *,
+                  max_rows: int | None = None, sources: Sequence[str | Path] = (),
+                  inspect_dir: str | Path | None = None) -> Path:
+    """The answers page of one model and prompt, sortable and filterable: every scored answer, or
+    with ``max_rows`` the first ``max_rows`` in the order :data:`ANSWERS_ORDER_TEXT` says (a page of
+    the paper's grid would otherwise be tens of MB). The page says how many were left out and where
+    all of them are: ``sources`` (the scored parquet files) and ``inspect_dir`` (the Inspect logs,
+    where the run writes them)."""
+    if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1):
+        raise ValueError(f"answers page {out_html}: max_rows must be a whole number of at least 1, not {max_rows!r} "
+                         "(config report.answers_max_rows)")
     out_html = Path(out_html)
     out_html.parent.mkdir(parents=True, exist_ok=True)
     frame = answers_frame(scored)
-    n_ok = int((frame["Correct"] == "yes").sum())
-    caption = (f"The answers behind {model}'s numbers with the {prompt_label}: {len(frame)} answers, {n_ok} correct. "
-               f"'Extracted' is the number the scorer read (the paper's patterns, or the code's result); "
-               f"'Answer' shows the last {ANSWER_TAIL} characters of each answer (the scored parquet files "
-               "under results/scored hold them whole). Filter by template or item to follow one number of a table.")
-    out_html.write_text(to_html(frame, caption, title=f"Answers: {model}, {prompt_label}",
+    n_all, n_ok = len(frame), int((frame["Correct"] == "yes").sum())
+    n_wrong = int((frame["Correct"] == "no").sum())
+    shown = frame if max_rows is None else frame.head(max_rows)
+    where = ", ".join(str(p) for p in sources) or "the scored parquet files under results/scored"
+    if inspect_dir:
+        where += f"; every prompt and whole answer in the Inspect logs: inspect view --log-dir {inspect_dir}"
+    n_unjudged = n_all - n_ok - n_wrong
+    caption = (f"The answers behind {model}'s numbers with the {prompt_label}: {n_all} answers, {n_ok} correct, "
+               f"{n_wrong} wrong" + (f", {n_unjudged} not judged (the code did not run)" if n_unjudged else "") + ". ")
+    if len(shown) < n_all:
+        caption += (f"Shown: the first {len(shown)} ({ANSWERS_ORDER_TEXT}); {n_all - len(shown)} left out "
+                    f"(config report.answers_max_rows = {max_rows}). All of them: {where}. ")
+    else:
+        caption += f"Order: {ANSWERS_ORDER_TEXT}. Whole answers: {where}. "
+    caption += (f"'Extracted' is the number the scorer read (the paper's patterns, or the code's result); "
+                f"'Answer' shows the last {ANSWER_TAIL} characters of each answer. Filter by template or item "
+                "to follow one number of a table.")
+    out_html.write_text(to_html(shown, caption, title=f"Answers: {model}, {prompt_label}",
                                 preformatted=("Answer (its end)",)), encoding="utf-8")
     return out_html
 

@@ -273,17 +273,46 @@ def confusion_frame(scored: pd.DataFrame, level: str = "coarse", top: int | None
     return cm.div(cm.sum(axis=1).replace(0, np.nan), axis=0).fillna(0.0)
 
 
+#: a merged column of the confusion matrices: the predicted labels outside those shown that did not fit
+OTHER_LABEL = "(other predicted labels)"
+#: the narrowest cell of a confusion matrix (inches) whose share (6 pt) stays readable
+MIN_CELL_IN = 0.26
+#: the width of a confusion matrix that is not cells (inches): true labels (38 characters at 7 pt),
+#: the axis label and the colour bar
+_CONFUSION_MARGIN_IN = 3.2
+
+
+def fit_columns(cm: pd.DataFrame, max_columns: int) -> pd.DataFrame:
+    """``cm`` with at most ``max_columns`` columns: the true labels' columns (the first ``len(cm)``),
+    ``(unparsed)`` and ``(none)`` stay; of the other predicted labels the most chosen stay and the rest
+    are summed into one column :data:`OTHER_LABEL` (a row's shares still add up to 1)."""
+    if cm.shape[1] <= max_columns:
+        return cm
+    nr = cm.shape[0]
+    extra = list(cm.columns[nr:])
+    special = [c for c in extra if c in (UNPARSED_LABEL, NONE_LABEL)]
+    others = [c for c in extra if c not in special]
+    room = max(0, max_columns - nr - len(special) - 1)
+    chosen = set(sorted(others, key=lambda c: -float(cm[c].sum()))[:room])   # stable: ties keep the label order
+    kept = [c for c in others if c in chosen]
+    out = cm[list(cm.columns[:nr]) + kept + special].copy()
+    out[OTHER_LABEL] = cm[[c for c in others if c not in chosen]].sum(axis=1)
+    return out
+
+
 def plot_confusion(cm: pd.DataFrame, title: str, stem: str | Path) -> dict[str, Path]:
-    """Draw a row-normalized confusion matrix as ``stem.png`` and ``stem.pdf``."""
-    import matplotlib
+    """Draw a row-normalized confusion matrix as ``stem.png``, ``stem.pdf`` and ``stem.svg``
+    (:func:`earnest.plotting.save_figure`; the report shows the SVG). The figure is no wider than the
+    report shows at full size (:data:`earnest.plotting.REPORT_WIDTH_IN`): cells narrow down to
+    :data:`MIN_CELL_IN`, and predicted labels beyond that share one column (:func:`fit_columns`)."""
+    from earnest.plotting import REPORT_WIDTH_IN, pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    stem = Path(stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
+    plt = pyplot()
+    room = REPORT_WIDTH_IN - _CONFUSION_MARGIN_IN
+    cm = fit_columns(cm, max(len(cm) + 1, int(room / MIN_CELL_IN)))
     nr, nc = cm.shape
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.55 * nc + 3.5), max(3.0, 0.45 * nr + 2.5)))
+    cell = min(0.55, room / max(1, nc))
+    fig, ax = plt.subplots(figsize=(max(4.0, cell * nc + _CONFUSION_MARGIN_IN), max(3.0, 0.45 * nr + 2.5)))
     im = ax.imshow(cm.to_numpy(), vmin=0.0, vmax=1.0, cmap="Blues", aspect="auto")
     ax.set_xticks(range(nc), labels=[_short(c) for c in cm.columns], rotation=60, ha="right", fontsize=7)
     ax.set_yticks(range(nr), labels=[_short(r) for r in cm.index], fontsize=7)
@@ -298,25 +327,26 @@ def plot_confusion(cm: pd.DataFrame, title: str, stem: str | Path) -> dict[str, 
     ax.set_title(title, fontsize=9)
     fig.colorbar(im, ax=ax, fraction=0.04, label="share of true label")
     fig.tight_layout()
-    paths = {"png": stem.parent / f"{stem.name}.png", "pdf": stem.parent / f"{stem.name}.pdf"}
-    fig.savefig(paths["png"], dpi=150)
-    fig.savefig(paths["pdf"])
-    plt.close(fig)
-    return paths
+    return dict(zip(("png", "pdf", "svg"), save_figure(fig, stem)))
 
 
 def _short(label: str, width: int = 38) -> str:
     return label if len(label) <= width else label[: width - 1] + "…"
 
 
+def file_name_of(model: str) -> str:
+    """A model's name as it appears in a figure's file name (``confusion_coarse_<this>``)."""
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in str(model))
+
+
 def write_confusion_figures(scored: pd.DataFrame, outdir: str | Path, *, strategy: str = "zero_shot",
                             top_fine: int = TOP_FINE) -> list[Path]:
-    """Coarse and fine confusion matrices for each model (PNG + PDF); returns the files written."""
+    """Coarse and fine confusion matrices for each model (PNG, PDF, SVG); returns the files written."""
     outdir = Path(outdir)
     sub = scored[scored["prompt"] == strategy]
     written = []
     for model, grp in sub.groupby("model", sort=True):
-        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in str(model))
+        safe = file_name_of(model)
         for level, top in (("coarse", None), ("fine", top_fine)):
             cm = confusion_frame(grp, level, top)
             paths = plot_confusion(cm, f"{model}: {level} categories ({strategy})", outdir / f"confusion_{level}_{safe}")

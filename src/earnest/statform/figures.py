@@ -8,46 +8,34 @@
 * Figure 5 (``fewshot``): ACC_FG, JCV and VRI against the number of few-shot examples (0 = the
   zero-shot strategy), one line per model; drawn when a few-shot strategy was run.
 
-Each is written as PNG and PDF; what is not drawn (no samples table, no few-shot strategy) is
-simply absent.
+Each is written as PNG, PDF and SVG (:func:`earnest.plotting.save_figure`; the report shows the SVG),
+no wider than the report shows at full size (:data:`earnest.plotting.REPORT_WIDTH_IN`); what is not
+drawn (no samples table, no few-shot strategy) is simply absent. :func:`figure_labels` gives each
+figure file its report labels.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 import pandas as pd
 
-from .analysis import category_accuracy
+from earnest.plotting import REPORT_WIDTH_IN, pyplot as _plt, save_figure as _save
+
+from .analysis import category_accuracy, file_name_of
 from .metrics import METRIC_COLUMNS
 
 FEWSHOT_METRICS = ("ACC_FG", "JCV", "VRI")
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(fig, stem: Path) -> list[Path]:
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = [stem.parent / f"{stem.name}.png", stem.parent / f"{stem.name}.pdf"]
-    fig.savefig(paths[0], dpi=150)
-    fig.savefig(paths[1])
-    _plt().close(fig)
-    return paths
 
 
 def dataset_statistics(samples: pd.DataFrame, stem: Path) -> list[Path]:
     plt = _plt()
     counts = samples["category_cg"].value_counts().sort_values()
     nvars = samples["n_variables"].astype(int)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, max(3.5, 0.3 * len(counts) + 1.5)))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(REPORT_WIDTH_IN, max(3.5, 0.3 * len(counts) + 1.5)))
     left.barh(range(len(counts)), counts.to_numpy(), color="#4477aa")
     left.set_yticks(range(len(counts)), labels=list(counts.index), fontsize=7)
     left.set_xlabel("samples")
@@ -68,7 +56,7 @@ def category_figure(scored: pd.DataFrame, stem: Path, *, min_n: int = 10, n_fine
     coarse = category_accuracy(scored, "coarse", min_n)
     fine = category_accuracy(scored, "fine", 0)
     models = sorted(scored["model"].unique())
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 8))
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(REPORT_WIDTH_IN, 8))
     cats = sorted(coarse["category"].unique())
     width = 0.8 / max(1, len(models))
     for j, m in enumerate(models):
@@ -104,7 +92,7 @@ def fewshot_points(scored: pd.DataFrame, strategies: dict) -> pd.DataFrame:
 
 def fewshot_figure(points: pd.DataFrame, stem: Path) -> list[Path]:
     plt = _plt()
-    fig, axes = plt.subplots(1, len(FEWSHOT_METRICS), figsize=(4 * len(FEWSHOT_METRICS), 3.4))
+    fig, axes = plt.subplots(1, len(FEWSHOT_METRICS), figsize=(REPORT_WIDTH_IN, 3.4))
     for ax, m in zip(axes, FEWSHOT_METRICS):
         for model, grp in points[points["metric"] == m].groupby("model", sort=True):
             grp = grp.sort_values("k")
@@ -132,3 +120,28 @@ def write_paper_figures(scored: pd.DataFrame, outdir: str | Path, *, samples_pat
         if points["k"].nunique() > 1:
             written += fewshot_figure(points, outdir / "fewshot")
     return written
+
+
+#: the analysis's figure files (their stems) and what each shows, for the report's labels
+_FIGURES = (
+    (r"confusion_coarse_(?P<model>.+)", "confusion matrix, coarse categories (L1)"),
+    (r"confusion_fine_(?P<model>.+)", "confusion matrix, fine categories (L2)"),
+    (r"dataset_statistics", "Figure 3: samples per category and variables per sample"),
+    (r"category_accuracy", "Figure 4: accuracy per category"),
+    (r"fewshot", "Figure 5: scores over few-shot examples"),
+)
+
+
+def figure_labels(name: str, models: Iterable[str]) -> dict[str, str]:
+    """The report labels of one figure file of the analysis (its stem, e.g. ``confusion_fine_<model>``):
+    what it shows, its model (the config's name; "all models" for a figure of every model) and the dataset."""
+    for pattern, what in _FIGURES:
+        m = re.fullmatch(pattern, name)
+        if m:
+            stem = m.groupdict().get("model")
+            if stem is None:
+                model = "no model (the samples)" if name == "dataset_statistics" else "all models"
+            else:
+                model = next((str(x) for x in models if file_name_of(x) == stem), stem)
+            return {"figure": what, "model": model, "dataset": "StatFormBench"}
+    return {"figure": name, "model": "all models", "dataset": "StatFormBench"}
