@@ -60,7 +60,7 @@ from earnest.stats.engines import laplace
 from earnest.stats.glmm import (LANGUAGE_TERM, LME4, GLMMInputError, WaldFit, check_unique_columns, text_column,
                                 validate_glmm_input)
 from earnest.stats.summary import clean_mask, diverged_order_statistics
-from earnest.stats.summary import not_estimable_reason as _reason, separates
+from earnest.stats.summary import not_estimable_reason as _reason, rarer_answers
 from earnest.stats.verdict import NOT_ESTIMABLE, decide, fit_p
 from earnest.wording import (DEGENERATE_MARK, DEGENERATE_TEXT, INTERCEPT, VARIANT, format_fit_p,
                              format_or_interval, format_p, unresolved_text)
@@ -386,24 +386,26 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, *, model: str = "", prom
                           "acc_base": 100.0 * data.loc[data["variant"] == 0, "correct"].mean(),
                           "acc_variants": 100.0 * data.loc[data["variant"] == 1, "correct"].mean()})
 
-    def zero(x):
+    def rarer(x):
         sub = data[data["language"] == x]
         n0, n1 = int((sub["variant"] == 0).sum()), int((sub["variant"] == 1).sum())
-        return separates({"n_base": n0, "n_variants": n1, "acc_base": _accuracy(data, x, 0),
-                          "acc_variants": _accuracy(data, x, 1)})
+        return rarer_answers({"n_base": n0, "n_variants": n1, "acc_base": _accuracy(data, x, 0),
+                              "acc_variants": _accuracy(data, x, 1)})
 
     def row(kind, term, language, theta, est=float("nan"), s=float("nan"), acc=(float("nan"), float("nan")),
             reason="", about=""):
         theta = np.asarray(theta, dtype=float)
         med = float(np.median(theta)) if theta.size else float("nan")
         prof = (profile or {}).get(term, {})
-        # the data separate a term where a language it involves has a zero count (the reference for
-        # the variant term and every interaction; the language itself for its own terms)
+        # a term's data are sparse (separated: 0) where a language it involves has few answers of a
+        # condition's rarer outcome (the reference for the variant term and every interaction; the
+        # language itself for its own terms)
         other = language or about
         involved = [langs[0]] + ([other] if other and other != langs[0] else [])
+        counts = [c for c in (rarer(x) for x in involved) if not np.isnan(c)] if kind != "joint" else []
         rec = fit_p(theta, fidelity=fidelity, level=level, p_lr=prof.get("p_lr", float("nan")),
                     pl_low=prof.get("pl_low_log", float("nan")), pl_high=prof.get("pl_high_log", float("nan")),
-                    separated=kind != "joint" and any(zero(x) for x in involved))
+                    rarer=min(counts) if counts else float("nan"))
         diverged = bool(diverged_order_statistics(theta, level)) if theta.size else True
         why = everything or reason or ("" if theta.size else f"none of the {n_res} resamples gave a clean fit")
         if not why and prior is None and fidelity != F.REFERENCE and diverged:
