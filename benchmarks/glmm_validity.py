@@ -45,8 +45,9 @@ beside McNemar's exact test and Fisher's on the pooled 2x2. GLMM 1 cells: 100 te
 or 88%, through the workflow's statistics, beside Fisher's. Data sets whose rarer count is 0 (separated:
 the rule already applies) are redrawn; the smallest rarer count of each data set is recorded.
 
-    python benchmarks/glmm_validity.py --sparse --datasets 400 --cells pair_null5,pair_null7,pair_null10,pair_effect7,pair_effect10
-    python benchmarks/glmm_validity.py --sparse --datasets 100 --cells glmm_null,glmm_effect
+    python benchmarks/glmm_validity.py --sparse --datasets 300 --cores 1 \
+        --cells pair_null5,pair_null7,pair_null10,pair_effect7,pair_effect10
+    python benchmarks/glmm_validity.py --sparse --datasets 100 --cores 1 --cells glmm_null,glmm_effect
 
 ``--holm``: B against Holm. Ten models of one prompt, each with a strong variant effect (90% vs 50%,
 every resample below 0), one Holm family of 10: at ``--resamples`` B the bootstrap's bound 2/B cannot

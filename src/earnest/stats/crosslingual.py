@@ -61,7 +61,7 @@ from earnest.stats.glmm import (LANGUAGE_TERM, LME4, GLMMInputError, WaldFit, ch
                                 validate_glmm_input)
 from earnest.stats.summary import clean_mask, diverged_order_statistics
 from earnest.stats.summary import not_estimable_reason as _reason, rarer_answers
-from earnest.stats.verdict import NOT_ESTIMABLE, decide, fit_p
+from earnest.stats.verdict import NOT_ESTIMABLE, SPARSE_EVENTS, decide, fit_p
 from earnest.wording import (DEGENERATE_MARK, DEGENERATE_TEXT, INTERCEPT, VARIANT, format_fit_p,
                              format_or_interval, format_p, unresolved_text)
 
@@ -580,8 +580,9 @@ def write_cross_table(summary: pd.DataFrame, stem, *, names: dict[str, str] | No
                "GSM-Variants vs GSM-Base in each language (variant + variant:language), median over the clean "
                "resamples (earnest mode: fits penalised by a weak normal prior, so no separated resample is dropped) "
                "and 95% interval: the percentile interval, in earnest mode widened to the penalised profile "
-               "likelihood's where a single term has one; P: the verdict's (earnest.stats.verdict: Eq. 4, "
-               "below 2/n where every estimate lies on one side, and for single terms in earnest mode the larger "
+               "likelihood's where the P value includes its test; P: the verdict's (earnest.stats.verdict: Eq. 4, "
+               "below 2/n where every estimate lies on one side, and for single terms in earnest mode, where a "
+               f"language's condition has at most {SPARSE_EVENTS} answers of its rarer outcome, the larger "
                "of that and the penalised likelihood-ratio test's), Holm across languages. Ratio of ORs: the "
                "language's variant OR over the reference's (the interaction), Holm across languages. The last row "
                "tests that the variant effect is the same in every language (all interactions 0: bootstrap P, and "

@@ -316,7 +316,8 @@ def not_estimable_reason(acc: dict, glmm: int = 1) -> str:
     """Why no effect of a model x prompt can be estimated at all ('' when it can), from its accuracies
     (:func:`accuracies`): no rows, no correct answer, or every answer correct. (Separation of the
     variant effect alone, e.g. no wrong GSM-Base answer, is estimable in earnest mode: the penalised
-    fit stays finite and the likelihood-ratio test carries the zero count.)"""
+    fit stays finite and the likelihood-ratio test carries the zero count: earnest.stats.verdict's
+    sparse-data rule.)"""
     nb, nv = int(acc["n_base"]), int(acc["n_variants"])
     if nb + nv == 0:
         return "no items left to fit (in a reasoning-only analysis: every item was excluded as a code error)"
