@@ -76,9 +76,9 @@ SUMMARY_COLUMNS = ["model", "prompt", "kind", "term", "language", "reference", "
                    "n_resamples", "n_clean", "estimate", "se", "median_log_or", "odds_ratio", "ci_low_log",
                    "ci_high_log", "ci_low", "ci_high", "ci_low_unbounded", "ci_high_unbounded", "boot_low_log",
                    "boot_high_log", "pl_low_log", "pl_high_log", "p_boot", "p_bound", "p_lr", "p_value", "p_source",
-                   "p_holm", "holm_m", "significant_uncorrected", "significant_holm", "unresolved",
-                   "resolving_resamples", "verdict", "verdict_reason", "not_estimable_reason",
-                   "p_chi2", "diverged", "degenerate", "acc_base", "acc_variants", "n_templates"]
+                   "separated_data", "sparse_data", "rarer_count", "p_holm", "holm_m", "significant_uncorrected",
+                   "significant_holm", "unresolved", "resolving_resamples", "verdict", "verdict_reason",
+                   "not_estimable_reason", "p_chi2", "diverged", "degenerate", "acc_base", "acc_variants", "n_templates"]
 
 
 def language_term(language: str) -> str:
