@@ -35,6 +35,20 @@ estimate, beside the full-data penalised likelihood-ratio test alone.
 
     python benchmarks/glmm_validity.py --cross-ceiling --datasets 100 --engine laplace
 
+``--sparse``: the verdict where one condition has few events (issue 50's closing note), not none: the
+bootstrap alone, the penalised likelihood-ratio test alone, their larger P (the separated-data rule) and
+the exact test, on the same data sets, with Wilson intervals. Pair cells: 30 templates x 2 items, both
+answers wrong on concordant items, an item discordant with probability d (5, 7 or 10 of 60), a right on
+it with probability q (0.5: null), fitted as ``compare`` fits a pair without item intercepts (laplace),
+beside McNemar's exact test and Fisher's on the pooled 2x2. GLMM 1 cells: 100 templates x (1 GSM-Base
++ 10 GSM-Variants), GSM-Base at 97% (about 3 wrong answers of 100) against GSM-Variants at 97% (null)
+or 88%, through the workflow's statistics, beside Fisher's. Data sets whose rarer count is 0 (separated:
+the rule already applies) are redrawn; the smallest rarer count of each data set is recorded.
+
+    python benchmarks/glmm_validity.py --sparse --datasets 300 --cores 1 \
+        --cells pair_null5,pair_null7,pair_null10,pair_effect7,pair_effect10
+    python benchmarks/glmm_validity.py --sparse --datasets 100 --cores 1 --cells glmm_null,glmm_effect
+
 ``--holm``: B against Holm. Ten models of one prompt, each with a strong variant effect (90% vs 50%,
 every resample below 0), one Holm family of 10: at ``--resamples`` B the bootstrap's bound 2/B cannot
 pass Holm's smallest threshold alpha/10 when B <= 400; the verdict must say "unresolved" and name the B
@@ -148,6 +162,98 @@ def verdict(args) -> None:
               f"answer: {int((g['wrong_base'] == 0).sum())}")
 
 
+#: --sparse's cells: pairs (discordant share d of 60 items, P(a right | discordant) q) and GLMM 1
+#: (GSM-Base, GSM-Variants accuracies)
+SPARSE = {"pair_null5": ("pair", 5 / 60, 0.5), "pair_null7": ("pair", 7 / 60, 0.5),
+          "pair_null10": ("pair", 10 / 60, 0.5), "pair_effect7": ("pair", 7 / 60, 1 / 7),
+          "pair_effect10": ("pair", 10 / 60, 0.1), "glmm_null": ("glmm", 0.97, 0.97),
+          "glmm_effect": ("glmm", 0.97, 0.88)}
+
+
+def simulate_pair(d: float, q: float, seed: int, templates: int = 30, items: int = 2) -> pd.DataFrame:
+    """Paired answers of models a and b (compare's rows): concordant items wrong for both, an item
+    discordant with probability ``d``, a right on a discordant item with probability ``q``."""
+    rng = np.random.default_rng(seed)
+    n = templates * items
+    disc = rng.random(n) < d
+    a_right = disc & (rng.random(n) < q)
+    b_right = disc & ~a_right
+    t = np.repeat(np.arange(templates), items)
+    item = [f"x{k}" for k in range(n)]
+    return pd.concat([pd.DataFrame({"model": m, "prompt": "p", "template": t, "item": item, "correct": c.astype(int)})
+                      for m, c in (("a", a_right), ("b", b_right))], ignore_index=True)
+
+
+def sparse_one(args):
+    cell, seed, resamples = args
+    from scipy.stats import fisher_exact
+    from earnest.stats.verdict import bounded_p
+    kind, x, y = SPARSE[cell]
+    for redraw in range(1000):      # the rarer count 0 is separated data: redraw
+        s = seed + 100_000 * redraw
+        if kind == "pair":
+            df = simulate_pair(x, y, s)
+            by = df.groupby("model")["correct"].agg(["sum", "count"])
+            succ = [int(by.loc["a", "sum"]), int(by.loc["b", "sum"])]
+        else:
+            df = simulate_cell((x, y), s, templates=100, variants=10)
+            by = df.groupby("variant")["correct"].agg(["sum", "count"])
+            succ = [int(by.loc[0, "sum"]), int(by.loc[1, "sum"])]
+        n = [int(by["count"].iloc[0]), int(by["count"].iloc[1])]
+        rarer = min(min(k, m - k) for k, m in zip(succ, n))
+        if rarer > 0:
+            break
+    p_fisher = fisher_exact([[succ[0], n[0] - succ[0]], [succ[1], n[1] - succ[1]]])[1]
+    if kind == "pair":
+        from earnest.stats import compare as C
+        data = C.validate_compare_input(df)
+        r = C.compare_pair(C.paired_rows(data, "models", "p", "a", "b"), resamples, s, item_effects=False,
+                           engine="laplace")
+        p_exact = r["p_mcnemar"]
+        extra = {"discordant": r["n_ab"] + r["n_ba"]}
+    else:
+        from earnest.stats import run, summaries as S
+        with tempfile.TemporaryDirectory() as tmp:
+            out, _, _ = run.run_glmm(df, 1, resamples, s, tmp, engine="laplace", fidelity="earnest", cores=1,
+                                     log=lambda m: None)
+        t = S.build_summaries(out)
+        r = t[t["term"] == "variant"].iloc[0].to_dict()
+        p_exact = p_fisher
+        extra = {"discordant": -1}
+    p_boot, _ = bounded_p(float(r["p_boot"]), float(r["p_bound"]), "earnest")
+    p_lr = float(r["p_lr"])
+    return {"cell": cell, "seed": s, "rarer": rarer, **extra, "p_boot": p_boot, "p_lr": p_lr,
+            "p_value": float(r["p_value"]), "p_max": max(p_boot, p_lr), "p_exact": p_exact, "p_fisher": p_fisher}
+
+
+def sparse(args) -> None:
+    cells = list(SPARSE) if args.cells == ",".join(CELLS) else args.cells.split(",")
+    unknown = sorted(set(cells) - set(SPARSE))
+    if unknown:
+        raise SystemExit(f"--sparse --cells: unknown {unknown}; choose from {sorted(SPARSE)}")
+    jobs = [(c, args.seed + 9000 + i, args.resamples) for c in cells for i in range(args.datasets)]
+    t0 = time.time()
+    with ProcessPoolExecutor(args.cores) as ex:
+        res = pd.DataFrame(list(ex.map(sparse_one, jobs)))
+    if args.out:
+        res.to_csv(args.out, index=False)
+    print(f"sparse data: laplace, B = {args.resamples}, {args.datasets} data sets per cell, "
+          f"{time.time() - t0:.0f} s, load {os.getloadavg()[0]:.1f}")
+    for cell, g in res.groupby("cell", sort=False):
+        n = len(g)
+        exact = "McNemar exact" if SPARSE[cell][0] == "pair" else "Fisher exact"
+        cols = [("bootstrap alone", "p_boot"), ("LR alone", "p_lr"), ("max(bootstrap, LR)", "p_max"),
+                ("verdict today", "p_value"), (exact, "p_exact")]
+        if SPARSE[cell][0] == "pair":
+            cols.append(("Fisher exact (pooled)", "p_fisher"))
+        for name, col in cols:
+            k = int((g[col] < 0.05).sum())
+            lo, hi = wilson(k, n, z=1.959964)
+            print(f"  {cell:14s} {name:22s} {k:4d}/{n} = {k / n:6.1%}  [{lo:.1%}, {hi:.1%}]")
+        extra = f", discordant items median {g.discordant.median():g}" if SPARSE[cell][0] == "pair" else ""
+        print(f"  {cell:14s} rarer count: median {g.rarer.median():g} (range {g.rarer.min()}-{g.rarer.max()}){extra}")
+
+
 def cross_one(args):
     seed, engine, resamples, templates, variants = args
     from earnest.stats import crosslingual as X
@@ -254,10 +360,12 @@ def main() -> None:
     ap.add_argument("--verdict", action="store_true", help="the verdict vs Fisher, at the ceiling and away")
     ap.add_argument("--cells", default=",".join(CELLS), help="--verdict: the cells")
     ap.add_argument("--cross-ceiling", action="store_true", help="cross-lingual, one language at the ceiling")
+    ap.add_argument("--sparse", action="store_true", help="few events in a condition: bootstrap, LR, exact tests")
     ap.add_argument("--holm", action="store_true", help="B against Holm: unresolved at small B, resolved at the named B")
-    ap.add_argument("--out", default="", help="--verdict/--cross-ceiling: a CSV of every data set")
+    ap.add_argument("--out", default="", help="--verdict/--cross-ceiling/--sparse: a CSV of every data set")
     args = ap.parse_args()
-    for flag, run in (("ceiling", ceiling), ("verdict", verdict), ("cross_ceiling", cross_ceiling), ("holm", holm_case)):
+    for flag, run in (("ceiling", ceiling), ("verdict", verdict), ("cross_ceiling", cross_ceiling), ("holm", holm_case),
+                      ("sparse", sparse)):
         if getattr(args, flag):
             run(args)
             return

@@ -61,17 +61,39 @@ def test_the_bootstrap_resolution_is_two_over_n():
 
 def test_where_the_data_separate_p_is_the_larger_of_bootstrap_and_likelihood_ratio_and_the_interval_their_hull():
     theta = np.random.default_rng(1).normal(-1.0, 0.3, 200)              # bootstrap: P = 0 -> 0.01
-    rec = V.fit_p(theta, fidelity="earnest", p_lr=0.3, pl_low=-2.5, pl_high=0.4, separated=True)
+    rec = V.fit_p(theta, fidelity="earnest", p_lr=0.3, pl_low=-2.5, pl_high=0.4, rarer=0)
     assert rec["p_value"] == pytest.approx(0.3) and rec["p_source"] == "likelihood ratio"
+    assert rec["separated_data"] and rec["sparse_data"] and rec["rarer_count"] == 0
     assert rec["ci_low_log"] == pytest.approx(-2.5) and rec["ci_high_log"] == pytest.approx(0.4)
     assert rec["ci_low_log"] < 0 < rec["ci_high_log"]                     # consistent with P >= 0.05
     # an unbounded end is written as unbounded, never as an odds ratio of 0
-    rec = V.fit_p(theta, fidelity="earnest", p_lr=0.3, pl_low=-np.inf, pl_high=0.4, separated=True)
+    rec = V.fit_p(theta, fidelity="earnest", p_lr=0.3, pl_low=-np.inf, pl_high=0.4, rarer=0)
     assert rec["ci_low_unbounded"] and rec["ci_low"] == 0.0 and not rec["ci_high_unbounded"]
     # where no count is zero the bootstrap decides alone (the likelihood-ratio test stands beside it)
     rec = V.fit_p(theta, fidelity="earnest", p_lr=0.3, pl_low=-2.5, pl_high=0.4)
     assert rec["p_value"] == pytest.approx(0.01) and rec["p_source"] == "bootstrap bound" and rec["p_lr"] == 0.3
     assert rec["ci_high_log"] < 0
+
+
+def test_sparse_data_take_the_larger_p_up_to_the_threshold_and_the_bootstrap_alone_above_it():
+    """Sparse data (issue 50's closing note): a condition with 1..SPARSE_EVENTS answers of its rarer
+    outcome decides as separated data do (the larger of bootstrap and likelihood-ratio P, the hull of
+    the intervals); one more and the bootstrap decides alone. The reference keeps Eq. 4 throughout."""
+    k = V.SPARSE_EVENTS
+    assert V.rarer_count([(1, 60), (6, 60)]) == 1                         # the issue-40 pair: a right on 1
+    assert V.rarer_count([(97, 100), (880, 1000)]) == 3                   # 3 wrong GSM-Base answers
+    assert V.rarer_count([(0, 0), (7, 60)]) == 7 and np.isnan(V.rarer_count([(0, 0)]))
+    assert V.is_sparse(0) and V.is_sparse(k) and not V.is_sparse(k + 1) and not V.is_sparse(np.nan)
+    theta = np.random.default_rng(1).normal(-1.0, 0.3, 200)              # bootstrap: P = 0 -> 0.01
+    at = V.fit_p(theta, fidelity="earnest", p_lr=0.08, pl_low=-2.5, pl_high=0.1, rarer=k)
+    assert at["p_value"] == pytest.approx(0.08) and at["p_source"] == "likelihood ratio"
+    assert at["sparse_data"] and not at["separated_data"] and at["rarer_count"] == k
+    assert at["ci_low_log"] == pytest.approx(-2.5) and at["ci_high_log"] == pytest.approx(0.1)
+    above = V.fit_p(theta, fidelity="earnest", p_lr=0.08, pl_low=-2.5, pl_high=0.1, rarer=k + 1)
+    assert above["p_value"] == pytest.approx(0.01) and above["p_source"] == "bootstrap bound"
+    assert not above["sparse_data"] and above["ci_high_log"] < 0
+    ref = V.fit_p(theta, fidelity="reference", p_lr=0.08, pl_low=-2.5, pl_high=0.1, rarer=1)
+    assert ref["p_value"] == 0 and ref["p_source"] == "bootstrap" and ref["ci_high_log"] < 0
 
 
 def _records(ps, bounds=None, reasons=None):

@@ -38,7 +38,7 @@ from earnest.stats import glmm as G
 from earnest.stats.diagnostics import DIVERGED_LOG_OR, fit_problems
 from earnest.stats.summary import (bootstrap_p, check_alpha, clean_mask, diverged_order_statistics, holm,
                                    percentile_interval, separation_sides, significant, with_separated)
-from earnest.stats.verdict import decide, fit_p
+from earnest.stats.verdict import decide, fit_p, rarer_count
 from earnest.wording import DEGENERATE_MARK, VARIANT, format_fit_p, format_or_interval, format_p, unresolved_text
 from earnest.stats.defaults import AGQ, ALPHA, ENGINE, ITEM_EFFECTS
 
@@ -239,11 +239,12 @@ def compare_pair(pairs: pd.DataFrame, n_resamples: int, seed: int, *, item_effec
     # the verdict's P value and interval (earnest.stats.verdict.fit_p: with the penalised profile likelihood
     # where the pair's model is penalised)
     n = row["n_items"]
-    zero = bool(n) and (pairs["correct_a"].sum() in (0, n) or pairs["correct_b"].sum() in (0, n))
+    rarer = rarer_count([(pairs["correct_a"].sum(), n), (pairs["correct_b"].sum(), n)])
     rec = fit_p(theta, fidelity="earnest", p_lr=prof.get("p_lr", float("nan")),
                 pl_low=prof.get("pl_low_log", float("nan")), pl_high=prof.get("pl_high_log", float("nan")),
-                separated=zero)
-    row.update({k: rec[k] for k in ("p_bound", "p_lr", "p_value", "p_source", "ci_low_log", "ci_high_log",
+                rarer=rarer)
+    row.update({k: rec[k] for k in ("p_bound", "p_lr", "p_value", "p_source", "separated_data", "sparse_data",
+                                    "rarer_count", "ci_low_log", "ci_high_log",
                                     "ci_low", "ci_high", "ci_low_unbounded", "ci_high_unbounded")})
     row["prior"] = prior.label() if prior is not None else ""
     row.update(pair_verdict(row, a, b))

@@ -60,8 +60,8 @@ from earnest.stats.engines import laplace
 from earnest.stats.glmm import (LANGUAGE_TERM, LME4, GLMMInputError, WaldFit, check_unique_columns, text_column,
                                 validate_glmm_input)
 from earnest.stats.summary import clean_mask, diverged_order_statistics
-from earnest.stats.summary import not_estimable_reason as _reason, separates
-from earnest.stats.verdict import NOT_ESTIMABLE, decide, fit_p
+from earnest.stats.summary import not_estimable_reason as _reason, rarer_answers
+from earnest.stats.verdict import NOT_ESTIMABLE, SPARSE_EVENTS, decide, fit_p
 from earnest.wording import (DEGENERATE_MARK, DEGENERATE_TEXT, INTERCEPT, VARIANT, format_fit_p,
                              format_or_interval, format_p, unresolved_text)
 
@@ -76,9 +76,9 @@ SUMMARY_COLUMNS = ["model", "prompt", "kind", "term", "language", "reference", "
                    "n_resamples", "n_clean", "estimate", "se", "median_log_or", "odds_ratio", "ci_low_log",
                    "ci_high_log", "ci_low", "ci_high", "ci_low_unbounded", "ci_high_unbounded", "boot_low_log",
                    "boot_high_log", "pl_low_log", "pl_high_log", "p_boot", "p_bound", "p_lr", "p_value", "p_source",
-                   "p_holm", "holm_m", "significant_uncorrected", "significant_holm", "unresolved",
-                   "resolving_resamples", "verdict", "verdict_reason", "not_estimable_reason",
-                   "p_chi2", "diverged", "degenerate", "acc_base", "acc_variants", "n_templates"]
+                   "separated_data", "sparse_data", "rarer_count", "p_holm", "holm_m", "significant_uncorrected",
+                   "significant_holm", "unresolved", "resolving_resamples", "verdict", "verdict_reason",
+                   "not_estimable_reason", "p_chi2", "diverged", "degenerate", "acc_base", "acc_variants", "n_templates"]
 
 
 def language_term(language: str) -> str:
@@ -386,24 +386,26 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, *, model: str = "", prom
                           "acc_base": 100.0 * data.loc[data["variant"] == 0, "correct"].mean(),
                           "acc_variants": 100.0 * data.loc[data["variant"] == 1, "correct"].mean()})
 
-    def zero(x):
+    def rarer(x):
         sub = data[data["language"] == x]
         n0, n1 = int((sub["variant"] == 0).sum()), int((sub["variant"] == 1).sum())
-        return separates({"n_base": n0, "n_variants": n1, "acc_base": _accuracy(data, x, 0),
-                          "acc_variants": _accuracy(data, x, 1)})
+        return rarer_answers({"n_base": n0, "n_variants": n1, "acc_base": _accuracy(data, x, 0),
+                              "acc_variants": _accuracy(data, x, 1)})
 
     def row(kind, term, language, theta, est=float("nan"), s=float("nan"), acc=(float("nan"), float("nan")),
             reason="", about=""):
         theta = np.asarray(theta, dtype=float)
         med = float(np.median(theta)) if theta.size else float("nan")
         prof = (profile or {}).get(term, {})
-        # the data separate a term where a language it involves has a zero count (the reference for
-        # the variant term and every interaction; the language itself for its own terms)
+        # a term's data are sparse (separated: 0) where a language it involves has few answers of a
+        # condition's rarer outcome (the reference for the variant term and every interaction; the
+        # language itself for its own terms)
         other = language or about
         involved = [langs[0]] + ([other] if other and other != langs[0] else [])
+        counts = [c for c in (rarer(x) for x in involved) if not np.isnan(c)] if kind != "joint" else []
         rec = fit_p(theta, fidelity=fidelity, level=level, p_lr=prof.get("p_lr", float("nan")),
                     pl_low=prof.get("pl_low_log", float("nan")), pl_high=prof.get("pl_high_log", float("nan")),
-                    separated=kind != "joint" and any(zero(x) for x in involved))
+                    rarer=min(counts) if counts else float("nan"))
         diverged = bool(diverged_order_statistics(theta, level)) if theta.size else True
         why = everything or reason or ("" if theta.size else f"none of the {n_res} resamples gave a clean fit")
         if not why and prior is None and fidelity != F.REFERENCE and diverged:
@@ -578,8 +580,9 @@ def write_cross_table(summary: pd.DataFrame, stem, *, names: dict[str, str] | No
                "GSM-Variants vs GSM-Base in each language (variant + variant:language), median over the clean "
                "resamples (earnest mode: fits penalised by a weak normal prior, so no separated resample is dropped) "
                "and 95% interval: the percentile interval, in earnest mode widened to the penalised profile "
-               "likelihood's where a single term has one; P: the verdict's (earnest.stats.verdict: Eq. 4, "
-               "below 2/n where every estimate lies on one side, and for single terms in earnest mode the larger "
+               "likelihood's where the P value includes its test; P: the verdict's (earnest.stats.verdict: Eq. 4, "
+               "below 2/n where every estimate lies on one side, and for single terms in earnest mode, where a "
+               f"language's condition has at most {SPARSE_EVENTS} answers of its rarer outcome, the larger "
                "of that and the penalised likelihood-ratio test's), Holm across languages. Ratio of ORs: the "
                "language's variant OR over the reference's (the interaction), Holm across languages. The last row "
                "tests that the variant effect is the same in every language (all interactions 0: bootstrap P, and "

@@ -18,7 +18,7 @@ import pandas as pd
 from earnest import fidelity as F
 from earnest.stats.defaults import ALPHA  # re-exported: the significance level (stats.alpha)
 from earnest.stats.glmm import GLMER_FALLBACK, LME4, SHARD_COLUMNS, WaldFit, engine_name
-from earnest.stats.verdict import fit_p
+from earnest.stats.verdict import fit_p, rarer_count
 from earnest.wording import EFFECTS, VARIANT
 
 
@@ -277,7 +277,7 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str
         prof = (profile or {}).get(term, {})
         rec = fit_p(theta, fidelity=fidelity, level=level, p_lr=prof.get("p_lr", float("nan")),
                     pl_low=prof.get("pl_low_log", float("nan")), pl_high=prof.get("pl_high_log", float("nan")),
-                    separated=term == VARIANT and separates(acc))
+                    rarer=rarer_answers(acc) if term == VARIANT else float("nan"))
         med = float(np.median(theta)) if theta.size else float("nan")
         reason = reason_all or (extra_reasons or {}).get(term, "") or (
             "" if theta.size else f"none of the {n_resamples} bootstrap resamples gave a clean fit")
@@ -301,21 +301,23 @@ def summarise(shards: pd.DataFrame, data: pd.DataFrame, glmm: int, *, model: str
     return pd.DataFrame(rows)
 
 
-def separates(acc: dict) -> bool:
-    """Whether the data separate the variant effect: GSM-Base or GSM-Variants with no wrong, or no
-    right, answer (from :func:`accuracies`; a count of zero no template resample can vary)."""
+def rarer_answers(acc: dict) -> float:
+    """The variant effect's :func:`earnest.stats.verdict.rarer_count`: the fewer of GSM-Base's right and
+    wrong answers, or of GSM-Variants', whichever is smaller (from :func:`accuracies`; 0 where the data
+    separate the effect: a count no template resample can vary; NaN where a condition has no answer)."""
     nb, nv = int(acc["n_base"]), int(acc["n_variants"])
     if not nb or not nv:
-        return False
+        return float("nan")
     cb, cv = round(acc["acc_base"] * nb / 100), round(acc["acc_variants"] * nv / 100)
-    return cb in (0, nb) or cv in (0, nv)
+    return rarer_count([(cb, nb), (cv, nv)])
 
 
 def not_estimable_reason(acc: dict, glmm: int = 1) -> str:
     """Why no effect of a model x prompt can be estimated at all ('' when it can), from its accuracies
     (:func:`accuracies`): no rows, no correct answer, or every answer correct. (Separation of the
     variant effect alone, e.g. no wrong GSM-Base answer, is estimable in earnest mode: the penalised
-    fit stays finite and the likelihood-ratio test carries the zero count.)"""
+    fit stays finite and the likelihood-ratio test carries the zero count: earnest.stats.verdict's
+    sparse-data rule.)"""
     nb, nv = int(acc["n_base"]), int(acc["n_variants"])
     if nb + nv == 0:
         return "no items left to fit (in a reasoning-only analysis: every item was excluded as a code error)"

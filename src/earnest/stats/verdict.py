@@ -16,15 +16,22 @@ the validity studies' simulated fits) ends in the same record, built here:
   read as its bound 2/n (the smallest non-zero value Eq. 4 takes), the interval the percentile
   interval. But a template bootstrap cannot express uncertainty about a count that is zero in the
   data: where the full data separate the effect (a condition with no wrong, or no right, answer:
-  ``separated``), no resample can hold such an answer, and Eq. 4 says "0" whatever the truth. There
-  the P value is the larger of the bootstrap's and the penalised likelihood-ratio test's on the full
-  data (the profile likelihood, after Heinze & Schemper's treatment of separation), which carries the
-  zero count's uncertainty, and the interval is the hull of the percentile interval and the penalised
-  profile-likelihood interval (it excludes 0 exactly where both tests reject). Everywhere the
-  likelihood-ratio test and its interval stand beside it (``p_lr``, ``pl_*``).
-  ``benchmarks/glmm_validity.py --verdict`` measures the rule against known truth, at the ceiling and away from
-  it (benchmarks/README.md): requiring both tests everywhere would cost power the bootstrap has in
-  ordinary designs, requiring the bootstrap alone rejects in half the ceiling-null data sets.
+  ``separated``), no resample can hold such an answer, and Eq. 4 says "0" whatever the truth. Nor
+  can it about a count of one or two: a resample draws the condition's only wrong answer or not, and
+  Eq. 4 over those draws rejects a true null in 7 of 17 simulated data sets with one such answer
+  (benchmarks/README.md, "Sparse data"). Where the data are sparse (:func:`is_sparse`: some
+  condition of the effect has at most :data:`SPARSE_EVENTS` answers of its rarer outcome, right or
+  wrong; separated data are the case 0) the P value is the larger of the bootstrap's and the
+  penalised likelihood-ratio test's on the full data (the profile likelihood, after Heinze &
+  Schemper's treatment of separation), which carries the small count's uncertainty, and the interval
+  is the hull of the percentile interval and the penalised profile-likelihood interval (it excludes
+  0 exactly where both tests reject). Everywhere the likelihood-ratio test and its interval stand
+  beside it (``p_lr``, ``pl_*``); the record says which rule applied (``separated_data``,
+  ``sparse_data``, ``rarer_count``).
+  ``benchmarks/glmm_validity.py --verdict`` and ``--sparse`` measure the rule against known truth, at
+  the ceiling, on sparse data and away from both (benchmarks/README.md): requiring both tests
+  everywhere would cost power the bootstrap has in ordinary designs, requiring the bootstrap alone
+  rejects in half the ceiling-null data sets.
 
 * :func:`decide` — the verdict of a table of such records within their Holm families: one of
   :data:`VERDICTS`, with its reason. ``not estimable`` (no rows, no correct or no wrong answer at
@@ -50,11 +57,18 @@ SIGNIFICANT_UNCORRECTED = "significant before Holm only"
 NOT_SIGNIFICANT = "not significant"
 UNRESOLVED = "unresolved"
 NOT_ESTIMABLE = "not estimable"
+#: sparse data (:func:`is_sparse`): a condition of the effect with at most this many answers of its rarer
+#: outcome. Measured (benchmarks/README.md, "Sparse data"): the template bootstrap alone rejects a true
+#: null where a condition has one such answer (GLMM 1: 7 of 17 data sets; pairs: see there) and holds
+#: from SPARSE_EVENTS + 1 up; where a condition has up to SPARSE_EVENTS the larger of the bootstrap's
+#: and the likelihood-ratio test's P is calibrated and found every effect the bootstrap found.
+SPARSE_EVENTS = 5
 #: every verdict a fit can get, in order of display
 VERDICTS = (SIGNIFICANT, SIGNIFICANT_UNCORRECTED, NOT_SIGNIFICANT, UNRESOLVED, NOT_ESTIMABLE)
 
 #: the columns :func:`fit_p` adds to a fit's record
-P_COLUMNS = ("p_boot", "p_bound", "p_lr", "p_value", "p_source", "separated_data", "boot_low_log", "boot_high_log",
+P_COLUMNS = ("p_boot", "p_bound", "p_lr", "p_value", "p_source", "separated_data", "sparse_data", "rarer_count",
+             "boot_low_log", "boot_high_log",
              "pl_low_log", "pl_high_log", "ci_low_log", "ci_high_log", "ci_low", "ci_high",
              "ci_low_unbounded", "ci_high_unbounded")
 #: the columns :func:`decide` adds to a table of records
@@ -111,14 +125,33 @@ def _exp(x: float) -> float:
                                                          else float("nan"))
 
 
+def rarer_count(counts) -> float:
+    """The smallest count of the rarer outcome over the conditions of an effect, from ``counts``:
+    (right answers, answers) per condition (e.g. GSM-Base's and GSM-Variants'); conditions without an
+    answer do not count; NaN where no condition has one."""
+    rarer = [min(int(k), int(n) - int(k)) for k, n in counts if int(n) > 0]
+    return float(min(rarer)) if rarer else float("nan")
+
+
+def is_sparse(rarer: float) -> bool:
+    """Whether an effect's data are sparse: some condition has at most :data:`SPARSE_EVENTS` answers of
+    its rarer outcome (``rarer``: :func:`rarer_count`; 0 = separated; NaN = unknown: not sparse)."""
+    return not math.isnan(float(rarer)) and float(rarer) <= SPARSE_EVENTS
+
+
 def fit_p(estimates, *, fidelity: str = F.DEFAULT, level: float = 0.95, p_lr: float = float("nan"),
-          pl_low: float = float("nan"), pl_high: float = float("nan"), separated: bool = False) -> dict:
+          pl_low: float = float("nan"), pl_high: float = float("nan"), rarer: float = float("nan")) -> dict:
     """A fit's P value and interval before correction (:data:`P_COLUMNS`), from its bootstrap
     ``estimates`` (the clean ones; log-odds) and, in earnest mode, its penalised likelihood-ratio test
     (``p_lr``) and profile interval (``pl_low``, ``pl_high``; -inf/inf where the profile never reaches
-    the critical value), which decide with the bootstrap where the full data separate the effect
-    (``separated``: a count of zero the bootstrap cannot vary). The rule is the module docstring's."""
+    the critical value), which decide with the bootstrap where the effect's data are sparse
+    (``rarer``: :func:`rarer_count` of its conditions, 0 where they separate it: a count the bootstrap
+    cannot vary; NaN where the fit has no such conditions, e.g. a covariate's slope). The rule is the
+    module docstring's."""
     F.check_mode(fidelity)
+    rarer = float(rarer)
+    separated = rarer == 0
+    sparse = is_sparse(rarer)
     theta = np.asarray(estimates, dtype=float)
     theta = theta[~np.isnan(theta)]
     p_boot = bootstrap_p(theta)
@@ -133,17 +166,18 @@ def fit_p(estimates, *, fidelity: str = F.DEFAULT, level: float = 0.95, p_lr: fl
         out.update(p_lr=float(p_lr), pl_low_log=float(pl_low), pl_high_log=float(pl_high))
         if math.isnan(pb):
             p, source = float("nan"), ""
-        elif not separated or math.isnan(p_lr) or pb >= p_lr:
+        elif not sparse or math.isnan(p_lr) or pb >= p_lr:
             p, source = pb, boot_source
         else:
             p, source = float(p_lr), "likelihood ratio"
         cl, ch = lo, hi
-        if separated:
+        if sparse:
             cl = np.nanmin([lo, pl_low]) if not (math.isnan(lo) and math.isnan(pl_low)) else float("nan")
             ch = np.nanmax([hi, pl_high]) if not (math.isnan(hi) and math.isnan(pl_high)) else float("nan")
         if math.isnan(lo):          # no bootstrap estimate: no interval
             cl = ch = float("nan")
-    out.update(p_value=p, p_source=source, separated_data=bool(separated), ci_low_log=float(cl), ci_high_log=float(ch),
+    out.update(p_value=p, p_source=source, separated_data=bool(separated), sparse_data=bool(sparse), rarer_count=rarer,
+               ci_low_log=float(cl), ci_high_log=float(ch),
                ci_low=_exp(cl), ci_high=_exp(ch), ci_low_unbounded=bool(cl == -np.inf),
                ci_high_unbounded=bool(ch == np.inf))
     return out
