@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import sandbox_attacks as sa
 from earnest.sandbox import LAYERS, Limits, Sandbox, SandboxUnavailable
 from helpers import NOBODY, nobody_command, nobody_copy, nobody_interpreter
 
@@ -56,25 +57,30 @@ def test_every_layer_holds_alone_as_the_current_user(tmp_path):
         assert "'setuid'" in out  # root adds setuid to nobody
 
 
-def _nobody_copy() -> tuple[list[str], str, Path]:
+def _nobody_copy() -> tuple[list[str], str, Path, dict]:
+    """(command, home, copy, environment) that run the corpus as nobody, in an IPC namespace of its
+    own (made as root before dropping to nobody, who may not: the IPC objects it sees are its own,
+    whatever other processes of the machine create meanwhile)."""
     drop = nobody_command()
     assert drop is not None, "neither setpriv nor runuser is installed (util-linux)"
+    assert shutil.which("unshare"), "unshare is not installed (util-linux)"
     home = tempfile.mkdtemp(prefix="earnest-nobody-")
     os.chown(home, NOBODY, NOBODY)
     copy = nobody_copy(Path(home), ["sandbox_attacks.py"])
-    exe = nobody_interpreter(drop, _env(home))
+    env = _env(home)
+    exe = nobody_interpreter(drop, env)
     assert exe is not None, "no Python interpreter is usable by nobody"
-    return drop + [exe], home, copy
+    return ["unshare", "--ipc", "--"] + drop + [exe], home, copy, {**env, sa.OWN_IPC_NAMESPACE: "1"}
 
 
 @pytest.mark.slow
 def test_every_layer_holds_alone_as_nobody():
     if os.geteuid() != 0:
         pytest.skip("not root: the test above already ran unprivileged")
-    command, home, copy = _nobody_copy()
+    command, home, copy, env = _nobody_copy()
     try:
         proc = subprocess.run(command + [str(copy / "tests" / "sandbox_attacks.py")], cwd=home,
-                              env=_env(home), capture_output=True, text=True, timeout=900)
+                              env=env, capture_output=True, text=True, timeout=900)
         out = proc.stdout + proc.stderr
         assert proc.returncode == 0, out[-6000:]
         _check_output(out, ["all", "seccomp", "seccomp-earnest", "namespaces", "landlock"])
@@ -89,7 +95,6 @@ def _check_control(out: str) -> None:
     lines = [line for line in out.splitlines() if line.startswith(("works ", "VACUOUS "))]
     assert lines and not [line for line in lines if line.startswith("VACUOUS")], out[-6000:]
     # every attack of the corpus is in it (an attack the control skipped would prove nothing)
-    import sandbox_attacks as sa
     names = {name for name, _, _ in sa.attacks(sa.Targets.DUMMY_CTX)}
     assert {line.split()[1].rstrip(":") for line in lines} == names, out[-6000:]
 
@@ -110,10 +115,10 @@ def test_every_attack_works_where_no_layer_stops_it(tmp_path):
 def test_every_attack_works_where_no_layer_stops_it_as_nobody():
     if os.geteuid() != 0:
         pytest.skip("not root: the test above already ran unprivileged")
-    command, home, copy = _nobody_copy()
+    command, home, copy, env = _nobody_copy()
     try:
         proc = subprocess.run(command + [str(copy / "tests" / "sandbox_attacks.py"), "--control"], cwd=home,
-                              env=_env(home), capture_output=True, text=True, timeout=600)
+                              env=env, capture_output=True, text=True, timeout=600)
         out = proc.stdout + proc.stderr
         assert proc.returncode == 0, out[-6000:]
         _check_control(out)
@@ -153,6 +158,53 @@ def test_the_corpus_sees_what_a_layer_does_not_stop(tmp_path):
         assert attack in out, out[-4000:]
     # what Landlock does stop it still stops
     assert "read_secret_file" not in out and "write_victim" not in out and "tcp_connect" not in out
+
+
+OWN_IPC = """
+import ctypes, sys
+sys.path.insert(0, {tests!r})
+import sandbox_attacks as sa
+targets = sa.Targets()
+print("ready", flush=True)
+sys.stdin.readline()  # meanwhile the test creates a segment where it runs
+before = targets.effects()
+mine = ctypes.CDLL(None).shmget(0, 4096, 0o1600)
+left = targets.effects()
+targets.reset()
+print(repr((targets.ipc_private, mine >= 0, before, left, targets.effects())), flush=True)
+targets.close()
+"""
+
+
+def test_the_corpus_sees_only_its_own_ipc_objects(tmp_path):
+    """The corpus's IPC check counts the objects of its own run: a segment that another process of
+    the machine creates meanwhile is neither "left behind" nor removed by it; one created where the
+    corpus's answers run (its own IPC namespace, shared with answers that have none) is, and is
+    removed. (Not root: no namespace of its own; then the objects of its uid are counted.)"""
+    if os.geteuid() != 0:
+        pytest.skip("not root: no IPC namespace of its own for the corpus")
+    import ast
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    proc = subprocess.Popen([sys.executable, "-c", OWN_IPC.format(tests=str(REPO / "tests"))], cwd=tmp_path,
+                            env=_env(str(tmp_path)), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    foreign = -1
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        foreign = libc.shmget(0, 4096, 0o1600)  # IPC_PRIVATE: a new segment, here
+        assert foreign >= 0, ctypes.get_errno()
+        out, _ = proc.communicate("go\n", timeout=120)
+    finally:
+        proc.kill()
+        if foreign >= 0:
+            alive = libc.shmctl(foreign, 2, (ctypes.c_char * 256)()) >= 0  # IPC_STAT
+            libc.shmctl(foreign, 0, None)  # IPC_RMID
+    private, made, before, left, after = ast.literal_eval(out.strip().splitlines()[-1])
+    assert private and made, out
+    assert before == [] and after == [], out  # the test's segment is not the corpus's
+    assert [e for e in left if e.startswith("IPC objects left behind: ['shm:")], out  # its own is
+    assert alive  # and reset() left the test's segment alone
 
 
 def test_no_layer_that_blocks_file_reads_means_no_model_code():
