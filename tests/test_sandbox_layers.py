@@ -440,28 +440,68 @@ def test_abusing_the_result_pipe_costs_only_the_answer_itself(disable):
         assert box.run(innocent).value == 42.0
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not os.access("/proc/sys/kernel/keys/maxbytes", os.W_OK),
-                    reason="needs root and a writable /proc/sys/kernel/keys/maxbytes")
+#: A process of uid argv[1] that fills that uid's key quota by its bytes (a few user keys, each as
+#: large as still fits, down to one byte) and shows that a new session keyring is refused (EDQUOT);
+#: on a line from the test it shrinks its largest key to one byte (the kernel gives the bytes back
+#: at once, unlike a key's removal, which waits for its collector) and says so.
+BYTE_FILLER = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+uid = int(sys.argv[1])
+os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
+KEYCTL, ADD_KEY = {"x86_64": (250, 248), "aarch64": (219, 217)}[os.uname().machine]
+libc.syscall(KEYCTL, 1, None)  # a session keyring of its own
+keys, size = [], 32767  # a user key's largest payload
+while size:
+    k = libc.syscall(ADD_KEY, b"user", b"%d" % len(keys), b"x" * size, size, -3)
+    if k >= 0:
+        keys.append(k)
+    elif ctypes.get_errno() == 122:  # EDQUOT: half as large
+        size //= 2
+    else:
+        break
+err = ctypes.get_errno()
+fresh = libc.syscall(KEYCTL, 1, None)  # what an answer's child does: a new keyring
+print(len(keys), err, fresh, ctypes.get_errno(), flush=True)
+sys.stdin.readline()
+print(libc.syscall(KEYCTL, 2, keys[0], b"x", 1), flush=True)  # KEYCTL_UPDATE: one byte
+sys.stdin.read()  # hold the keys until the test ends
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or os.uname().machine not in ("x86_64", "aarch64"),
+                    reason="needs root (a uid of the batch's own) and x86_64 or aarch64")
 def test_an_answer_that_cannot_have_a_keyring_of_its_own_does_not_run():
     """The child joins a fresh session keyring before model code runs; where the kernel refuses it
     (the key quota of the answers' uid exhausted), the answer does not run with the worker's keyring,
     shared by every answer: it comes back not run, marked as the machine's failure (issue 53.4: that
     answer's, never the batch's), and answers run again once keys can be had.
-    The quota is exhausted by its byte limit set to the least the kernel takes (1 byte: no key of
-    nobody's fits in it), whatever keys nobody's other processes hold meanwhile."""
-    maxbytes = Path("/proc/sys/kernel/keys/maxbytes")
-    before = maxbytes.read_text().strip()
-    with Sandbox(workers=1, limits=LIMITS, disable=("seccomp",)) as box:
+    The quota is that of the batch's own answer uid, held whole by a process of that uid (not the
+    machine's ``keys/maxbytes``, which every other uid's keys on the machine would meet too)."""
+    from earnest.sandbox.kernel.namespaces import pick_answer_uid
+
+    uid = pick_answer_uid()
+    with Sandbox(workers=1, limits=LIMITS, disable=("seccomp",), answer_uid=uid) as box:
         if box.capabilities(start=True).get("session_keyring") != "own":
             pytest.skip("this kernel has no keyrings")
+        filler = subprocess.Popen([sys.executable, "-c", BYTE_FILLER, str(uid)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
         try:
-            maxbytes.write_text("1")
+            line = filler.stdout.readline().split()
+            assert len(line) == 4, line
+            keys, err, fresh, fresh_err = map(int, line)
+            assert keys > 0 and err == 122 and fresh < 0 and fresh_err == 122, line  # the quota is full
             r = box.run("def solution():\n    return 1\n")
             assert r.value is None and r.error_class == "unclassified", r
             assert "session keyring of its own" in r.infrastructure, r
+            filler.stdin.write("free\n")
+            filler.stdin.flush()
+            assert filler.stdout.readline().strip() == "0"  # the bytes are back
+            assert box.run("def solution():\n    return 2\n").value == 2.0
         finally:
-            maxbytes.write_text(before)
-        assert box.run("def solution():\n    return 2\n").value == 2.0
+            filler.stdin.close()
+            filler.wait(timeout=60)
 
 
 SCORING = REPO / "tests" / "hostile_scoring.py"
