@@ -37,3 +37,25 @@ def pytest_collection_modifyitems(config, items):
         defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
         if any(d and d[-1].scope == "module" and not getattr(d[-1], "_autouse", False) for d in defs.values()):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+
+def pytest_configure(config):
+    """Where Slurm is installed but its controller is down, every Snakemake start waits about 10 s:
+    snakemake-executor-plugin-slurm runs ``scontrol show config`` as it is imported (every Snakemake
+    start imports it), which waits for the controller before it fails. A warning says so (once: in
+    the pytest-xdist controller, not its workers)."""
+    import shutil
+    import subprocess
+
+    if hasattr(config, "workerinput") or shutil.which("sinfo") is None or shutil.which("scontrol") is None:
+        return
+    try:
+        ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return
+    if "DOWN" in ping.stdout:
+        config.issue_config_time_warning(pytest.PytestWarning(
+            "Slurm is installed but its controller is down: every Snakemake start in these tests waits about "
+            "10 s for it (snakemake-executor-plugin-slurm asks `scontrol show config` on import); start the "
+            "local cluster first (sudo scripts/slurm-up.sh; tests/test_slurm.py does it too)"), stacklevel=2)

@@ -49,6 +49,9 @@ SECRET = "s3cret-6f1d"
 MARKER = b"nb-mark!"
 API_KEY = "sk-earnest-test-0123456789"
 SHM_KEY, MSG_KEY, PLANT_KEY = 0x5EA7001, 0x5EA7002, 0x5EA7003
+CLONE_NEWIPC = 0x08000000
+#: set to "1" by a caller that started this program in an IPC namespace of its own (``unshare --ipc``)
+OWN_IPC_NAMESPACE = "EARNEST_ATTACKS_OWN_IPC_NAMESPACE"
 #: keys (keyctl): one in the caller's session keyring holding the API key, one an answer plants
 #: in its user keyring for the next answer to find (per run: a stale one from another run is not ours)
 SESSION_KEY = "earnest-caller-key"
@@ -391,6 +394,14 @@ class Targets:
     socket, a 'neighbour' process of the same user, a SysV segment of this process."""
 
     def __init__(self) -> None:
+        # the IPC objects seen (and removed) are this run's own: in an IPC namespace of its own
+        # (unshare as root here; ``unshare --ipc`` before dropping to nobody, which says so in
+        # OWN_IPC_NAMESPACE), an answer that shares this process's namespace (namespaces off) leaves
+        # its objects here, and no other process of the machine adds or loses any
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.ipc_private = os.environ.get(OWN_IPC_NAMESPACE) == "1" or self.libc.unshare(CLONE_NEWIPC) == 0
+        # elsewhere (not root, no namespace): the objects created by this uid, which the answers run as
+        self.ipc_owner = None if self.ipc_private or os.geteuid() == 0 else os.getuid()
         self.tmp = Path(tempfile.mkdtemp(prefix="earnest-attacks-"))
         self.secret = self.tmp / "secret.txt"
         self.secret.write_text(SECRET)
@@ -417,12 +428,19 @@ class Targets:
             threading.Thread(target=self._accept, args=(server,), daemon=True).start()
         # a neighbour of the same user: a sleeping process whose limits, life and memory must not change
         self.marker = ctypes.create_string_buffer(MARKER, len(MARKER))
+        # it says when it runs (a handshake, not a wait): every attack on it meets a live process
+        ready_r, ready_w = os.pipe()
         self.neighbour = os.fork()
         if self.neighbour == 0:
+            os.close(ready_r)
+            os.write(ready_w, b"r")
+            os.close(ready_w)
             time.sleep(600)
             os._exit(0)
+        os.close(ready_w)
+        assert os.read(ready_r, 1) == b"r", "the neighbour did not start"
+        os.close(ready_r)
         self.neighbour_limits = {r: resource.prlimit(self.neighbour, r) for r in (resource.RLIMIT_AS,)}
-        self.libc = ctypes.CDLL(None, use_errno=True)
         self.libc.shmat.restype = ctypes.c_void_p
         self.plant = self.libc.shmget(PLANT_KEY, 4096, 0o1666)
         self.plant_addr = self.libc.shmat(self.plant, None, 0) if self.plant >= 0 else None
@@ -465,15 +483,17 @@ class Targets:
                 "caller": os.getpid(), "neighbour": self.neighbour, "port": self.tcp.getsockname()[1],
                 "abstract": self.abstract_name, "marker": ctypes.addressof(self.marker)}
 
-    @staticmethod
-    def ipc_objects() -> set[str]:
+    def ipc_objects(self) -> set[str]:
+        """The SysV IPC objects ("kind:id") of this process's IPC namespace (see ``ipc_owner``)."""
         out = set()
         for kind in ("shm", "msg", "sem"):
             try:
-                lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
-            except OSError:
+                header, *lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
+            except (OSError, ValueError):
                 continue
-            out |= {f"{kind}:{line.split()[1]}" for line in lines if line.strip()}
+            cuid = header.split().index("cuid")
+            out |= {f"{kind}:{line.split()[1]}" for line in lines
+                    if line.strip() and self.ipc_owner in (None, int(line.split()[cuid]))}
         return out
 
     def effects(self) -> list[str]:
@@ -496,9 +516,11 @@ class Targets:
             seen.append("the neighbour's limits changed")
         try:
             os.kill(self.neighbour, 0)
-            state = Path(f"/proc/{self.neighbour}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            if state in ("T", "t", "Z"):
-                seen.append(f"the neighbour is {state}")
+            fields = Path(f"/proc/{self.neighbour}/stat").read_text().rsplit(")", 1)[1].split()
+            if fields[0] in ("T", "t", "Z"):
+                seen.append(f"the neighbour is {fields[0]}")
+            elif _dying(self.neighbour, int(fields[6])):  # killed, and not yet run to its end
+                seen.append("the neighbour was killed (it is exiting)")
         except ProcessLookupError:
             seen.append("the neighbour was killed")
         if os.getpriority(os.PRIO_PROCESS, 0) != self.caller_nice:
@@ -549,6 +571,20 @@ class Targets:
         if self.persistent_key >= 0:
             self.libc.syscall(SYS_KEYCTL, 9, self.persistent_key, ctypes.c_long(self.persistent))  # UNLINK
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _dying(pid: int, flags: int) -> bool:
+    """Whether ``pid`` (its /proc stat ``flags``) has been killed but is not yet a zombie: a SIGKILL
+    pending (the kernel queues it as it is sent; on a loaded machine the process may not have run
+    since) or the process exiting (PF_EXITING), so that a kill is seen however late it takes effect."""
+    if flags & 0x4:  # PF_EXITING
+        return True
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True  # gone meanwhile
+    masks = [int(line.split()[1], 16) for line in status.splitlines() if line.startswith(("SigPnd:", "ShdPnd:"))]
+    return any(mask & (1 << (signal.SIGKILL - 1)) for mask in masks)
 
 
 def planted_key(remove: bool) -> bool:
@@ -745,7 +781,16 @@ MACHINE_DEPENDENT = {
 }
 
 
-def _control_worker(source: str, report_w: int) -> None:
+#: How long the control's worker reads an escape's result pipe: an escape's child (or what it
+#: started) may hold it open for 30 s; still alive after this, it has outlived its worker's deadline.
+#: Every other attack is read to its end (the pipe's EOF as the child exits), however slow the
+#: machine: a signal by proxy is sent only when the worker reads the full pipe.
+ESCAPE_DEADLINE = 4.0
+#: and any other attack's child, if it never ends: control() gives its caller 60 s in all
+OTHER_DEADLINE = 55.0
+
+
+def _control_worker(source: str, report_w: int, deadline_s: float) -> None:
     """The worker of the control: run source in a child (fd 3 its result pipe), read the result as
     the sandbox's worker does (a signal by proxy reaches this process), report on report_w."""
     r, w = os.pipe()
@@ -762,7 +807,7 @@ def _control_worker(source: str, report_w: int) -> None:
         os.write(3, json.dumps(out).encode())
         os._exit(0)
     os.close(w)
-    data, deadline = b"", time.monotonic() + 4.0
+    data, deadline = b"", time.monotonic() + deadline_s
     while True:
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([r], [], [], left)[0]:
@@ -801,7 +846,8 @@ def control_caller(names: list[str]) -> None:
             worker = os.fork()
             if worker == 0:
                 os.close(r)
-                _control_worker(sources[name][1], w)
+                _control_worker(sources[name][1], w,
+                                ESCAPE_DEADLINE if sources[name][0] == "escape" else OTHER_DEADLINE)
             os.close(w)
             data = b""
             while chunk := os.read(r, 1 << 16):

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import sandbox_attacks as sa
 from earnest.sandbox import LAYERS, Limits, Sandbox, SandboxUnavailable
 from helpers import NOBODY, nobody_command, nobody_copy, nobody_interpreter
 
@@ -56,25 +57,30 @@ def test_every_layer_holds_alone_as_the_current_user(tmp_path):
         assert "'setuid'" in out  # root adds setuid to nobody
 
 
-def _nobody_copy() -> tuple[list[str], str, Path]:
+def _nobody_copy() -> tuple[list[str], str, Path, dict]:
+    """(command, home, copy, environment) that run the corpus as nobody, in an IPC namespace of its
+    own (made as root before dropping to nobody, who may not: the IPC objects it sees are its own,
+    whatever other processes of the machine create meanwhile)."""
     drop = nobody_command()
     assert drop is not None, "neither setpriv nor runuser is installed (util-linux)"
+    assert shutil.which("unshare"), "unshare is not installed (util-linux)"
     home = tempfile.mkdtemp(prefix="earnest-nobody-")
     os.chown(home, NOBODY, NOBODY)
     copy = nobody_copy(Path(home), ["sandbox_attacks.py"])
-    exe = nobody_interpreter(drop, _env(home))
+    env = _env(home)
+    exe = nobody_interpreter(drop, env)
     assert exe is not None, "no Python interpreter is usable by nobody"
-    return drop + [exe], home, copy
+    return ["unshare", "--ipc", "--"] + drop + [exe], home, copy, {**env, sa.OWN_IPC_NAMESPACE: "1"}
 
 
 @pytest.mark.slow
 def test_every_layer_holds_alone_as_nobody():
     if os.geteuid() != 0:
         pytest.skip("not root: the test above already ran unprivileged")
-    command, home, copy = _nobody_copy()
+    command, home, copy, env = _nobody_copy()
     try:
         proc = subprocess.run(command + [str(copy / "tests" / "sandbox_attacks.py")], cwd=home,
-                              env=_env(home), capture_output=True, text=True, timeout=900)
+                              env=env, capture_output=True, text=True, timeout=900)
         out = proc.stdout + proc.stderr
         assert proc.returncode == 0, out[-6000:]
         _check_output(out, ["all", "seccomp", "seccomp-earnest", "namespaces", "landlock"])
@@ -89,7 +95,6 @@ def _check_control(out: str) -> None:
     lines = [line for line in out.splitlines() if line.startswith(("works ", "VACUOUS "))]
     assert lines and not [line for line in lines if line.startswith("VACUOUS")], out[-6000:]
     # every attack of the corpus is in it (an attack the control skipped would prove nothing)
-    import sandbox_attacks as sa
     names = {name for name, _, _ in sa.attacks(sa.Targets.DUMMY_CTX)}
     assert {line.split()[1].rstrip(":") for line in lines} == names, out[-6000:]
 
@@ -110,10 +115,10 @@ def test_every_attack_works_where_no_layer_stops_it(tmp_path):
 def test_every_attack_works_where_no_layer_stops_it_as_nobody():
     if os.geteuid() != 0:
         pytest.skip("not root: the test above already ran unprivileged")
-    command, home, copy = _nobody_copy()
+    command, home, copy, env = _nobody_copy()
     try:
         proc = subprocess.run(command + [str(copy / "tests" / "sandbox_attacks.py"), "--control"], cwd=home,
-                              env=_env(home), capture_output=True, text=True, timeout=600)
+                              env=env, capture_output=True, text=True, timeout=600)
         out = proc.stdout + proc.stderr
         assert proc.returncode == 0, out[-6000:]
         _check_control(out)
@@ -153,6 +158,53 @@ def test_the_corpus_sees_what_a_layer_does_not_stop(tmp_path):
         assert attack in out, out[-4000:]
     # what Landlock does stop it still stops
     assert "read_secret_file" not in out and "write_victim" not in out and "tcp_connect" not in out
+
+
+OWN_IPC = """
+import ctypes, sys
+sys.path.insert(0, {tests!r})
+import sandbox_attacks as sa
+targets = sa.Targets()
+print("ready", flush=True)
+sys.stdin.readline()  # meanwhile the test creates a segment where it runs
+before = targets.effects()
+mine = ctypes.CDLL(None).shmget(0, 4096, 0o1600)
+left = targets.effects()
+targets.reset()
+print(repr((targets.ipc_private, mine >= 0, before, left, targets.effects())), flush=True)
+targets.close()
+"""
+
+
+def test_the_corpus_sees_only_its_own_ipc_objects(tmp_path):
+    """The corpus's IPC check counts the objects of its own run: a segment that another process of
+    the machine creates meanwhile is neither "left behind" nor removed by it; one created where the
+    corpus's answers run (its own IPC namespace, shared with answers that have none) is, and is
+    removed. (Not root: no namespace of its own; then the objects of its uid are counted.)"""
+    if os.geteuid() != 0:
+        pytest.skip("not root: no IPC namespace of its own for the corpus")
+    import ast
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    proc = subprocess.Popen([sys.executable, "-c", OWN_IPC.format(tests=str(REPO / "tests"))], cwd=tmp_path,
+                            env=_env(str(tmp_path)), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    foreign = -1
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        foreign = libc.shmget(0, 4096, 0o1600)  # IPC_PRIVATE: a new segment, here
+        assert foreign >= 0, ctypes.get_errno()
+        out, _ = proc.communicate("go\n", timeout=120)
+    finally:
+        proc.kill()
+        if foreign >= 0:
+            alive = libc.shmctl(foreign, 2, (ctypes.c_char * 256)()) >= 0  # IPC_STAT
+            libc.shmctl(foreign, 0, None)  # IPC_RMID
+    private, made, before, left, after = ast.literal_eval(out.strip().splitlines()[-1])
+    assert private and made, out
+    assert before == [] and after == [], out  # the test's segment is not the corpus's
+    assert [e for e in left if e.startswith("IPC objects left behind: ['shm:")], out  # its own is
+    assert alive  # and reset() left the test's segment alone
 
 
 def test_no_layer_that_blocks_file_reads_means_no_model_code():
@@ -388,28 +440,68 @@ def test_abusing_the_result_pipe_costs_only_the_answer_itself(disable):
         assert box.run(innocent).value == 42.0
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not os.access("/proc/sys/kernel/keys/maxbytes", os.W_OK),
-                    reason="needs root and a writable /proc/sys/kernel/keys/maxbytes")
+#: A process of uid argv[1] that fills that uid's key quota by its bytes (a few user keys, each as
+#: large as still fits, down to one byte) and shows that a new session keyring is refused (EDQUOT);
+#: on a line from the test it shrinks its largest key to one byte (the kernel gives the bytes back
+#: at once, unlike a key's removal, which waits for its collector) and says so.
+BYTE_FILLER = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+uid = int(sys.argv[1])
+os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
+KEYCTL, ADD_KEY = {"x86_64": (250, 248), "aarch64": (219, 217)}[os.uname().machine]
+libc.syscall(KEYCTL, 1, None)  # a session keyring of its own
+keys, size = [], 32767  # a user key's largest payload
+while size:
+    k = libc.syscall(ADD_KEY, b"user", b"%d" % len(keys), b"x" * size, size, -3)
+    if k >= 0:
+        keys.append(k)
+    elif ctypes.get_errno() == 122:  # EDQUOT: half as large
+        size //= 2
+    else:
+        break
+err = ctypes.get_errno()
+fresh = libc.syscall(KEYCTL, 1, None)  # what an answer's child does: a new keyring
+print(len(keys), err, fresh, ctypes.get_errno(), flush=True)
+sys.stdin.readline()
+print(libc.syscall(KEYCTL, 2, keys[0], b"x", 1), flush=True)  # KEYCTL_UPDATE: one byte
+sys.stdin.read()  # hold the keys until the test ends
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or os.uname().machine not in ("x86_64", "aarch64"),
+                    reason="needs root (a uid of the batch's own) and x86_64 or aarch64")
 def test_an_answer_that_cannot_have_a_keyring_of_its_own_does_not_run():
     """The child joins a fresh session keyring before model code runs; where the kernel refuses it
     (the key quota of the answers' uid exhausted), the answer does not run with the worker's keyring,
     shared by every answer: it comes back not run, marked as the machine's failure (issue 53.4: that
     answer's, never the batch's), and answers run again once keys can be had.
-    The quota is exhausted by its byte limit set to the least the kernel takes (1 byte: no key of
-    nobody's fits in it), whatever keys nobody's other processes hold meanwhile."""
-    maxbytes = Path("/proc/sys/kernel/keys/maxbytes")
-    before = maxbytes.read_text().strip()
-    with Sandbox(workers=1, limits=LIMITS, disable=("seccomp",)) as box:
+    The quota is that of the batch's own answer uid, held whole by a process of that uid (not the
+    machine's ``keys/maxbytes``, which every other uid's keys on the machine would meet too)."""
+    from earnest.sandbox.kernel.namespaces import pick_answer_uid
+
+    uid = pick_answer_uid()
+    with Sandbox(workers=1, limits=LIMITS, disable=("seccomp",), answer_uid=uid) as box:
         if box.capabilities(start=True).get("session_keyring") != "own":
             pytest.skip("this kernel has no keyrings")
+        filler = subprocess.Popen([sys.executable, "-c", BYTE_FILLER, str(uid)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
         try:
-            maxbytes.write_text("1")
+            line = filler.stdout.readline().split()
+            assert len(line) == 4, line
+            keys, err, fresh, fresh_err = map(int, line)
+            assert keys > 0 and err == 122 and fresh < 0 and fresh_err == 122, line  # the quota is full
             r = box.run("def solution():\n    return 1\n")
             assert r.value is None and r.error_class == "unclassified", r
             assert "session keyring of its own" in r.infrastructure, r
+            filler.stdin.write("free\n")
+            filler.stdin.flush()
+            assert filler.stdout.readline().strip() == "0"  # the bytes are back
+            assert box.run("def solution():\n    return 2\n").value == 2.0
         finally:
-            maxbytes.write_text(before)
-        assert box.run("def solution():\n    return 2\n").value == 2.0
+            filler.stdin.close()
+            filler.wait(timeout=60)
 
 
 SCORING = REPO / "tests" / "hostile_scoring.py"

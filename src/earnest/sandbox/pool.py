@@ -27,6 +27,18 @@ class SandboxUnavailable(RuntimeError):
     """Model code cannot run safely here (no layer blocks file reads), or no worker starts."""
 
 
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the process group ``proc`` leads (started with a session of its own) unless ``proc``
+    has already been reaped, then reap it. Its group is killed even where ``proc`` itself has ended
+    (not yet reaped, its id is not reused): what it started dies with it."""
+    if proc.returncode is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:  # the group is gone already
+            pass
+        proc.wait()
+
+
 @dataclass(frozen=True)
 class Limits:
     """Per-snippet limits. The time limit is ``cpu_seconds`` of the answer's own CPU time (the
@@ -152,12 +164,7 @@ class _Worker:
             proc.wait(timeout=2)
         except Exception:
             pass
-        if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
+        _kill_group(proc)
         proc.stdout.close()
         base = self.info.get("base")
         if isinstance(base, str) and os.path.basename(base).startswith(_TEMP_PREFIX):
@@ -301,12 +308,7 @@ def _probe(argv: list[str], timeout: float) -> tuple[int, str, str]:
             raise _ProbeFlood(_PROBE_LIMIT)
         returncode = proc.wait(max(0.1, end - time.monotonic()))
     finally:
-        if proc.returncode is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            proc.wait()
+        _kill_group(proc)
         proc.stdout.close()
         proc.stderr.close()
     return (returncode, out[proc.stdout].decode("utf-8", "replace"), out[proc.stderr].decode("utf-8", "replace"))
