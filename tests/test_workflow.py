@@ -275,8 +275,8 @@ def _plan_after_editing(wd: Path, path: Path, edit) -> tuple[dict[str, int], str
 
 # what a generation's dependants are in the tiny run: scoring, statistics, tables and figures of GSM-Symbolic
 GSM_DEPENDANTS = {"score", "sensitivity_score", "glmm_input", "bootstrap_shard", "glmm_summary", "summaries",
-                  "sensitivity_glmm_input", "sensitivity_bootstrap_shard", "sensitivity_glmm_summary",
-                  "sensitivity_summaries", "sensitivity_table", "stats_tables", "error_class_table", "fig_errors",
+                  "sensitivity_glmm_input", "sensitivity_gamma_centre", "sensitivity_bootstrap_shard",
+                  "sensitivity_glmm_summary", "sensitivity_summaries", "sensitivity_table", "stats_tables", "error_class_table", "fig_errors",
                   "fig_variant_effect", "fig_prompts", "fig_number_effect", "published_comparison",
                   "power_results", "compare_family", "sandbox_table", "report_findings", "report_answers", "all"}
 
