@@ -140,14 +140,27 @@ def verdict_one(args):
             "fisher": p_fisher < 0.05, "boot_only": p_old < 0.05, "wrong_base": int(table[0][1])}
 
 
+def simulate_all(fn, jobs, args) -> pd.DataFrame:
+    """One simulated data set per job (``fn(job)``: its row) on ``args.cores`` processes; the rows,
+    also written to ``args.out`` where given."""
+    with ProcessPoolExecutor(args.cores) as ex:
+        res = pd.DataFrame(list(ex.map(fn, jobs)))
+    if args.out:
+        res.to_csv(args.out, index=False)
+    return res
+
+
+def rate(k: int, n: int) -> str:
+    """k of n data sets, as a share with its 95% Wilson interval."""
+    lo, hi = wilson(k, n, z=1.959964)
+    return f"{k:4d}/{n} = {k / n:6.1%}  [{lo:.1%}, {hi:.1%}]"
+
+
 def verdict(args) -> None:
     cells = args.cells.split(",")
     jobs = [(c, args.seed + 4000 + i, args.engine, args.resamples) for c in cells for i in range(args.datasets)]
     t0 = time.time()
-    with ProcessPoolExecutor(args.cores) as ex:
-        res = pd.DataFrame(list(ex.map(verdict_one, jobs)))
-    if args.out:
-        res.to_csv(args.out, index=False)
+    res = simulate_all(verdict_one, jobs, args)
     print(f"the verdict: engine {args.engine}, {args.datasets} data sets per cell, B = {args.resamples}, "
           f"{time.time() - t0:.0f} s, load {os.getloadavg()[0]:.1f}")
     for cell, g in res.groupby("cell", sort=False):
@@ -155,9 +168,8 @@ def verdict(args) -> None:
         for name, col in (("earnest verdict", "significant"), ("Fisher exact", "fisher"),
                           ("bootstrap alone (old)", "boot_only")):
             k = int(g[col].sum())
-            lo, hi = wilson(k, n, z=1.959964)
             ratio = k / max(int(g["fisher"].sum()), 1)
-            print(f"  {cell:16s} {name:22s} {k:4d}/{n} = {k / n:6.1%}  [{lo:.1%}, {hi:.1%}]  x Fisher {ratio:.2f}")
+            print(f"  {cell:16s} {name:22s} {rate(k, n)}  x Fisher {ratio:.2f}")
         print(f"  {cell:16s} verdicts: {dict(g['verdict'].value_counts())}; data sets without a wrong GSM-Base "
               f"answer: {int((g['wrong_base'] == 0).sum())}")
 
@@ -233,10 +245,7 @@ def sparse(args) -> None:
         raise SystemExit(f"--sparse --cells: unknown {unknown}; choose from {sorted(SPARSE)}")
     jobs = [(c, args.seed + 9000 + i, args.resamples) for c in cells for i in range(args.datasets)]
     t0 = time.time()
-    with ProcessPoolExecutor(args.cores) as ex:
-        res = pd.DataFrame(list(ex.map(sparse_one, jobs)))
-    if args.out:
-        res.to_csv(args.out, index=False)
+    res = simulate_all(sparse_one, jobs, args)
     print(f"sparse data: laplace, B = {args.resamples}, {args.datasets} data sets per cell, "
           f"{time.time() - t0:.0f} s, load {os.getloadavg()[0]:.1f}")
     for cell, g in res.groupby("cell", sort=False):
@@ -247,9 +256,7 @@ def sparse(args) -> None:
         if SPARSE[cell][0] == "pair":
             cols.append(("Fisher exact (pooled)", "p_fisher"))
         for name, col in cols:
-            k = int((g[col] < 0.05).sum())
-            lo, hi = wilson(k, n, z=1.959964)
-            print(f"  {cell:14s} {name:22s} {k:4d}/{n} = {k / n:6.1%}  [{lo:.1%}, {hi:.1%}]")
+            print(f"  {cell:14s} {name:22s} {rate(int((g[col] < 0.05).sum()), n)}")
         extra = f", discordant items median {g.discordant.median():g}" if SPARSE[cell][0] == "pair" else ""
         print(f"  {cell:14s} rarer count: median {g.rarer.median():g} (range {g.rarer.min()}-{g.rarer.max()}){extra}")
 
@@ -276,19 +283,14 @@ def cross_one(args):
 def cross_ceiling(args) -> None:
     jobs = [(args.seed + 7000 + i, args.engine, args.resamples, args.templates, 10) for i in range(args.datasets)]
     t0 = time.time()
-    with ProcessPoolExecutor(args.cores) as ex:
-        res = pd.DataFrame(list(ex.map(cross_one, jobs)))
-    if args.out:
-        res.to_csv(args.out, index=False)
+    res = simulate_all(cross_one, jobs, args)
     n = len(res)
     print(f"cross-lingual, no interaction, French GSM-Base at the ceiling: engine {args.engine}, {n} data sets, "
           f"{args.templates} templates x (1 + 10) per language, B = {args.resamples}, {time.time() - t0:.0f} s, "
           f"load {os.getloadavg()[0]:.1f}; French GSM-Base accuracy {res.acc_fr_base.mean():.1%} "
           f"(data sets without a wrong French GSM-Base answer: {int((res.wrong_fr_base == 0).sum())})")
     for name, col in (("earnest verdict", "significant"), ("likelihood-ratio test alone", "lr_only")):
-        k = int(res[col].sum())
-        lo, hi = wilson(k, n, z=1.959964)
-        print(f"  interaction called significant, {name:28s} {k:4d}/{n} = {k / n:6.1%}  [{lo:.1%}, {hi:.1%}]")
+        print(f"  interaction called significant, {name:28s} {rate(int(res[col].sum()), n)}")
     print(f"  interaction estimate: mean {res.estimate.mean():+.3f} (sd {res.estimate.std():.3f}; truth 0); "
           f"verdicts {dict(res['verdict'].value_counts())}")
 
