@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -92,3 +95,36 @@ rule summary:
     log: "logs/summary.log"
     script: "{s}/glmm_summary.py"
 """
+
+
+#: The start of a key-quota filler (a script run as root with a uid as argv[1]): it becomes that uid
+#: and joins a session keyring of its own; KEYCTL and ADD_KEY are the system call numbers. The rest of
+#: the script fills the uid's quota, prints "keys errno fresh-keyring fresh-errno" and holds its keys
+#: until its stdin ends.
+KEY_FILLER_START = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+uid = int(sys.argv[1])
+os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
+KEYCTL, ADD_KEY = {"x86_64": (250, 248), "aarch64": (219, 217)}[os.uname().machine]
+libc.syscall(KEYCTL, 1, None)  # a session keyring of its own
+"""
+
+
+@contextlib.contextmanager
+def key_quota_filled(script: str, uid: int):
+    """A process of ``uid`` running ``script`` (:data:`KEY_FILLER_START` and its filling), checked to
+    hold the uid's whole key quota (its last key and a new session keyring refused with EDQUOT):
+    yields (the process, its number of keys); its stdin is closed and it is waited for at the end."""
+    proc = subprocess.Popen([sys.executable, "-c", script, str(uid)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline().split()
+        assert len(line) == 4, line
+        keys, err, fresh, fresh_err = map(int, line)
+        assert keys > 0 and err == 122 and fresh < 0 and fresh_err == 122, line  # EDQUOT: the quota is full
+        yield proc, keys
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)

@@ -12,35 +12,27 @@ as that answer's ``infrastructure_error``, never a wrong answer.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
 from earnest.sandbox import Sandbox
 from earnest.sandbox.kernel.namespaces import ANSWER_UID_RANGE
+from helpers import KEY_FILLER_START, key_quota_filled
 
 pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a process of uid 65534 and a root batch)"),
               # never beside the tests that run as nobody (pytest-xdist): the filler holds its whole key quota
               pytest.mark.xdist_group("uid65534")]
 
-FILLER = textwrap.dedent("""
-    import ctypes, os, sys
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    uid = int(sys.argv[1])
-    os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
-    KEYCTL, ADD_KEY = {"x86_64": (250, 248), "aarch64": (219, 217)}[os.uname().machine]
-    libc.syscall(KEYCTL, 1, None)                       # a session keyring of its own
-    n = 0
-    while libc.syscall(ADD_KEY, b"user", b"k%d" % n, b"x", 1, -3) >= 0:   # into @s until the quota is full
-        n += 1
-    err = ctypes.get_errno()
-    fresh = libc.syscall(KEYCTL, 1, None)                # what an answer's child does: a new keyring
-    print(n, err, fresh, ctypes.get_errno(), flush=True)
-    sys.stdin.read()                                     # hold the keys until the test ends
-""")
+#: fills the quota by its number of keys (one-byte keys into @s until the kernel refuses one)
+FILLER = KEY_FILLER_START + """
+n = 0
+while libc.syscall(ADD_KEY, b"user", b"k%d" % n, b"x", 1, -3) >= 0:   # into @s until the quota is full
+    n += 1
+err = ctypes.get_errno()
+fresh = libc.syscall(KEYCTL, 1, None)                # what an answer's child does: a new keyring
+print(n, err, fresh, ctypes.get_errno(), flush=True)
+sys.stdin.read()                                     # hold the keys until the test ends
+"""
 
 INNOCENT = "def solution():\n    return sum(range(10)) * 3\n"
 
@@ -49,18 +41,9 @@ def _fill(uid: int):
     """A process of ``uid`` holding that uid's whole key quota, until the block ends."""
     if os.uname().machine not in ("x86_64", "aarch64"):
         pytest.skip("system call numbers for x86_64 and aarch64 only")
-    proc = subprocess.Popen([sys.executable, "-c", FILLER, str(uid)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True)
-    line = proc.stdout.readline().split()
-    try:
-        assert len(line) == 4, line
-        keys, err, fresh, fresh_err = map(int, line)
-        # the quota is full: a new keyring for uid 65534 is refused (EDQUOT), as it was for every answer
-        assert keys > 0 and err == 122 and fresh < 0 and fresh_err == 122, line
+    # the quota is full: a new keyring for uid 65534 is refused (EDQUOT), as it was for every answer
+    with key_quota_filled(FILLER, uid) as (_, keys):
         yield keys
-    finally:
-        proc.stdin.close()
-        proc.wait(timeout=60)
 
 
 @pytest.fixture()

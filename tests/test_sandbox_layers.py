@@ -22,7 +22,7 @@ import pytest
 
 import sandbox_attacks as sa
 from earnest.sandbox import LAYERS, Limits, Sandbox, SandboxUnavailable
-from helpers import NOBODY, nobody_command, nobody_copy, nobody_interpreter
+from helpers import KEY_FILLER_START, NOBODY, key_quota_filled, nobody_command, nobody_copy, nobody_interpreter
 
 # run as nobody: never beside tests/test_sandbox_keyquota.py's filler of nobody's key quota (pytest-xdist)
 pytestmark = pytest.mark.xdist_group("uid65534")
@@ -444,14 +444,7 @@ def test_abusing_the_result_pipe_costs_only_the_answer_itself(disable):
 #: large as still fits, down to one byte) and shows that a new session keyring is refused (EDQUOT);
 #: on a line from the test it shrinks its largest key to one byte (the kernel gives the bytes back
 #: at once, unlike a key's removal, which waits for its collector) and says so.
-BYTE_FILLER = """
-import ctypes, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-uid = int(sys.argv[1])
-os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
-KEYCTL, ADD_KEY = {"x86_64": (250, 248), "aarch64": (219, 217)}[os.uname().machine]
-libc.syscall(KEYCTL, 1, None)  # a session keyring of its own
+BYTE_FILLER = KEY_FILLER_START + """
 keys, size = [], 32767  # a user key's largest payload
 while size:
     k = libc.syscall(ADD_KEY, b"user", b"%d" % len(keys), b"x" * size, size, -3)
@@ -485,13 +478,7 @@ def test_an_answer_that_cannot_have_a_keyring_of_its_own_does_not_run():
     with Sandbox(workers=1, limits=LIMITS, disable=("seccomp",), answer_uid=uid) as box:
         if box.capabilities(start=True).get("session_keyring") != "own":
             pytest.skip("this kernel has no keyrings")
-        filler = subprocess.Popen([sys.executable, "-c", BYTE_FILLER, str(uid)], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True)
-        try:
-            line = filler.stdout.readline().split()
-            assert len(line) == 4, line
-            keys, err, fresh, fresh_err = map(int, line)
-            assert keys > 0 and err == 122 and fresh < 0 and fresh_err == 122, line  # the quota is full
+        with key_quota_filled(BYTE_FILLER, uid) as (filler, _):
             r = box.run("def solution():\n    return 1\n")
             assert r.value is None and r.error_class == "unclassified", r
             assert "session keyring of its own" in r.infrastructure, r
@@ -499,9 +486,6 @@ def test_an_answer_that_cannot_have_a_keyring_of_its_own_does_not_run():
             filler.stdin.flush()
             assert filler.stdout.readline().strip() == "0"  # the bytes are back
             assert box.run("def solution():\n    return 2\n").value == 2.0
-        finally:
-            filler.stdin.close()
-            filler.wait(timeout=60)
 
 
 SCORING = REPO / "tests" / "hostile_scoring.py"
