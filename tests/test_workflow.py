@@ -138,17 +138,24 @@ def test_sensitivity_from_the_same_generations(tiny_run):
     assert "generate" not in jobs and "score" not in jobs and "bootstrap_shard" not in jobs
 
 
+def planned_jobs(out: str) -> list[dict[str, str]]:
+    """Every job of a dry run's output: its rule and its input and output lines ("" where it has none)."""
+    jobs = []
+    for line in out.splitlines():
+        line = re.sub(r"^\[[^\]]+\] ", "", line).strip()
+        m = re.match(r"^(?:local)?rule (\w+):$", line)
+        if m:
+            jobs.append({"rule": m.group(1), "input": "", "output": ""})
+        elif jobs and line.startswith(("input: ", "output: ")):
+            key, value = line.split(": ", 1)
+            jobs[-1][key] = jobs[-1][key] or value
+    return jobs
+
+
 def planned_outputs(proc: subprocess.CompletedProcess) -> list[tuple[str, str]]:
     """(rule, output file) of every job a dry run plans."""
-    out, rule = [], None
-    for line in (proc.stdout + proc.stderr).splitlines():
-        m = re.match(r"^\s*(?:local)?rule (\w+):$", line)
-        if m:
-            rule = m.group(1)
-        m = re.match(r"^\s*output: (.+)$", line)
-        if m and rule:
-            out += [(rule, f.strip()) for f in m.group(1).split(",")]
-    return out
+    jobs = planned_jobs(proc.stdout + proc.stderr)
+    return [(j["rule"], f.strip()) for j in jobs for f in j["output"].split(",") if f]
 
 
 @pytest.mark.slow
@@ -657,28 +664,6 @@ def test_each_mode_is_scored_in_its_own_env_and_interpreter(tmp_path, main, tiny
     assert rules["sensitivity_score"]["conda"] == env[other]
 
 
-def _job_inputs(out: str, rule: str) -> list[str]:
-    """The input line of every planned job of ``rule`` in a dry run's output."""
-    lines = [re.sub(r"^\[[^\]]+\] ", "", x) for x in out.splitlines()]
-    found = []
-    for i, line in enumerate(lines):
-        if re.match(rf"^\s*(?:local)?rule {rule}:$", line):
-            found += [x.split("input:", 1)[1] for x in lines[i + 1:i + 4] if "input:" in x]
-    return found
-
-
-def _job_io(out: str, rule: str) -> list[tuple[str, str]]:
-    """The input and output lines of every planned job of ``rule`` in a dry run's output."""
-    lines = [re.sub(r"^\[[^\]]+\] ", "", x) for x in out.splitlines()]
-    found = []
-    for i, line in enumerate(lines):
-        if re.match(rf"^\s*(?:local)?rule {rule}:$", line):
-            block = lines[i + 1:i + 5]
-            io = [next((x.split(k, 1)[1] for x in block if x.strip().startswith(k)), "") for k in ("input:", "output:")]
-            found.append((io[0], io[1]))
-    return found
-
-
 @pytest.mark.parametrize("main", ["earnest", "reference"])
 def test_reference_glmm2_fits_read_the_pool_of_every_model_of_the_prompt(tmp_path, main, tiny_model_dir):
     """Issue 41.6 / 55.2: reference mode's GLMM 2 is centred on the mean gamma of every model of the
@@ -694,19 +679,20 @@ def test_reference_glmm2_fits_read_the_pool_of_every_model_of_the_prompt(tmp_pat
     assert proc.returncode == 0, out[-3000:]
     other = "reference" if main == "earnest" else "earnest"
     for prefix, mode in (("", main), ("sensitivity_", other)):
-        gsm_lines = [line for line in _job_inputs(out, prefix + "glmm_input") if "/gsm/" in line]
+        jobs = planned_jobs(out)
+        gsm_lines = [j["input"] for j in jobs if j["rule"] == prefix + "glmm_input" and "/gsm/" in j["input"]]
         assert len(gsm_lines) == 2                   # one per model, each its own model's tables
         for line in gsm_lines:
             assert len({re.search(r"/scored/(\w+)/", p).group(1) for p in line.split(", ") if "/scored/" in p}) == 1
-        centres = _job_inputs(out, prefix + "gamma_centre")
+        centres = [j["input"] for j in jobs if j["rule"] == prefix + "gamma_centre"]
         # all errors: gsm and simple_code; the main results also the reasoning-only analysis of simple_code
         assert len(centres) == {"reference": 3 if prefix == "" else 2, "earnest": 0}[mode]
         for line in centres:
             if "/gsm/" in line:
                 assert {re.search(r"/scored/(\w+)/", p).group(1) for p in line.split(", ")} == {"tiny", "tiny2"}
         for rule in ("bootstrap_shard", "glmm_summary"):
-            jobs = _job_io(out, prefix + rule)
-            assert jobs
-            for inputs, outputs in jobs:
+            fits = [(j["input"], j["output"]) for j in jobs if j["rule"] == prefix + rule]
+            assert fits
+            for inputs, outputs in fits:
                 glmm2 = "/glmm2/" in outputs and ("/all/" in outputs or "/reasoning_only/" in outputs)
                 assert ("/centre/" in inputs) == (mode == "reference" and glmm2), (rule, inputs, outputs)
